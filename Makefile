@@ -1,0 +1,88 @@
+# attograd: `make` builds the libraries and examples into build/;
+# `make test` runs the Criterion suite (installing Criterion when missing);
+# `make run` runs the main job; `make asan` runs the suite under ASan+UBSan.
+
+BUILD    ?= build
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+# Flags the build needs, kept whatever the user puts in CFLAGS.
+AG_FLAGS := -std=c11 -Wall -Wextra -Iinclude -Isrc -MMD -MP -D_POSIX_C_SOURCE=200809L
+LDLIBS   := -lm
+
+LIB_SRC  := $(wildcard src/*.c) $(wildcard ops/*.c)
+TEST_SRC := $(wildcard tests/*.c)
+EXAMPLES := gradcheck attention_demo translate
+EX_BIN   := $(foreach e,$(EXAMPLES),$(if $(wildcard examples/$(e).c),$(BUILD)/$(e)))
+
+LIB32 := $(BUILD)/libattograd.a
+LIB64 := $(BUILD)/libattograd64.a
+OBJ32 := $(LIB_SRC:%.c=$(BUILD)/f32/%.o)
+OBJ64 := $(LIB_SRC:%.c=$(BUILD)/f64/%.o)
+TOBJ32 := $(TEST_SRC:%.c=$(BUILD)/f32/%.o)
+TOBJ64 := $(TEST_SRC:%.c=$(BUILD)/f64/%.o)
+
+.PHONY: all test check-criterion run asan clean valgrind bench
+all: $(LIB32) $(LIB64) $(EX_BIN)
+
+$(BUILD)/f32/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(AG_FLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/f64/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(AG_FLAGS) -DAG_DOUBLE $(CFLAGS) -c $< -o $@
+
+$(LIB32): $(OBJ32)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(LIB64): $(OBJ64)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# gradcheck runs in double; the other examples in float.
+$(BUILD)/gradcheck: $(BUILD)/f64/examples/gradcheck.o $(LIB64)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+$(BUILD)/%: $(BUILD)/f32/examples/%.o $(LIB32)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# ---- tests: every test file runs twice, in float and in double ----------
+CRITERION_HDR := /usr/include/criterion/criterion.h
+check-criterion:
+	@if [ ! -f $(CRITERION_HDR) ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Criterion missing: installing libcriterion-dev with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcriterion-dev >/dev/null || exit 1; \
+	  else \
+	    echo "Criterion is missing: run  sudo apt-get install libcriterion-dev"; exit 1; \
+	  fi; \
+	fi
+
+$(BUILD)/test_f32: $(TOBJ32) $(LIB32)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
+$(BUILD)/test_f64: $(TOBJ64) $(LIB64)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
+$(TOBJ32) $(TOBJ64): | check-criterion
+
+test: check-criterion all $(BUILD)/test_f32 $(BUILD)/test_f64
+	$(BUILD)/test_f64
+	$(BUILD)/test_f32
+
+# ---- sanitizers: a report of any kind (leaks too) fails the target ------
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+asan: check-criterion
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" all build-asan/test_f32 build-asan/test_f64
+	@set -e; for t in test_f64 test_f32; do \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	    build-asan/$$t --jobs 1 > build-asan/$$t.log 2>&1 || { cat build-asan/$$t.log; exit 1; }; \
+	  tail -n 3 build-asan/$$t.log; \
+	  if grep -E -q 'ERROR: (Address|Leak)Sanitizer|runtime error:' build-asan/$$t.log; then \
+	    grep -E -A 20 'ERROR: (Address|Leak)Sanitizer|runtime error:' build-asan/$$t.log | head -60; \
+	    echo "asan: sanitizer report in $$t (see build-asan/$$t.log)"; exit 1; fi; \
+	done; echo "asan: clean"
+
+run: all
+	$(BUILD)/gradcheck
+
+clean:
+	rm -rf build build-asan
+
+-include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d)

@@ -1,0 +1,75 @@
+/* attograd_io.h: safetensors checkpoints (read, validate, write atomically).
+ * Included by attograd.h; not meant to be included alone. */
+#ifndef ATTOGRAD_IO_H
+#define ATTOGRAD_IO_H
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* A parsed, validated safetensors file, held in memory.  The format: 8 bytes
+ * little-endian header length N, N bytes of JSON header
+ *   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}, ...,
+ *    "__metadata__": {"key": "value", ...}}
+ * then the byte buffer that data_offsets index (relative to its start). */
+typedef struct ag_st ag_st;
+
+/* Read and validate path (or a buffer of len bytes).  On failure returns a
+ * status (AG_ERR_IO, AG_ERR_FORMAT, AG_ERR_NOMEM), sets *out to NULL and
+ * writes a message naming the file and what is wrong into err. */
+ag_status ag_st_load(const char *path, ag_st **out, char *err, size_t errlen);
+ag_status ag_st_parse(const void *buf, size_t len, ag_st **out, char *err, size_t errlen);
+void ag_st_free(ag_st *f);
+
+int ag_st_count(const ag_st *f);                  /* tensors, __metadata__ aside */
+const char *ag_st_name(const ag_st *f, int i);    /* in header order */
+int ag_st_find(const ag_st *f, const char *name); /* index, or -1 */
+const char *ag_st_dtype(const ag_st *f, int i);   /* "F32", "F64", "I64", ... */
+int ag_st_ndim(const ag_st *f, int i);
+const int64_t *ag_st_shape(const ag_st *f, int i);
+size_t ag_st_numel(const ag_st *f, int i);
+const void *ag_st_bytes(const ag_st *f, int i);   /* raw little-endian data */
+/* Value of key in __metadata__, or NULL. */
+const char *ag_st_meta(const ag_st *f, const char *key);
+int ag_st_meta_count(const ag_st *f);
+const char *ag_st_meta_key(const ag_st *f, int i);
+
+/* Copy tensor `name` (F32 or F64) into dst as ag_real; n must equal its
+ * element count.  Messages name the tensor and the mismatch. */
+ag_status ag_st_read(const ag_st *f, const char *name, ag_real *dst, size_t n, char *err,
+                     size_t errlen);
+/* Same, into t, whose shape must equal the stored one exactly. */
+ag_status ag_st_read_tensor(const ag_st *f, const char *name, ag_tensor *t, char *err,
+                            size_t errlen);
+/* Tensor `name` of dtype I64 or I32 into dst (n ints). */
+ag_status ag_st_read_int(const ag_st *f, const char *name, int *dst, size_t n, char *err,
+                         size_t errlen);
+
+/* ---- writing ------------------------------------------------------------ */
+
+typedef struct ag_st_writer ag_st_writer;
+ag_st_writer *ag_st_writer_new(void); /* NULL when out of memory */
+void ag_st_writer_free(ag_st_writer *w);
+/* Add a tensor from ag_real data, stored as dtype "F32" or "F64". */
+ag_status ag_st_add(ag_st_writer *w, const char *name, const char *dtype, int ndim,
+                    const int *shape, const ag_real *data);
+/* Add a tensor of int data, stored as "I64". */
+ag_status ag_st_add_int(ag_st_writer *w, const char *name, int ndim, const int *shape,
+                        const int *data);
+ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value);
+/* Write the file crash-safely: a temporary file in the same directory,
+ * written fully (short writes and EINTR handled), fsync'd, closed (checked),
+ * renamed over path, and the directory fsync'd.  On any failure path is left
+ * as it was and the temporary file is removed. */
+ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t errlen);
+
+/* ---- a store as a checkpoint --------------------------------------------- */
+
+/* Every parameter of s under its name, as F32 (F64 when ag_real is double),
+ * plus the n_meta key/value pairs in __metadata__. */
+ag_status ag_store_save(const ag_store *s, const char *path, const char *const *meta_kv,
+                        int n_meta, char *err, size_t errlen);
+/* Fill every parameter of s from the tensor of the same name in f; a
+ * missing tensor, a shape or dtype that differs is an error naming it, and
+ * then no parameter is changed. */
+ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,12 @@
+/* ops/gelu.c: PLACEHOLDER, being written. */
+#include "internal.h"
+
+ag_tensor *ag_gelu(ag_graph *g, ag_tensor *x)
+{
+    (void)g;
+    (void)x;
+    ag_graph_fail(g, AG_ERR_STATE, "gelu: not implemented yet");
+    return NULL;
+}
+
+const ag_op_desc ag_op_gelu = {.name = "gelu", .backward = NULL};

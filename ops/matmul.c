@@ -1,0 +1,133 @@
+/* ops/matmul.c: batched matrix product with broadcast batch axes.
+ *
+ *   a [..., M, K] @ b [..., K, N] -> y [..., M, N]
+ *
+ * forward:  y[m, n] = sum_k a[m, k] b[k, n]            (each batch entry)
+ * backward: da = dy b^T    [M, N] x [N, K] -> [M, K]
+ *           db = a^T dy    [K, M] x [M, N] -> [K, N]
+ * A batch axis of a or b that was stretched (size 1 against larger) receives
+ * the sum over that axis: the batch loop maps each output batch entry to the
+ * input entry it read, and += does the sum. */
+#include "internal.h"
+
+#include <stdio.h>
+
+/* Offsets (in matrices) of a's and b's batch entries for each of y's. */
+typedef struct batch {
+    int nb;                 /* batch axes of y */
+    int shape[AG_MAX_DIMS]; /* y's batch shape */
+    size_t sa[AG_MAX_DIMS], sb[AG_MAX_DIMS];
+    size_t count;
+} batch;
+
+static void batch_strides(const ag_tensor *x, int nb, const int *shape, size_t *st)
+{
+    size_t s = 1;
+    int xb = x->ndim - 2; /* x's batch axes */
+    for (int i = nb - 1; i >= 0; i--) {
+        int ix = xb - nb + i;
+        int d = ix >= 0 ? x->shape[ix] : 1;
+        st[i] = (d == 1 && shape[i] != 1) ? 0 : s;
+        s *= (size_t)d;
+    }
+}
+
+/* Batch entry r of y -> matrix offsets into a and b. */
+static void batch_at(const batch *bt, size_t r, size_t *ia, size_t *ib)
+{
+    *ia = *ib = 0;
+    for (int i = bt->nb - 1; i >= 0; i--) {
+        size_t k = r % (size_t)bt->shape[i];
+        r /= (size_t)bt->shape[i];
+        *ia += k * bt->sa[i];
+        *ib += k * bt->sb[i];
+    }
+}
+
+static void batch_init(batch *bt, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y)
+{
+    bt->nb = y->ndim - 2;
+    bt->count = 1;
+    for (int i = 0; i < bt->nb; i++) {
+        bt->shape[i] = y->shape[i];
+        bt->count *= (size_t)y->shape[i];
+    }
+    batch_strides(a, bt->nb, bt->shape, bt->sa);
+    batch_strides(b, bt->nb, bt->shape, bt->sb);
+}
+
+ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
+{
+    if (!ag__ok(g, "matmul", 2, a, b)) return NULL;
+    char s1[96], s2[96];
+    if (a->ndim < 2 || b->ndim < 2) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "matmul: both inputs need at least 2 axes: %s x %s",
+                      ag_shape_str(a, s1, sizeof s1), ag_shape_str(b, s2, sizeof s2));
+        return NULL;
+    }
+    int M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1];
+    int K2 = b->shape[b->ndim - 2], N = b->shape[b->ndim - 1];
+    if (K != K2) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "matmul: inner dims differ: %s x %s", ag_shape_str(a, s1, sizeof s1),
+                      ag_shape_str(b, s2, sizeof s2));
+        return NULL;
+    }
+    /* batch axes broadcast like element-wise ops */
+    int nb = (a->ndim > b->ndim ? a->ndim : b->ndim) - 2, shape[AG_MAX_DIMS];
+    for (int i = 0; i < nb; i++) {
+        int ia = a->ndim - 2 - nb + i, ib = b->ndim - 2 - nb + i;
+        int da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+        if (da != db && da != 1 && db != 1) {
+            ag_graph_fail(g, AG_ERR_SHAPE, "matmul: batch axes do not broadcast: %s x %s",
+                          ag_shape_str(a, s1, sizeof s1), ag_shape_str(b, s2, sizeof s2));
+            return NULL;
+        }
+        shape[i] = da == 1 ? db : da;
+    }
+    shape[nb] = M;
+    shape[nb + 1] = N;
+    ag_tensor *src[2] = {a, b};
+    ag_tensor *y = ag__node(g, AG_OP_MATMUL, nb + 2, shape, 2, src);
+    if (!y) return NULL;
+    batch bt;
+    batch_init(&bt, a, b, y);
+    size_t ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
+    for (size_t r = 0; r < bt.count; r++) {
+        size_t ia, ib;
+        batch_at(&bt, r, &ia, &ib);
+        ag__gemm(0, 0, M, N, K, a->data + ia * ma, K, b->data + ib * mb, N, 0, y->data + r * my, N);
+    }
+    return y;
+}
+
+static void matmul_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *a = y->src[0], *b = y->src[1];
+    int M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], N = b->shape[b->ndim - 1];
+    ag_real *da = a->requires_grad ? ag__grad(g, a) : NULL;
+    ag_real *db = b->requires_grad ? ag__grad(g, b) : NULL;
+    if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
+    batch bt;
+    batch_init(&bt, a, b, y);
+    size_t ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
+    for (size_t r = 0; r < bt.count; r++) {
+        size_t ia, ib;
+        batch_at(&bt, r, &ia, &ib);
+        const ag_real *dy = y->grad + r * my;
+        /* da += dy b^T:  [M, N] x [N, K] */
+        if (da) ag__gemm(0, 1, M, K, N, dy, N, b->data + ib * mb, N, 1, da + ia * ma, K);
+        /* db += a^T dy:  [K, M] x [M, N] */
+        if (db) ag__gemm(1, 0, K, N, M, a->data + ia * ma, K, dy, N, 1, db + ib * mb, N);
+    }
+}
+
+static ag_tensor *case_mm(ag_graph *g, ag_tensor *const *in) { return ag_matmul(g, in[0], in[1]); }
+
+static const ag_op_case cases[] = {
+    {"[3, 4] @ [4, 2]", 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, 0, case_mm},
+    {"[2, 3, 4] @ [2, 4, 5] batched", 2, {3, 3}, {{2, 3, 4}, {2, 4, 5}}, -1, 1, 0, case_mm},
+    {"[2, 1, 3, 4] @ [3, 4, 2] batch broadcast", 2, {4, 3}, {{2, 1, 3, 4}, {3, 4, 2}}, -1, 1, 0, case_mm},
+    {"[1, 1] @ [1, 3] size-1", 2, {2, 2}, {{1, 1}, {1, 3}}, -1, 1, 0, case_mm},
+};
+
+const ag_op_desc ag_op_matmul = {.name = "matmul", .backward = matmul_backward, AG_CASES(cases)};

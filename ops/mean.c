@@ -1,0 +1,14 @@
+/* ops/mean.c: PLACEHOLDER, being written. */
+#include "internal.h"
+
+ag_tensor *ag_mean(ag_graph *g, ag_tensor *x, int axis, int keepdim)
+{
+    (void)g;
+    (void)x;
+    (void)axis;
+    (void)keepdim;
+    ag_graph_fail(g, AG_ERR_STATE, "mean: not implemented yet");
+    return NULL;
+}
+
+const ag_op_desc ag_op_mean = {.name = "mean", .backward = NULL};

@@ -1,0 +1,61 @@
+/* ops/softmax.c: y = softmax(x) over the last axis.
+ *
+ *   x [..., N] -> y [..., N]
+ *
+ * forward:  m = max_j x_j;  y_i = exp(x_i - m) / sum_j exp(x_j - m)
+ *           (subtracting the row max changes nothing mathematically and
+ *           keeps exp from overflowing).  A row that is all -inf (every key
+ *           masked) gives zeros, never NaN.
+ * backward: dx_i = y_i * (dy_i - sum_j dy_j y_j)
+ *           (the Jacobian diag(y) - y y^T applied to dy) */
+#include "internal.h"
+
+#include <math.h>
+
+ag_tensor *ag_softmax(ag_graph *g, ag_tensor *x)
+{
+    if (!ag__ok(g, "softmax", 1, x)) return NULL;
+    ag_tensor *y = ag__node(g, AG_OP_SOFTMAX, x->ndim, x->shape, 1, &x);
+    if (!y || y->size == 0) return y;
+    size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1, rows = x->size / n;
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = x->data + r * n;
+        ag_real *yr = y->data + r * n;
+        ag_real m = -INFINITY;
+        for (size_t i = 0; i < n; i++) m = xr[i] > m ? xr[i] : m;
+        if (m == -INFINITY) { /* fully masked row */
+            for (size_t i = 0; i < n; i++) yr[i] = 0;
+            continue;
+        }
+        ag_real s = 0;
+        for (size_t i = 0; i < n; i++) s += yr[i] = exp(xr[i] - m);
+        ag_real inv = 1 / s;
+        for (size_t i = 0; i < n; i++) yr[i] *= inv;
+    }
+    return y;
+}
+
+static void softmax_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *x = y->src[0];
+    ag_real *dx = ag__grad(g, x);
+    if (!dx) return;
+    size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1, rows = y->size / n;
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *yr = y->data + r * n, *dyr = y->grad + r * n;
+        ag_real *dxr = dx + r * n;
+        ag_real dot = 0; /* sum_j dy_j y_j */
+        for (size_t i = 0; i < n; i++) dot += dyr[i] * yr[i];
+        for (size_t i = 0; i < n; i++) dxr[i] += yr[i] * (dyr[i] - dot);
+    }
+}
+
+static ag_tensor *case_softmax(ag_graph *g, ag_tensor *const *in) { return ag_softmax(g, in[0]); }
+
+static const ag_op_case cases[] = {
+    {"[3, 5]", 1, {2}, {{3, 5}}, -3, 3, 0, case_softmax},
+    {"[2, 2, 4]", 1, {3}, {{2, 2, 4}}, -3, 3, 0, case_softmax},
+    {"[4, 1] size-1 rows", 1, {2}, {{4, 1}}, -3, 3, 0, case_softmax},
+};
+
+const ag_op_desc ag_op_softmax = {.name = "softmax", .backward = softmax_backward, AG_CASES(cases)};

@@ -1,0 +1,12 @@
+/* ops/sqrt.c: PLACEHOLDER, being written. */
+#include "internal.h"
+
+ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x)
+{
+    (void)g;
+    (void)x;
+    ag_graph_fail(g, AG_ERR_STATE, "sqrt: not implemented yet");
+    return NULL;
+}
+
+const ag_op_desc ag_op_sqrt = {.name = "sqrt", .backward = NULL};

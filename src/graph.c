@@ -1,0 +1,264 @@
+/* graph.c: the tape of one step, its sticky error, and reverse-mode autodiff.
+ *
+ * Invariant: the tape lists nodes in creation order.  An op can only use
+ * tensors that exist already, so creation order is a topological order and
+ * backward is one loop from the newest node to the oldest: no recursion, no
+ * sort, any depth. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define ERR_LEN 512
+
+struct ag_graph {
+    ag_arena *arena;
+    ag_tensor **nodes; /* the tape; capacity kept across resets */
+    int count, cap;
+    ag_status status;
+    char err[ERR_LEN];
+    int training;
+    ag_rng rng;
+};
+
+int ag__broken_op = -1;
+double ag__broken_factor = 1.0;
+
+void ag_debug_break_backward(int op, double factor)
+{
+    ag__broken_op = op;
+    ag__broken_factor = factor;
+}
+
+ag_graph *ag_graph_new(void)
+{
+    ag_graph *g = ag__calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->arena = ag__arena_new();
+    if (!g->arena) {
+        ag__free(g);
+        return NULL;
+    }
+    g->training = 1;
+    ag_rng_seed(&g->rng, 0);
+    return g;
+}
+
+void ag_graph_free(ag_graph *g)
+{
+    if (!g) return;
+    ag__arena_free(g->arena);
+    ag__free(g->nodes);
+    ag__free(g);
+}
+
+void ag_graph_reset(ag_graph *g)
+{
+    if (!g) return;
+    ag__arena_reset(g->arena);
+    g->count = 0;
+    g->status = AG_OK;
+    g->err[0] = '\0';
+}
+
+ag_status ag_graph_status(const ag_graph *g) { return g ? g->status : AG_ERR_ARG; }
+const char *ag_graph_error(const ag_graph *g) { return g ? g->err : "graph is NULL"; }
+
+ag_status ag_graph_fail(ag_graph *g, ag_status s, const char *fmt, ...)
+{
+    if (!g) return s;
+    if (g->status == AG_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g->err, sizeof g->err, fmt, ap);
+        va_end(ap);
+        g->status = s;
+    }
+    return g->status;
+}
+
+void ag_graph_set_training(ag_graph *g, int training) { if (g) g->training = training != 0; }
+int ag_graph_training(const ag_graph *g) { return g ? g->training : 0; }
+void ag_graph_seed(ag_graph *g, uint64_t seed) { if (g) ag_rng_seed(&g->rng, seed); }
+uint64_t *ag_graph_rng(ag_graph *g) { return g ? g->rng.s : NULL; }
+ag_rng *ag__graph_rng(ag_graph *g) { return &g->rng; }
+
+int ag_graph_node_count(const ag_graph *g) { return g ? g->count : 0; }
+ag_tensor *ag_graph_node(const ag_graph *g, int i)
+{
+    return (g && i >= 0 && i < g->count) ? g->nodes[i] : NULL;
+}
+size_t ag_graph_arena_bytes(const ag_graph *g) { return g ? ag__arena_reserved(g->arena) : 0; }
+size_t ag_graph_arena_used(const ag_graph *g) { return g ? ag__arena_used(g->arena) : 0; }
+
+void *ag__alloc(ag_graph *g, size_t bytes)
+{
+    void *p = ag__arena_alloc(g->arena, bytes);
+    if (!p) ag_graph_fail(g, AG_ERR_NOMEM, "out of memory: arena could not grow by %zu bytes", bytes);
+    return p;
+}
+
+bool ag__ok(ag_graph *g, const char *op, int n, ...)
+{
+    if (!g || g->status != AG_OK) return false;
+    va_list ap;
+    va_start(ap, n);
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        if (!va_arg(ap, const ag_tensor *)) {
+            ag_graph_fail(g, AG_ERR_ARG, "%s: input %d is NULL", op, i);
+            ok = false;
+            break;
+        }
+    }
+    va_end(ap);
+    return ok;
+}
+
+size_t ag__numel(int ndim, const int *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    return n;
+}
+
+/* Push t on the tape, growing it (geometrically, kept across resets). */
+static bool tape_push(ag_graph *g, ag_tensor *t)
+{
+    if (g->count == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 256;
+        ag_tensor **n = ag__malloc((size_t)cap * sizeof *n);
+        if (!n) {
+            ag_graph_fail(g, AG_ERR_NOMEM, "out of memory: tape of %d nodes", cap);
+            return false;
+        }
+        if (g->count) memcpy(n, g->nodes, (size_t)g->count * sizeof *n);
+        ag__free(g->nodes);
+        g->nodes = n;
+        g->cap = cap;
+    }
+    g->nodes[g->count++] = t;
+    return true;
+}
+
+ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
+                    ag_tensor *const *src)
+{
+    const char *name = ag_op_name(op);
+    if (ndim < 0 || ndim > AG_MAX_DIMS) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: %d axes, at most %d are supported", name, ndim, AG_MAX_DIMS);
+        return NULL;
+    }
+    size_t size = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || (shape[i] > 0 && size > SIZE_MAX / sizeof(ag_real) / (size_t)shape[i])) {
+            char buf[96];
+            ag_graph_fail(g, AG_ERR_SHAPE, "%s: bad shape %s", name, ag_shape_str_n(ndim, shape, buf, sizeof buf));
+            return NULL;
+        }
+        size *= (size_t)shape[i];
+    }
+    ag_tensor *t = ag__alloc(g, sizeof *t);
+    if (!t) return NULL;
+    memset(t, 0, sizeof *t);
+    t->data = ag__alloc(g, size * sizeof(ag_real));
+    if (!t->data) return NULL;
+    t->ndim = ndim;
+    for (int i = 0; i < AG_MAX_DIMS; i++) t->shape[i] = i < ndim ? shape[i] : 1;
+    t->size = size;
+    t->op = op;
+    t->nsrc = nsrc;
+    for (int i = 0; i < nsrc; i++) {
+        t->src[i] = src[i];
+        if (src[i] && src[i]->requires_grad) t->requires_grad = 1;
+    }
+    if (!tape_push(g, t)) return NULL;
+    return t;
+}
+
+ag_real *ag__grad(ag_graph *g, ag_tensor *x)
+{
+    if (!x->grad) {
+        x->grad = ag__alloc(g, x->size * sizeof(ag_real));
+        if (x->grad) memset(x->grad, 0, x->size * sizeof(ag_real));
+    }
+    return x->grad;
+}
+
+int ag__axis(ag_graph *g, const char *op, const ag_tensor *x, int axis)
+{
+    int a = axis < 0 ? axis + x->ndim : axis;
+    if (a < 0 || a >= x->ndim) {
+        char buf[96];
+        ag_graph_fail(g, AG_ERR_ARG, "%s: axis %d out of range for %s", op, axis, ag_shape_str(x, buf, sizeof buf));
+        return -1;
+    }
+    return a;
+}
+
+/* ---- backward ------------------------------------------------------------ */
+
+/* Reverse-mode autodiff.  Pass 1 marks, newest first, the nodes the loss
+ * depends on (a node is live if it is the loss or an input of a live node)
+ * that also require grad.  Pass 2, newest first again, calls each live
+ * node's backward.  Both passes are plain loops over the tape. */
+ag_status ag_backward(ag_graph *g, ag_tensor *loss)
+{
+    if (!g) return AG_ERR_ARG;
+    if (g->status != AG_OK) return g->status;
+    if (!loss) return ag_graph_fail(g, AG_ERR_ARG, "backward: loss is NULL");
+    if (loss->size != 1) {
+        char buf[96];
+        return ag_graph_fail(g, AG_ERR_SHAPE, "backward: loss must be a scalar, got %s",
+                             ag_shape_str(loss, buf, sizeof buf));
+    }
+    if (!loss->requires_grad) return AG_OK; /* nothing to differentiate */
+
+    /* the loss must be on this tape: find it (usually the newest node) */
+    int top = g->count - 1;
+    while (top >= 0 && g->nodes[top] != loss) top--;
+    if (top < 0) return ag_graph_fail(g, AG_ERR_ARG, "backward: loss is not a node of this graph");
+
+    /* pass 1: liveness, using aux-free scratch: a byte per node */
+    unsigned char *live = ag__alloc(g, (size_t)g->count);
+    if (!live) return g->status;
+    memset(live, 0, (size_t)g->count);
+    /* nodes find their inputs by pointer; map tensors to tape slots through a
+     * temporary index stored in the tensor: we use the grad pointer being
+     * NULL/non-NULL instead, allocating gradients lazily for live nodes. */
+    ag_real *dl = ag__grad(g, loss);
+    if (!dl) return g->status;
+    dl[0] += 1;
+    live[top] = 1;
+    for (int i = top; i >= 0; i--) {
+        ag_tensor *t = g->nodes[i];
+        if (!live[i]) {
+            /* a node is live when one of its consumers gave it a gradient
+             * buffer during this sweep: consumers come later on the tape */
+            if (!t->grad) continue;
+            live[i] = 1;
+        }
+        if (t->op == AG_OP_LEAF || !t->requires_grad) continue;
+        /* make sure every input that needs a gradient has a buffer, so that
+         * it is recognised as live when the sweep reaches it */
+        for (int k = 0; k < t->nsrc; k++)
+            if (t->src[k] && t->src[k]->requires_grad && !ag__grad(g, t->src[k])) return g->status;
+    }
+
+    /* pass 2: newest first, each live op adds into its inputs' gradients */
+    for (int i = top; i >= 0; i--) {
+        ag_tensor *t = g->nodes[i];
+        if (!live[i] || t->op == AG_OP_LEAF || !t->requires_grad) continue;
+        const ag_op_desc *d = ag_op_table[t->op];
+        if (!d || !d->backward) continue;
+        if (t->op == ag__broken_op) {
+            for (size_t j = 0; j < t->size; j++) t->grad[j] *= (ag_real)ag__broken_factor;
+            d->backward(g, t);
+            for (size_t j = 0; j < t->size; j++) t->grad[j] /= (ag_real)ag__broken_factor;
+        } else {
+            d->backward(g, t);
+        }
+        if (g->status != AG_OK) return g->status;
+    }
+    return AG_OK;
+}

@@ -1,0 +1,170 @@
+/* internal.h: what the engine (src/) and the ops (ops/) share, never users.
+ *
+ * Prefixes: ag_ is public (attograd.h), ag__ is internal to the library,
+ * plain static names are local to one file. */
+#ifndef AG_INTERNAL_H
+#define AG_INTERNAL_H
+
+#include "attograd.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
+
+/* ---- one descriptor per op --------------------------------------------- */
+
+/* backward(g, y): y->grad holds d loss / d y.  For every input x = y->src[i]
+ * with x->requires_grad, add d loss / d x into ag__grad(g, x).  Never
+ * overwrite: a tensor used twice gets both contributions. */
+typedef struct ag_op_case ag_op_case;
+typedef struct ag_op_desc {
+    const char *name;
+    void (*backward)(ag_graph *g, ag_tensor *y);
+    const ag_op_case *cases; /* gradient-check cases (src/opcheck.c runs them) */
+    int ncases;
+} ag_op_desc;
+
+/* A gradient-check case of an op, kept in the op's own file.  The checker
+ * makes n_in store tensors of the given shapes, fills them uniformly in
+ * [lo, hi] (values within `gap` of zero are pushed out to +-gap, to stay off
+ * kinks such as relu's), calls build to get y, and checks the gradient of
+ * L = sum(y * w) for a fixed random w against finite differences.  Inputs
+ * that are not differentiated (masks, ids) are made inside build. */
+struct ag_op_case {
+    const char *label; /* e.g. "[2, 3] + [3] broadcast" */
+    int n_in;
+    int ndim[AG_MAX_SRC];
+    int shape[AG_MAX_SRC][AG_MAX_DIMS];
+    double lo, hi, gap;
+    ag_tensor *(*build)(ag_graph *g, ag_tensor *const *in);
+};
+#define AG_CASES(arr) .cases = (arr), .ncases = (int)(sizeof(arr) / sizeof((arr)[0]))
+
+/* ops/<name>.c defines `const ag_op_desc ag_op_<name>`. */
+#define AG_OP_DECL(name) extern const ag_op_desc ag_op_##name;
+AG_OP_DECL(add)
+AG_OP_DECL(sub)
+AG_OP_DECL(mul)
+AG_OP_DECL(div)
+AG_OP_DECL(scale)
+AG_OP_DECL(shift)
+AG_OP_DECL(neg)
+AG_OP_DECL(exp)
+AG_OP_DECL(log)
+AG_OP_DECL(sqrt)
+AG_OP_DECL(tanh)
+AG_OP_DECL(relu)
+AG_OP_DECL(gelu)
+AG_OP_DECL(matmul)
+AG_OP_DECL(reshape)
+AG_OP_DECL(permute)
+AG_OP_DECL(concat)
+AG_OP_DECL(slice)
+AG_OP_DECL(sum)
+AG_OP_DECL(mean)
+AG_OP_DECL(max)
+AG_OP_DECL(softmax)
+AG_OP_DECL(log_softmax)
+AG_OP_DECL(masked_fill)
+AG_OP_DECL(layer_norm)
+AG_OP_DECL(embedding)
+AG_OP_DECL(dropout)
+AG_OP_DECL(cross_entropy)
+#undef AG_OP_DECL
+
+/* Indexed by ag_op_id; [AG_OP_LEAF] is a descriptor with no backward. */
+extern const ag_op_desc *const ag_op_table[AG_OP_COUNT];
+
+/* ---- memory -------------------------------------------------------------- */
+
+void *ag__malloc(size_t bytes); /* through the ag_set_allocator hook */
+void ag__free(void *p);
+void *ag__calloc(size_t n, size_t size); /* zeroed; NULL on overflow */
+
+/* Arena: 64-byte aligned bump allocation in a chain of blocks.  Reset keeps
+ * the blocks and reuses them in the same order, so a step that allocates what
+ * the previous one did calls malloc zero times. */
+typedef struct ag_arena ag_arena;
+ag_arena *ag__arena_new(void);
+void ag__arena_free(ag_arena *a);
+void ag__arena_reset(ag_arena *a);
+void *ag__arena_alloc(ag_arena *a, size_t bytes); /* NULL when out of memory */
+size_t ag__arena_reserved(const ag_arena *a);
+size_t ag__arena_used(const ag_arena *a);
+
+/* From the graph's arena; on failure records AG_ERR_NOMEM and returns NULL. */
+void *ag__alloc(ag_graph *g, size_t bytes);
+
+/* ---- building nodes ------------------------------------------------------ */
+
+/* true when g has no error and none of the n inputs is NULL (a NULL input on
+ * a graph with no error records "op: input i is NULL"). */
+bool ag__ok(ag_graph *g, const char *op, int n, ...);
+
+/* A new node of `op` with the given shape and inputs: data is allocated
+ * (uninitialised), the node goes on the tape, and requires_grad is set when
+ * any input requires it.  NULL (error recorded) on a bad shape or no memory. */
+ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
+                    ag_tensor *const *src);
+
+/* x's gradient buffer, allocated zero-filled in the arena on first use. */
+ag_real *ag__grad(ag_graph *g, ag_tensor *x);
+
+/* Normalise axis (negative counts from the end) for a tensor of ndim axes;
+ * records "op: axis A out of range for [..]" and returns -1 when bad. */
+int ag__axis(ag_graph *g, const char *op, const ag_tensor *x, int axis);
+
+ag_rng *ag__graph_rng(ag_graph *g);
+
+/* Product of shape[0..n). */
+size_t ag__numel(int ndim, const int *shape);
+
+/* ---- element-wise engines (src/elementwise.c) ---------------------------- */
+
+/* A binary op's kernels work on one run of n elements along the last axis.
+ * sa, sb are 1 or 0 (0: that input is broadcast along the run).  The
+ * backward kernel adds into da / db at the same strides; either may be
+ * NULL when that input needs no gradient. */
+typedef void (*ag_binary_fwd)(size_t n, const ag_real *a, size_t sa,
+                              const ag_real *b, size_t sb, ag_real *y);
+typedef void (*ag_binary_bwd)(size_t n, const ag_real *a, size_t sa,
+                              const ag_real *b, size_t sb, const ag_real *y,
+                              const ag_real *dy, ag_real *da, ag_real *db);
+ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b,
+                      ag_binary_fwd fwd);
+void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd);
+
+/* A unary op's kernels see whole contiguous arrays; farg is y->farg. */
+typedef void (*ag_unary_fwd)(size_t n, const ag_real *x, ag_real *y,
+                             const double *farg);
+typedef void (*ag_unary_bwd)(size_t n, const ag_real *x, const ag_real *y,
+                             const ag_real *dy, ag_real *dx,
+                             const double *farg);
+ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd,
+                     double farg0);
+void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd);
+
+/* Shape that a and b broadcast to; false (and error recorded) when they
+ * cannot, with a message naming op and both shapes. */
+bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
+                         const ag_tensor *b, int *ndim, int *shape);
+
+/* Sum grad (shape `from`) down to a tensor of shape `to` that broadcast to
+ * it, adding into dst.  Used by ops whose inputs broadcast. */
+void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim,
+                              const int *from_shape, ag_real *dst,
+                              int to_ndim, const int *to_shape);
+
+/* ---- matrix kernels (src/gemm.c) ----------------------------------------- */
+
+/* C[M,N] = beta * C + op(A) op(B), with op(A) [M,K], op(B) [K,N].  ta / tb
+ * say the stored matrix is the transpose (A stored [K,M], lda its row
+ * length).  Row-major.  beta is 0 (overwrite) or 1 (accumulate). */
+void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
+              const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc);
+
+/* ---- debugging hook used by ag_backward ---------------------------------- */
+extern int ag__broken_op;
+extern double ag__broken_factor;
+
+#endif /* AG_INTERNAL_H */

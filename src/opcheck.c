@@ -1,0 +1,104 @@
+/* opcheck.c: run an op's built-in gradient-check cases.
+ *
+ * For a case with inputs x_1..x_n and output y = op(x), the scalar checked is
+ *   L = sum_i y_i w_i,   w fixed random in [-1, 1]
+ * so dL/dy = w: every output element is weighed differently, and a backward
+ * that mixes up elements is caught (with w = 1 a permutation bug would not
+ * be). */
+#include "internal.h"
+
+#include <stdio.h>
+
+typedef struct ctx {
+    const ag_op_case *c;
+    ag_tensor *in[AG_MAX_SRC];
+    ag_real *w; /* weights, allocated after the first build */
+    size_t wn;
+    uint64_t seed;
+} ctx;
+
+static ag_tensor *build(ag_graph *g, void *p)
+{
+    ctx *cx = p;
+    ag_tensor *y = cx->c->build(g, cx->in);
+    if (!y) return NULL;
+    if (!cx->w || cx->wn != y->size) {
+        ag__free(cx->w);
+        cx->wn = y->size;
+        cx->w = ag__calloc(y->size ? y->size : 1, sizeof(ag_real));
+        if (!cx->w) {
+            ag_graph_fail(g, AG_ERR_NOMEM, "opcheck: out of memory");
+            return NULL;
+        }
+        ag_rng r;
+        ag_rng_seed(&r, cx->seed ^ 0x5eedull);
+        for (size_t i = 0; i < y->size; i++) cx->w[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+    }
+    ag_tensor *w = ag_tensor_from(g, y->ndim, y->shape, cx->w);
+    return ag_sum_all(g, ag_mul(g, y, w));
+}
+
+int ag_op_case_count(int op)
+{
+    return (op > 0 && op < AG_OP_COUNT && ag_op_table[op]) ? ag_op_table[op]->ncases : 0;
+}
+
+const char *ag_op_case_label(int op, int i)
+{
+    if (i < 0 || i >= ag_op_case_count(op)) return "";
+    return ag_op_table[op]->cases[i].label;
+}
+
+ag_status ag_op_check(int op, int i, uint64_t seed, const ag_gradcheck_opts *opts,
+                      ag_gradcheck_result *worst, char *err, size_t errlen)
+{
+    if (err && errlen) err[0] = '\0';
+    if (i < 0 || i >= ag_op_case_count(op)) {
+        if (err) snprintf(err, errlen, "op %d has no case %d", op, i);
+        return AG_ERR_ARG;
+    }
+    const ag_op_case *c = &ag_op_table[op]->cases[i];
+    ctx cx = {.c = c, .seed = seed};
+    ag_store *s = ag_store_new();
+    ag_graph *g = ag_graph_new();
+    ag_status st = AG_ERR_NOMEM;
+    ag_gradcheck_result res[AG_MAX_SRC];
+    if (!s || !g) goto done;
+    ag_rng r;
+    ag_rng_seed(&r, seed);
+    for (int k = 0; k < c->n_in; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "in%d", k);
+        cx.in[k] = ag_param(s, name, c->ndim[k], c->shape[k]);
+        if (!cx.in[k]) goto done;
+        for (size_t j = 0; j < cx.in[k]->size; j++) {
+            double v = c->lo + (c->hi - c->lo) * ag_rng_uniform(&r);
+            if (v > -c->gap && v < c->gap) v = v < 0 ? -c->gap : c->gap;
+            cx.in[k]->data[j] = (ag_real)v;
+        }
+    }
+    ag_graph_seed(g, seed);
+    st = ag_gradcheck(g, build, &cx, cx.in, c->n_in, opts, res);
+    if (st != AG_OK && st != AG_ERR_NUMERIC && err) snprintf(err, errlen, "%s", ag_graph_error(g));
+    if (worst) {
+        *worst = (ag_gradcheck_result){0};
+        for (int k = 0; k < c->n_in && (st == AG_OK || st == AG_ERR_NUMERIC); k++) {
+            if (res[k].max_abs_err >= worst->max_abs_err) {
+                size_t failed = worst->failed;
+                double rel = worst->max_rel_err;
+                *worst = res[k];
+                worst->failed += failed;
+                if (rel > worst->max_rel_err) worst->max_rel_err = rel;
+            } else {
+                worst->failed += res[k].failed;
+                if (res[k].max_rel_err > worst->max_rel_err) worst->max_rel_err = res[k].max_rel_err;
+            }
+        }
+    }
+done:
+    if (st == AG_ERR_NOMEM && err && !err[0]) snprintf(err, errlen, "opcheck: out of memory");
+    ag__free(cx.w);
+    ag_graph_free(g);
+    ag_store_free(s);
+    return st;
+}

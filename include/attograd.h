@@ -398,6 +398,7 @@ uint64_t ag_alloc_count(void);
 #include "attograd_io.h"    /* safetensors checkpoints */
 #include "attograd_nn.h"    /* attention and transformer layers */
 #include "attograd_optim.h" /* SGD, Adam, clipping, schedules */
+#include "attograd_text.h"  /* sentence pairs, vocabularies, BLEU */
 
 #ifdef __cplusplus
 }

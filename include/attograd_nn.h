@@ -1,5 +1,206 @@
-/* attograd_nn.h: layers built from the primitive ops (attention, Add&Norm,
- * transformer blocks).  Included by attograd.h. */
+/* attograd_nn.h: layers built from the primitive ops: linear, attention,
+ * masks, multi-head attention, Add&Norm, feed-forward, positional encoding,
+ * and the Transformer encoder and decoder blocks.  Included by attograd.h.
+ *
+ * Nothing here has a backward of its own: every layer is a composition of
+ * ops from the op table, and autodiff derives its gradient.
+ *
+ * Parameter names mirror a PyTorch state_dict of the same architecture
+ * ("encoder.blocks.0.attention.w_q.weight"), so checkpoints move between the
+ * two.  Every initializer is seeded by (seed, parameter name), so a
+ * parameter's initial value does not depend on the order layers are made.
+ *
+ * The mask convention, used everywhere: a mask is a tensor of 0s and 1s that
+ * broadcasts to the scores [B, H, T, S]; 1 means "query t may attend to key
+ * s", 0 means "may not".  Masked scores are filled with `fill` before the
+ * softmax: -INFINITY (AG_MASK_NEG_INF) makes a row with no allowed key give
+ * zero weights; -1e9 (the PyTorch tutorial's) or -1e6 (d2l's) reproduce
+ * those tutorials exactly, whatever the row. */
 #ifndef ATTOGRAD_NN_H
 #define ATTOGRAD_NN_H
+
+#include <math.h>
+
+#define AG_MASK_NEG_INF (-INFINITY)
+
+/* ---- initializers ---------------------------------------------------------- */
+
+/* A seed for parameter `name` under a run seed (FNV-1a of the name, mixed). */
+uint64_t ag_param_seed(uint64_t seed, const char *name);
+/* U(-a, a), a = sqrt(6 / (fan_in + fan_out)), for a [fan_out, fan_in] weight. */
+void ag_init_xavier_uniform(ag_tensor *w, uint64_t seed);
+
+/* ---- linear ---------------------------------------------------------------- */
+
+/* y = x W^T + b.  W [out, in] and b [out], as PyTorch's nn.Linear, which also
+ * gives the default init: U(-1/sqrt(in), 1/sqrt(in)) for W and b. */
+typedef struct ag_linear {
+    ag_tensor *weight; /* [out, in] */
+    ag_tensor *bias;   /* [out], or NULL */
+    int in, out;
+} ag_linear;
+
+/* Makes "<prefix>.weight" (and "<prefix>.bias" when bias) in s. */
+ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+                         uint64_t seed);
+/* x [..., in] -> [..., out]. */
+ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x);
+
+/* ---- layer norm -------------------------------------------------------------- */
+
+typedef struct ag_norm {
+    ag_tensor *weight, *bias; /* [C]: gain 1, bias 0 at init */
+    double eps;               /* 1e-5 */
+} ag_norm;
+ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C);
+ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x);
+
+/* ---- masks ------------------------------------------------------------------- */
+
+/* [T, S]: 1 where key s <= query t (a decoder sees its past and itself). */
+ag_tensor *ag_causal_mask(ag_graph *g, int T, int S);
+/* From valid lengths (d2l's valid_lens): key s is allowed when
+ * s < valid_lens[b] ([B] form: mask [B, 1, 1, S]) or s < valid_lens[b * T + t]
+ * ([B, T] form, per_query = 1: mask [B, 1, T, S]). */
+ag_tensor *ag_padding_mask(ag_graph *g, const int *valid_lens, int B, int per_query, int T, int S);
+
+/* ---- attention --------------------------------------------------------------- */
+
+/* Scaled dot-product attention, from primitive ops:
+ *   scores = Q K^T / sqrt(D)            [B, H, T, S]
+ *   scores = fill where mask == 0       (mask broadcasts to scores; NULL: none)
+ *   P      = softmax(scores)            each row a distribution over keys
+ *   P      = dropout(P, p_drop)         (training only; d2l does this)
+ *   out    = P V                        [B, H, T, D]
+ * q [..., T, D], k [..., S, D], v [..., S, Dv].  *weights (if not NULL)
+ * receives P (after dropout) so it can be looked at. */
+ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
+                        double fill, double p_drop, ag_tensor **weights);
+
+/* Multi-head attention: H heads of width D = C / H.
+ *   Q = x_q W_q^T (+b), K = x_kv W_k^T, V = x_kv W_v^T     [B, T|S, C]
+ *   split heads: [B, T, C] -> [B, T, H, D] -> [B, H, T, D]  (reshape, permute)
+ *   O = attention(Q, K, V)                                  [B, H, T, D]
+ *   concat heads: [B, H, T, D] -> [B, T, H, D] -> [B, T, C]
+ *   out = O W_o^T (+b)                                      [B, T, C]
+ * Self-attention: x_kv == x_q.  Cross-attention: x_q from the decoder
+ * [B, T, C], x_kv from the encoder [B, S, C]. */
+typedef struct ag_mha {
+    ag_linear w_q, w_k, w_v, w_o;
+    int C, H;
+    double dropout; /* on the attention weights */
+} ag_mha;
+/* Makes "<prefix>.w_q.weight" ... "<prefix>.w_o.bias"; C % H != 0 is
+ * AG_ERR_SHAPE (message in ag_store_error). */
+ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias,
+                      double dropout, uint64_t seed);
+ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
+                  double fill, ag_tensor **weights);
+
+/* ---- Add&Norm, feed-forward, positions ----------------------------------- */
+
+/* Post-norm residual: layer_norm(x + dropout(y)). */
+ag_tensor *ag_add_norm(ag_graph *g, const ag_norm *n, ag_tensor *x, ag_tensor *y, double p_drop);
+
+/* Position-wise feed-forward: dense2(relu(dense1(x))), C -> F -> C. */
+typedef struct ag_ffn {
+    ag_linear dense1, dense2;
+} ag_ffn;
+ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed);
+ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x);
+
+/* Sinusoidal positions [T, C] (a leaf, no gradient):
+ *   P[t, 2i] = sin(t / 10000^(2i / C)),  P[t, 2i+1] = cos(t / 10000^(2i / C)). */
+ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C);
+
+/* ---- Transformer blocks ----------------------------------------------------- */
+
+/* Encoder block: x = addnorm1(x, self_attention(x, x, src_mask));
+ *                x = addnorm2(x, ffn(x)). */
+typedef struct ag_encoder_block {
+    ag_mha attention;
+    ag_norm norm1, norm2;
+    ag_ffn ffn;
+    double dropout;
+} ag_encoder_block;
+
+/* Decoder block: x = addnorm1(x, self_attention(x, x, causal mask));
+ *                x = addnorm2(x, cross_attention(x, enc, src_mask));
+ *                x = addnorm3(x, ffn(x)). */
+typedef struct ag_decoder_block {
+    ag_mha self_attention, cross_attention;
+    ag_norm norm1, norm2, norm3;
+    ag_ffn ffn;
+    double dropout;
+} ag_decoder_block;
+
+/* Parameters under "<prefix>.attention.*", "<prefix>.norm1.*", "<prefix>.ffn.dense1.*",
+ * ... ("<prefix>.self_attention.*", "<prefix>.cross_attention.*" for the decoder).
+ * Linear weights Xavier-uniform with zero biases (the translator's init). */
+ag_status ag_encoder_block_init(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H,
+                                int F, double dropout, uint64_t seed);
+ag_status ag_decoder_block_init(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H,
+                                int F, double dropout, uint64_t seed);
+/* x [B, S, C]; src_mask broadcastable to [B, H, S, S] or NULL; *weights gets
+ * the attention weights [B, H, S, S] when not NULL. */
+ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,
+                            ag_tensor **weights);
+/* x [B, T, C], enc [B, S, C]; self_mask (usually the causal mask [T, T]) and
+ * src_mask (padding of the source, [B, 1, 1, S]) may be NULL.  self_w and
+ * cross_w receive the two attention weight tensors when not NULL. */
+ag_tensor *ag_decoder_block_forward(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, ag_tensor *enc,
+                            ag_tensor *self_mask, ag_tensor *src_mask, ag_tensor **self_w,
+                            ag_tensor **cross_w);
+
+
+/* ---- the encoder-decoder Transformer (the translator's model) ----------- */
+
+typedef struct ag_seq2seq_config {
+    int src_vocab, tgt_vocab; /* V of each side */
+    int hidden;               /* C, 64 */
+    int heads;                /* H, 4 */
+    int ffn;                  /* F, 128 */
+    int layers;               /* N encoder and N decoder blocks, 2 */
+    int max_len;              /* longest sequence (positions), 10 */
+    double dropout;           /* 0.1 */
+} ag_seq2seq_config;
+
+/* Parameters: "encoder.embedding.weight" [Vs, C], "encoder.blocks.<i>.*",
+ * "decoder.embedding.weight" [Vt, C], "decoder.blocks.<i>.*",
+ * "decoder.dense.weight" [Vt, C], "decoder.dense.bias" [Vt]. */
+typedef struct ag_seq2seq {
+    ag_seq2seq_config cfg;
+    ag_tensor *src_embedding, *tgt_embedding;
+    ag_encoder_block *enc; /* cfg.layers of each, owned */
+    ag_decoder_block *dec;
+    ag_linear dense;
+} ag_seq2seq;
+
+/* Make every parameter in s.  Embeddings N(0, 1/C) (scaled by sqrt(C) in
+ * the forward pass they have unit variance, like the positions); linear
+ * weights Xavier-uniform, biases zero; seeded.  Errors name the problem in
+ * ag_store_error(s) (or a bad config value). */
+ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed);
+void ag_seq2seq_free(ag_seq2seq *m);
+
+/* Encoder: src ids [B, S] (padded), src_valid [B] -> [B, S, C].
+ *   x = dropout(embed(src) * sqrt(C) + P[:S]);  x = block_i(x, padding mask)
+ * *src_mask (if not NULL) receives the key-padding mask [B, 1, 1, S]. */
+ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
+                             int S, ag_tensor **src_mask);
+/* Decoder: tgt_in ids [B, T] (<bos> + target shifted) over enc [B, S, C]
+ * -> logits [B, T, Vt].  Causal self-attention, cross-attention with
+ * src_mask. */
+ag_tensor *ag_seq2seq_decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
+                             const int *tgt_in, int B, int T);
+/* Mean cross-entropy over the target tokens that are not <pad> (id 0). */
+ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,
+                           const int *tgt_in, const int *tgt_out, int B, int S, int T);
+/* Greedy decoding of B sentences at once: the encoder runs once; the decoder
+ * recomputes the whole prefix at each step (no key/value cache: simple).
+ * out [B, max_len] gets the ids up to (not including) <eos>, out_len [B]
+ * their counts.  Uses (and resets) g; returns the graph's status. */
+ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
+                            int S, int bos, int eos, int max_len, int *out, int *out_len);
+
 #endif

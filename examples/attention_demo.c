@@ -1,0 +1,167 @@
+/* attention_demo: the two tutorials' worked examples, in attograd.
+ *
+ *   1. The PyTorch tutorial's MultiHeadSelfAttention(d_model=64, num_heads=8)
+ *      on a batch of 2 sentences of 4 tokens ("Are you OK ?"):
+ *      out = LayerNorm(x + W_o(concat(heads))), with an optional mask filled
+ *      with -1e9 where mask == 0.
+ *   2. d2l.ai's MultiHeadAttention(num_hiddens=100, num_heads=5, dropout=0.5,
+ *      no bias) in eval mode: queries of ones [2, 4, 100], keys = values of
+ *      ones [2, 6, 100], valid_lens = [3, 2].
+ *   3. Step by step, the article's 4 tokens of width 3: Q K^T, the scaled
+ *      scores, softmax rows, the causal mask, and P V.
+ *
+ * Writes attention.dot (the graph of example 1) when the graph writer is
+ * built in.  Usage: attention_demo [--seed N] */
+#include "attograd.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check(ag_graph *g, const char *where)
+{
+    if (ag_graph_status(g) == AG_OK) return 0;
+    fprintf(stderr, "attention_demo: %s: %s\n", where, ag_graph_error(g));
+    return 1;
+}
+
+static int tutorial(uint64_t seed)
+{
+    printf("== 1. PyTorch tutorial: MultiHeadSelfAttention(d_model=64, num_heads=8) ==\n");
+    enum { B = 2, T = 4, C = 64, H = 8 };
+    ag_store *s = ag_store_new();
+    ag_graph *g = ag_graph_new();
+    ag_mha mha;
+    ag_norm norm;
+    int rc = 1;
+    if (!s || !g || ag_mha_init(&mha, s, "mha", C, H, 1, 0.0, seed) != AG_OK ||
+        ag_norm_init(&norm, s, "layer_norm", C) != AG_OK) {
+        fprintf(stderr, "attention_demo: could not make the module: %s\n", ag_store_error(s));
+        goto done;
+    }
+    ag_graph_set_training(g, 0);
+    /* x: 2 sentences x 4 tokens ("Are", "you", "OK", "?"), each a random
+     * 64-d vector standing in for an embedding */
+    ag_tensor *x = ag_set_name(ag_tensor_new(g, AG_SHAPE(B, T, C)), "x");
+    if (x) ag_init_normal(x, 0, 1, seed + 1);
+    ag_tensor *w = NULL;
+    ag_tensor *out = ag_add_norm(g, &norm, x, ag_mha_forward(g, &mha, x, x, NULL, -1e9, &w), 0);
+    if (check(g, "self-attention")) goto done;
+    char s1[64], s2[64], s3[64];
+    printf("input shape: %s\noutput shape: %s\nattention weights shape: %s\n", ag_shape_str(x, s1, sizeof s1),
+           ag_shape_str(out, s2, sizeof s2), ag_shape_str(w, s3, sizeof s3));
+    printf("attention weights, sentence 0, head 0 (rows sum to 1):\n");
+    for (int t = 0; t < T; t++) {
+        for (int u = 0; u < T; u++) printf(" %7.4f", (double)w->data[t * T + u]);
+        printf("\n");
+    }
+    /* the same with a mask: token 3 ("?") hidden from every query */
+    ag_tensor *mask = ag_tensor_new(g, AG_SHAPE(1, 1, 1, T));
+    if (mask) ag_init_const(mask, 1), mask->data[T - 1] = 0;
+    ag_tensor *wm = NULL;
+    ag_add_norm(g, &norm, x, ag_mha_forward(g, &mha, x, x, mask, -1e9, &wm), 0);
+    if (check(g, "masked self-attention")) goto done;
+    printf("with masked_fill(mask == 0, -1e9) on key 3, sentence 0, head 0:\n");
+    for (int t = 0; t < T; t++) {
+        for (int u = 0; u < T; u++) printf(" %7.4f", (double)wm->data[t * T + u]);
+        printf("\n");
+    }
+    rc = 0;
+done:
+    ag_graph_free(g);
+    ag_store_free(s);
+    return rc;
+}
+
+static int d2l(uint64_t seed)
+{
+    printf("\n== 2. d2l.ai: MultiHeadAttention(num_hiddens=100, num_heads=5, dropout=0.5), eval ==\n");
+    enum { B = 2, T = 4, S = 6, C = 100, H = 5 };
+    ag_store *s = ag_store_new();
+    ag_graph *g = ag_graph_new();
+    ag_mha mha;
+    int rc = 1;
+    if (!s || !g || ag_mha_init(&mha, s, "attention", C, H, 0, 0.5, seed) != AG_OK) goto done;
+    ag_graph_set_training(g, 0); /* eval: dropout off */
+    ag_tensor *q = ag_tensor_new(g, AG_SHAPE(B, T, C)), *kv = ag_tensor_new(g, AG_SHAPE(B, S, C));
+    ag_init_const(q, 1), ag_init_const(kv, 1);
+    const int valid_lens[B] = {3, 2};
+    ag_tensor *mask = ag_padding_mask(g, valid_lens, B, 0, T, S);
+    ag_tensor *w = NULL;
+    ag_tensor *out = ag_mha_forward(g, &mha, q, kv, mask, -1e6, &w);
+    if (check(g, "d2l attention")) goto done;
+    char s1[64], s2[64], s3[64];
+    printf("queries %s, keys/values %s, valid_lens [3, 2]\n", ag_shape_str(q, s1, sizeof s1),
+           ag_shape_str(kv, s2, sizeof s2));
+    printf("output shape: %s\n", ag_shape_str(out, s3, sizeof s3));
+    printf("attention weights, sentence 0 / 1, head 0, query 0: ");
+    for (int b = 0; b < B; b++) {
+        printf("[");
+        for (int u = 0; u < S; u++) printf("%s%.3f", u ? " " : "", (double)w->data[(size_t)b * H * T * S + u]);
+        printf("] ");
+    }
+    printf("\n");
+    rc = 0;
+done:
+    ag_graph_free(g);
+    ag_store_free(s);
+    return rc;
+}
+
+static int step_by_step(void)
+{
+    printf("\n== 3. Step by step: 4 tokens, width 3 ==\n");
+    ag_graph *g = ag_graph_new();
+    int rc = 1;
+    if (!g) return 1;
+    /* Q = K = V = X: each token a 3-d vector */
+    const ag_real X[12] = {1, 0, 1, 0, 2, 0, 1, 1, 0, 0, 1, 2};
+    ag_tensor *q = ag_tensor_from(g, AG_SHAPE(4, 3), X), *k = q, *v = q;
+    ag_tensor *qk = ag_matmul(g, q, ag_transpose(g, k, 0, 1));
+    ag_tensor *scaled = ag_scale(g, qk, 1 / sqrt(3.0));
+    ag_tensor *p = ag_softmax(g, scaled);
+    ag_tensor *causal = ag_causal_mask(g, 4, 4);
+    ag_tensor *pc = ag_softmax(g, ag_masked_fill(g, scaled, causal, AG_MASK_NEG_INF));
+    ag_tensor *pv = ag_matmul(g, p, v), *pcv = ag_matmul(g, pc, v);
+    if (check(g, "step by step")) goto done;
+    ag_tensor_print(stdout, q, "X (= Q = K = V)");
+    ag_tensor_print(stdout, qk, "Q K^T: token-to-token affinity");
+    ag_tensor_print(stdout, scaled, "Q K^T / sqrt(3): scaled scores");
+    ag_tensor_print(stdout, p, "softmax rows: attention weights");
+    for (int t = 0; t < 4; t++) {
+        double sum = 0;
+        for (int u = 0; u < 4; u++) sum += (double)p->data[t * 4 + u];
+        printf("  row %d sums to %.6f\n", t, sum);
+    }
+    ag_tensor_print(stdout, causal, "causal mask (1 = may attend)");
+    ag_tensor_print(stdout, pc, "causal softmax: the upper triangle is zero");
+    ag_tensor_print(stdout, pv, "P V: each token a weighted mix of values");
+    ag_tensor_print(stdout, pcv, "causal P V");
+    rc = 0;
+done:
+    ag_graph_free(g);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            char *end;
+            seed = strtoull(argv[++i], &end, 10);
+            if (*end) {
+                fprintf(stderr, "attention_demo: --seed needs a whole number, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "attention_demo: unknown flag '%s'\nusage: attention_demo [--seed N]\n", argv[i]);
+            return 2;
+        }
+    }
+    int rc = tutorial(seed);
+    rc |= d2l(seed);
+    rc |= step_by_step();
+    return rc;
+}

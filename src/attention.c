@@ -1,0 +1,110 @@
+/* attention.c: masks, scaled dot-product attention and multi-head attention,
+ * composed from primitive ops only.  Their gradients come from autodiff. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+ag_tensor *ag_causal_mask(ag_graph *g, int T, int S)
+{
+    if (!ag__ok(g, "causal_mask", 0)) return NULL;
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(T, S));
+    if (!m) return NULL;
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < S && s <= t; s++) m->data[(size_t)t * S + s] = 1;
+    return ag_set_name(m, "causal_mask");
+}
+
+ag_tensor *ag_padding_mask(ag_graph *g, const int *valid_lens, int B, int per_query, int T, int S)
+{
+    if (!ag__ok(g, "padding_mask", 0)) return NULL;
+    if (!valid_lens) {
+        ag_graph_fail(g, AG_ERR_ARG, "padding_mask: valid_lens is NULL");
+        return NULL;
+    }
+    int rows = per_query ? T : 1;
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(B, 1, rows, S));
+    if (!m) return NULL;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < rows; t++) {
+            int len = valid_lens[per_query ? b * T + t : b];
+            for (int s = 0; s < S && s < len; s++) m->data[((size_t)b * rows + t) * S + s] = 1;
+        }
+    return ag_set_name(m, "padding_mask");
+}
+
+ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
+                        double fill, double p_drop, ag_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
+    int D = q->shape[q->ndim - 1];
+    /* Q K^T: how well query t matches key s.  Dividing by sqrt(D) keeps the
+     * scores' variance near 1 whatever the head width (a dot product of D
+     * unit-variance terms has variance D), so softmax does not saturate. */
+    ag_tensor *scores = ag_scale(g, ag_matmul(g, q, ag_transpose(g, k, -1, -2)), 1 / sqrt((double)D));
+    ag_set_name(scores, "scores");
+    /* Masked positions get `fill` (-inf or a large negative number): after
+     * the softmax their weight is exp(fill - max) = 0. */
+    if (mask) scores = ag_masked_fill(g, scores, mask, fill);
+    ag_tensor *p = ag_set_name(ag_softmax(g, scores), "attn");
+    if (p_drop > 0) p = ag_dropout(g, p, p_drop);
+    if (weights) *weights = p;
+    return ag_matmul(g, p, v);
+}
+
+ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias, double dropout,
+                      uint64_t seed)
+{
+    memset(m, 0, sizeof *m);
+    if (!s || !prefix || C <= 0 || H <= 0) return AG_ERR_ARG;
+    if (C % H != 0) return AG_ERR_SHAPE;
+    m->C = C;
+    m->H = H;
+    m->dropout = dropout;
+    char name[64];
+    ag_linear *ls[4] = {&m->w_q, &m->w_k, &m->w_v, &m->w_o};
+    const char *names[4] = {"w_q", "w_k", "w_v", "w_o"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "%s.%s", prefix, names[i]);
+        ag_status st = ag_linear_init(ls[i], s, name, C, C, bias, seed);
+        if (st != AG_OK) return st;
+    }
+    return AG_OK;
+}
+
+/* [B, T, C] -> [B, T, H, D] -> [B, H, T, D] */
+static ag_tensor *split_heads(ag_graph *g, ag_tensor *x, int H)
+{
+    if (!x) return NULL;
+    int B = x->shape[0], T = x->shape[1], C = x->shape[2];
+    return ag_permute(g, ag_reshape(g, x, AG_SHAPE(B, T, H, C / H)), (const int[]){0, 2, 1, 3});
+}
+
+/* [B, H, T, D] -> [B, T, H, D] -> [B, T, C]: the heads side by side */
+static ag_tensor *concat_heads(ag_graph *g, ag_tensor *x)
+{
+    if (!x) return NULL;
+    int B = x->shape[0], H = x->shape[1], T = x->shape[2], D = x->shape[3];
+    return ag_reshape(g, ag_permute(g, x, (const int[]){0, 2, 1, 3}), AG_SHAPE(B, T, H * D));
+}
+
+ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
+                  ag_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ag__ok(g, "mha", 2, x_q, x_kv)) return NULL;
+    if (x_q->ndim != 3 || x_kv->ndim != 3 || x_q->shape[2] != m->C || x_kv->shape[2] != m->C ||
+        x_q->shape[0] != x_kv->shape[0]) {
+        char a[96], b[96];
+        ag_graph_fail(g, AG_ERR_SHAPE, "mha: queries %s and keys/values %s must be [B, T, %d] and [B, S, %d]",
+                      ag_shape_str(x_q, a, sizeof a), ag_shape_str(x_kv, b, sizeof b), m->C, m->C);
+        return NULL;
+    }
+    ag_tensor *q = split_heads(g, ag_set_name(ag_linear_forward(g, &m->w_q, x_q), "q"), m->H);
+    ag_tensor *k = split_heads(g, ag_set_name(ag_linear_forward(g, &m->w_k, x_kv), "k"), m->H);
+    ag_tensor *v = split_heads(g, ag_set_name(ag_linear_forward(g, &m->w_v, x_kv), "v"), m->H);
+    double p = ag_graph_training(g) ? m->dropout : 0;
+    ag_tensor *o = ag_attention(g, q, k, v, mask, fill, p, weights);
+    return ag_linear_forward(g, &m->w_o, concat_heads(g, o));
+}

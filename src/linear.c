@@ -1,0 +1,84 @@
+/* linear.c: the dense layer and layer norm as parameter holders over ops,
+ * and the initializers they use. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+uint64_t ag_param_seed(uint64_t seed, const char *name)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; p && *p; p++) h = (h ^ *p) * 1099511628211ull;
+    return h ^ (seed * 0x9e3779b97f4a7c15ull);
+}
+
+void ag_init_xavier_uniform(ag_tensor *w, uint64_t seed)
+{
+    if (!w || w->ndim < 2) return;
+    double fan_out = w->shape[0], fan_in = (double)(w->size / (size_t)w->shape[0]);
+    double a = sqrt(6.0 / (fan_in + fan_out));
+    ag_init_uniform(w, -a, a, seed);
+}
+
+static ag_status make(ag_store *s, ag_tensor **t, const char *prefix, const char *leaf, int ndim,
+                      const int *shape)
+{
+    char name[64];
+    int n = snprintf(name, sizeof name, "%s.%s", prefix, leaf);
+    if (n < 0 || (size_t)n >= sizeof name) return AG_ERR_ARG;
+    *t = ag_param(s, name, ndim, shape);
+    return *t ? AG_OK : AG_ERR_ARG;
+}
+
+ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+                         uint64_t seed)
+{
+    memset(l, 0, sizeof *l);
+    if (!s || !prefix || in <= 0 || out <= 0) return AG_ERR_ARG;
+    l->in = in;
+    l->out = out;
+    ag_status st = make(s, &l->weight, prefix, "weight", AG_SHAPE(out, in));
+    if (st == AG_OK && bias) st = make(s, &l->bias, prefix, "bias", AG_SHAPE(out));
+    if (st != AG_OK) return st;
+    /* nn.Linear's default: kaiming_uniform(a = sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)) */
+    double k = 1 / sqrt((double)in);
+    ag_init_uniform(l->weight, -k, k, ag_param_seed(seed, l->weight->name));
+    if (l->bias) ag_init_uniform(l->bias, -k, k, ag_param_seed(seed, l->bias->name));
+    return AG_OK;
+}
+
+/* y = x W^T + b:  x [..., in] viewed as [N, in];  [N, in] @ [in, out] -> [N, out] */
+ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
+{
+    if (!ag__ok(g, "linear", 1, x)) return NULL;
+    if (x->ndim < 1 || x->shape[x->ndim - 1] != l->in) {
+        char a[96], b[96];
+        ag_graph_fail(g, AG_ERR_SHAPE, "linear: input %s does not end in %d features (weight %s)",
+                      ag_shape_str(x, a, sizeof a), l->in, ag_shape_str(l->weight, b, sizeof b));
+        return NULL;
+    }
+    int shape[AG_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
+    shape[x->ndim - 1] = l->out;
+    ag_tensor *x2 = ag_reshape(g, x, AG_SHAPE(-1, l->in));
+    ag_tensor *y = ag_matmul(g, x2, ag_transpose(g, l->weight, 0, 1));
+    if (l->bias) y = ag_add(g, y, l->bias);
+    return ag_reshape(g, y, x->ndim, shape);
+}
+
+ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)
+{
+    memset(n, 0, sizeof *n);
+    if (!s || !prefix || C <= 0) return AG_ERR_ARG;
+    n->eps = 1e-5;
+    ag_status st = make(s, &n->weight, prefix, "weight", AG_SHAPE(C));
+    if (st == AG_OK) st = make(s, &n->bias, prefix, "bias", AG_SHAPE(C));
+    if (st != AG_OK) return st;
+    ag_init_const(n->weight, 1);
+    return AG_OK;
+}
+
+ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x)
+{
+    return ag_layer_norm(g, x, n->weight, n->bias, n->eps);
+}

@@ -79,10 +79,29 @@ asan: check-criterion
 	    echo "asan: sanitizer report in $$t (see build-asan/$$t.log)"; exit 1; fi; \
 	done; echo "asan: clean"
 
+# The main job: train the toy translator on the shipped data, then use it.
+RUN_MODEL ?= $(BUILD)/translator.safetensors
+RUN_FLAGS ?=
 run: all
-	$(BUILD)/gradcheck
+	$(BUILD)/translate train --data examples/data/eng-fra.tsv --out $(RUN_MODEL) $(RUN_FLAGS)
+	$(BUILD)/translate run --model $(RUN_MODEL) "go ." "i lost ." "i'm home ." "he's calm ." "we won ." "i'm ok ."
+	$(BUILD)/translate eval --model $(RUN_MODEL) --data examples/data/eng-fra.tsv
+
+# The examples under valgrind: 0 errors and nothing definitely lost.
+VG := valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite -q
+valgrind: all
+	$(VG) $(BUILD)/attention_demo > /dev/null
+	$(VG) $(BUILD)/gradcheck --op layer_norm > /dev/null
+	head -n 200 examples/data/eng-fra.tsv > $(BUILD)/vg.tsv
+	$(VG) $(BUILD)/translate train --data $(BUILD)/vg.tsv --out $(BUILD)/vg.safetensors --epochs 1 --quiet
+	$(VG) $(BUILD)/translate run --model $(BUILD)/vg.safetensors "go ." > /dev/null
+	$(VG) $(BUILD)/translate eval --model $(BUILD)/vg.safetensors --data $(BUILD)/vg.tsv > /dev/null
+	@echo "valgrind: clean"
 
 clean:
 	rm -rf build build-asan
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d)
+
+# Targets that live beside their code (tests/bench/bench.mk, tests/fuzz/fuzz.mk, ...).
+-include $(wildcard tests/*/*.mk)

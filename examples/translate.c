@@ -450,8 +450,8 @@ static int evaluate(const model *m, ag_graph *g, const ag_pairs *p, metrics *r)
         return 1;
     }
     int n = gr->n, L = m->cfg.max_len, rc = 1;
-    const char ***src = malloc((size_t)n * sizeof *src);
-    int *slen = malloc((size_t)n * sizeof(int)), *olen = malloc((size_t)n * sizeof(int));
+    const char ***src = calloc((size_t)n, sizeof *src);
+    int *slen = calloc((size_t)n, sizeof(int)), *olen = calloc((size_t)n, sizeof(int));
     const char ***out = malloc((size_t)n * sizeof *out);
     const char **pool = malloc((size_t)n * L * sizeof *pool);
     if (!src || !slen || !olen || !out || !pool) goto done;

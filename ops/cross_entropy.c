@@ -1,15 +1,180 @@
-/* ops/cross_entropy.c: PLACEHOLDER, being written. */
+/* ops/cross_entropy.c: mean cross-entropy of logits against integer
+ * targets, log-softmax and negative log-likelihood fused (and stable).
+ *
+ *   logits [..., V], targets (one int per row) -> loss []   (a scalar)
+ *
+ * forward, per row r with target t != ignore_index (ls = label smoothing):
+ *   m   = max_v x_v
+ *   lse = m + log(sum_v exp(x_v - m))           (log-sum-exp; -log p_v = lse - x_v)
+ *   loss_r = (1 - ls) (lse - x_t) + ls mean_v (lse - x_v)
+ *          = lse - (1 - ls) x_t - ls mean_v x_v
+ *   loss = sum_r loss_r / count                 (count: rows not ignored)
+ * This is PyTorch's F.cross_entropy(label_smoothing=ls): (1 - ls) nll plus
+ * ls times the mean over classes of -log p.  Each row is computed from
+ * x - m, so logits of 1e4 lose nothing to cancellation.  When every target
+ * is ignored, count = 0: the loss is 0 and the gradient zero (PyTorch: NaN).
+ * backward, per counted row (ignored rows get 0):
+ *   dx_v += dy / count * (p_v - (1 - ls) [v == t] - ls / V),  p_v = exp(x_v - lse)
+ *   (d lse / d x_v = p_v; the other two terms differentiate -x_t and
+ *   -mean_v x_v)
+ *
+ * iarg[0] = ignore_index, farg[0] = label smoothing.  aux = saved: the
+ * targets (copied), and per row m and log(sum_v exp(x_v - m)) kept apart, so
+ * that the backward's p_v = exp((x_v - m) - log sum) is as exact as the
+ * forward (m + log sum would round away the small part when m is 1e4). */
 #include "internal.h"
 
-ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index, double label_smoothing)
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct saved {
+    size_t rows, count; /* rows of logits; rows whose target is not ignored */
+    int *targets;       /* [rows], a copy of the caller's */
+    double *max;        /* [rows], m: the row's largest logit */
+    double *logsum;     /* [rows], log(sum_v exp(x_v - m)); lse = m + logsum */
+} saved;
+
+ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
+                            double label_smoothing)
 {
-    (void)g;
-    (void)logits;
-    (void)targets;
-    (void)ignore_index;
-    (void)label_smoothing;
-    ag_graph_fail(g, AG_ERR_STATE, "cross_entropy: not implemented yet");
-    return NULL;
+    if (!ag__ok(g, "cross_entropy", 1, logits)) return NULL;
+    char sl[96];
+    if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "cross_entropy: logits must be [..., V] with V >= 1, got %s",
+                      ag_shape_str(logits, sl, sizeof sl));
+        return NULL;
+    }
+    double ls = label_smoothing;
+    if (!(ls >= 0 && ls <= 1)) {
+        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: label_smoothing = %g must be in [0, 1]", ls);
+        return NULL;
+    }
+    int V = logits->shape[logits->ndim - 1];
+    size_t rows = logits->size / (size_t)V;
+    if (rows > 0 && !targets) {
+        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: targets is NULL for logits %s",
+                      ag_shape_str(logits, sl, sizeof sl));
+        return NULL;
+    }
+    size_t count = 0;
+    for (size_t r = 0; r < rows; r++) {
+        if (targets[r] == ignore_index) continue;
+        if (targets[r] < 0 || targets[r] >= V) {
+            ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: target %d at position %zu out of range [0, %d)",
+                          targets[r], r, V);
+            return NULL;
+        }
+        count++;
+    }
+    ag_tensor *y = ag__node(g, AG_OP_CROSS_ENTROPY, 0, NULL, 1, &logits);
+    if (!y) return NULL;
+    y->iarg[0] = ignore_index;
+    y->farg[0] = ls;
+    saved *sv = ag__alloc(g, sizeof *sv);
+    int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
+    double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
+    if (!mx) return NULL;
+    double *logsum = mx + (rows ? rows : 1);
+    if (rows) memcpy(tg, targets, rows * sizeof(int));
+    *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = logsum};
+    y->aux = sv;
+
+    double total = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = logits->data + r * (size_t)V;
+        double m = -INFINITY;
+        for (int v = 0; v < V; v++) m = xr[v] > m ? xr[v] : m;
+        mx[r] = m;
+        logsum[r] = 0;
+        if (tg[r] == ignore_index) continue;
+        if (m == -INFINITY) { /* every logit -inf: -log p_t = +inf, no gradient */
+            total += INFINITY;
+            continue;
+        }
+        double s = 0, mean_shifted = 0; /* sum exp(x - m); mean (x - m) */
+        for (int v = 0; v < V; v++) {
+            s += exp(xr[v] - m);
+            mean_shifted += xr[v] - m;
+        }
+        mean_shifted /= V;
+        logsum[r] = log(s);
+        /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m */
+        total += log(s) - (1 - ls) * (xr[tg[r]] - m) - ls * mean_shifted;
+    }
+    y->data[0] = count ? (ag_real)(total / (double)count) : 0;
+    return y;
 }
 
-const ag_op_desc ag_op_cross_entropy = {.name = "cross_entropy", .backward = NULL};
+static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *logits = y->src[0];
+    ag_real *dx = ag__grad(g, logits);
+    if (!dx) return;
+    const saved *sv = y->aux;
+    if (sv->count == 0) return; /* loss = 0, a constant */
+    int V = logits->shape[logits->ndim - 1], ignore = y->iarg[0];
+    double ls = y->farg[0], dloss = (double)y->grad[0] / (double)sv->count;
+    for (size_t r = 0; r < sv->rows; r++) {
+        int t = sv->targets[r];
+        double m = sv->max[r], logsum = sv->logsum[r];
+        if (t == ignore || m == -INFINITY) continue;
+        const ag_real *xr = logits->data + r * (size_t)V;
+        ag_real *dxr = dx + r * (size_t)V;
+        /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, and loss = sum_r loss_r / count */
+        for (int v = 0; v < V; v++) {
+            double p = exp((xr[v] - m) - logsum);
+            double d = p - (v == t ? 1 - ls : 0) - ls / V;
+            dxr[v] += (ag_real)(dloss * d);
+        }
+    }
+}
+
+/* Fixed targets, made inside the builds: they are data, not checked inputs. */
+static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {2, 0, 4};
+    return ag_cross_entropy(g, in[0], t, -100, 0);
+}
+
+static ag_tensor *case_ignored(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {1, -100, 3, 0};
+    return ag_cross_entropy(g, in[0], t, -100, 0);
+}
+
+static ag_tensor *case_smooth_leading(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {0, 3, 3, 1, 2, 0};
+    return ag_cross_entropy(g, in[0], t, -1, 0.1);
+}
+
+static ag_tensor *case_smooth_ignored(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {0, 7, 2, 7};
+    return ag_cross_entropy(g, in[0], t, 7, 0.1);
+}
+
+static ag_tensor *case_one_row(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {2};
+    return ag_cross_entropy(g, in[0], t, -100, 0.1);
+}
+
+static ag_tensor *case_one_class(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {0, 0, 0};
+    return ag_cross_entropy(g, in[0], t, -100, 0);
+}
+
+static const ag_op_case cases[] = {
+    {"[3, 5]", 1, {2}, {{3, 5}}, -3, 3, 0, case_plain},
+    {"[4, 4] one target ignored", 1, {2}, {{4, 4}}, -3, 3, 0, case_ignored},
+    {"[2, 3, 4] leading axes, smoothing 0.1", 1, {3}, {{2, 3, 4}}, -3, 3, 0, case_smooth_leading},
+    {"[2, 2, 3] smoothing 0.1 and ignored", 1, {3}, {{2, 2, 3}}, -3, 3, 0, case_smooth_ignored},
+    {"[1, 3] one row", 1, {2}, {{1, 3}}, -3, 3, 0, case_one_row},
+    {"[3, 1] one class", 1, {2}, {{3, 1}}, -3, 3, 0, case_one_class},
+};
+
+const ag_op_desc ag_op_cross_entropy = {.name = "cross_entropy", .backward = cross_entropy_backward,
+                                        AG_CASES(cases)};

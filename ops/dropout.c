@@ -1,13 +1,75 @@
-/* ops/dropout.c: PLACEHOLDER, being written. */
+/* ops/dropout.c: inverted dropout.
+ *
+ *   x [...] -> y [...]
+ *
+ * forward:  in training, for each element draw u from the graph's random
+ *           stream: scale_i = (u < p) ? 0 : 1 / (1 - p);  y_i = x_i * scale_i
+ *           (scaling the survivors by 1/(1-p) keeps E[y] = x, so eval mode
+ *           needs no rescaling).  In eval mode, or with p == 0, y = x (a
+ *           copy, still a node of the graph) and no number is drawn.
+ * backward: dx_i += dy_i * scale_i               (1 in eval mode)
+ *
+ * farg[0] = p.  aux = the scale factors (ag_real, one per element), or
+ * NULL for the identity.  The stream is the graph's (ag_graph_seed), so the
+ * same seed gives the same mask. */
 #include "internal.h"
+
+#include <string.h>
 
 ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p)
 {
-    (void)g;
-    (void)x;
-    (void)p;
-    ag_graph_fail(g, AG_ERR_STATE, "dropout: not implemented yet");
-    return NULL;
+    if (!ag__ok(g, "dropout", 1, x)) return NULL;
+    if (!(p >= 0 && p < 1)) {
+        ag_graph_fail(g, AG_ERR_ARG, "dropout: p = %g must be in [0, 1)", p);
+        return NULL;
+    }
+    ag_tensor *y = ag__node(g, AG_OP_DROPOUT, x->ndim, x->shape, 1, &x);
+    if (!y) return NULL;
+    y->farg[0] = p;
+    if (!ag_graph_training(g) || p == 0) {
+        memcpy(y->data, x->data, x->size * sizeof(ag_real));
+        return y;
+    }
+    ag_real *scale = ag__alloc(g, (x->size ? x->size : 1) * sizeof(ag_real));
+    if (!scale) return NULL;
+    y->aux = scale;
+    ag_rng *r = ag__graph_rng(g);
+    ag_real keep = (ag_real)(1 / (1 - p));
+    for (size_t i = 0; i < x->size; i++) {
+        scale[i] = ag_rng_uniform(r) < p ? 0 : keep;
+        y->data[i] = x->data[i] * scale[i];
+    }
+    return y;
 }
 
-const ag_op_desc ag_op_dropout = {.name = "dropout", .backward = NULL};
+static void dropout_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *x = y->src[0];
+    ag_real *dx = ag__grad(g, x);
+    if (!dx) return;
+    const ag_real *scale = y->aux;
+    if (!scale) { /* y = x */
+        for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i];
+        return;
+    }
+    /* y_i = x_i * scale_i */
+    for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i] * scale[i];
+}
+
+/* The checker rewinds the graph's stream before every build: same mask. */
+static ag_tensor *case_train(ag_graph *g, ag_tensor *const *in) { return ag_dropout(g, in[0], 0.3); }
+static ag_tensor *case_p0(ag_graph *g, ag_tensor *const *in) { return ag_dropout(g, in[0], 0); }
+static ag_tensor *case_eval(ag_graph *g, ag_tensor *const *in)
+{
+    ag_graph_set_training(g, 0); /* this case's own graph: eval throughout */
+    return ag_dropout(g, in[0], 0.5);
+}
+
+static const ag_op_case cases[] = {
+    {"[4, 5] p 0.3 training", 1, {2}, {{4, 5}}, -1, 1, 0, case_train},
+    {"[2, 1, 3] p 0.3 training", 1, {3}, {{2, 1, 3}}, -1, 1, 0, case_train},
+    {"[3, 2] p 0 identity", 1, {2}, {{3, 2}}, -1, 1, 0, case_p0},
+    {"[1, 4] p 0.5 eval identity", 1, {2}, {{1, 4}}, -1, 1, 0, case_eval},
+};
+
+const ag_op_desc ag_op_dropout = {.name = "dropout", .backward = dropout_backward, AG_CASES(cases)};

@@ -1,12 +1,42 @@
-/* ops/exp.c: PLACEHOLDER, being written. */
+/* ops/exp.c: y = exp(x), element-wise.
+ *
+ *   x [...] -> y [...]
+ *
+ * forward:  y[i] = exp(x[i])
+ * backward: dx[i] += dy[i] * y[i]        (exp is its own derivative)
+ *
+ * Large x overflows to +inf and very negative x underflows to 0, as libm
+ * (and PyTorch) do. */
 #include "internal.h"
 
-ag_tensor *ag_exp(ag_graph *g, ag_tensor *x)
+#include <math.h>
+
+/* The float build calls the double exp and rounds: one code path, and the
+ * double build is exactly libm's exp. */
+static void exp_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {
-    (void)g;
-    (void)x;
-    ag_graph_fail(g, AG_ERR_STATE, "exp: not implemented yet");
-    return NULL;
+    (void)farg;
+    for (size_t i = 0; i < n; i++) y[i] = (ag_real)exp((double)x[i]);
 }
 
-const ag_op_desc ag_op_exp = {.name = "exp", .backward = NULL};
+/* y = exp(x)  ->  dy/dx = exp(x) = y, so the saved output is reused. */
+static void exp_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+                    const double *farg)
+{
+    (void)x, (void)farg;
+    for (size_t i = 0; i < n; i++) dx[i] += dy[i] * y[i];
+}
+
+ag_tensor *ag_exp(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_EXP, x, exp_fwd, 0); }
+
+static void exp_backward(ag_graph *g, ag_tensor *y) { ag__unary_backward(g, y, exp_bwd); }
+
+static ag_tensor *case_exp(ag_graph *g, ag_tensor *const *in) { return ag_exp(g, in[0]); }
+
+static const ag_op_case cases[] = {
+    {"exp [2, 3]", 1, {2}, {{2, 3}}, -2, 2, 0, case_exp},
+    {"exp [3, 1] size-1", 1, {2}, {{3, 1}}, -2, 2, 0, case_exp},
+    {"exp [] scalar", 1, {0}, {{0}}, -2, 2, 0, case_exp},
+};
+
+const ag_op_desc ag_op_exp = {.name = "exp", .backward = exp_backward, AG_CASES(cases)};

@@ -1,15 +1,129 @@
-/* ops/layer_norm.c: PLACEHOLDER, being written. */
+/* ops/layer_norm.c: layer normalisation over the last axis (as PyTorch's
+ * F.layer_norm with normalized_shape [C]).
+ *
+ *   x [..., C], gain [C] or NULL, bias [C] or NULL -> y [..., C]
+ *
+ * forward, for each row of C values:
+ *   mean = sum_i x_i / C
+ *   var  = sum_i (x_i - mean)^2 / C              (biased, as PyTorch)
+ *   rstd = 1 / sqrt(var + eps)
+ *   xhat_i = (x_i - mean) * rstd
+ *   y_i  = xhat_i * gain_i + bias_i              (gain 1, bias 0 when NULL)
+ * backward (as llm.c's layernorm_backward), per row:
+ *   dbias_i += dy_i
+ *   dgain_i += dy_i * xhat_i
+ *   dxhat_i  = dy_i * gain_i
+ *   dx_i    += rstd * (dxhat_i - mean_j dxhat_j - xhat_i * mean_j (dxhat_j xhat_j))
+ *   (the two means are the paths through mean and through rstd: every x_j
+ *   moves the row's mean and variance, so each dx_i sees the whole row)
+ *
+ * src = {x, gain, bias}, NULL entries allowed.  farg[0] = eps.  aux holds
+ * 2 values per row: mean[0..rows) then rstd[0..rows). */
 #include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* A gain or bias must be NULL or exactly [C]. */
+static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const char *what)
+{
+    if (!v) return true;
+    int C = x->shape[x->ndim - 1];
+    if (v->ndim == 1 && v->shape[0] == C) return true;
+    char sx[96], sv[96];
+    ag_graph_fail(g, AG_ERR_SHAPE, "layer_norm: %s must be [%d] for x %s, got %s", what, C,
+                  ag_shape_str(x, sx, sizeof sx), ag_shape_str(v, sv, sizeof sv));
+    return false;
+}
 
 ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *bias, double eps)
 {
-    (void)g;
-    (void)x;
-    (void)gain;
-    (void)bias;
-    (void)eps;
-    ag_graph_fail(g, AG_ERR_STATE, "layer_norm: not implemented yet");
-    return NULL;
+    if (!ag__ok(g, "layer_norm", 1, x)) return NULL;
+    if (x->ndim == 0) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "layer_norm: x must have at least 1 axis, got []");
+        return NULL;
+    }
+    if (!check_vec(g, x, gain, "gain") || !check_vec(g, x, bias, "bias")) return NULL;
+    if (!(eps >= 0)) {
+        ag_graph_fail(g, AG_ERR_ARG, "layer_norm: eps = %g must be >= 0", eps);
+        return NULL;
+    }
+    ag_tensor *src[3] = {x, gain, bias};
+    ag_tensor *y = ag__node(g, AG_OP_LAYER_NORM, x->ndim, x->shape, 3, src);
+    if (!y) return NULL;
+    y->farg[0] = eps;
+    size_t C = (size_t)x->shape[x->ndim - 1];
+    if (C == 0) return y; /* no rows to normalise */
+    size_t rows = x->size / C;
+    ag_real *mean = ag__alloc(g, (2 * rows + 1) * sizeof(ag_real)), *rstd = mean + rows;
+    if (!mean) return NULL;
+    y->aux = mean;
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = x->data + r * C;
+        ag_real *yr = y->data + r * C;
+        double m = 0, v = 0;
+        for (size_t i = 0; i < C; i++) m += xr[i];
+        m /= (double)C;
+        for (size_t i = 0; i < C; i++) v += ((double)xr[i] - m) * ((double)xr[i] - m);
+        v /= (double)C;
+        double s = 1 / sqrt(v + eps);
+        mean[r] = (ag_real)m;
+        rstd[r] = (ag_real)s;
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (ag_real)(((double)xr[i] - m) * s);
+            yr[i] = xhat * (gain ? gain->data[i] : 1) + (bias ? bias->data[i] : 0);
+        }
+    }
+    return y;
 }
 
-const ag_op_desc ag_op_layer_norm = {.name = "layer_norm", .backward = NULL};
+static void layer_norm_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *x = y->src[0], *gain = y->src[1], *bias = y->src[2];
+    ag_real *dx = x->requires_grad ? ag__grad(g, x) : NULL;
+    ag_real *dgain = gain && gain->requires_grad ? ag__grad(g, gain) : NULL;
+    ag_real *dbias = bias && bias->requires_grad ? ag__grad(g, bias) : NULL;
+    if (ag_graph_status(g) != AG_OK || y->size == 0) return;
+    size_t C = (size_t)y->shape[y->ndim - 1], rows = y->size / C;
+    const ag_real *mean = y->aux, *rstd = mean + rows;
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = x->data + r * C, *dyr = y->grad + r * C;
+        /* pass 1: the row's two means, and the gain / bias gradients */
+        double mdxhat = 0, mdxhat_xhat = 0;
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (xr[i] - mean[r]) * rstd[r];
+            ag_real dxhat = dyr[i] * (gain ? gain->data[i] : 1); /* y = xhat * gain + bias */
+            mdxhat += dxhat;
+            mdxhat_xhat += dxhat * xhat;
+            if (dbias) dbias[i] += dyr[i];        /* y = ... + bias */
+            if (dgain) dgain[i] += dyr[i] * xhat; /* y = xhat * gain */
+        }
+        if (!dx) continue;
+        mdxhat /= (double)C;
+        mdxhat_xhat /= (double)C;
+        /* pass 2: xhat = (x - mean) * rstd, through mean and rstd */
+        ag_real *dxr = dx + r * C;
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (xr[i] - mean[r]) * rstd[r];
+            ag_real dxhat = dyr[i] * (gain ? gain->data[i] : 1);
+            dxr[i] += rstd[r] * (ag_real)(dxhat - mdxhat - xhat * mdxhat_xhat);
+        }
+    }
+}
+
+static ag_tensor *case_affine(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 1e-5); }
+static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], NULL, NULL, 1e-5); }
+static ag_tensor *case_gain_only(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], NULL, 1e-5); }
+static ag_tensor *case_bias_only(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], NULL, in[1], 1e-5); }
+static ag_tensor *case_big_eps(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 0.5); }
+
+static const ag_op_case cases[] = {
+    {"[3, 5] gain [5] bias [5]", 3, {2, 1, 1}, {{3, 5}, {5}, {5}}, -2, 2, 0, case_affine},
+    {"[2, 3, 4] no gain, no bias", 1, {3}, {{2, 3, 4}}, -2, 2, 0, case_plain},
+    {"[2, 1, 6] gain only", 2, {3, 1}, {{2, 1, 6}, {6}}, -2, 2, 0, case_gain_only},
+    {"[4, 3] bias only", 2, {2, 1}, {{4, 3}, {3}}, -2, 2, 0, case_bias_only},
+    {"[1, 4] one row, eps 0.5", 3, {2, 1, 1}, {{1, 4}, {4}, {4}}, -2, 2, 0, case_big_eps},
+    {"[3, 1] size-1 rows", 3, {2, 1, 1}, {{3, 1}, {1}, {1}}, -2, 2, 0, case_affine},
+};
+
+const ag_op_desc ag_op_layer_norm = {.name = "layer_norm", .backward = layer_norm_backward, AG_CASES(cases)};

@@ -1,12 +1,70 @@
-/* ops/log_softmax.c: PLACEHOLDER, being written. */
+/* ops/log_softmax.c: y = log(softmax(x)) over the last axis, computed
+ * directly (never as log of a softmax that may have underflowed to 0).
+ *
+ *   x [..., N] -> y [..., N]
+ *
+ * forward:  m = max_j x_j;  y_i = x_i - m - log(sum_j exp(x_j - m))
+ *           (the row max keeps exp from overflowing; the largest term of the
+ *           sum is exp(0) = 1, so the log is finite).  A row that is all
+ *           -inf gives -inf everywhere, never NaN.
+ * backward: dx_i = dy_i - softmax(x)_i * sum_j dy_j,  softmax(x)_i = exp(y_i)
+ *           (y_i = x_i - lse(x) and d lse / d x_i = softmax(x)_i).  A row
+ *           that was all -inf gets a zero gradient. */
 #include "internal.h"
+
+#include <math.h>
 
 ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
 {
-    (void)g;
-    (void)x;
-    ag_graph_fail(g, AG_ERR_STATE, "log_softmax: not implemented yet");
-    return NULL;
+    if (!ag__ok(g, "log_softmax", 1, x)) return NULL;
+    ag_tensor *y = ag__node(g, AG_OP_LOG_SOFTMAX, x->ndim, x->shape, 1, &x);
+    if (!y || y->size == 0) return y;
+    size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1, rows = x->size / n;
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = x->data + r * n;
+        ag_real *yr = y->data + r * n;
+        ag_real m = -INFINITY;
+        for (size_t i = 0; i < n; i++) m = xr[i] > m ? xr[i] : m;
+        if (m == -INFINITY) { /* fully masked row: log(0) */
+            for (size_t i = 0; i < n; i++) yr[i] = -INFINITY;
+            continue;
+        }
+        double s = 0; /* sum_j exp(x_j - m), >= 1 */
+        for (size_t i = 0; i < n; i++) s += exp((double)xr[i] - m);
+        ag_real lse = (ag_real)log(s); /* log-sum-exp minus m */
+        for (size_t i = 0; i < n; i++) yr[i] = xr[i] - m - lse;
+    }
+    return y;
 }
 
-const ag_op_desc ag_op_log_softmax = {.name = "log_softmax", .backward = NULL};
+static void log_softmax_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *x = y->src[0];
+    ag_real *dx = ag__grad(g, x);
+    if (!dx || y->size == 0) return;
+    size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1, rows = y->size / n;
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *yr = y->data + r * n, *dyr = y->grad + r * n;
+        ag_real *dxr = dx + r * n;
+        /* a live row has max_i y_i = -log(sum) > -inf; a masked row has none */
+        ag_real m = -INFINITY;
+        for (size_t i = 0; i < n; i++) m = yr[i] > m ? yr[i] : m;
+        if (m == -INFINITY) continue;
+        ag_real sdy = 0; /* sum_j dy_j */
+        for (size_t i = 0; i < n; i++) sdy += dyr[i];
+        /* y_i = x_i - m - log(sum_j exp(x_j - m)):
+         * dx_i = dy_i - exp(y_i) sum_j dy_j */
+        for (size_t i = 0; i < n; i++) dxr[i] += dyr[i] - (ag_real)exp(yr[i]) * sdy;
+    }
+}
+
+static ag_tensor *case_log_softmax(ag_graph *g, ag_tensor *const *in) { return ag_log_softmax(g, in[0]); }
+
+static const ag_op_case cases[] = {
+    {"[3, 5]", 1, {2}, {{3, 5}}, -3, 3, 0, case_log_softmax},
+    {"[2, 2, 4]", 1, {3}, {{2, 2, 4}}, -3, 3, 0, case_log_softmax},
+    {"[4, 1] size-1 rows", 1, {2}, {{4, 1}}, -3, 3, 0, case_log_softmax},
+    {"[1, 6] one row", 1, {2}, {{1, 6}}, -3, 3, 0, case_log_softmax},
+};
+
+const ag_op_desc ag_op_log_softmax = {.name = "log_softmax", .backward = log_softmax_backward, AG_CASES(cases)};

@@ -1,13 +1,142 @@
-/* ops/permute.c: PLACEHOLDER, being written. */
+/* ops/permute.c: reorder the axes of a tensor (and transpose, a swap of two).
+ *
+ *   x [d0, ..., d(n-1)] -> y [d(perm[0]), ..., d(perm[n-1])]
+ *
+ * forward:  y[j0, ..., j(n-1)] = x[i]   where i has i[perm[k]] = j[k]
+ *           (output axis k walks input axis perm[k])
+ * backward: dx[i] += dy[j0, ..., j(n-1)]  for the same pairs (i, j): the
+ *           inverse permutation applied to dy.  Every element of x appears
+ *           exactly once in y, so this is a plain scatter, no sums.
+ *
+ * Both directions walk y in order (row-major) with an odometer over its
+ * indices, keeping the matching offset into x up to date by adding and
+ * subtracting strides: no division per element.  The innermost axis is a
+ * strided loop of its own.
+ *
+ * iarg[0..ndim) = perm.  y is a copy (attograd has no views). */
 #include "internal.h"
+
+#include <stdio.h>
+
+/* Walk y (shape[0..nd), row-major) and the elements of x it reads: output
+ * axis k moves through x with stride st[k].  Forward copies x into y;
+ * backward adds dy into dx at the same places. */
+static void walk(int nd, const int *shape, const size_t *st, ag_real *x, ag_real *y, int backward)
+{
+    size_t size = ag__numel(nd, shape);
+    if (size == 0) return;
+    if (nd == 0) { /* a scalar: one element */
+        if (backward) x[0] += y[0];
+        else y[0] = x[0];
+        return;
+    }
+    size_t n = (size_t)shape[nd - 1], s = st[nd - 1]; /* the innermost run */
+    int idx[AG_MAX_DIMS] = {0};
+    size_t off = 0; /* offset in x of y's current run */
+    for (size_t r = 0; r < size; r += n) {
+        ag_real *xr = x + off, *yr = y + r;
+        if (backward)
+            for (size_t j = 0; j < n; j++) xr[j * s] += yr[j];
+        else
+            for (size_t j = 0; j < n; j++) yr[j] = xr[j * s];
+        /* odometer: advance the outer indices of y, last one fastest */
+        for (int d = nd - 2; d >= 0; d--) {
+            off += st[d];
+            if (++idx[d] < shape[d]) break;
+            off -= st[d] * (size_t)shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Strides in x of y's axes: st[k] = stride of x's axis perm[k]. */
+static void perm_strides(const ag_tensor *x, const int *perm, size_t *st)
+{
+    size_t xs[AG_MAX_DIMS], s = 1;
+    for (int a = x->ndim - 1; a >= 0; a--) {
+        xs[a] = s;
+        s *= (size_t)x->shape[a];
+    }
+    for (int k = 0; k < x->ndim; k++) st[k] = xs[perm[k]];
+}
 
 ag_tensor *ag_permute(ag_graph *g, ag_tensor *x, const int *perm)
 {
-    (void)g;
-    (void)x;
-    (void)perm;
-    ag_graph_fail(g, AG_ERR_STATE, "permute: not implemented yet");
-    return NULL;
+    if (!ag__ok(g, "permute", 1, x)) return NULL;
+    int nd = x->ndim;
+    if (nd > 0 && !perm) {
+        ag_graph_fail(g, AG_ERR_ARG, "permute: perm is NULL");
+        return NULL;
+    }
+    int seen[AG_MAX_DIMS] = {0}, shape[AG_MAX_DIMS];
+    for (int k = 0; k < nd; k++) {
+        if (perm[k] < 0 || perm[k] >= nd || seen[perm[k]]) {
+            char s1[96], s2[96];
+            ag_graph_fail(g, AG_ERR_ARG, "permute: perm %s is not a permutation of the axes of %s",
+                          ag_shape_str_n(nd, perm, s1, sizeof s1), ag_shape_str(x, s2, sizeof s2));
+            return NULL;
+        }
+        seen[perm[k]] = 1;
+        shape[k] = x->shape[perm[k]];
+    }
+    ag_tensor *y = ag__node(g, AG_OP_PERMUTE, nd, shape, 1, &x);
+    if (!y) return NULL;
+    for (int k = 0; k < nd; k++) y->iarg[k] = perm[k];
+    size_t st[AG_MAX_DIMS];
+    perm_strides(x, perm, st);
+    walk(nd, y->shape, st, x->data, y->data, 0);
+    return y;
 }
 
-const ag_op_desc ag_op_permute = {.name = "permute", .backward = NULL};
+static void permute_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *x = y->src[0];
+    ag_real *dx = ag__grad(g, x);
+    if (!dx) return;
+    /* y[j] = x[i(j)]  ->  dx[i(j)] += dy[j] */
+    size_t st[AG_MAX_DIMS];
+    perm_strides(x, y->iarg, st);
+    walk(y->ndim, y->shape, st, dx, y->grad, 1);
+}
+
+ag_tensor *ag_transpose(ag_graph *g, ag_tensor *x, int axis0, int axis1)
+{
+    if (!ag__ok(g, "transpose", 1, x)) return NULL;
+    int nd = x->ndim;
+    int a0 = axis0 < 0 ? axis0 + nd : axis0, a1 = axis1 < 0 ? axis1 + nd : axis1;
+    if (a0 < 0 || a0 >= nd || a1 < 0 || a1 >= nd) {
+        char buf[96];
+        ag_graph_fail(g, AG_ERR_ARG, "transpose: axes (%d, %d): axis %d out of range for %s", axis0, axis1,
+                      (a0 < 0 || a0 >= nd) ? axis0 : axis1, ag_shape_str(x, buf, sizeof buf));
+        return NULL;
+    }
+    int perm[AG_MAX_DIMS];
+    for (int k = 0; k < nd; k++) perm[k] = k;
+    perm[a0] = a1;
+    perm[a1] = a0;
+    return ag_permute(g, x, perm);
+}
+
+static ag_tensor *case_2d(ag_graph *g, ag_tensor *const *in) { return ag_permute(g, in[0], (const int[]){1, 0}); }
+static ag_tensor *case_3d(ag_graph *g, ag_tensor *const *in) { return ag_permute(g, in[0], (const int[]){2, 0, 1}); }
+static ag_tensor *case_4d(ag_graph *g, ag_tensor *const *in)
+{
+    return ag_permute(g, in[0], (const int[]){3, 1, 0, 2});
+}
+static ag_tensor *case_heads(ag_graph *g, ag_tensor *const *in)
+{
+    return ag_permute(g, in[0], (const int[]){0, 2, 1, 3}); /* [B, T, H, D] -> [B, H, T, D] */
+}
+static ag_tensor *case_ones(ag_graph *g, ag_tensor *const *in) { return ag_permute(g, in[0], (const int[]){2, 1, 0}); }
+static ag_tensor *case_transpose(ag_graph *g, ag_tensor *const *in) { return ag_transpose(g, in[0], -1, -2); }
+
+static const ag_op_case cases[] = {
+    {"[3, 4] (1, 0)", 1, {2}, {{3, 4}}, -1, 1, 0, case_2d},
+    {"[2, 3, 4] (2, 0, 1)", 1, {3}, {{2, 3, 4}}, -1, 1, 0, case_3d},
+    {"[2, 3, 4, 5] (3, 1, 0, 2)", 1, {4}, {{2, 3, 4, 5}}, -1, 1, 0, case_4d},
+    {"[2, 3, 2, 2] (0, 2, 1, 3) head split", 1, {4}, {{2, 3, 2, 2}}, -1, 1, 0, case_heads},
+    {"[1, 3, 1] (2, 1, 0) size-1 axes", 1, {3}, {{1, 3, 1}}, -1, 1, 0, case_ones},
+    {"[2, 3, 4] transpose(-1, -2)", 1, {3}, {{2, 3, 4}}, -1, 1, 0, case_transpose},
+};
+
+const ag_op_desc ag_op_permute = {.name = "permute", .backward = permute_backward, AG_CASES(cases)};

@@ -1,12 +1,45 @@
-/* ops/sqrt.c: PLACEHOLDER, being written. */
+/* ops/sqrt.c: y = sqrt(x), element-wise.
+ *
+ *   x [...] -> y [...]
+ *
+ * forward:  y[i] = sqrt(x[i])
+ * backward: dx[i] += dy[i] / (2 y[i])
+ *
+ * At x = 0 the derivative is infinite: y = 0 and dy / (2 y) gives +-inf
+ * (NaN when dy is 0 too), as in PyTorch.  sqrt(x < 0) is NaN (libm), and so
+ * is its gradient.  Nothing is recorded as an error.  Keep inputs off 0
+ * (add an eps first) when a finite gradient is needed. */
 #include "internal.h"
 
-ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x)
+#include <math.h>
+
+/* The float build calls the double sqrt and rounds (exact: sqrt is
+ * correctly rounded in both precisions). */
+static void sqrt_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {
-    (void)g;
-    (void)x;
-    ag_graph_fail(g, AG_ERR_STATE, "sqrt: not implemented yet");
-    return NULL;
+    (void)farg;
+    for (size_t i = 0; i < n; i++) y[i] = (ag_real)sqrt((double)x[i]);
 }
 
-const ag_op_desc ag_op_sqrt = {.name = "sqrt", .backward = NULL};
+/* y = sqrt(x)  ->  dy/dx = 1 / (2 sqrt(x)) = 1 / (2 y), from the saved output. */
+static void sqrt_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+                     const double *farg)
+{
+    (void)x, (void)farg;
+    for (size_t i = 0; i < n; i++) dx[i] += dy[i] / (2 * y[i]);
+}
+
+ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_SQRT, x, sqrt_fwd, 0); }
+
+static void sqrt_backward(ag_graph *g, ag_tensor *y) { ag__unary_backward(g, y, sqrt_bwd); }
+
+static ag_tensor *case_sqrt(ag_graph *g, ag_tensor *const *in) { return ag_sqrt(g, in[0]); }
+
+/* Inputs in [0.5, 2]: inside the domain and away from the kink at 0. */
+static const ag_op_case cases[] = {
+    {"sqrt [2, 3]", 1, {2}, {{2, 3}}, 0.5, 2, 0, case_sqrt},
+    {"sqrt [4, 1] size-1", 1, {2}, {{4, 1}}, 0.5, 2, 0, case_sqrt},
+    {"sqrt [] scalar", 1, {0}, {{0}}, 0.5, 2, 0, case_sqrt},
+};
+
+const ag_op_desc ag_op_sqrt = {.name = "sqrt", .backward = sqrt_backward, AG_CASES(cases)};

@@ -1,0 +1,382 @@
+/* optim.c: SGD, Adam and AdamW over a parameter store; gradient clipping;
+ * learning-rate schedules.  The semantics are PyTorch's (torch.optim.SGD,
+ * Adam, AdamW with dampening 0, amsgrad and maximize off, and
+ * torch.nn.utils.clip_grad_norm_), so a run can be checked against it
+ * number for number (tests/reference/make_optim_fixtures.py).
+ *
+ * For a parameter p with gradient grad, at step t = 1, 2, ... :
+ *
+ *   SGD (lr, momentum mu, weight decay wd, nesterov):
+ *     g   = grad + wd * p
+ *     buf = mu * buf + g                  (PyTorch: buf = g on the first step;
+ *                                          buf starts at 0, which is the same)
+ *     g   = nesterov ? g + mu * buf : buf (only when mu > 0)
+ *     p   = p - lr * g
+ *
+ *   Adam (lr, b1, b2, eps, wd):
+ *     g    = grad + wd * p                (L2 penalty folded into the gradient)
+ *     m    = b1 * m + (1 - b1) * g
+ *     v    = b2 * v + (1 - b2) * g^2
+ *     mhat = m / (1 - b1^t),  vhat = v / (1 - b2^t)
+ *     p    = p - lr * mhat / (sqrt(vhat) + eps)     (eps outside the sqrt)
+ *   computed as PyTorch does it:
+ *     p    = p - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ *
+ *   AdamW: the decay is decoupled from the gradient (Loshchilov & Hutter):
+ *     p    = p * (1 - lr * wd)            first, then Adam with g = grad.
+ *
+ * Invariant: every state buffer lives in the one block allocated with the
+ * optimizer, sized for the store's parameters at that time; a step reads
+ * and writes in place and never allocates.  Arithmetic is done in double
+ * whatever ag_real is; state is stored as ag_real. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+enum { OPT_SGD, OPT_ADAM, OPT_ADAMW };
+
+struct ag_optim {
+    ag_store *store;
+    int kind;    /* OPT_* */
+    int nparams; /* store's parameter count when the optimizer was made */
+    int nstate;  /* state buffers per parameter: 0, 1 or 2 */
+    double lr, momentum, weight_decay, beta1, beta2, eps;
+    int nesterov;
+    int64_t steps;
+    size_t *sizes;   /* [nparams] element count of each parameter */
+    ag_real **state; /* [nparams * nstate] buffer `which` of param i at i * nstate + which */
+};
+
+static char last_err[256];
+
+const char *ag_optim_last_error(void) { return last_err; }
+
+static void set_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_err, sizeof last_err, fmt, ap);
+    va_end(ap);
+}
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* The optimizer, its size table, its pointer table and all state buffers in
+ * one zero-filled allocation.  NULL (error set) on overflow or no memory. */
+static ag_optim *optim_alloc(ag_store *s, const char *who, int nstate)
+{
+    int np = ag_store_count(s);
+    const size_t align = sizeof(double) > sizeof(void *) ? sizeof(double) : sizeof(void *);
+    size_t off_sizes = round_up(sizeof(ag_optim), align);
+    size_t off_state = off_sizes + round_up((size_t)np * sizeof(size_t), align);
+    size_t off_data = off_state + round_up((size_t)np * (size_t)nstate * sizeof(ag_real *), align);
+    size_t total = off_data;
+    for (int i = 0; i < np; i++) {
+        size_t n = ag_store_at(s, i)->size;
+        for (int w = 0; w < nstate; w++) {
+            if (n > (SIZE_MAX - total) / sizeof(ag_real)) {
+                set_error("%s: state for %zu parameters does not fit in memory", who, ag_store_numel(s));
+                return NULL;
+            }
+            total += n * sizeof(ag_real);
+        }
+    }
+    unsigned char *block = ag__calloc(1, total);
+    if (!block) {
+        set_error("%s: out of memory for %zu bytes of state", who, total);
+        return NULL;
+    }
+    ag_optim *o = (ag_optim *)block;
+    o->store = s;
+    o->nparams = np;
+    o->nstate = nstate;
+    o->sizes = (size_t *)(block + off_sizes);
+    o->state = (ag_real **)(block + off_state);
+    ag_real *data = (ag_real *)(block + off_data);
+    for (int i = 0; i < np; i++) {
+        o->sizes[i] = ag_store_at(s, i)->size;
+        for (int w = 0; w < nstate; w++) {
+            o->state[i * nstate + w] = data;
+            data += o->sizes[i];
+        }
+    }
+    return o;
+}
+
+/* A hyperparameter that must be finite and >= 0; false (error set) if not. */
+static bool nonneg(const char *who, const char *what, double v)
+{
+    if (isfinite(v) && v >= 0) return true;
+    set_error("%s: %s = %g must be finite and >= 0", who, what, v);
+    return false;
+}
+
+/* A beta that must lie in [0, 1); false (error set) if not. */
+static bool unit(const char *who, const char *what, double v)
+{
+    if (v >= 0 && v < 1) return true;
+    set_error("%s: %s = %g is outside [0, 1)", who, what, v);
+    return false;
+}
+
+ag_optim *ag_sgd_new(ag_store *s, double lr, double momentum, double weight_decay, int nesterov)
+{
+    if (!s) {
+        set_error("sgd: store is NULL");
+        return NULL;
+    }
+    if (!nonneg("sgd", "lr", lr) || !nonneg("sgd", "momentum", momentum) ||
+        !nonneg("sgd", "weight_decay", weight_decay))
+        return NULL;
+    if (nesterov && momentum == 0) {
+        set_error("sgd: nesterov needs momentum > 0 (momentum = %g)", momentum);
+        return NULL;
+    }
+    ag_optim *o = optim_alloc(s, "sgd", momentum > 0 ? 1 : 0);
+    if (!o) return NULL;
+    o->kind = OPT_SGD;
+    o->lr = lr;
+    o->momentum = momentum;
+    o->weight_decay = weight_decay;
+    o->nesterov = nesterov != 0;
+    return o;
+}
+
+ag_optim *ag_adam_new(ag_store *s, double lr, double beta1, double beta2, double eps,
+                      double weight_decay, int decoupled)
+{
+    const char *who = decoupled ? "adamw" : "adam";
+    if (!s) {
+        set_error("%s: store is NULL", who);
+        return NULL;
+    }
+    if (!nonneg(who, "lr", lr) || !unit(who, "beta1", beta1) || !unit(who, "beta2", beta2) ||
+        !nonneg(who, "eps", eps) || !nonneg(who, "weight_decay", weight_decay))
+        return NULL;
+    ag_optim *o = optim_alloc(s, who, 2);
+    if (!o) return NULL;
+    o->kind = decoupled ? OPT_ADAMW : OPT_ADAM;
+    o->lr = lr;
+    o->beta1 = beta1;
+    o->beta2 = beta2;
+    o->eps = eps;
+    o->weight_decay = weight_decay;
+    return o;
+}
+
+void ag_optim_free(ag_optim *o) { ag__free(o); /* one block: the state goes with it */ }
+
+/* SGD on one parameter of n elements; buf is NULL when momentum is 0. */
+static void sgd_update(const ag_optim *o, size_t n, ag_real *p, const ag_real *grad, ag_real *buf)
+{
+    const double lr = o->lr, mu = o->momentum, wd = o->weight_decay;
+    for (size_t j = 0; j < n; j++) {
+        double g = (double)grad[j] + wd * (double)p[j]; /* g = grad + wd * p */
+        if (buf) {
+            double b = mu * (double)buf[j] + g;         /* buf = mu * buf + g */
+            buf[j] = (ag_real)b;
+            g = o->nesterov ? g + mu * b : b;           /* look ahead, or follow buf */
+        }
+        p[j] = (ag_real)((double)p[j] - lr * g);        /* p = p - lr * g */
+    }
+}
+
+/* Adam / AdamW on one parameter of n elements at step t. */
+static void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p, const ag_real *grad,
+                        ag_real *m, ag_real *v)
+{
+    const double b1 = o->beta1, b2 = o->beta2, wd = o->weight_decay;
+    const double bc1 = 1 - pow(b1, (double)t); /* bias corrections: m and v start at 0, */
+    const double bc2 = 1 - pow(b2, (double)t); /* so early averages are scaled down by these */
+    const double step_size = o->lr / bc1;
+    const double bc2_sqrt = sqrt(bc2);
+    const double decay = o->kind == OPT_ADAMW ? 1 - o->lr * wd : 1; /* AdamW: p *= 1 - lr * wd */
+    const double l2 = o->kind == OPT_ADAM ? wd : 0;                 /* Adam: g += wd * p */
+    for (size_t j = 0; j < n; j++) {
+        double pj = (double)p[j] * decay;
+        double g = (double)grad[j] + l2 * pj;
+        double mj = b1 * (double)m[j] + (1 - b1) * g;     /* m = b1 m + (1 - b1) g */
+        double vj = b2 * (double)v[j] + (1 - b2) * g * g; /* v = b2 v + (1 - b2) g^2 */
+        m[j] = (ag_real)mj;
+        v[j] = (ag_real)vj;
+        double denom = sqrt(vj) / bc2_sqrt + o->eps;      /* sqrt(vhat) + eps */
+        p[j] = (ag_real)(pj - step_size * mj / denom);    /* p -= lr * mhat / denom */
+    }
+}
+
+static const char *kind_name(int kind)
+{
+    return kind == OPT_SGD ? "sgd" : kind == OPT_ADAM ? "adam" : "adamw";
+}
+
+ag_status ag_optim_step(ag_optim *o)
+{
+    if (!o) {
+        set_error("optim_step: optimizer is NULL");
+        return AG_ERR_ARG;
+    }
+    const char *who = kind_name(o->kind);
+    int np = ag_store_count(o->store);
+    if (np != o->nparams) {
+        set_error("%s: the store has %d parameters but the optimizer was made for %d "
+                  "(make the optimizer after the last ag_param)", who, np, o->nparams);
+        return AG_ERR_STATE;
+    }
+    for (int i = 0; i < np; i++) {
+        const ag_tensor *t = ag_store_at(o->store, i);
+        if (t->size != o->sizes[i] || !t->grad) {
+            set_error("%s: parameter %d '%s' changed since the optimizer was made", who, i, t->name);
+            return AG_ERR_STATE;
+        }
+    }
+    if (!(isfinite(o->lr) && o->lr >= 0)) {
+        set_error("%s: lr = %g must be finite and >= 0", who, o->lr);
+        return AG_ERR_ARG;
+    }
+    o->steps++;
+    for (int i = 0; i < np; i++) {
+        ag_tensor *t = ag_store_at(o->store, i);
+        ag_real **st = o->state + (size_t)i * (size_t)o->nstate;
+        if (o->kind == OPT_SGD)
+            sgd_update(o, t->size, t->data, t->grad, o->nstate ? st[0] : NULL);
+        else
+            adam_update(o, o->steps, t->size, t->data, t->grad, st[0], st[1]);
+    }
+    return AG_OK;
+}
+
+void ag_optim_set_lr(ag_optim *o, double lr)
+{
+    if (o) o->lr = lr;
+}
+
+double ag_optim_lr(const ag_optim *o) { return o ? o->lr : NAN; }
+
+int64_t ag_optim_steps(const ag_optim *o) { return o ? o->steps : 0; }
+
+void ag_optim_set_steps(ag_optim *o, int64_t steps)
+{
+    if (!o) return;
+    if (steps < 0) {
+        set_error("%s: set_steps: steps = %lld is negative", kind_name(o->kind), (long long)steps);
+        return;
+    }
+    o->steps = steps;
+}
+
+const char *ag_optim_kind(const ag_optim *o) { return o ? kind_name(o->kind) : "none"; }
+
+int ag_optim_state_count(const ag_optim *o) { return o ? o->nstate : 0; }
+
+ag_real *ag_optim_state(ag_optim *o, int param_index, int which, size_t *n)
+{
+    if (n) *n = 0;
+    if (!o || param_index < 0 || param_index >= o->nparams || which < 0 || which >= o->nstate)
+        return NULL;
+    if (n) *n = o->sizes[param_index];
+    return o->state[(size_t)param_index * (size_t)o->nstate + (size_t)which];
+}
+
+/* ---- gradient clipping ---------------------------------------------------
+ *
+ * norm = sqrt(sum over every parameter and element of grad^2); when
+ * norm > max_norm the grads are scaled by coef = max_norm / (norm + 1e-6),
+ * torch.nn.utils.clip_grad_norm_'s factor, so the clipped norm is a hair
+ * below max_norm.  (PyTorch scales by min(coef, 1), which also shrinks a
+ * norm within 1e-6 below max_norm; testing norm > max_norm instead makes a
+ * second clip a no-op.) */
+ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
+{
+    if (total_norm) *total_norm = 0;
+    if (!s) {
+        set_error("clip_grad_norm: store is NULL");
+        return AG_ERR_ARG;
+    }
+    if (isnan(max_norm)) {
+        set_error("clip_grad_norm: max_norm is nan");
+        return AG_ERR_ARG;
+    }
+    int np = ag_store_count(s), bad = -1;
+    double sum = 0;
+    for (int i = 0; i < np; i++) {
+        const ag_tensor *t = ag_store_at(s, i);
+        double part = 0;
+        for (size_t j = 0; j < t->size; j++) part += (double)t->grad[j] * (double)t->grad[j];
+        if (bad < 0 && !isfinite(part)) bad = i;
+        sum += part;
+    }
+    double norm = sqrt(sum);
+    if (total_norm) *total_norm = norm;
+    if (!isfinite(norm)) {
+        if (bad >= 0)
+            set_error("clip_grad_norm: gradient norm is %g: parameter '%s' has a non-finite gradient",
+                      norm, ag_store_at(s, bad)->name);
+        else
+            set_error("clip_grad_norm: gradient norm overflows (sum of squares is %g)", sum);
+        return AG_ERR_NUMERIC;
+    }
+    if (max_norm <= 0 || norm <= max_norm) return AG_OK;
+    double coef = max_norm / (norm + 1e-6);
+    for (int i = 0; i < np; i++) {
+        ag_tensor *t = ag_store_at(s, i);
+        for (size_t j = 0; j < t->size; j++) t->grad[j] = (ag_real)((double)t->grad[j] * coef);
+    }
+    return AG_OK;
+}
+
+/* ---- learning-rate schedules ---------------------------------------------
+ *
+ * Warmup: a large step from random weights with Adam's noisy early v can
+ * blow a transformer up, so the rate ramps up linearly over the first
+ * `warmup` steps: base_lr * step / warmup (step 1 gets base_lr / warmup,
+ * step warmup gets base_lr).  After it:
+ *   constant  base_lr
+ *   linear    base_lr * (total - step) / (total - warmup), 0 from step total
+ *   cosine    base_lr * (1 + cos(pi * (step - warmup) / (total - warmup))) / 2
+ *   noam      base_lr * min(sqrt(warmup / step), step / warmup): the same as
+ *             base_lr * sqrt(warmup) * min(step^-0.5, step * warmup^-1.5), the
+ *             schedule of "Attention Is All You Need" with d_model^-0.5
+ *             replaced by the peak base_lr; it has its own warmup. */
+double ag_lr_schedule(double base_lr, int64_t step, int64_t warmup, int64_t total, const char *kind)
+{
+    if (!kind) {
+        set_error("lr_schedule: kind is NULL");
+        return NAN;
+    }
+    if (step < 1 || warmup < 0) {
+        set_error("lr_schedule '%s': step = %lld (counts from 1), warmup = %lld (must be >= 0)",
+                  kind, (long long)step, (long long)warmup);
+        return NAN;
+    }
+    const double s = (double)step, w = (double)warmup;
+    if (strcmp(kind, "noam") == 0) {
+        if (warmup < 1) {
+            set_error("lr_schedule 'noam': warmup = %lld must be >= 1", (long long)warmup);
+            return NAN;
+        }
+        return base_lr * fmin(sqrt(w / s), s / w);
+    }
+    const bool decays = strcmp(kind, "linear") == 0 || strcmp(kind, "cosine") == 0;
+    if (!decays && strcmp(kind, "constant") != 0) {
+        set_error("lr_schedule: unknown kind '%s' (constant, linear, cosine, noam)", kind);
+        return NAN;
+    }
+    if (decays && total <= warmup) {
+        set_error("lr_schedule '%s': total = %lld must exceed warmup = %lld", kind,
+                  (long long)total, (long long)warmup);
+        return NAN;
+    }
+    if (step <= warmup) return base_lr * s / w;
+    if (!decays) return base_lr;
+    if (step >= total) return 0;
+    double progress = (s - w) / ((double)total - w); /* in (0, 1) */
+    if (kind[0] == 'l') return base_lr * (1 - progress);
+    const double pi = 3.14159265358979323846;
+    return base_lr * 0.5 * (1 + cos(pi * progress));
+}

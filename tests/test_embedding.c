@@ -1,0 +1,100 @@
+/* tests/test_embedding.c: rows of a table picked by ids. */
+#include "common.h"
+
+static ag_tensor *table(ag_graph *g) /* weight [4, 3] = 0..11 */
+{
+    return ag_tensor_from(g, AG_SHAPE(4, 3), ((ag_real[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
+Test(embedding, picks_rows)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *w = table(g);
+    int ids[] = {2, 0, 2, 3};
+    ag_tensor *y = ag_embedding(g, w, ids, AG_SHAPE(2, 2));
+    expect_shape(y, 2, 2, 3);
+    expect_close(y->data, ((double[]){6, 7, 8, 0, 1, 2, 6, 7, 8, 9, 10, 11}), 12, 0, 0, "y");
+    ag_graph_free(g);
+}
+
+Test(embedding, one_id_gives_one_row)
+{
+    ag_graph *g = ag_graph_new();
+    int id = 1;
+    ag_tensor *y = ag_embedding(g, table(g), &id, 0, NULL);
+    expect_shape(y, 3);
+    expect_close(y->data, ((double[]){3, 4, 5}), 3, 0, 0, "y");
+    ag_graph_free(g);
+}
+
+Test(embedding, repeated_ids_accumulate_and_ids_are_copied)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *w = table(g);
+    ag_set_requires_grad(w, 1);
+    int ids[] = {2, 0, 2, 2};
+    ag_tensor *y = ag_embedding(g, w, ids, AG_SHAPE(4));
+    ids[0] = ids[2] = ids[3] = 1; /* the op kept its own copy */
+    ag_tensor *wt = ag_tensor_from(g, AG_SHAPE(4, 3), ((ag_real[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+    cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y, wt))), AG_OK, "%s", ag_graph_error(g));
+    /* row 2 gets rows 0, 2 and 3 of dy; row 0 gets row 1; rows 1 and 3 none */
+    const double want[] = {4, 5, 6, 0, 0, 0, 1 + 7 + 10, 2 + 8 + 11, 3 + 9 + 12, 0, 0, 0};
+    expect_close(w->grad, want, 12, 0, 0, "dweight");
+    ag_graph_free(g);
+}
+
+Test(embedding, gradient_accumulates_into_a_parameter)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *w = ag_param(s, "tok", AG_SHAPE(3, 2));
+    ag_graph *g = ag_graph_new();
+    int ids[] = {1, 1};
+    for (int step = 0; step < 2; step++) {
+        ag_graph_reset(g);
+        cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_embedding(g, w, ids, AG_SHAPE(2)))), AG_OK);
+    }
+    expect_close(w->grad, ((double[]){0, 0, 4, 4, 0, 0}), 6, 0, 0, "dweight after two steps");
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+Test(embedding, bad_ids_and_shapes_are_errors)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *w = ag_tensor_new(g, AG_SHAPE(10, 4));
+    int ids[] = {0, 9, 1, 12};
+    cr_assert_null(ag_embedding(g, w, ids, AG_SHAPE(2, 2)));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_ARG);
+    cr_assert_str_eq(ag_graph_error(g), "embedding: id 12 at position 3 out of range [0, 10)");
+
+    ag_graph_reset(g);
+    w = ag_tensor_new(g, AG_SHAPE(10, 4));
+    int neg[] = {-1};
+    cr_assert_null(ag_embedding(g, w, neg, AG_SHAPE(1)));
+    cr_assert_str_eq(ag_graph_error(g), "embedding: id -1 at position 0 out of range [0, 10)");
+
+    ag_graph_reset(g);
+    ag_tensor *w3 = ag_tensor_new(g, AG_SHAPE(2, 3, 4));
+    cr_assert_null(ag_embedding(g, w3, ids, AG_SHAPE(1)));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
+    cr_assert_str_eq(ag_graph_error(g), "embedding: weight must be [V, C], got [2, 3, 4]");
+
+    ag_graph_reset(g);
+    w = ag_tensor_new(g, AG_SHAPE(10, 4));
+    cr_assert_null(ag_embedding(g, w, NULL, AG_SHAPE(2)));
+    cr_assert_str_eq(ag_graph_error(g), "embedding: ids is NULL for shape [2]");
+
+    ag_graph_reset(g);
+    w = ag_tensor_new(g, AG_SHAPE(10, 4));
+    cr_assert_null(ag_embedding(g, w, ids, AG_SHAPE(1, 1, 1, 1, 1, 1))); /* 7 axes out */
+    cr_assert_str_eq(ag_graph_error(g), "embedding: ids need 0..5 axes and a shape, got 6 axes");
+
+    ag_graph_reset(g);
+    cr_assert_null(ag_embedding(g, NULL, ids, AG_SHAPE(2)));
+    cr_assert_str_eq(ag_graph_error(g), "embedding: input 0 is NULL");
+    ag_graph_free(g);
+}
+
+#ifdef AG_DOUBLE
+Test(embedding, gradcheck) { expect_op_gradcheck("embedding"); }
+#endif

@@ -399,6 +399,7 @@ uint64_t ag_alloc_count(void);
 #include "attograd_nn.h"    /* attention and transformer layers */
 #include "attograd_optim.h" /* SGD, Adam, clipping, schedules */
 #include "attograd_text.h"  /* sentence pairs, vocabularies, BLEU */
+#include "attograd_viz.h"   /* graph and attention pictures */
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,8 @@ BUILD    ?= build
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 # Flags the build needs, kept whatever the user puts in CFLAGS.
-AG_FLAGS := -std=c11 -Wall -Wextra -Iinclude -Isrc -MMD -MP -D_POSIX_C_SOURCE=200809L
-LDLIBS   := -lm
+AG_FLAGS := -std=c11 -Wall -Wextra -Iinclude -Isrc -MMD -MP -D_POSIX_C_SOURCE=200809L -fopenmp
+LDLIBS   := -fopenmp -lm
 
 LIB_SRC  := $(wildcard src/*.c) $(wildcard ops/*.c)
 TEST_SRC := $(wildcard tests/*.c)

@@ -10,8 +10,14 @@
  *   3. Step by step, the article's 4 tokens of width 3: Q K^T, the scaled
  *      scores, softmax rows, the causal mask, and P V.
  *
- * Writes attention.dot (the graph of example 1) when the graph writer is
- * built in.  Usage: attention_demo [--seed N] */
+ * Writes attention.dot, the graph of example 1's attention block, into the
+ * current directory (render it: dot -Tsvg attention.dot -o attention.svg).
+ * With --svg DIR it also draws the attention weights as SVG heatmaps into
+ * DIR: tutorial_heads.svg (the 8 heads of example 1), d2l_masked.svg
+ * (example 2's padding mask) and causal.svg (example 3, with and without
+ * the causal mask).
+ *
+ * Usage: attention_demo [--seed N] [--svg DIR] */
 #include "attograd.h"
 
 #include <math.h>
@@ -26,7 +32,25 @@ static int check(ag_graph *g, const char *where)
     return 1;
 }
 
-static int tutorial(uint64_t seed)
+/* DIR/name, or NULL when no --svg DIR was given (or the path is too long). */
+static const char *svg_path(const char *dir, const char *name, char *buf, size_t len)
+{
+    if (!dir) return NULL;
+    int n = snprintf(buf, len, "%s/%s", dir, name);
+    return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
+static int report(ag_status st, const char *path, const char *err)
+{
+    if (st != AG_OK) {
+        fprintf(stderr, "attention_demo: %s\n", err);
+        return 1;
+    }
+    printf("wrote %s\n", path);
+    return 0;
+}
+
+static int tutorial(uint64_t seed, const char *svg_dir)
 {
     printf("== 1. PyTorch tutorial: MultiHeadSelfAttention(d_model=64, num_heads=8) ==\n");
     enum { B = 2, T = 4, C = 64, H = 8 };
@@ -56,6 +80,17 @@ static int tutorial(uint64_t seed)
         for (int u = 0; u < T; u++) printf(" %7.4f", (double)w->data[t * T + u]);
         printf("\n");
     }
+    /* the picture of this block: every op from x to the Add&Norm output,
+     * with the names the layers gave (q, k, v, scores, attn) */
+    char err[512], path[4096];
+    if (report(ag_graph_write_dot(g, out, 0, "attention.dot", err, sizeof err), "attention.dot", err)) goto done;
+    printf("  (the graph of this block: render it with  dot -Tsvg attention.dot -o attention.svg)\n");
+    const char *tokens[T] = {"Are", "you", "OK", "?"};
+    const char *file = svg_path(svg_dir, "tutorial_heads.svg", path, sizeof path);
+    if (file && report(ag_svg_attention(file, "PyTorch tutorial: 8 heads of self-attention, sentence 0 (random weights)",
+                                     w, 0, tokens, tokens, err, sizeof err),
+                    file, err))
+        goto done;
     /* the same with a mask: token 3 ("?") hidden from every query */
     ag_tensor *mask = ag_tensor_new(g, AG_SHAPE(1, 1, 1, T));
     if (mask) ag_init_const(mask, 1), mask->data[T - 1] = 0;
@@ -74,7 +109,7 @@ done:
     return rc;
 }
 
-static int d2l(uint64_t seed)
+static int d2l(uint64_t seed, const char *svg_dir)
 {
     printf("\n== 2. d2l.ai: MultiHeadAttention(num_hiddens=100, num_heads=5, dropout=0.5), eval ==\n");
     enum { B = 2, T = 4, S = 6, C = 100, H = 5 };
@@ -102,6 +137,17 @@ static int d2l(uint64_t seed)
         printf("] ");
     }
     printf("\n");
+    /* head 0 of both sentences side by side: keys past valid_lens get 0 */
+    char err[512], path[4096];
+    const char *file = svg_path(svg_dir, "d2l_masked.svg", path, sizeof path);
+    if (file) {
+        ag_real both[B * T * S];
+        for (int b = 0; b < B; b++) memcpy(both + b * T * S, w->data + (size_t)b * H * T * S, sizeof(ag_real) * T * S);
+        const char *titles[B] = {"sentence 0, valid_lens 3", "sentence 1, valid_lens 2"};
+        ag_heatmap_spec spec = {.title = "d2l.ai: head 0, queries of ones over 6 keys, padding masked",
+                                .rows = T, .cols = S, .panels = B, .panel_titles = titles, .w = both};
+        if (report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) goto done;
+    }
     rc = 0;
 done:
     ag_graph_free(g);
@@ -109,7 +155,7 @@ done:
     return rc;
 }
 
-static int step_by_step(void)
+static int step_by_step(const char *svg_dir)
 {
     printf("\n== 3. Step by step: 4 tokens, width 3 ==\n");
     ag_graph *g = ag_graph_new();
@@ -138,6 +184,19 @@ static int step_by_step(void)
     ag_tensor_print(stdout, pc, "causal softmax: the upper triangle is zero");
     ag_tensor_print(stdout, pv, "P V: each token a weighted mix of values");
     ag_tensor_print(stdout, pcv, "causal P V");
+    char err[512], path[4096];
+    const char *file = svg_path(svg_dir, "causal.svg", path, sizeof path);
+    if (file) {
+        ag_real both[2 * 16];
+        memcpy(both, p->data, sizeof(ag_real) * 16);
+        memcpy(both + 16, pc->data, sizeof(ag_real) * 16);
+        const char *titles[2] = {"softmax(Q K^T / sqrt(3))", "with the causal mask"};
+        const char *tokens[4] = {"x0", "x1", "x2", "x3"};
+        if (report(ag_svg_heatmap_grid(file, "Step by step: attention weights of 4 tokens", 2, titles, 4, 4, tokens,
+                                       tokens, both, err, sizeof err),
+                   file, err))
+            goto done;
+    }
     rc = 0;
 done:
     ag_graph_free(g);
@@ -147,6 +206,7 @@ done:
 int main(int argc, char **argv)
 {
     uint64_t seed = 0;
+    const char *svg_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             char *end;
@@ -155,13 +215,16 @@ int main(int argc, char **argv)
                 fprintf(stderr, "attention_demo: --seed needs a whole number, got '%s'\n", argv[i]);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--svg") && i + 1 < argc) {
+            svg_dir = argv[++i];
         } else {
-            fprintf(stderr, "attention_demo: unknown flag '%s'\nusage: attention_demo [--seed N]\n", argv[i]);
+            fprintf(stderr, "attention_demo: unknown flag '%s'\nusage: attention_demo [--seed N] [--svg DIR]\n",
+                    argv[i]);
             return 2;
         }
     }
-    int rc = tutorial(seed);
-    rc |= d2l(seed);
-    rc |= step_by_step();
+    int rc = tutorial(seed, svg_dir);
+    rc |= d2l(seed, svg_dir);
+    rc |= step_by_step(svg_dir);
     return rc;
 }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@
 /* ---- options ------------------------------------------------------------ */
 
 typedef struct opts {
-    const char *data, *test, *out, *model, *resume, *json;
+    const char *data, *test, *out, *model, *resume, *json, *plot, *attention;
     int epochs, batch, hidden, heads, ffn, layers, max_len, min_freq, threads;
     double lr, momentum, clip, dropout, weight_decay;
     const char *optimizer;
@@ -45,9 +46,9 @@ static void usage(FILE *f)
             "                [--optimizer sgd|adam] [--lr X] [--momentum X] [--weight-decay X] [--clip X]\n"
             "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1]\n"
             "                [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
-            "                [--json FILE] [--quiet]\n"
-            "       %s eval --model MODEL --data FILE [--json FILE]\n"
-            "       %s run --model MODEL [SENTENCE ...]\n",
+            "                [--json FILE] [--plot LOSS.svg] [--quiet]\n"
+            "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
+            "       %s run --model MODEL [--attention DIR] [--threads N] [SENTENCE ...]\n",
             prog, prog, prog);
 }
 
@@ -124,6 +125,8 @@ static int parse(int argc, char **argv, int first, opts *o, char ***pos, int *np
         else if (!strcmp(f, "--model")) o->model = v;
         else if (!strcmp(f, "--resume")) o->resume = v;
         else if (!strcmp(f, "--json")) o->json = v;
+        else if (!strcmp(f, "--plot")) o->plot = v;
+        else if (!strcmp(f, "--attention")) o->attention = v;
         else if (!strcmp(f, "--epochs")) rc = parse_int(f, v, 1, 100000, &o->epochs);
         else if (!strcmp(f, "--batch")) rc = parse_int(f, v, 1, 65536, &o->batch);
         else if (!strcmp(f, "--hidden")) rc = parse_int(f, v, 1, 4096, &o->hidden);
@@ -585,6 +588,7 @@ static int cmd_train(const opts *o)
     b.src = malloc((size_t)B * L * sizeof(int)), b.tgt_in = malloc((size_t)B * L * sizeof(int));
     b.tgt_out = malloc((size_t)B * L * sizeof(int)), b.src_valid = malloc((size_t)B * sizeof(int));
     order = malloc((size_t)d.n * sizeof(int));
+    ag_set_threads(o->threads);
     g = ag_graph_new();
     if (!b.src || !b.tgt_in || !b.tgt_out || !b.src_valid || !order || !g) {
         fprintf(stderr, "%s: out of memory\n", prog);
@@ -629,6 +633,13 @@ static int cmd_train(const opts *o)
     if (!o->quiet)
         printf("train: %d pairs (%d skipped), vocab %d source / %d target, %zu parameters, %s lr %g\n", d.n,
                train->n_skipped, m.cfg.src_vocab, m.cfg.tgt_vocab, ag_store_numel(m.store), ag_optim_kind(opt), lr);
+    double *curve = calloc((size_t)o->epochs, sizeof(double)), *test_curve = calloc((size_t)o->epochs, sizeof(double));
+    if (!curve || !test_curve) {
+        free(curve), free(test_curve);
+        fprintf(stderr, "%s: out of memory\n", prog);
+        goto done;
+    }
+    for (int e = 0; e < o->epochs; e++) curve[e] = test_curve[e] = NAN;
     int tty = isatty(STDOUT_FILENO) && !o->quiet;
     int nbatches = (d.n + B - 1) / B;
     double t_start = now(), last_loss = NAN;
@@ -675,13 +686,29 @@ static int cmd_train(const opts *o)
             fprintf(stderr, "%s: epoch %d: loss is %g; not saving\n", prog, ts.epoch + 1, last_loss);
             goto done;
         }
+        double dt_ = now() - t0;
+        curve[ts.epoch] = last_loss;
+        if (test) test_curve[ts.epoch] = dataset_loss(&m, g, &dt, &b, B);
         if (!o->quiet) {
-            double dt_ = now() - t0;
-            printf("%sepoch %d/%d  loss %.4f  %.0f tok/s  %.1fs\n", tty ? "\r" : "", ts.epoch + 1, o->epochs,
-                   last_loss, tokens / dt_, dt_);
+            printf("%sepoch %d/%d  loss %.4f", tty ? "\r" : "", ts.epoch + 1, o->epochs, last_loss);
+            if (test) printf("  held-out %.4f", test_curve[ts.epoch]);
+            printf("  %.0f tok/s  %.1fs\n", tokens / dt_, dt_);
             fflush(stdout);
         }
     }
+    if (o->plot) {
+        const double *ys[2] = {curve, test_curve};
+        const char *names[2] = {"training", "held-out"};
+        int ns[2] = {o->epochs, o->epochs};
+        if (ag_svg_line_plot(o->plot, "translator loss (cross-entropy per target token)", "epoch", "loss",
+                             test ? 2 : 1, names, ys, ns, err, sizeof err) != AG_OK) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            free(curve), free(test_curve);
+            goto done;
+        }
+        if (!o->quiet) printf("wrote %s\n", o->plot);
+    }
+    free(curve), free(test_curve);
     memcpy(ts.graph_rng, ag_graph_rng(g), sizeof ts.graph_rng);
     if (save_model(&m, opt, &ts, o, o->out)) goto done;
     if (!o->quiet) printf("saved %s (%.1fs)\n", o->out, now() - t_start);
@@ -731,6 +758,7 @@ static int cmd_eval(const opts *o)
     ag_pairs *p = NULL;
     ag_graph *g = NULL;
     int rc = 1;
+    ag_set_threads(o->threads);
     if (load_model(&m, o->model, NULL)) return 1;
     if (load_pairs(o->data, &p)) goto done;
     if (!(g = ag_graph_new())) goto done;
@@ -759,8 +787,55 @@ done:
     return rc;
 }
 
+/* Heatmaps of every layer's attention for sentence i: dir/<i>-encoder-<l>.svg
+ * (source x source), dir/<i>-decoder-<l>.svg (causal, target x target) and
+ * dir/<i>-cross-<l>.svg (target x source). */
+static int write_attention(const model *m, ag_graph *g, const char *dir, int index, const char *const *src, int ns,
+                           const char *const *out, int no)
+{
+    int L = m->cfg.max_len, S, valid, T = no + 1 < L ? no + 1 : L, rc = 1;
+    int ids[512], tin[512];
+    char err[512], path[4096], title[256];
+    if (L > 512) return 1;
+    ag_encode(m->sv, src, ns, L, ids, &valid);
+    S = valid;
+    /* decoder input: <bos> + the output; labels: what each position reads */
+    const char *src_lab[512], *tgt_lab[512];
+    for (int s = 0; s < S; s++) src_lab[s] = s < ns ? src[s] : "<eos>";
+    tin[0] = AG_BOS;
+    tgt_lab[0] = "<bos>";
+    for (int t = 1; t < T; t++) tin[t] = ag_vocab_id(m->tv, out[t - 1]), tgt_lab[t] = out[t - 1];
+    ag_graph_reset(g);
+    ag_seq2seq_weights w;
+    ag_seq2seq_trace(g, &m->net, ids, &valid, 1, S, tin, T, &w);
+    if (ag_graph_status(g) != AG_OK) {
+        fprintf(stderr, "%s: attention: %s\n", prog, ag_graph_error(g));
+        return 1;
+    }
+    for (int l = 0; l < w.layers; l++) {
+        struct {
+            const char *kind, *what;
+            const ag_tensor *t;
+            const char *const *rows, *const *cols;
+        } maps[3] = {{"encoder", "encoder self-attention", w.enc_self[l], src_lab, src_lab},
+                     {"decoder", "decoder causal self-attention", w.dec_self[l], tgt_lab, tgt_lab},
+                     {"cross", "cross-attention (rows: target, columns: source)", w.dec_cross[l], tgt_lab, src_lab}};
+        for (int k = 0; k < 3; k++) {
+            snprintf(path, sizeof path, "%s/%d-%s-%d.svg", dir, index, maps[k].kind, l);
+            snprintf(title, sizeof title, "layer %d %s", l, maps[k].what);
+            if (ag_svg_attention(path, title, maps[k].t, 0, maps[k].rows, maps[k].cols, err, sizeof err) != AG_OK) {
+                fprintf(stderr, "%s: %s\n", prog, err);
+                goto done;
+            }
+        }
+    }
+    rc = 0;
+done:
+    return rc;
+}
+
 /* Translate one batch of raw sentences and print one line each. */
-static int run_sentences(const model *m, ag_graph *g, char **lines, int n)
+static int run_sentences(const model *m, ag_graph *g, char **lines, int n, const char *attention_dir, int first)
 {
     int L = m->cfg.max_len, rc = 1;
     enum { MAXTOK = 256 };
@@ -785,6 +860,8 @@ static int run_sentences(const model *m, ag_graph *g, char **lines, int n)
         printf("\n");
     }
     fflush(stdout);
+    for (int i = 0; attention_dir && i < n; i++)
+        if (write_attention(m, g, attention_dir, first + i, toks[i], lens[i], out[i], olen[i])) goto done;
     rc = 0;
 done:
     for (int i = 0; bufs && i < n; i++) {
@@ -800,19 +877,24 @@ static int cmd_run(const opts *o, char **sentences, int n)
 {
     if (!o->model) return bad("run needs --model MODEL%s%s", "", "");
     model m;
+    ag_set_threads(o->threads);
+    if (o->attention && mkdir(o->attention, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "%s: --attention %s: %s\n", prog, o->attention, strerror(errno));
+        return 1;
+    }
     if (load_model(&m, o->model, NULL)) return 1;
     ag_graph *g = ag_graph_new();
     int rc = 1;
     if (!g) goto done;
     if (n > 0) {
-        rc = run_sentences(&m, g, sentences, n);
+        rc = run_sentences(&m, g, sentences, n, o->attention, 0);
     } else {
         char line[4096];
         rc = 0;
-        while (rc == 0 && fgets(line, sizeof line, stdin)) {
+        for (int k = 0; rc == 0 && fgets(line, sizeof line, stdin); k++) {
             line[strcspn(line, "\r\n")] = 0;
             char *one[1] = {line};
-            rc = run_sentences(&m, g, one, 1);
+            rc = run_sentences(&m, g, one, 1, o->attention, k);
         }
     }
 done:

@@ -395,6 +395,16 @@ void ag_set_allocator(const ag_allocator *a);
  * tests that prove a step allocates nothing). */
 uint64_t ag_alloc_count(void);
 
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Threads the kernels may use (matmul, softmax, layer_norm, element-wise
+ * ops): 1 by default; n < 1 counts as 1.  Results do not depend on it: each
+ * output element is computed by one thread, in the same order. */
+void ag_set_threads(int n);
+int ag_get_threads(void);
+
 #include "attograd_io.h"    /* safetensors checkpoints */
 #include "attograd_nn.h"    /* attention and transformer layers */
 #include "attograd_optim.h" /* SGD, Adam, clipping, schedules */

@@ -14,7 +14,16 @@ typedef struct ag_st ag_st;
 
 /* Read and validate path (or a buffer of len bytes).  On failure returns a
  * status (AG_ERR_IO, AG_ERR_FORMAT, AG_ERR_NOMEM), sets *out to NULL and
- * writes a message naming the file and what is wrong into err. */
+ * writes a message naming the file and what is wrong into err, e.g.
+ *   "model.safetensors: tensor 'w': data_offsets [0, 12] hold 12 bytes, but
+ *    shape [2, 2] of F32 needs 16".
+ * Accepted: a header of at most 100,000,000 bytes of UTF-8 JSON (whitespace
+ * around it allowed), an object whose members are __metadata__ (an object of
+ * string -> string) and tensors {"dtype", "shape", "data_offsets"} and
+ * nothing else; dtypes BOOL U8 I8 I16 U16 F16 BF16 I32 U32 F32 F64 I64 U64;
+ * shapes of at most 64 integers in [0, 2^53]; byte ranges that, sorted,
+ * tile the data buffer exactly (no gap, overlap or trailing byte); no name
+ * twice.  ag_st_parse copies what it keeps: buf may be freed afterwards. */
 ag_status ag_st_load(const char *path, ag_st **out, char *err, size_t errlen);
 ag_status ag_st_parse(const void *buf, size_t len, ag_st **out, char *err, size_t errlen);
 void ag_st_free(ag_st *f);
@@ -33,13 +42,16 @@ int ag_st_meta_count(const ag_st *f);
 const char *ag_st_meta_key(const ag_st *f, int i);
 
 /* Copy tensor `name` (F32 or F64) into dst as ag_real; n must equal its
- * element count.  Messages name the tensor and the mismatch. */
+ * element count.  Messages name the tensor and the mismatch: AG_ERR_FORMAT
+ * for a missing tensor or another dtype, AG_ERR_SHAPE for a count or shape
+ * that differs ("tensor 'w': shape [3, 2] in file, [2, 3] expected"). */
 ag_status ag_st_read(const ag_st *f, const char *name, ag_real *dst, size_t n, char *err,
                      size_t errlen);
 /* Same, into t, whose shape must equal the stored one exactly. */
 ag_status ag_st_read_tensor(const ag_st *f, const char *name, ag_tensor *t, char *err,
                             size_t errlen);
-/* Tensor `name` of dtype I64 or I32 into dst (n ints). */
+/* Tensor `name` of dtype I64 or I32 into dst (n ints); a value outside the
+ * range of int is an AG_ERR_FORMAT error. */
 ag_status ag_st_read_int(const ag_st *f, const char *name, int *dst, size_t n, char *err,
                          size_t errlen);
 
@@ -48,17 +60,30 @@ ag_status ag_st_read_int(const ag_st *f, const char *name, int *dst, size_t n, c
 typedef struct ag_st_writer ag_st_writer;
 ag_st_writer *ag_st_writer_new(void); /* NULL when out of memory */
 void ag_st_writer_free(ag_st_writer *w);
-/* Add a tensor from ag_real data, stored as dtype "F32" or "F64". */
+/* The writer copies what it is given.  Each add returns AG_ERR_ARG for a
+ * name given twice, a name that is not UTF-8 or is "__metadata__", a shape of
+ * more than AG_MAX_DIMS axes or a negative size, NULL data for a non-empty
+ * tensor; AG_ERR_NOMEM when out of memory.  On error the writer is unchanged.
+ * Tensors are written in the order added.
+ *
+ * Add a tensor from ag_real data, stored as dtype "F32" or "F64" (NULL:
+ * ag_real's own width). */
 ag_status ag_st_add(ag_st_writer *w, const char *name, const char *dtype, int ndim,
                     const int *shape, const ag_real *data);
 /* Add a tensor of int data, stored as "I64". */
 ag_status ag_st_add_int(ag_st_writer *w, const char *name, int ndim, const int *shape,
                         const int *data);
+/* A __metadata__ pair; a key given twice, or a key or value that is not
+ * UTF-8, is AG_ERR_ARG. */
 ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value);
-/* Write the file crash-safely: a temporary file in the same directory,
- * written fully (short writes and EINTR handled), fsync'd, closed (checked),
- * renamed over path, and the directory fsync'd.  On any failure path is left
- * as it was and the temporary file is removed. */
+/* Write the file crash-safely: a temporary file "<path>.tmp.<pid>" in the
+ * same directory, written fully (short writes and EINTR handled), fsync'd,
+ * closed (checked), renamed over path, and the directory fsync'd.  On any
+ * failure path is left as it was and the temporary file is removed; messages
+ * name path and give strerror.  (Only a failure to sync the directory comes
+ * after the rename: it is reported as AG_ERR_IO, path then holds the new
+ * file.)  The header is padded with spaces to a multiple of 8 bytes, as the
+ * reference writer does. */
 ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t errlen);
 
 /* ---- a store as a checkpoint --------------------------------------------- */
@@ -69,7 +94,8 @@ ag_status ag_store_save(const ag_store *s, const char *path, const char *const *
                         int n_meta, char *err, size_t errlen);
 /* Fill every parameter of s from the tensor of the same name in f; a
  * missing tensor, a shape or dtype that differs is an error naming it, and
- * then no parameter is changed. */
+ * then no parameter is changed.  F32 and F64 are both accepted (converted
+ * to ag_real); tensors of f that s does not have are ignored. */
 ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen);
 
 #endif

@@ -193,6 +193,21 @@ ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, c
  * src_mask. */
 ag_tensor *ag_seq2seq_decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
                              const int *tgt_in, int B, int T);
+/* The attention weights of one forward pass, for pictures: per layer, the
+ * encoder's self-attention [B, H, S, S], the decoder's causal
+ * self-attention [B, H, T, T] and its cross-attention [B, H, T, S]. */
+#define AG_SEQ2SEQ_MAX_LAYERS 16
+typedef struct ag_seq2seq_weights {
+    int layers;
+    ag_tensor *enc_self[AG_SEQ2SEQ_MAX_LAYERS];
+    ag_tensor *dec_self[AG_SEQ2SEQ_MAX_LAYERS];
+    ag_tensor *dec_cross[AG_SEQ2SEQ_MAX_LAYERS];
+} ag_seq2seq_weights;
+/* Encode src and decode tgt_in [B, T] once (eval mode), filling w with every
+ * layer's attention weights (the first AG_SEQ2SEQ_MAX_LAYERS layers).
+ * Returns the logits [B, T, Vt]. */
+ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B, int S,
+                            const int *tgt_in, int T, ag_seq2seq_weights *w);
 /* Mean cross-entropy over the target tokens that are not <pad> (id 0). */
 ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,
                            const int *tgt_in, const int *tgt_out, int B, int S, int T);

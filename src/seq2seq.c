@@ -75,24 +75,58 @@ static ag_tensor *embed(ag_graph *g, const ag_seq2seq *m, ag_tensor *table, cons
     return x;
 }
 
-ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
-                             int S, ag_tensor **src_mask)
+/* The weights of layer i go to w's slots when w is given and has room. */
+static ag_tensor **slot(ag_tensor **arr, ag_seq2seq_weights *w, int i)
+{
+    return w && i < AG_SEQ2SEQ_MAX_LAYERS ? &arr[i] : NULL;
+}
+
+static ag_tensor *encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B, int S,
+                         ag_tensor **src_mask, ag_seq2seq_weights *w)
 {
     ag_tensor *mask = ag_padding_mask(g, src_valid, B, 0, S, S);
     if (src_mask) *src_mask = mask;
     ag_tensor *x = embed(g, m, m->src_embedding, src, B, S);
-    for (int i = 0; i < m->cfg.layers; i++) x = ag_encoder_block_forward(g, &m->enc[i], x, mask, NULL);
+    for (int i = 0; i < m->cfg.layers; i++)
+        x = ag_encoder_block_forward(g, &m->enc[i], x, mask, slot(w ? w->enc_self : NULL, w, i));
     return ag_set_name(x, "encoder_out");
+}
+
+static ag_tensor *decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask, const int *tgt_in,
+                         int B, int T, ag_seq2seq_weights *w)
+{
+    ag_tensor *causal = ag_causal_mask(g, T, T);
+    ag_tensor *y = embed(g, m, m->tgt_embedding, tgt_in, B, T);
+    for (int i = 0; i < m->cfg.layers; i++)
+        y = ag_decoder_block_forward(g, &m->dec[i], y, enc, causal, src_mask, slot(w ? w->dec_self : NULL, w, i),
+                                     slot(w ? w->dec_cross : NULL, w, i));
+    return ag_set_name(ag_linear_forward(g, &m->dense, y), "logits");
+}
+
+ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
+                             int S, ag_tensor **src_mask)
+{
+    return encode(g, m, src, src_valid, B, S, src_mask, NULL);
 }
 
 ag_tensor *ag_seq2seq_decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
                              const int *tgt_in, int B, int T)
 {
-    ag_tensor *causal = ag_causal_mask(g, T, T);
-    ag_tensor *y = embed(g, m, m->tgt_embedding, tgt_in, B, T);
-    for (int i = 0; i < m->cfg.layers; i++)
-        y = ag_decoder_block_forward(g, &m->dec[i], y, enc, causal, src_mask, NULL, NULL);
-    return ag_set_name(ag_linear_forward(g, &m->dense, y), "logits");
+    return decode(g, m, enc, src_mask, tgt_in, B, T, NULL);
+}
+
+ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B, int S,
+                            const int *tgt_in, int T, ag_seq2seq_weights *w)
+{
+    memset(w, 0, sizeof *w);
+    w->layers = m->cfg.layers < AG_SEQ2SEQ_MAX_LAYERS ? m->cfg.layers : AG_SEQ2SEQ_MAX_LAYERS;
+    int training = ag_graph_training(g);
+    ag_graph_set_training(g, 0);
+    ag_tensor *mask = NULL;
+    ag_tensor *enc = encode(g, m, src, src_valid, B, S, &mask, w);
+    ag_tensor *logits = decode(g, m, enc, mask, tgt_in, B, T, w);
+    ag_graph_set_training(g, training);
+    return logits;
 }
 
 ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,

@@ -30,9 +30,9 @@
 
 typedef struct opts {
     const char *data, *test, *out, *model, *resume, *json, *plot, *attention;
-    int epochs, batch, hidden, heads, ffn, layers, max_len, min_freq, threads;
+    int epochs, stop_after, batch, hidden, heads, ffn, layers, max_len, min_freq, threads, nesterov, warmup;
     double lr, momentum, clip, dropout, weight_decay;
-    const char *optimizer;
+    const char *optimizer, *schedule;
     uint64_t seed;
     int quiet;
 } opts;
@@ -43,10 +43,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s train --data FILE --out MODEL [--test FILE] [--epochs N] [--batch 64]\n"
-            "                [--optimizer sgd|adam] [--lr X] [--momentum X] [--weight-decay X] [--clip X]\n"
+            "                [--optimizer sgd|adam] [--lr X] [--momentum X] [--[no-]nesterov] [--weight-decay X] [--clip X]\n"
+            "                [--schedule constant|linear|cosine|noam] [--warmup STEPS]\n"
             "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1]\n"
             "                [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
-            "                [--json FILE] [--plot LOSS.svg] [--quiet]\n"
+            "                [--json FILE] [--plot LOSS.svg] [--stop-after N] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
             "       %s run --model MODEL [--attention DIR] [--threads N] [SENTENCE ...]\n",
             prog, prog, prog);
@@ -98,9 +99,9 @@ static int parse_real(const char *flag, const char *s, double lo, double hi, int
  * in pos.  Returns 0 or the exit status. */
 static int parse(int argc, char **argv, int first, opts *o, char ***pos, int *npos)
 {
-    *o = (opts){.epochs = 30, .batch = 64, .hidden = 64, .heads = 4, .ffn = 128, .layers = 2, .max_len = 10,
+    *o = (opts){.epochs = 50, .batch = 64, .hidden = 64, .heads = 4, .ffn = 128, .layers = 2, .max_len = 10,
                 .min_freq = 2, .threads = 1, .lr = -1, .momentum = -1, .clip = 1.0, .dropout = 0.1,
-                .optimizer = "sgd"};
+                .optimizer = "sgd", .schedule = "cosine", .warmup = 400, .nesterov = 1};
     *npos = 0;
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
@@ -110,6 +111,10 @@ static int parse(int argc, char **argv, int first, opts *o, char ***pos, int *np
         }
         if (!strcmp(f, "--quiet")) {
             o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(f, "--nesterov") || !strcmp(f, "--no-nesterov")) {
+            o->nesterov = f[2] == 'n' && f[3] == 'e';
             continue;
         }
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
@@ -128,6 +133,7 @@ static int parse(int argc, char **argv, int first, opts *o, char ***pos, int *np
         else if (!strcmp(f, "--plot")) o->plot = v;
         else if (!strcmp(f, "--attention")) o->attention = v;
         else if (!strcmp(f, "--epochs")) rc = parse_int(f, v, 1, 100000, &o->epochs);
+        else if (!strcmp(f, "--stop-after")) rc = parse_int(f, v, 1, 100000, &o->stop_after);
         else if (!strcmp(f, "--batch")) rc = parse_int(f, v, 1, 65536, &o->batch);
         else if (!strcmp(f, "--hidden")) rc = parse_int(f, v, 1, 4096, &o->hidden);
         else if (!strcmp(f, "--heads")) rc = parse_int(f, v, 1, 256, &o->heads);
@@ -144,7 +150,12 @@ static int parse(int argc, char **argv, int first, opts *o, char ***pos, int *np
         else if (!strcmp(f, "--weight-decay")) rc = parse_real(f, v, 0, 1, 0, &o->weight_decay);
         else if (!strcmp(f, "--clip")) rc = parse_real(f, v, 0, 1e6, 0, &o->clip);
         else if (!strcmp(f, "--dropout")) rc = parse_real(f, v, 0, 1, 1, &o->dropout);
-        else if (!strcmp(f, "--optimizer")) {
+        else if (!strcmp(f, "--warmup")) rc = parse_int(f, v, 0, INT_MAX, &o->warmup);
+        else if (!strcmp(f, "--schedule")) {
+            if (strcmp(v, "constant") && strcmp(v, "linear") && strcmp(v, "cosine") && strcmp(v, "noam"))
+                return bad("--schedule must be constant, linear, cosine or noam, got '%s'%s", v, "");
+            o->schedule = v;
+        } else if (!strcmp(f, "--optimizer")) {
             if (strcmp(v, "sgd") && strcmp(v, "adam")) return bad("--optimizer must be sgd or adam, got '%s'%s", v, "");
             o->optimizer = v;
         } else return bad("unknown flag '%s'%s", f, "");
@@ -233,14 +244,18 @@ static void model_free(model *m)
     memset(m, 0, sizeof *m);
 }
 
-static int model_build(model *m, uint64_t seed)
+static int model_build(model *m, uint64_t seed, const char *from)
 {
     m->store = ag_store_new();
-    if (!m->store) return 1;
+    if (!m->store) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 1;
+    }
     ag_status st = ag_seq2seq_init(&m->net, m->store, &m->cfg, seed);
     if (st != AG_OK) {
-        fprintf(stderr, "%s: cannot build the model (%s): %s\n", prog, ag_status_name(st),
-                st == AG_ERR_SHAPE ? "--hidden must be divisible by --heads" : ag_store_error(m->store));
+        const char *why = ag_store_error(m->store);
+        fprintf(stderr, "%s: %s: cannot build the model (%s)%s%s\n", prog, from, ag_status_name(st), *why ? ": " : "",
+                why);
         return 1;
     }
     m->has_net = 1;
@@ -254,13 +269,16 @@ typedef struct train_state {
     uint64_t graph_rng[4];
 } train_state;
 
-static int meta_int(const ag_st *f, const char *key, int *out, const char *path)
+/* A whole number in [lo, hi] from the model's metadata. */
+static int meta_int(const ag_st *f, const char *key, long lo, long hi, int *out, const char *path)
 {
     const char *v = ag_st_meta(f, key);
     char *end;
+    errno = 0;
     long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < 0 || x > INT_MAX) {
-        fprintf(stderr, "%s: %s: metadata '%s' is missing or not a whole number\n", prog, path, key);
+    if (!v || !*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "%s: %s: metadata '%s' is %s%s%s, want a whole number from %ld to %ld\n", prog, path, key,
+                v ? "'" : "missing", v ? v : "", v ? "'" : "", lo, hi);
         return 1;
     }
     *out = (int)x;
@@ -371,12 +389,24 @@ static int load_model(model *m, const char *path, ag_st **keep)
                 fmt ? "'" : "missing", fmt ? fmt : "", fmt ? "'" : "", FORMAT);
         goto fail;
     }
-    if (meta_int(f, "hidden", &m->cfg.hidden, path) || meta_int(f, "heads", &m->cfg.heads, path) ||
-        meta_int(f, "ffn", &m->cfg.ffn, path) || meta_int(f, "layers", &m->cfg.layers, path) ||
-        meta_int(f, "max_len", &m->cfg.max_len, path))
+    /* the same ranges as the flags: a hostile file cannot ask for a model
+     * that takes hours to build */
+    if (meta_int(f, "hidden", 1, 4096, &m->cfg.hidden, path) || meta_int(f, "heads", 1, 256, &m->cfg.heads, path) ||
+        meta_int(f, "ffn", 1, 16384, &m->cfg.ffn, path) || meta_int(f, "layers", 1, 64, &m->cfg.layers, path) ||
+        meta_int(f, "max_len", 2, 512, &m->cfg.max_len, path))
         goto fail;
+    if (m->cfg.hidden % m->cfg.heads) {
+        fprintf(stderr, "%s: %s: metadata hidden %d is not divisible by heads %d\n", prog, path, m->cfg.hidden,
+                m->cfg.heads);
+        goto fail;
+    }
     const char *dr = ag_st_meta(f, "dropout");
-    m->cfg.dropout = dr ? strtod(dr, NULL) : 0;
+    char *dr_end = NULL;
+    m->cfg.dropout = dr ? strtod(dr, &dr_end) : 0;
+    if (dr && (*dr_end || !(m->cfg.dropout >= 0 && m->cfg.dropout < 1))) {
+        fprintf(stderr, "%s: %s: metadata 'dropout' is '%s', want a number in [0, 1)\n", prog, path, dr);
+        goto fail;
+    }
     const char *vs = ag_st_meta(f, "src_vocab"), *vt = ag_st_meta(f, "tgt_vocab");
     if (!vs || !vt) {
         fprintf(stderr, "%s: %s: the vocabularies are missing from the metadata\n", prog, path);
@@ -389,7 +419,7 @@ static int load_model(model *m, const char *path, ag_st **keep)
     }
     m->cfg.src_vocab = ag_vocab_size(m->sv);
     m->cfg.tgt_vocab = ag_vocab_size(m->tv);
-    if (model_build(m, 0)) goto fail;
+    if (model_build(m, 0, path)) goto fail;
     if (ag_store_load(m->store, f, err, sizeof err) != AG_OK) {
         fprintf(stderr, "%s: %s: %s\n", prog, path, err);
         goto fail;
@@ -562,7 +592,7 @@ static int cmd_train(const opts *o)
     if (load_pairs(o->data, &train) || (o->test && load_pairs(o->test, &test))) goto done;
     if (o->resume) {
         if (load_model(&m, o->resume, &resume)) goto done;
-        if (meta_int(resume, "epoch", &ts.epoch, o->resume) ||
+        if (meta_int(resume, "epoch", 0, 100000, &ts.epoch, o->resume) ||
             parse_rng(ag_st_meta(resume, "data_rng"), ts.data_rng.s) ||
             parse_rng(ag_st_meta(resume, "graph_rng"), ts.graph_rng)) {
             fprintf(stderr, "%s: %s: no training state to resume from (saved without it?)\n", prog, o->resume);
@@ -576,7 +606,7 @@ static int cmd_train(const opts *o)
         }
         m.cfg = (ag_seq2seq_config){ag_vocab_size(m.sv), ag_vocab_size(m.tv), o->hidden, o->heads, o->ffn,
                                     o->layers, o->max_len, o->dropout};
-        if (model_build(&m, o->seed)) goto done;
+        if (model_build(&m, o->seed, "the flags")) goto done;
         ag_rng_seed(&ts.data_rng, o->seed ^ 0xda7aull);
         ag_rng r;
         ag_rng_seed(&r, o->seed ^ 0xd0ull);
@@ -596,10 +626,13 @@ static int cmd_train(const opts *o)
     }
     memcpy(ag_graph_rng(g), ts.graph_rng, sizeof ts.graph_rng);
     int adam = !strcmp(o->optimizer, "adam");
-    double lr = o->lr > 0 ? o->lr : adam ? 1e-3 : 0.1;
+    /* The defaults: SGD with Nesterov momentum 0.9, lr 0.3 warmed up over 400
+     * steps then decayed to 0 along a cosine (measured on the shipped data:
+     * it memorises faster than a constant 0.1 and stays stable); Adam 1e-3. */
+    double lr = o->lr > 0 ? o->lr : adam ? 1e-3 : 0.3;
     double momentum = o->momentum >= 0 ? o->momentum : 0.9;
     opt = adam ? ag_adam_new(m.store, lr, 0.9, 0.98, 1e-9, o->weight_decay, 0)
-               : ag_sgd_new(m.store, lr, momentum, o->weight_decay, 0);
+               : ag_sgd_new(m.store, lr, momentum, o->weight_decay, o->nesterov && momentum > 0);
     if (!opt) {
         fprintf(stderr, "%s: optimizer: %s\n", prog, ag_optim_last_error());
         goto done;
@@ -642,8 +675,16 @@ static int cmd_train(const opts *o)
     for (int e = 0; e < o->epochs; e++) curve[e] = test_curve[e] = NAN;
     int tty = isatty(STDOUT_FILENO) && !o->quiet;
     int nbatches = (d.n + B - 1) / B;
+    /* A warmup longer than the run (a short run on a small file) is cut to a
+     * tenth of the run, so that the schedule still decays; noam needs >= 1. */
+    int64_t total_steps = (int64_t)o->epochs * nbatches, warmup = o->warmup;
+    if (warmup >= total_steps) warmup = total_steps / 10;
+    if (warmup < 1 && !strcmp(o->schedule, "noam")) warmup = 1;
     double t_start = now(), last_loss = NAN;
-    for (; ts.epoch < o->epochs; ts.epoch++) {
+    /* --epochs is the plan (the schedule decays over it); --stop-after ends
+     * this run early, and --resume carries on with the same plan */
+    int stop = o->stop_after > 0 && o->stop_after < o->epochs ? o->stop_after : o->epochs;
+    for (; ts.epoch < stop; ts.epoch++) {
         /* Fisher-Yates shuffle from the saved stream */
         for (int i = 0; i < d.n; i++) order[i] = i;
         for (int i = d.n - 1; i > 0; i--) {
@@ -668,7 +709,12 @@ static int cmd_train(const opts *o)
                         "spoiled (try a smaller --lr)\n", prog, ts.epoch + 1, k + 1, norm);
                 goto done;
             }
-            ag_optim_step(opt);
+            if (strcmp(o->schedule, "constant") || warmup > 0)
+                ag_optim_set_lr(opt, ag_lr_schedule(lr, ag_optim_steps(opt) + 1, warmup, total_steps, o->schedule));
+            if (ag_optim_step(opt) != AG_OK) {
+                fprintf(stderr, "%s: optimizer: %s\n", prog, ag_optim_last_error());
+                goto done;
+            }
             ag_store_zero_grad(m.store);
             sum += (double)loss->data[0] * b.tokens;
             tokens += b.tokens;

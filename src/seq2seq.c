@@ -15,7 +15,7 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
 {
     memset(m, 0, sizeof *m);
     if (!s || !cfg || cfg->src_vocab < 4 || cfg->tgt_vocab < 4 || cfg->hidden <= 0 || cfg->heads <= 0 ||
-        cfg->ffn <= 0 || cfg->layers <= 0 || cfg->max_len <= 0 || cfg->dropout < 0 || cfg->dropout >= 1)
+        cfg->ffn <= 0 || cfg->layers <= 0 || cfg->max_len <= 0 || !(cfg->dropout >= 0 && cfg->dropout < 1))
         return AG_ERR_ARG;
     if (cfg->hidden % cfg->heads) return AG_ERR_SHAPE;
     m->cfg = *cfg;

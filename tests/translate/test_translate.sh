@@ -38,11 +38,14 @@ if "$T" eval --model "$tmp/a.safetensors" --data "$tmp/tiny.tsv" --json "$tmp/e.
    grep -q '"sources": [0-9]*, "exact_match": [0-9.]*, "bleu": [0-9.]*, "ceiling": [0-9.]*' "$tmp/e.json"
 then ok "eval writes its json ($(cat "$tmp/e.json"))"; else no "eval: $(cat "$tmp/e.log")"; fi
 
-# 3. resume: 2 + 2 epochs == 4 epochs, bit for bit (with dropout on)
-"$T" train --data "$tmp/tiny.tsv" --out "$tmp/s4.safetensors" --epochs 4 "${small[@]}" > "$tmp/s4.log" 2>&1
-"$T" train --data "$tmp/tiny.tsv" --out "$tmp/s2.safetensors" --epochs 2 "${small[@]}" > "$tmp/s2.log" 2>&1
+# 3. resume: 2 + 2 epochs == 4 epochs, bit for bit (with dropout on).  A
+# decaying learning-rate schedule depends on the planned number of epochs,
+# so this uses a constant rate (warmup 0), the same in every run.
+flat=(--schedule constant --warmup 0)
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/s4.safetensors" --epochs 4 "${small[@]}" "${flat[@]}" > "$tmp/s4.log" 2>&1
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/s2.safetensors" --epochs 2 "${small[@]}" "${flat[@]}" > "$tmp/s2.log" 2>&1
 "$T" train --data "$tmp/tiny.tsv" --resume "$tmp/s2.safetensors" --out "$tmp/r4.safetensors" --epochs 4 \
-    "${small[@]}" > "$tmp/r4.log" 2>&1
+    "${small[@]}" "${flat[@]}" > "$tmp/r4.log" 2>&1
 if [ -s "$tmp/s4.safetensors" ] && cmp -s "$tmp/s4.safetensors" "$tmp/r4.safetensors"; then
     ok "2 epochs + resume to 4 == 4 epochs straight (identical files)"
 else
@@ -52,6 +55,16 @@ l4=$(grep '^epoch 4/' "$tmp/s4.log" | awk '{print $4}')
 r4=$(grep '^epoch 4/' "$tmp/r4.log" | awk '{print $4}')
 if [ -n "$l4" ] && [ "$l4" = "$r4" ]; then ok "epoch 4 loss equal: $l4"; else no "epoch 4 loss $l4 vs resumed $r4"; fi
 
+# 3b. with the default schedule, the same plan resumed gives the same model:
+# 4 planned epochs stopped after 2 (--stop-after) then resumed to 4.
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/c4.safetensors" --epochs 4 "${small[@]}" > /dev/null 2>&1
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/c2.safetensors" --epochs 4 --stop-after 2 "${small[@]}" > /dev/null 2>&1
+"$T" train --data "$tmp/tiny.tsv" --resume "$tmp/c2.safetensors" --out "$tmp/cr.safetensors" --epochs 4 \
+    "${small[@]}" > /dev/null 2>&1
+if [ -s "$tmp/c4.safetensors" ] && cmp -s "$tmp/c4.safetensors" "$tmp/cr.safetensors"; then
+    ok "cosine schedule: stop after 2 of 4, resume == straight"
+else no "cosine schedule resume differs"; fi
+
 # 4. the same seed gives the same numbers
 "$T" train --data "$tmp/tiny.tsv" --out "$tmp/b.safetensors" --epochs 8 "${small[@]}" > "$tmp/b.log" 2>&1
 if diff <(grep '^epoch' "$tmp/a.log" | awk '{print $2, $4}') <(grep '^epoch' "$tmp/b.log" | awk '{print $2, $4}') > /dev/null &&
@@ -59,10 +72,12 @@ if diff <(grep '^epoch' "$tmp/a.log" | awk '{print $2, $4}') <(grep '^epoch' "$t
 else no "two runs with seed 3 differ"; fi
 
 # 5. adam trains and resumes too
-"$T" train --data "$tmp/tiny.tsv" --out "$tmp/d4.safetensors" --epochs 2 --optimizer adam --lr 0.003 "${small[@]}" > /dev/null 2>&1
-"$T" train --data "$tmp/tiny.tsv" --out "$tmp/d2.safetensors" --epochs 1 --optimizer adam --lr 0.003 "${small[@]}" > /dev/null 2>&1
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/d4.safetensors" --epochs 2 --optimizer adam --lr 0.003 "${small[@]}" \
+    "${flat[@]}" > /dev/null 2>&1
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/d2.safetensors" --epochs 1 --optimizer adam --lr 0.003 "${small[@]}" \
+    "${flat[@]}" > /dev/null 2>&1
 "$T" train --data "$tmp/tiny.tsv" --resume "$tmp/d2.safetensors" --out "$tmp/dr.safetensors" --epochs 2 --optimizer adam \
-    --lr 0.003 "${small[@]}" > /dev/null 2>&1
+    --lr 0.003 "${small[@]}" "${flat[@]}" > /dev/null 2>&1
 if [ -s "$tmp/d4.safetensors" ] && cmp -s "$tmp/d4.safetensors" "$tmp/dr.safetensors"; then ok "adam: resume == straight"
 else no "adam resume differs"; fi
 

@@ -22,6 +22,7 @@ TOBJ32 := $(TEST_SRC:%.c=$(BUILD)/f32/%.o)
 TOBJ64 := $(TEST_SRC:%.c=$(BUILD)/f64/%.o)
 
 .PHONY: all test check-criterion run asan clean valgrind bench
+.SECONDARY:
 all: $(LIB32) $(LIB64) $(EX_BIN)
 
 $(BUILD)/f32/%.o: %.c

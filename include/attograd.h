@@ -40,8 +40,9 @@
  * kernel is written once.
  *
  * Layout.  Every tensor is contiguous and row-major: the last axis is the
- * fastest.  Views do not exist; reshape, permute and slice make copies, so
- * every kernel sees plain arrays.
+ * fastest, so every kernel sees plain arrays.  reshape shares its input's
+ * values (a view: tensors are never written after the op that made them);
+ * permute, slice and concat make copies.
  *
  * Dimension letters used in comments and docs everywhere:
  *   B batch, T query length, S key length, C model width, H heads,
@@ -127,6 +128,8 @@ typedef enum ag_op_id {
     AG_OP_EMBEDDING,
     AG_OP_DROPOUT,
     AG_OP_CROSS_ENTROPY,
+    AG_OP_LINEAR,
+    AG_OP_MASKED_SOFTMAX,
     AG_OP_COUNT
 } ag_op_id;
 
@@ -217,6 +220,21 @@ size_t ag_graph_arena_used(const ag_graph *g);  /* bytes in use now */
  * one. */
 ag_status ag_backward(ag_graph *g, ag_tensor *loss);
 
+/* Debugging NaN and Inf: names the first node of the tape (oldest first)
+ * whose values are not finite, then the first gradient that is not (newest
+ * first, the order backward fills them), with the op, shapes and position:
+ *   "check_finite: log output [4, 5] has NaN at [2, 3] (node 12, inputs [4, 5])"
+ *   "check_finite: gradient of parameter 'w' [3, 2] has Inf at [1, 0] (input 1 of node 5, matmul)"
+ * NaN is always reported, and so is any non-finite parameter or gradient.
+ * An infinity in a forward value is reported only where an op makes it
+ * (exp overflowing, log(0), x / 0): not in a leaf, not as masked_fill's fill
+ * value, not when the op's inputs already hold one (a -inf mask flowing on).
+ * Records AG_ERR_NUMERIC on the graph and returns it; AG_OK when everything
+ * is finite; the graph's error if it already has one.  With the environment
+ * variable AG_CHECK_FINITE=1, ag_backward checks the forward values and the
+ * loss before it starts and every gradient after it ends. */
+ag_status ag_graph_check_finite(ag_graph *g);
+
 /* ------------------------------------------------------------------------ */
 /* Parameter store: persistent tensors (weights) and their gradients         */
 /* ------------------------------------------------------------------------ */
@@ -278,7 +296,8 @@ ag_tensor *ag_gelu(ag_graph *g, ag_tensor *x); /* x * Phi(x), erf form */
  * batch axes broadcast.  A 1-d b is not promoted: give shapes of rank >= 2. */
 ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b);
 
-/* Same values, new shape (one axis may be -1: inferred). */
+/* Same values, new shape (one axis may be -1: inferred).  The result shares
+ * x's data (a view); its gradient is its own. */
 ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape);
 /* y.shape[i] = x.shape[perm[i]]. */
 ag_tensor *ag_permute(ag_graph *g, ag_tensor *x, const int *perm);

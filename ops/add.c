@@ -7,6 +7,11 @@
 
 static void add_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
 {
+    if (sa == 1 && sb == 1) { /* the common case, vectorised */
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+        return;
+    }
     for (size_t i = 0; i < n; i++) y[i] = a[i * sa] + b[i * sb];
 }
 
@@ -14,9 +19,15 @@ static void add_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, siz
                     const ag_real *y, const ag_real *dy, ag_real *da, ag_real *db)
 {
     (void)a, (void)b, (void)y;
-    if (da)
+    if (da && sa == 1)
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) da[i] += dy[i];
+    else if (da)
         for (size_t i = 0; i < n; i++) da[i * sa] += dy[i];
-    if (db)
+    if (db && sb == 1)
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) db[i] += dy[i];
+    else if (db)
         for (size_t i = 0; i < n; i++) db[i * sb] += dy[i];
 }
 

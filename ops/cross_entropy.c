@@ -33,7 +33,10 @@ typedef struct saved {
     int *targets;       /* [rows], a copy of the caller's */
     double *max;        /* [rows], m: the row's largest logit */
     double *logsum;     /* [rows], log(sum_v exp(x_v - m)); lse = m + logsum */
+    ag_real *expd;      /* [rows, V], exp(x_v - m): p_v = expd_v / exp(logsum) */
 } saved;
+
+/* src/elementwise.c: y_i = exp(x_i - shift), returns the sum (vectorised). */
 
 ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
                             double label_smoothing)
@@ -74,10 +77,11 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
     saved *sv = ag__alloc(g, sizeof *sv);
     int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
     double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
-    if (!mx) return NULL;
+    ag_real *ex = mx ? ag__alloc(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
+    if (!ex) return NULL;
     double *logsum = mx + (rows ? rows : 1);
     if (rows) memcpy(tg, targets, rows * sizeof(int));
-    *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = logsum};
+    *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = logsum, .expd = ex};
     y->aux = sv;
 
     double total = 0;
@@ -92,15 +96,18 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
             total += INFINITY;
             continue;
         }
-        double s = 0, mean_shifted = 0; /* sum exp(x - m); mean (x - m) */
-        for (int v = 0; v < V; v++) {
-            s += exp(xr[v] - m);
-            mean_shifted += xr[v] - m;
-        }
+        /* sum exp(x - m), the terms kept for the backward; mean (x - m) */
+        double s = ag__exp_sum((size_t)V, xr, (ag_real)m, ex + r * (size_t)V), mean_shifted = 0;
+#pragma omp simd reduction(+ : mean_shifted)
+        for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
         mean_shifted /= V;
         logsum[r] = log(s);
-        /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m */
-        total += log(s) - (1 - ls) * (xr[tg[r]] - m) - ls * mean_shifted;
+        /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m.
+         * A term whose weight is 0 is left out: a -inf logit (a masked
+         * class) makes x_t or the mean -inf, and 0 * -inf would be NaN. */
+        total += log(s);
+        if (ls < 1) total -= (1 - ls) * (xr[tg[r]] - m);
+        if (ls > 0) total -= ls * mean_shifted;
     }
     y->data[0] = count ? (ag_real)(total / (double)count) : 0;
     return y;
@@ -119,14 +126,14 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
         int t = sv->targets[r];
         double m = sv->max[r], logsum = sv->logsum[r];
         if (t == ignore || m == -INFINITY) continue;
-        const ag_real *xr = logits->data + r * (size_t)V;
+        const ag_real *er = sv->expd + r * (size_t)V;
         ag_real *dxr = dx + r * (size_t)V;
-        /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, and loss = sum_r loss_r / count */
-        for (int v = 0; v < V; v++) {
-            double p = exp((xr[v] - m) - logsum);
-            double d = p - (v == t ? 1 - ls : 0) - ls / V;
-            dxr[v] += (ag_real)(dloss * d);
-        }
+        /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, and loss = sum_r loss_r / count:
+         * dx_v += dloss (p_v - (1-ls) [v == t] - ls / V),  p_v = expd_v / exp(logsum) */
+        ag_real c = (ag_real)(dloss * exp(-logsum)), off = (ag_real)(dloss * ls / V);
+#pragma omp simd
+        for (int v = 0; v < V; v++) dxr[v] += c * er[v] - off;
+        dxr[t] -= (ag_real)(dloss * (1 - ls));
     }
 }
 

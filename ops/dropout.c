@@ -9,8 +9,8 @@
  *           copy, still a node of the graph) and no number is drawn.
  * backward: dx_i += dy_i * scale_i               (1 in eval mode)
  *
- * farg[0] = p.  aux = the scale factors (ag_real, one per element), or
- * NULL for the identity.  The stream is the graph's (ag_graph_seed), so the
+ * farg[0] = p.  aux = one byte per element, 1 where it was kept (scale_i =
+ * 1 / (1 - p)) and 0 where dropped, or NULL for the identity.  The stream is the graph's (ag_graph_seed), so the
  * same seed gives the same mask. */
 #include "internal.h"
 
@@ -30,15 +30,14 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p)
         memcpy(y->data, x->data, x->size * sizeof(ag_real));
         return y;
     }
-    ag_real *scale = ag__alloc(g, (x->size ? x->size : 1) * sizeof(ag_real));
-    if (!scale) return NULL;
-    y->aux = scale;
+    unsigned char *kept = ag__alloc(g, x->size ? x->size : 1);
+    if (!kept) return NULL;
+    y->aux = kept;
     ag_rng *r = ag__graph_rng(g);
+    for (size_t i = 0; i < x->size; i++) kept[i] = !(ag_rng_uniform(r) < p);
     ag_real keep = (ag_real)(1 / (1 - p));
-    for (size_t i = 0; i < x->size; i++) {
-        scale[i] = ag_rng_uniform(r) < p ? 0 : keep;
-        y->data[i] = x->data[i] * scale[i];
-    }
+#pragma omp simd
+    for (size_t i = 0; i < x->size; i++) y->data[i] = x->data[i] * (kept[i] ? keep : 0);
     return y;
 }
 
@@ -47,13 +46,15 @@ static void dropout_backward(ag_graph *g, ag_tensor *y)
     ag_tensor *x = y->src[0];
     ag_real *dx = ag__grad(g, x);
     if (!dx) return;
-    const ag_real *scale = y->aux;
-    if (!scale) { /* y = x */
+    const unsigned char *kept = y->aux;
+    if (!kept) { /* y = x */
         for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i];
         return;
     }
     /* y_i = x_i * scale_i */
-    for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i] * scale[i];
+    ag_real keep = (ag_real)(1 / (1 - y->farg[0]));
+#pragma omp simd
+    for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i] * (kept[i] ? keep : 0);
 }
 
 /* The checker rewinds the graph's stream before every build: same mask. */

@@ -17,12 +17,18 @@
  *   (the two means are the paths through mean and through rstd: every x_j
  *   moves the row's mean and variance, so each dx_i sees the whole row)
  *
+ * Rows go to the threads (ag_set_threads) for y and dx; the sums over rows
+ * of dgain and dbias are split by columns instead, so each is added up in
+ * row order by one thread and the result never depends on the count.
+ *
  * src = {x, gain, bias}, NULL entries allowed.  farg[0] = eps.  aux holds
  * 2 values per row: mean[0..rows) then rstd[0..rows). */
 #include "internal.h"
 
 #include <math.h>
 #include <stdio.h>
+
+/* src/threads.c: threads for a loop touching about `work` values. */
 
 /* A gain or bias must be NULL or exactly [C]. */
 static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const char *what)
@@ -34,6 +40,26 @@ static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const
     ag_graph_fail(g, AG_ERR_SHAPE, "layer_norm: %s must be [%d] for x %s, got %s", what, C,
                   ag_shape_str(x, sx, sizeof sx), ag_shape_str(v, sv, sizeof sv));
     return false;
+}
+
+/* One row of the forward: y = (x - mean) * rstd * gain + bias.  Sums in
+ * ag_real, in vector lanes (partial sums: closer to exact than one running
+ * sum); the variance from the centred values (two passes: no cancellation). */
+static void norm_row(size_t C, const ag_real *xr, ag_real *yr, const ag_real *gd, const ag_real *bd, double eps,
+                     ag_real *mean, ag_real *rstd)
+{
+    ag_real m = 0, v = 0;
+#pragma omp simd reduction(+ : m)
+    for (size_t i = 0; i < C; i++) m += xr[i];
+    m /= (ag_real)C;
+#pragma omp simd reduction(+ : v)
+    for (size_t i = 0; i < C; i++) v += (xr[i] - m) * (xr[i] - m);
+    v /= (ag_real)C;
+    ag_real s = (ag_real)(1 / sqrt((double)v + eps));
+    *mean = m;
+    *rstd = s;
+#pragma omp simd
+    for (size_t i = 0; i < C; i++) yr[i] = (xr[i] - m) * s * gd[i] + bd[i];
 }
 
 ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *bias, double eps)
@@ -58,23 +84,59 @@ ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *
     ag_real *mean = ag__alloc(g, (2 * rows + 1) * sizeof(ag_real)), *rstd = mean + rows;
     if (!mean) return NULL;
     y->aux = mean;
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = x->data + r * C;
-        ag_real *yr = y->data + r * C;
-        double m = 0, v = 0;
-        for (size_t i = 0; i < C; i++) m += xr[i];
-        m /= (double)C;
-        for (size_t i = 0; i < C; i++) v += ((double)xr[i] - m) * ((double)xr[i] - m);
-        v /= (double)C;
-        double s = 1 / sqrt(v + eps);
-        mean[r] = (ag_real)m;
-        rstd[r] = (ag_real)s;
-        for (size_t i = 0; i < C; i++) {
-            ag_real xhat = (ag_real)(((double)xr[i] - m) * s);
-            yr[i] = xhat * (gain ? gain->data[i] : 1) + (bias ? bias->data[i] : 0);
-        }
+    const ag_real *gd = gain ? gain->data : NULL, *bd = bias ? bias->data : NULL;
+    if (!gd || !bd) { /* gain 1 and bias 0 when NULL: one loop for every case */
+        ag_real *unit = ag__alloc(g, 2 * C * sizeof(ag_real));
+        if (!unit) return NULL;
+        for (size_t i = 0; i < C; i++) unit[i] = 1, unit[C + i] = 0;
+        gd = gd ? gd : unit, bd = bd ? bd : unit + C;
+    }
+    int nt = ag__threads_for(x->size);
+    if (nt > 1) { /* rows are independent */
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (size_t r = 0; r < rows; r++) norm_row(C, x->data + r * C, y->data + r * C, gd, bd, eps, mean + r, rstd + r);
+    } else {
+        for (size_t r = 0; r < rows; r++) norm_row(C, x->data + r * C, y->data + r * C, gd, bd, eps, mean + r, rstd + r);
     }
     return y;
+}
+
+/* One row of dx:  xhat = (x - mean) * rstd,  y = xhat * gain + bias. */
+static void norm_row_backward(size_t C, const ag_real *xr, const ag_real *dyr, ag_real *dxr, const ag_real *gd,
+                              ag_real mean, ag_real rstd)
+{
+    /* the row's two means */
+    ag_real mdxhat = 0, mdxhat_xhat = 0;
+#pragma omp simd reduction(+ : mdxhat, mdxhat_xhat)
+    for (size_t i = 0; i < C; i++) {
+        ag_real xhat = (xr[i] - mean) * rstd;
+        ag_real dxhat = dyr[i] * gd[i]; /* y = xhat * gain + bias */
+        mdxhat += dxhat;
+        mdxhat_xhat += dxhat * xhat;
+    }
+    ag_real a = mdxhat / (ag_real)C, b = mdxhat_xhat / (ag_real)C;
+    /* xhat = (x - mean) * rstd, through mean and through rstd */
+#pragma omp simd
+    for (size_t i = 0; i < C; i++) {
+        ag_real xhat = (xr[i] - mean) * rstd;
+        dxr[i] += rstd * (dyr[i] * gd[i] - a - xhat * b);
+    }
+}
+
+/* Columns [c0, c1) of dgain and dbias: sums over the rows, in row order. */
+static void norm_params_backward(size_t rows, size_t C, size_t c0, size_t c1, const ag_real *x, const ag_real *dy,
+                                 const ag_real *mean, const ag_real *rstd, ag_real *dgain, ag_real *dbias)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = x + r * C, *dyr = dy + r * C;
+        ag_real mr = mean[r], sr = rstd[r];
+        if (dbias) /* y = ... + bias */
+#pragma omp simd
+            for (size_t i = c0; i < c1; i++) dbias[i] += dyr[i];
+        if (dgain) /* y = xhat * gain */
+#pragma omp simd
+            for (size_t i = c0; i < c1; i++) dgain[i] += dyr[i] * ((xr[i] - mr) * sr);
+    }
 }
 
 static void layer_norm_backward(ag_graph *g, ag_tensor *y)
@@ -85,29 +147,36 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
     ag_real *dbias = bias && bias->requires_grad ? ag__grad(g, bias) : NULL;
     if (ag_graph_status(g) != AG_OK || y->size == 0) return;
     size_t C = (size_t)y->shape[y->ndim - 1], rows = y->size / C;
-    const ag_real *mean = y->aux, *rstd = mean + rows;
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = x->data + r * C, *dyr = y->grad + r * C;
-        /* pass 1: the row's two means, and the gain / bias gradients */
-        double mdxhat = 0, mdxhat_xhat = 0;
-        for (size_t i = 0; i < C; i++) {
-            ag_real xhat = (xr[i] - mean[r]) * rstd[r];
-            ag_real dxhat = dyr[i] * (gain ? gain->data[i] : 1); /* y = xhat * gain + bias */
-            mdxhat += dxhat;
-            mdxhat_xhat += dxhat * xhat;
-            if (dbias) dbias[i] += dyr[i];        /* y = ... + bias */
-            if (dgain) dgain[i] += dyr[i] * xhat; /* y = xhat * gain */
+    const ag_real *mean = y->aux, *rstd = mean + rows, *gd = gain ? gain->data : NULL;
+    if (!gd) { /* gain 1 when NULL */
+        ag_real *ones = ag__alloc(g, C * sizeof(ag_real));
+        if (!ones) return;
+        for (size_t i = 0; i < C; i++) ones[i] = 1;
+        gd = ones;
+    }
+    int nt = ag__threads_for(y->size);
+    if (nt > 1) {
+        /* dx by rows; dgain and dbias by columns, so that each of their
+         * sums is made by one thread in row order, whatever the count */
+#pragma omp parallel num_threads(nt)
+        {
+            if (dx) {
+#pragma omp for schedule(static)
+                for (size_t r = 0; r < rows; r++)
+                    norm_row_backward(C, x->data + r * C, y->grad + r * C, dx + r * C, gd, mean[r], rstd[r]);
+            }
+            if (dgain || dbias) {
+#pragma omp for schedule(static)
+                for (int t = 0; t < nt; t++)
+                    norm_params_backward(rows, C, C * (size_t)t / (size_t)nt, C * (size_t)(t + 1) / (size_t)nt,
+                                         x->data, y->grad, mean, rstd, dgain, dbias);
+            }
         }
-        if (!dx) continue;
-        mdxhat /= (double)C;
-        mdxhat_xhat /= (double)C;
-        /* pass 2: xhat = (x - mean) * rstd, through mean and rstd */
-        ag_real *dxr = dx + r * C;
-        for (size_t i = 0; i < C; i++) {
-            ag_real xhat = (xr[i] - mean[r]) * rstd[r];
-            ag_real dxhat = dyr[i] * (gain ? gain->data[i] : 1);
-            dxr[i] += rstd[r] * (ag_real)(dxhat - mdxhat - xhat * mdxhat_xhat);
-        }
+    } else {
+        if (dx)
+            for (size_t r = 0; r < rows; r++)
+                norm_row_backward(C, x->data + r * C, y->grad + r * C, dx + r * C, gd, mean[r], rstd[r]);
+        if (dgain || dbias) norm_params_backward(rows, C, 0, C, x->data, y->grad, mean, rstd, dgain, dbias);
     }
 }
 

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 
+
 /* Offsets (in matrices) of a's and b's batch entries for each of y's. */
 typedef struct batch {
     int nb;                 /* batch axes of y */
@@ -56,6 +57,15 @@ static void batch_init(batch *bt, const ag_tensor *a, const ag_tensor *b, const 
     batch_strides(b, bt->nb, bt->shape, bt->sb);
 }
 
+/* Batch entry r of the forward: y[r] = a[ia] b[ib]. */
+static void matmul_entry(const batch *bt, size_t r, int M, int N, int K, const ag_real *a, const ag_real *b,
+                         ag_real *y)
+{
+    size_t ia, ib, ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
+    batch_at(bt, r, &ia, &ib);
+    ag__gemm(0, 0, M, N, K, a + ia * ma, K, b + ib * mb, N, 0, y + r * my, N);
+}
+
 ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
 {
     if (!ag__ok(g, "matmul", 2, a, b)) return NULL;
@@ -91,13 +101,30 @@ ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
     if (!y) return NULL;
     batch bt;
     batch_init(&bt, a, b, y);
-    size_t ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
-    for (size_t r = 0; r < bt.count; r++) {
-        size_t ia, ib;
-        batch_at(&bt, r, &ia, &ib);
-        ag__gemm(0, 0, M, N, K, a->data + ia * ma, K, b->data + ib * mb, N, 0, y->data + r * my, N);
+    size_t my = (size_t)M * N;
+    /* many small products (attention's heads): one per thread at a time;
+     * a large one is split inside ag__gemm instead */
+    int nt = bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 16) : 1;
+    if (nt > 1) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (size_t r = 0; r < bt.count; r++) matmul_entry(&bt, r, M, N, K, a->data, b->data, y->data);
+    } else {
+        for (size_t r = 0; r < bt.count; r++) matmul_entry(&bt, r, M, N, K, a->data, b->data, y->data);
     }
     return y;
+}
+
+/* Batch entry r of the backward. */
+static void matmul_entry_backward(const batch *bt, size_t r, int M, int N, int K, const ag_real *a, const ag_real *b,
+                                  const ag_real *dy, ag_real *da, ag_real *db)
+{
+    size_t ia, ib, ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
+    batch_at(bt, r, &ia, &ib);
+    dy += r * my;
+    /* y = a b:  da += dy b^T  [M, N] x [N, K] */
+    if (da) ag__gemm(0, 1, M, K, N, dy, N, b + ib * mb, N, 1, da + ia * ma, K);
+    /* y = a b:  db += a^T dy  [K, M] x [M, N] */
+    if (db) ag__gemm(1, 0, K, N, M, a + ia * ma, K, dy, N, 1, db + ib * mb, N);
 }
 
 static void matmul_backward(ag_graph *g, ag_tensor *y)
@@ -110,14 +137,15 @@ static void matmul_backward(ag_graph *g, ag_tensor *y)
     batch bt;
     batch_init(&bt, a, b, y);
     size_t ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
-    for (size_t r = 0; r < bt.count; r++) {
-        size_t ia, ib;
-        batch_at(&bt, r, &ia, &ib);
-        const ag_real *dy = y->grad + r * my;
-        /* da += dy b^T:  [M, N] x [N, K] */
-        if (da) ag__gemm(0, 1, M, K, N, dy, N, b->data + ib * mb, N, 1, da + ia * ma, K);
-        /* db += a^T dy:  [K, M] x [M, N] */
-        if (db) ag__gemm(1, 0, K, N, M, a->data + ia * ma, K, dy, N, 1, db + ib * mb, N);
+    /* threads over the batch only when no batch axis was stretched: then
+     * each entry's da and db are its own (a stretched one sums over r) */
+    int own = a->size / (ma ? ma : 1) == bt.count && b->size / (mb ? mb : 1) == bt.count;
+    int nt = own && bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 8) : 1;
+    if (nt > 1) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (size_t r = 0; r < bt.count; r++) matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db);
+    } else {
+        for (size_t r = 0; r < bt.count; r++) matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db);
     }
 }
 

@@ -68,6 +68,7 @@ ag_tensor *ag_mean_all(ag_graph *g, ag_tensor *x)
     if (!y) return NULL;
     y->iarg[0] = -1;
     ag_real s = 0;
+#pragma omp simd reduction(+ : s)
     for (size_t i = 0; i < x->size; i++) s += x->data[i];
     y->data[0] = s / (ag_real)x->size;
     return y;
@@ -81,6 +82,7 @@ static void mean_backward(ag_graph *g, ag_tensor *y)
     if (y->iarg[0] < 0) {
         /* y = (1/N) sum_i x[i]  ->  dx[i] += dy / N */
         ag_real d = y->grad[0] / (ag_real)x->size;
+#pragma omp simd
         for (size_t i = 0; i < x->size; i++) dx[i] += d;
         return;
     }

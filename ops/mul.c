@@ -7,6 +7,11 @@
 
 static void mul_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
 {
+    if (sa == 1 && sb == 1) { /* the common case, vectorised */
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+        return;
+    }
     for (size_t i = 0; i < n; i++) y[i] = a[i * sa] * b[i * sb];
 }
 
@@ -14,6 +19,15 @@ static void mul_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, siz
                     const ag_real *y, const ag_real *dy, ag_real *da, ag_real *db)
 {
     (void)y;
+    if (sa == 1 && sb == 1) { /* the common case, vectorised */
+        if (da)
+#pragma omp simd
+            for (size_t i = 0; i < n; i++) da[i] += dy[i] * b[i];
+        if (db)
+#pragma omp simd
+            for (size_t i = 0; i < n; i++) db[i] += dy[i] * a[i];
+        return;
+    }
     if (da)
         for (size_t i = 0; i < n; i++) da[i * sa] += dy[i] * b[i * sb];
     if (db)

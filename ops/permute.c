@@ -35,10 +35,16 @@ static void walk(int nd, const int *shape, const size_t *st, ag_real *x, ag_real
     size_t off = 0; /* offset in x of y's current run */
     for (size_t r = 0; r < size; r += n) {
         ag_real *xr = x + off, *yr = y + r;
-        if (backward)
+        if (s == 1 && !backward) { /* the innermost axis stays innermost: a run */
+            memcpy(yr, xr, n * sizeof(ag_real));
+        } else if (s == 1) {
+#pragma omp simd
+            for (size_t j = 0; j < n; j++) xr[j] += yr[j];
+        } else if (backward) {
             for (size_t j = 0; j < n; j++) xr[j * s] += yr[j];
-        else
+        } else {
             for (size_t j = 0; j < n; j++) yr[j] = xr[j * s];
+        }
         /* odometer: advance the outer indices of y, last one fastest */
         for (int d = nd - 2; d >= 0; d--) {
             off += st[d];

@@ -8,7 +8,12 @@
  *
  * One entry of the new shape may be -1: it is inferred so that the element
  * counts match.  Any other negative entry, a second -1, or counts that do not
- * match is an error.  y is a copy (attograd has no views). */
+ * match is an error.
+ *
+ * y shares x's values instead of copying them: tensors never change after
+ * the op that made them, so nothing can tell the difference, and a reshape
+ * costs nothing.  (Its gradient is its own buffer: dx += dy keeps the rule
+ * that every consumer adds its part.) */
 #include "internal.h"
 
 #include <stdio.h>
@@ -60,9 +65,14 @@ ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape)
                       ag_shape_str(x, s1, sizeof s1), x->size, ag_shape_str_n(ndim, shape, s2, sizeof s2));
         return NULL;
     }
-    ag_tensor *y = ag__node(g, AG_OP_RESHAPE, ndim, out, 1, &x);
+    /* a node with no values of its own (a scalar's worth is allocated),
+     * given x's shape count and x's values */
+    ag_tensor *y = ag__node(g, AG_OP_RESHAPE, 0, NULL, 1, &x);
     if (!y) return NULL;
-    if (x->size) memcpy(y->data, x->data, x->size * sizeof(ag_real));
+    y->ndim = ndim;
+    for (int i = 0; i < AG_MAX_DIMS; i++) y->shape[i] = i < ndim ? out[i] : 1;
+    y->size = x->size;
+    y->data = x->data;
     return y;
 }
 
@@ -72,6 +82,7 @@ static void reshape_backward(ag_graph *g, ag_tensor *y)
     ag_real *dx = ag__grad(g, x);
     if (!dx) return;
     /* y[i] = x[i]  ->  dx[i] += dy[i] */
+#pragma omp simd
     for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i];
 }
 

@@ -39,15 +39,16 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
     if (weights) *weights = NULL;
     if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
     int D = q->shape[q->ndim - 1];
-    /* Q K^T: how well query t matches key s.  Dividing by sqrt(D) keeps the
-     * scores' variance near 1 whatever the head width (a dot product of D
-     * unit-variance terms has variance D), so softmax does not saturate. */
-    ag_tensor *scores = ag_scale(g, ag_matmul(g, q, ag_transpose(g, k, -1, -2)), 1 / sqrt((double)D));
-    ag_set_name(scores, "scores");
-    /* Masked positions get `fill` (-inf or a large negative number): after
-     * the softmax their weight is exp(fill - max) = 0. */
-    if (mask) scores = ag_masked_fill(g, scores, mask, fill);
-    ag_tensor *p = ag_set_name(ag_softmax(g, scores), "attn");
+    /* Q K^T: how well query t matches key s. */
+    ag_tensor *scores = ag_set_name(ag_matmul(g, q, ag_transpose(g, k, -1, -2)), "scores");
+    /* One op (ops/masked_softmax.c) does the rest of the scores' way:
+     *   - the scale 1/sqrt(D) keeps their variance near 1 whatever the head
+     *     width (a dot product of D unit-variance terms has variance D), so
+     *     softmax does not saturate;
+     *   - masked positions get `fill` (-inf or a large negative number):
+     *     after the softmax their weight is exp(fill - max) = 0;
+     *   - softmax: each row a distribution over keys. */
+    ag_tensor *p = ag_set_name(ag__masked_softmax(g, scores, 1 / sqrt((double)D), mask, fill), "attn");
     if (p_drop > 0) p = ag_dropout(g, p, p_drop);
     if (weights) *weights = p;
     return ag_matmul(g, p, v);
@@ -101,10 +102,13 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
                       ag_shape_str(x_q, a, sizeof a), ag_shape_str(x_kv, b, sizeof b), m->C, m->C);
         return NULL;
     }
-    ag_tensor *q = split_heads(g, ag_set_name(ag_linear_forward(g, &m->w_q, x_q), "q"), m->H);
-    ag_tensor *k = split_heads(g, ag_set_name(ag_linear_forward(g, &m->w_k, x_kv), "k"), m->H);
-    ag_tensor *v = split_heads(g, ag_set_name(ag_linear_forward(g, &m->w_v, x_kv), "v"), m->H);
+    ag_tensor *q = ag_set_name(ag_linear_forward(g, &m->w_q, x_q), "q");
+    ag_tensor *k = ag_set_name(ag_linear_forward(g, &m->w_k, x_kv), "k");
+    ag_tensor *v = ag_set_name(ag_linear_forward(g, &m->w_v, x_kv), "v");
     double p = ag_graph_training(g) ? m->dropout : 0;
-    ag_tensor *o = ag_attention(g, q, k, v, mask, fill, p, weights);
-    return ag_linear_forward(g, &m->w_o, concat_heads(g, o));
+    /* split the heads, attend in every head at once (one batched matmul over
+     * [B, H]), and put the heads side by side again */
+    ag_tensor *o = concat_heads(g, ag_attention(g, split_heads(g, q, m->H), split_heads(g, k, m->H),
+                                                split_heads(g, v, m->H), mask, fill, p, weights));
+    return ag_linear_forward(g, &m->w_o, o);
 }

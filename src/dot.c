@@ -65,7 +65,7 @@ static void map_put(ptrmap *m, const ag_tensor *t, int id)
 /* ---- labels ---------------------------------------------------------------- */
 
 /* The op and its arguments, as they read in model code: "scale x0.125",
- * "sum axis=1", "permute (0, 2, 1, 3)". */
+ * "sum axis=1", "permute (0, 2, 1, 3)", "masked_softmax x0.125 fill -inf". */
 static void op_text(ag__text *o, const ag_tensor *t)
 {
     const char *name = ag_op_name(t->op);
@@ -73,6 +73,10 @@ static void op_text(ag__text *o, const ag_tensor *t)
     case AG_OP_SCALE: ag__text_printf(o, "%s \xc3\x97%.4g", name, t->farg[0]); break; /* U+00D7 */
     case AG_OP_SHIFT: ag__text_printf(o, "%s %+.4g", name, t->farg[0]); break;
     case AG_OP_MASKED_FILL: ag__text_printf(o, "%s %.4g", name, t->farg[0]); break;
+    case AG_OP_MASKED_SOFTMAX: /* src = {x, mask}: the scale, and the fill when masked */
+        ag__text_printf(o, "%s \xc3\x97%.4g", name, t->farg[0]);
+        if (t->nsrc > 1 && t->src[1]) ag__text_printf(o, " fill %.4g", t->farg[1]);
+        break;
     case AG_OP_DROPOUT: ag__text_printf(o, "%s p=%.3g", name, t->farg[0]); break;
     case AG_OP_SUM:
     case AG_OP_MEAN:

@@ -5,9 +5,15 @@
  * when they are equal or one is 1; a missing axis counts as 1.  The output
  * axis is the larger.  An input is read with stride 0 along its stretched
  * axes.  Backward adds the output gradient into the input at the same
- * (stride-0) positions, which sums it over the stretched axes. */
+ * (stride-0) positions, which sums it over the stretched axes.
+ *
+ * Threads (ag_set_threads) take pieces of a long run; a backward whose
+ * inputs were stretched stays on one thread, since many outputs add into
+ * one input element. */
 #include "internal.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
@@ -27,6 +33,17 @@ bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
     }
     *ndim = n;
     return true;
+}
+
+/* src/threads.c: threads for a loop touching about `work` values. */
+
+/* Start of piece t of nt of n elements, on a 16-element boundary (a cache
+ * line of floats: threads never write the same line).  Element-wise ops
+ * give the same values however the pieces fall. */
+static size_t piece(size_t n, int t, int nt)
+{
+    size_t at = n / 16 * (size_t)t / (size_t)nt * 16;
+    return t == nt ? n : at;
 }
 
 /* Strides (in elements) to read x as if it had out's shape: 0 on stretched
@@ -56,6 +73,18 @@ static void walk_init(walk *w, const ag_tensor *a, const ag_tensor *b, int ndim,
     for (int i = 0; i < ndim; i++) w->shape[i] = shape[i];
     bcast_strides(a, ndim, shape, w->sa);
     bcast_strides(b, ndim, shape, w->sb);
+    /* Fold an axis into the one after it wherever both inputs continue
+     * their run across the boundary (same shapes fold into one run of the
+     * whole tensor; [B, T, C] + [T, C] into runs of T C): fewer, longer
+     * runs, the same elements in the same order. */
+    int n = ndim;
+    while (n > 1 && w->sa[n - 2] == w->sa[n - 1] * (size_t)w->shape[n - 1] &&
+           w->sb[n - 2] == w->sb[n - 1] * (size_t)w->shape[n - 1]) {
+        w->shape[n - 2] *= w->shape[n - 1];
+        w->sa[n - 2] = w->sa[n - 1], w->sb[n - 2] = w->sb[n - 1];
+        n--;
+    }
+    w->ndim = n;
 }
 
 /* Advance idx over axes [0, ndim-1) (the last axis is the run). */
@@ -87,8 +116,17 @@ ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary
     }
     walk w;
     walk_init(&w, a, b, ndim, shape);
-    size_t run = (size_t)shape[ndim - 1], nruns = y->size / run;
-    size_t ra = w.sa[ndim - 1], rb = w.sb[ndim - 1];
+    size_t run = (size_t)w.shape[w.ndim - 1], nruns = y->size / run;
+    size_t ra = w.sa[w.ndim - 1], rb = w.sb[w.ndim - 1];
+    int nt = nruns == 1 ? ag__threads_for(y->size) : 1;
+    if (nt > 1) { /* one long run (inputs of y's shape): a piece per thread */
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int t = 0; t < nt; t++) {
+            size_t i0 = piece(run, t, nt), i1 = piece(run, t + 1, nt);
+            fwd(i1 - i0, a->data + i0 * ra, ra, b->data + i0 * rb, rb, y->data + i0);
+        }
+        return y;
+    }
     int idx[AG_MAX_DIMS] = {0};
     size_t oa = 0, ob = 0;
     for (size_t r = 0; r < nruns; r++) {
@@ -111,9 +149,20 @@ void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
     }
     walk w;
     walk_init(&w, a, b, y->ndim, y->shape);
-    int nd = y->ndim;
-    size_t run = (size_t)y->shape[nd - 1], nruns = y->size / run;
-    size_t ra = w.sa[nd - 1], rb = w.sb[nd - 1];
+    size_t run = (size_t)w.shape[w.ndim - 1], nruns = y->size / run;
+    size_t ra = w.sa[w.ndim - 1], rb = w.sb[w.ndim - 1];
+    /* one long run in which no input is stretched: each element of da and
+     * db has one contribution, so pieces can go to threads */
+    int nt = nruns == 1 && ra == 1 && rb == 1 ? ag__threads_for(y->size) : 1;
+    if (nt > 1) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int t = 0; t < nt; t++) {
+            size_t i0 = piece(run, t, nt), i1 = piece(run, t + 1, nt);
+            bwd(i1 - i0, a->data + i0, 1, b->data + i0, 1, y->data + i0, y->grad + i0, da ? da + i0 : NULL,
+                db ? db + i0 : NULL);
+        }
+        return;
+    }
     int idx[AG_MAX_DIMS] = {0};
     size_t oa = 0, ob = 0;
     for (size_t r = 0; r < nruns; r++) {
@@ -137,7 +186,7 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim, const int *fro
     }
     walk w;
     walk_init(&w, &to, &to, from_ndim, from_shape);
-    size_t run = (size_t)from_shape[from_ndim - 1], nruns = n / run, rs = w.sa[from_ndim - 1];
+    size_t run = (size_t)w.shape[w.ndim - 1], nruns = n / run, rs = w.sa[w.ndim - 1];
     int idx[AG_MAX_DIMS] = {0};
     size_t o = 0, unused = 0;
     for (size_t r = 0; r < nruns; r++) {
@@ -154,7 +203,16 @@ ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd, double
     ag_tensor *y = ag__node(g, op, x->ndim, x->shape, 1, &x);
     if (!y) return NULL;
     y->farg[0] = farg0;
-    fwd(x->size, x->data, y->data, y->farg);
+    int nt = ag__threads_for(x->size);
+    if (nt > 1) { /* a piece per thread */
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int t = 0; t < nt; t++) {
+            size_t i0 = piece(x->size, t, nt), i1 = piece(x->size, t + 1, nt);
+            fwd(i1 - i0, x->data + i0, y->data + i0, y->farg);
+        }
+    } else {
+        fwd(x->size, x->data, y->data, y->farg);
+    }
     return y;
 }
 
@@ -162,5 +220,66 @@ void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
 {
     ag_tensor *x = y->src[0];
     ag_real *dx = ag__grad(g, x);
-    if (dx) bwd(y->size, x->data, y->data, y->grad, dx, y->farg);
+    if (!dx) return;
+    int nt = ag__threads_for(y->size);
+    if (nt > 1) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int t = 0; t < nt; t++) {
+            size_t i0 = piece(y->size, t, nt), i1 = piece(y->size, t + 1, nt);
+            bwd(i1 - i0, x->data + i0, y->data + i0, y->grad + i0, dx + i0, y->farg);
+        }
+    } else {
+        bwd(y->size, x->data, y->data, y->grad, dx, y->farg);
+    }
+}
+
+/* ---- exp over a row (softmax and its fused forms) ----------------------- */
+
+#ifndef AG_DOUBLE
+/* exp for float as a polynomial (Cephes' expf: e^x = 2^n e^r, |r| <= ln2/2,
+ * e^r by a degree-7 polynomial; at most 2 ulp off), written so that the
+ * compiler can keep it in vector registers: no calls, no branches.  Below
+ * -87.3 (where float's e^x is subnormal) and at -inf it gives 0. */
+static inline float exp_poly(float x)
+{
+    float t = x * 1.44269504088896341f; /* x / ln 2 */
+    t = t < -127.0f ? -127.0f : t > 127.0f ? 127.0f : t;
+    float n = (t + 12582912.0f) - 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    float r = x - n * 0.693359375f - n * -2.12194440e-4f; /* x - n ln 2, ln 2 in two parts */
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23; /* 2^n */
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return x < -87.3f ? 0.0f : p * scale;
+}
+#endif
+
+/* y_i = exp(x_i - shift) for i < n (y may be x); returns sum_i y_i.  The
+ * float build vectorises for the machine (one clone per instruction set,
+ * picked when the program loads). */
+#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
+{
+    ag_real s = 0;
+#ifdef AG_DOUBLE
+    for (size_t i = 0; i < n; i++) s += y[i] = exp(x[i] - shift);
+#else
+    /* 16 partial sums (vector lanes), added up in a fixed order */
+    ag_real lane[16] = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+#pragma omp simd
+        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_poly(x[i + l] - shift);
+    for (; i < n; i++) s += y[i] = exp_poly(x[i] - shift);
+    for (int l = 0; l < 16; l++) s += lane[l];
+#endif
+    return s;
 }

@@ -4,29 +4,34 @@
  * The classic blocked design (Goto; BLIS), loops from the outside in:
  *   jc: columns of C in blocks of NC
  *   pc:   depth in blocks of KC; B[pc:pc+kc, jc:jc+nc] is packed into
- *         panels of NR columns ([kc][NR], zero-padded) that stay in L2/L3
- *   ic:     rows of C in blocks of MC; A[ic:ic+mc, pc:pc+kc] is packed
- *           into panels of MR rows ([kc][MR], zero-padded), kept in L2
+ *         panels of NR columns ([kc][NR], zero-padded), undoing any
+ *         transpose, so that the kernel's loads of B are contiguous
+ *   ic:     rows of C in blocks of MC
  *   jr, ir:   the micro-kernel: an MR x NR tile of C held in vector
- *             registers while k walks the two panels:
- *               acc[i][:] += a[k][i] * b[k][:]   (one broadcast, NR/VL FMAs)
- * Packing also undoes any transpose, so one micro-kernel serves all four
- * cases, and every load in the kernel is contiguous.
+ *             registers while k walks a panel of B and MR rows of A:
+ *               acc[i][:] += A(i, k) * b[k][:]   (one broadcast, NR/VL FMAs)
+ * A needs no packing: the kernel broadcasts one element of A at a time, so
+ * it reads A in place through two strides (row, depth) whatever the
+ * transpose; only an edge of fewer than MR rows is copied, zero-padded.
+ * Packing B pays only when many row panels reuse it: for a product of a
+ * few rows the kernel reads B (not transposed) in place too.
  *
  * The kernel is written with intrinsics for AVX-512 and AVX2+FMA and with
- * GCC vector extensions for a portable baseline; the CPU picks at run time.
- * Every variant adds the same products in the same order (k ascending in
- * each KC block, one accumulator per output element, blocks added to C in
- * order), so the FMA variants agree to the last bit and the baseline (no
- * FMA: a rounding per multiply) agrees within float rounding.
+ * GCC vector extensions for a portable baseline; the CPU picks at run time
+ * (ag__gemm_kernel forces one).  Every variant adds the same products in
+ * the same order (k ascending in each KC block, one accumulator per output
+ * element, blocks added to C in order), so the FMA variants agree to the
+ * last bit and the baseline (no FMA: a rounding per multiply) agrees within
+ * float rounding.
  *
- * Threads (ag_set_threads): the calling thread and its helpers pack the
- * shared B block together, then each packs its own rows of A and computes
- * its own tiles of C.  Which thread computes a tile never changes how it is
- * computed, so the result does not depend on the thread count at all.
+ * Threads (ag_set_threads): C is cut into one contiguous share of row
+ * panels or of column panels per thread, and each thread computes its
+ * share alone, packing what it needs: no barriers.  Which thread computes
+ * a tile never changes how it is computed, so the result does not depend
+ * on the thread count at all.
  *
- * Products too small to repay packing (the toy sizes of attention heads)
- * take plain loops instead. */
+ * Products too small to repay any of this (M N K < 256: the smallest
+ * attention heads) take plain, vectorised loops instead. */
 #include "internal.h"
 
 #include <stdint.h>
@@ -34,23 +39,22 @@
 #include <omp.h>
 #endif
 
-#ifndef AVX512_MR
-#define AVX512_MR 12
-#define AVX512_NV 2
-#endif
-#ifndef KC
-#define KC 256
-#endif
-#define KCX  /* depth of a block: an A and a B micro-panel fit in L1 */
-#ifndef MC
-#define MC 144
-#endif
-#define MCX  /* rows of A per block (a multiple of every MR) */
+
+/* Block sizes, measured on AMD Zen 5 (48 KiB L1, 1 MiB L2) and sane
+ * elsewhere.  A B micro-panel (KC x NR) streams from L2 while the kernel's
+ * MR rows of A (MR x KC) stay in L1; MC rows of A are reused across the
+ * whole width of the packed B block. */
+#define MR 6    /* rows of a tile, every instruction set */
+#define KC 384  /* depth of a block */
+#define MC 72   /* rows of A per block (a multiple of MR) */
 #define NC 3072 /* columns of B per block */
+#define NV_MAX 4 /* vectors across a tile: NR = NV_MAX VL columns */
+#ifndef GEMM_SMALL
+#define GEMM_SMALL 256 /* M N K below which the plain loops win */
+#endif
 
 /* Packing buffers, grown once and kept (a training step after the first
- * allocates nothing).  Thread-local so threads never share them; the
- * calling thread's B buffer is the one its helpers read. */
+ * allocates nothing).  Thread-local: each thread packs its own. */
 static _Thread_local ag_real *pack_a, *pack_b;
 static _Thread_local size_t cap_a, cap_b;
 
@@ -70,76 +74,80 @@ static ag_real *reserve(ag_real **raw, size_t *cap, size_t n)
 /* element (r, c) of op(X) for X stored row-major with leading dim ld */
 #define AT(X, t, ld, r, c) ((t) ? (X)[(size_t)(c) * (ld) + (r)] : (X)[(size_t)(r) * (ld) + (c)])
 
-/* One panel of op(A): rows [i0, i0+mr) (zero rows up to MR), depth
- * [p0, p0+kc): dst[k][MR]. */
-static void pack_a_panel(ag_real *dst, int MR, const ag_real *A, int ta, int lda, int i0, int mr, int p0, int kc)
+/* MR rows [i0, i0+mr) of op(A), zero rows up to MR, depth [p0, p0+kc):
+ * dst[k][MR].  Only for the edge of fewer than MR rows: whole panels are
+ * read in place. */
+static void pack_a_edge(ag_real *dst, const ag_real *A, int ta, int lda, int i0, int mr, int p0, int kc)
 {
-    if (ta && mr == MR) { /* A stored [K, M]: row k of the panel is contiguous */
-        for (int k = 0; k < kc; k++) memcpy(dst + (size_t)k * MR, A + (size_t)(p0 + k) * lda + i0, MR * sizeof(ag_real));
-        return;
-    }
-    if (!ta && mr == MR) { /* MR rows of A read side by side, written in order */
-        const ag_real *rows[16];
-        for (int i = 0; i < MR; i++) rows[i] = A + (size_t)(i0 + i) * lda + p0;
-        for (int k = 0; k < kc; k++, dst += MR)
-            for (int i = 0; i < MR; i++) dst[i] = rows[i][k];
-        return;
-    }
-    for (int k = 0; k < kc; k++) /* an edge panel */
+    for (int k = 0; k < kc; k++)
         for (int i = 0; i < MR; i++) dst[(size_t)k * MR + i] = i < mr ? AT(A, ta, lda, i0 + i, p0 + k) : 0;
 }
 
-/* One panel of op(B): columns [j0, j0+nr) (zero columns up to NR), depth
- * [p0, p0+kc): dst[k][NR]. */
-static void pack_b_panel(ag_real *dst, int NR, const ag_real *B, int tb, int ldb, int j0, int nr, int p0, int kc)
+/* A panel of op(B) w columns wide: columns [j0, j0+nr), zero columns up to
+ * w, depth [p0, p0+kc): dst[k][w]. */
+static void pack_b_panel(ag_real *dst, int w, const ag_real *B, int tb, int ldb, int j0, int nr, int p0, int kc)
 {
-    if (!tb && nr == NR) { /* B stored [K, N]: row k of the panel is contiguous */
-        for (int k = 0; k < kc; k++) memcpy(dst + (size_t)k * NR, B + (size_t)(p0 + k) * ldb + j0, NR * sizeof(ag_real));
+    if (!tb && nr == w) { /* B stored [K, N]: row k of the panel is contiguous */
+        for (int k = 0; k < kc; k++) memcpy(dst + (size_t)k * w, B + (size_t)(p0 + k) * ldb + j0, (size_t)w * sizeof(ag_real));
         return;
     }
-    if (tb && nr == NR) { /* B stored [N, K]: NR rows read side by side */
-        const ag_real *rows[64];
-        for (int j = 0; j < NR; j++) rows[j] = B + (size_t)(j0 + j) * ldb + p0;
-        for (int k = 0; k < kc; k++, dst += NR)
-            for (int j = 0; j < NR; j++) dst[j] = rows[j][k];
+    if (tb) { /* B stored [N, K]: read its rows in order, write columns */
+        for (int j = 0; j < nr; j++) {
+            const ag_real *src = B + (size_t)(j0 + j) * ldb + p0;
+            for (int k = 0; k < kc; k++) dst[(size_t)k * w + j] = src[k];
+        }
+        for (int j = nr; j < w; j++)
+            for (int k = 0; k < kc; k++) dst[(size_t)k * w + j] = 0;
         return;
     }
-    for (int k = 0; k < kc; k++) /* an edge panel */
-        for (int j = 0; j < NR; j++) dst[(size_t)k * NR + j] = j < nr ? AT(B, tb, ldb, p0 + k, j0 + j) : 0;
+    for (int k = 0; k < kc; k++) {
+        const ag_real *src = B + (size_t)(p0 + k) * ldb + j0;
+        ag_real *d = dst + (size_t)k * w;
+        for (int j = 0; j < nr; j++) d[j] = src[j];
+        for (int j = nr; j < w; j++) d[j] = 0;
+    }
 }
 
-/* Write an MR x NR tile (row stride NR) into C: the rows and columns that
+/* Write an MR x w tile (row stride w) into C: the rows and columns that
  * exist, overwriting or adding. */
-static void store_tile(const ag_real *tile, int NR, ag_real *c, int ldc, int mr, int nr, int overwrite)
+static void store_tile(const ag_real *tile, int w, ag_real *c, int ldc, int mr, int nr, int overwrite)
 {
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++)
-            c[(size_t)i * ldc + j] = (overwrite ? 0 : c[(size_t)i * ldc + j]) + tile[(size_t)i * NR + j];
+    for (int i = 0; i < mr; i++) {
+        ag_real *ci = c + (size_t)i * ldc;
+        const ag_real *ti = tile + (size_t)i * w;
+        if (overwrite)
+            memcpy(ci, ti, (size_t)nr * sizeof(ag_real));
+        else
+#pragma omp simd
+            for (int j = 0; j < nr; j++) ci[j] += ti[j];
+    }
 }
 
 /* ---- micro-kernels ------------------------------------------------------ */
 
 /* The body shared by every variant.  V is the vector type holding VL reals;
- * the tile is MR rows of NV vectors (NR = NV VL columns): acc[i][v] holds
- * columns [v VL, (v+1) VL) of row i.  A full tile is stored straight into
- * C; an edge tile goes through a buffer. */
-#define KERNEL_BODY(V, VL, MR, NV, ZERO, LOAD, STORE, SET1, FMA, ADD)                                         \
+ * the tile is MR rows of NV vectors (NV VL columns): acc[i][v] holds
+ * columns [v VL, (v+1) VL) of row i.  Element (i, k) of A is a[i rsa +
+ * k csa]; row k of the B panel starts at b + k ldbk (ldbk = NV VL packed,
+ * or B's own row length when B is read in place).  A full tile is stored
+ * straight into C; an edge tile goes through a buffer. */
+#define KERNEL_BODY(V, VL, NV, ZERO, LOAD, STORE, SET1, FMA, ADD)                                             \
     {                                                                                                          \
         V acc[MR][NV];                                                                                         \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                                  \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                                   \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = ZERO;                             \
         for (int k = 0; k < kc; k++) {                                                                         \
             V bv[NV];                                                                                          \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bv[v] = LOAD(b + v * VL);                     \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                            \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                             \
                 V ai = SET1(a[i * rsa]);                                                                       \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = FMA(ai, bv[v], acc[i][v]);    \
             }                                                                                                  \
             a += csa;                                                                                          \
-            b += NV * VL;                                                                                      \
+            b += ldbk;                                                                                         \
         }                                                                                                      \
         if (mr == MR && nr == NV * VL) {                                                                       \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++) {                                            \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                             \
                 ag_real *ci = c + (size_t)i * ldc;                                                             \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                         \
                     if (!overwrite) acc[i][v] = ADD(acc[i][v], LOAD(ci + v * VL));                             \
@@ -154,26 +162,40 @@ static void store_tile(const ag_real *tile, int NR, ag_real *c, int ldc, int mr,
         store_tile(tile, NV * VL, c, ldc, mr, nr, overwrite);                                                  \
     }
 
-#define KERNEL_ARGS int kc, const ag_real *a, int rsa, int csa, const ag_real *b, ag_real *c, int ldc, int mr, int nr, int overwrite
+#define KERNEL_ARGS                                                                                            \
+    int kc, const ag_real *a, int rsa, int csa, const ag_real *b, int ldbk, ag_real *c, int ldc, int mr, int nr,  \
+        int overwrite
+typedef void (*kernel_fn)(KERNEL_ARGS);
+
+/* One kernel per tile width: NV = 1..4 vectors, so that a narrow product
+ * (a head of 16 columns) or the last panel of a wide one does not pay for
+ * a full-width tile. */
+#define KERNELS(PREFIX, TARGET, BODY)                                                                           \
+    TARGET static void PREFIX##1(KERNEL_ARGS) BODY(1);                                                         \
+    TARGET static void PREFIX##2(KERNEL_ARGS) BODY(2);                                                         \
+    TARGET static void PREFIX##3(KERNEL_ARGS) BODY(3);                                                         \
+    TARGET static void PREFIX##4(KERNEL_ARGS) BODY(4);
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HAVE_X86 1
 #include <immintrin.h>
 #ifdef AG_DOUBLE
-#define K512(MR, NV) KERNEL_BODY(__m512d, 8, MR, NV, _mm512_setzero_pd(), _mm512_loadu_pd, _mm512_storeu_pd, \
+#define K512(NV) KERNEL_BODY(__m512d, 8, NV, _mm512_setzero_pd(), _mm512_loadu_pd, _mm512_storeu_pd, \
                              _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
-#define K256(MR, NV) KERNEL_BODY(__m256d, 4, MR, NV, _mm256_setzero_pd(), _mm256_loadu_pd, _mm256_storeu_pd, \
+#define K256(NV) KERNEL_BODY(__m256d, 4, NV, _mm256_setzero_pd(), _mm256_loadu_pd, _mm256_storeu_pd, \
                              _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd)
 #else
-#define K512(MR, NV) KERNEL_BODY(__m512, 16, MR, NV, _mm512_setzero_ps(), _mm512_loadu_ps, _mm512_storeu_ps, \
+#define K512(NV) KERNEL_BODY(__m512, 16, NV, _mm512_setzero_ps(), _mm512_loadu_ps, _mm512_storeu_ps, \
                              _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
-#define K256(MR, NV) KERNEL_BODY(__m256, 8, MR, NV, _mm256_setzero_ps(), _mm256_loadu_ps, _mm256_storeu_ps, \
+#define K256(NV) KERNEL_BODY(__m256, 8, NV, _mm256_setzero_ps(), _mm256_loadu_ps, _mm256_storeu_ps, \
                              _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
 #endif
-/* AVX-512: 32 registers, 24 of them accumulators (12 x 2). */
-__attribute__((target("avx512f,fma"))) static void kernel_avx512(KERNEL_ARGS) K512(AVX512_MR, AVX512_NV)
-/* AVX2: 16 registers, 12 of them accumulators (6 x 2). */
-__attribute__((target("avx2,fma"))) static void kernel_avx2(KERNEL_ARGS) K256(6, 2)
+/* AVX-512: 32 registers; the widest tile, 6 x 4 vectors (6 x 64 floats),
+ * keeps 24 accumulators, 4 vectors of B and a broadcast of A. */
+KERNELS(k512_, __attribute__((target("avx512f,fma"))), K512)
+/* AVX2: 16 registers; 6 x 2 vectors is the widest that fits (12
+ * accumulators), so the 3- and 4-vector tiles spill and are never picked. */
+KERNELS(k256_, __attribute__((target("avx2,fma"))), K256)
 #endif
 
 /* Portable: 16-byte vectors of the compiler's choosing, multiply then add. */
@@ -189,33 +211,37 @@ static inline void vb_store(ag_real *p, vbase v) { memcpy(p, &v, sizeof v); }
 static inline vbase vb_set1(ag_real x) { return (vbase){0} + x; }
 static inline vbase vb_fma(vbase a, vbase b, vbase c) { return a * b + c; }
 static inline vbase vb_add(vbase a, vbase b) { return a + b; }
-static void kernel_base(KERNEL_ARGS) KERNEL_BODY(vbase, VL_BASE, 6, 2, (vbase){0}, vb_load, vb_store, vb_set1, vb_fma,
-                                                 vb_add)
+#define KBASE(NV) KERNEL_BODY(vbase, VL_BASE, NV, (vbase){0}, vb_load, vb_store, vb_set1, vb_fma, vb_add)
+KERNELS(kbase_, , KBASE)
 
-typedef void (*kernel_fn)(KERNEL_ARGS);
 typedef struct isa {
-    kernel_fn kernel;
-    int mr, nr;
+    kernel_fn kernel[NV_MAX + 1]; /* by tile width in vectors; [0] unused */
+    int vl, nv;                   /* reals per vector; the widest tile used */
     const char *name;
 } isa;
 
-static isa pick(void)
+static const isa isa_base = {{NULL, kbase_1, kbase_2, kbase_3, kbase_4}, VL_BASE, 2, "baseline"};
+#ifdef HAVE_X86
+static const isa isa_avx512 = {{NULL, k512_1, k512_2, k512_3, k512_4}, 64 / (int)sizeof(ag_real), 4, "avx512"};
+static const isa isa_avx2 = {{NULL, k256_1, k256_2, k256_3, k256_4}, 32 / (int)sizeof(ag_real), 2, "avx2"};
+#endif
+
+static const isa *best_isa(void)
 {
 #ifdef HAVE_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return (isa){kernel_avx512, AVX512_MR, AVX512_NV * 64 / (int)sizeof(ag_real), "avx512"};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (isa){kernel_avx2, 6, 2 * 32 / (int)sizeof(ag_real), "avx2"};
+    if (__builtin_cpu_supports("avx512f")) return &isa_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &isa_avx2;
 #endif
-    return (isa){kernel_base, 6, 2 * VL_BASE, "baseline"};
+    return &isa_base;
 }
 
-static isa cpu;
+static const isa *cpu;
 
 static const isa *current(void)
 {
-    if (!cpu.kernel) cpu = pick();
-    return &cpu;
+    if (!cpu) cpu = best_isa();
+    return cpu;
 }
 
 /* Which micro-kernel runs: "avx512", "avx2" or "baseline".  Tests and the
@@ -224,23 +250,40 @@ static const isa *current(void)
  * call it while no product runs. */
 const char *ag__gemm_kernel(const char *force)
 {
-    isa best = pick();
-    if (!force) {
-        cpu = best;
-        return cpu.name;
-    }
-    if (!strcmp(force, "baseline")) cpu = (isa){kernel_base, 6, 2 * VL_BASE, "baseline"};
+    const isa *best = best_isa();
+    cpu = best;
+    if (force && !strcmp(force, "baseline")) cpu = &isa_base;
 #ifdef HAVE_X86
-    else if (!strcmp(force, "avx2") && strcmp(best.name, "baseline"))
-        cpu = (isa){kernel_avx2, 6, 2 * 32 / (int)sizeof(ag_real), "avx2"};
-    else if (!strcmp(force, "avx512") && !strcmp(best.name, "avx512"))
-        cpu = best;
+    if (force && !strcmp(force, "avx2") && best != &isa_base) cpu = &isa_avx2;
 #endif
-    return current()->name;
+    return cpu->name;
 }
 
 /* ---- the plain loops: for products too small to repay packing ---------- */
 
+/* a . b over n values: 16 partial sums (vector lanes), added up in a fixed
+ * order at the end. */
+static inline ag_real dot(const ag_real *a, const ag_real *b, int n)
+{
+    ag_real s = 0;
+    int k = 0;
+    if (n >= 16) {
+        ag_real lane[16] = {0};
+        for (; k + 16 <= n; k += 16)
+#pragma omp simd
+            for (int l = 0; l < 16; l++) lane[l] += a[k + l] * b[k + l];
+        for (int l = 0; l < 16; l++) s += lane[l];
+    }
+    for (; k < n; k++) s += a[k] * b[k];
+    return s;
+}
+
+/* Row by row: c_i += a_ik b_k (rows of B) or c_ij += a_i . b_j (B stored
+ * transposed: rows of A and B both contiguous, a dot product), the inner
+ * loop vectorised for the machine (one clone per instruction set). */
+#if defined(HAVE_X86) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc)
 {
@@ -252,13 +295,17 @@ static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, in
             for (int k = 0; k < K; k++) {
                 ag_real aik = AT(A, ta, lda, i, k);
                 const ag_real *b = B + (size_t)k * ldb;
+#pragma omp simd
                 for (int j = 0; j < N; j++) c[j] += aik * b[j];
             }
+        } else if (!ta) {
+            const ag_real *a = A + (size_t)i * lda;
+            for (int j = 0; j < N; j++) c[j] += dot(a, B + (size_t)j * ldb, K);
         } else {
             for (int j = 0; j < N; j++) {
                 const ag_real *b = B + (size_t)j * ldb;
                 ag_real s = 0;
-                for (int k = 0; k < K; k++) s += AT(A, ta, lda, i, k) * b[k];
+                for (int k = 0; k < K; k++) s += A[(size_t)k * lda + i] * b[k];
                 c[j] += s;
             }
         }
@@ -273,94 +320,80 @@ typedef struct job {
     ag_real *C;
     ag_real beta;
     const isa *isa;
-    ag_real *bpack; /* shared: the calling thread's B buffer */
-    int failed;     /* a thread could not get its A buffer: C untouched */
 } job;
 
-/* Thread t of nt: pack its share of the B block, wait for the others, then
- * compute its share of every block of rows.  With nt == 1 this is the
- * whole product on the calling thread. */
-static void gemm_thread(job *jb, int t, int nt)
+/* C[m0:m1, n0:n1] of the product, on the calling thread with its own
+ * packing buffers.  Panels of B are NR = nv VL columns wide; the last one
+ * only as many vectors wide as it needs.  A is read in place (the kernel
+ * takes its strides); only an edge of fewer than MR rows is copied,
+ * zero-padded.  Without memory for the buffers, the plain loops do it. */
+static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
 {
-    const int MR = jb->isa->mr, NR = jb->isa->nr;
-    const int M = jb->M, N = jb->N, K = jb->K;
-    ag_real *apack = reserve(&pack_a, &cap_a, (size_t)MR * KC);
-    if (!apack) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-        jb->failed = 1;
+    const isa *is = jb->isa;
+    const int VL = is->vl, NR = is->nv * VL, K = jb->K;
+    int ncmax = n1 - n0 < NC ? n1 - n0 : NC, kcmax = K < KC ? K : KC;
+    ag_real *bpack = reserve(&pack_b, &cap_b, (size_t)((ncmax + NR - 1) / NR) * NR * kcmax);
+    ag_real *apack = reserve(&pack_a, &cap_a, (size_t)MR * kcmax);
+    if (!bpack || !apack) {
+        gemm_small(jb->ta, jb->tb, m1 - m0, n1 - n0, K, jb->A + (size_t)m0 * (jb->ta ? 1 : jb->lda), jb->lda,
+                   jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->beta, jb->C + (size_t)m0 * jb->ldc + n0,
+                   jb->ldc);
+        return;
     }
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
-    int failed;
-#ifdef _OPENMP
-#pragma omp atomic read
-#endif
-    failed = jb->failed;
-    if (failed) return; /* nobody has touched C: the caller falls back */
-    for (int jc = 0; jc < N; jc += NC) {
-        int nc = N - jc < NC ? N - jc : NC, npanels = (nc + NR - 1) / NR;
+    /* Packing B repays itself when many row panels read it; for a few rows
+     * the kernel reads B (not transposed) in place, whole vectors of it. */
+    bool direct = !jb->tb && m1 - m0 <= 2 * MR;
+    for (int jc = n0; jc < n1; jc += NC) {
+        int nc = n1 - jc < NC ? n1 - jc : NC, npanels = (nc + NR - 1) / NR;
         for (int pc = 0; pc < K; pc += KC) {
             int kc = K - pc < KC ? K - pc : KC;
             int overwrite = pc == 0 && jb->beta == 0;
-            /* B block: panels dealt out to the threads in turn */
-            for (int jp = t; jp < npanels; jp += nt) {
-                int j0 = jc + jp * NR, nr = N - j0 < NR ? N - j0 : NR;
-                pack_b_panel(jb->bpack + (size_t)jp * NR * kc, NR, jb->B, jb->tb, jb->ldb, j0, nr, pc, kc);
+            for (int jp = 0; jp < npanels; jp++) {
+                int j0 = jc + jp * NR, nr = jc + nc - j0 < NR ? jc + nc - j0 : NR;
+                int w = (nr + VL - 1) / VL * VL;
+                if (!(direct && nr == w))
+                    pack_b_panel(bpack + (size_t)jp * NR * kc, w, jb->B, jb->tb, jb->ldb, j0, nr, pc, kc);
             }
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
-            {
-                /* this thread's rows: a contiguous share of the MR panels */
-                int mpanels = (M + MR - 1) / MR;
-                int r0 = (int)((long)mpanels * t / nt) * MR, r1 = (int)((long)mpanels * (t + 1) / nt) * MR;
-                if (r1 > M) r1 = M;
-                for (int ic = r0; ic < r1; ic += MC) {
-                    int mc = r1 - ic < MC ? r1 - ic : MC;
-                    for (int jp = 0; jp < npanels; jp++) {
-                        int j0 = jc + jp * NR, nr = N - j0 < NR ? N - j0 : NR;
-                        const ag_real *bp = jb->bpack + (size_t)jp * NR * kc;
-                        for (int i0 = ic; i0 < ic + mc; i0 += MR) {
-                            int mr = r1 - i0 < MR ? r1 - i0 : MR;
-                            ag_real *c = jb->C + (size_t)i0 * jb->ldc + j0;
-                            if (mr < MR) { /* the edge: zero-padded copy */
-                                if (jp == 0) pack_a_panel(apack, MR, jb->A, jb->ta, jb->lda, i0, mr, pc, kc);
-                                jb->isa->kernel(kc, apack, 1, MR, bp, c, jb->ldc, mr, nr, overwrite);
-                            } else if (jb->ta) { /* A stored [K, M]: rows of depth are contiguous */
-                                jb->isa->kernel(kc, jb->A + (size_t)pc * jb->lda + i0, 1, jb->lda, bp, c, jb->ldc,
-                                                mr, nr, overwrite);
-                            } else {
-                                jb->isa->kernel(kc, jb->A + (size_t)i0 * jb->lda + pc, jb->lda, 1, bp, c, jb->ldc,
-                                                mr, nr, overwrite);
-                            }
+            for (int ic = m0; ic < m1; ic += MC) {
+                int mc = m1 - ic < MC ? m1 - ic : MC;
+                for (int jp = 0; jp < npanels; jp++) {
+                    int j0 = jc + jp * NR, nr = jc + nc - j0 < NR ? jc + nc - j0 : NR;
+                    int w = (nr + VL - 1) / VL * VL, ldbk = w;
+                    kernel_fn kern = is->kernel[w / VL];
+                    const ag_real *bp = bpack + (size_t)jp * NR * kc;
+                    if (direct && nr == w) bp = jb->B + (size_t)pc * jb->ldb + j0, ldbk = jb->ldb;
+                    for (int i0 = ic; i0 < ic + mc; i0 += MR) {
+                        int mr = m1 - i0 < MR ? m1 - i0 : MR;
+                        ag_real *c = jb->C + (size_t)i0 * jb->ldc + j0;
+                        if (mr < MR) { /* the edge: a zero-padded copy, made once per depth block */
+                            if (jp == 0) pack_a_edge(apack, jb->A, jb->ta, jb->lda, i0, mr, pc, kc);
+                            kern(kc, apack, 1, MR, bp, ldbk, c, jb->ldc, mr, nr, overwrite);
+                        } else if (jb->ta) { /* A stored [K, M]: element (i, k) at A[k lda + i] */
+                            kern(kc, jb->A + (size_t)pc * jb->lda + i0, 1, jb->lda, bp, ldbk, c, jb->ldc, mr, nr,
+                                 overwrite);
+                        } else { /* A stored [M, K]: element (i, k) at A[i lda + k] */
+                            kern(kc, jb->A + (size_t)i0 * jb->lda + pc, jb->lda, 1, bp, ldbk, c, jb->ldc, mr, nr,
+                                 overwrite);
                         }
                     }
                 }
             }
-#ifdef _OPENMP
-#pragma omp barrier /* before the B block is packed again */
-#endif
         }
     }
 }
 
-/* How many threads a product of this size deserves: one per ~2 MFLOP of
- * work, never more than ag_get_threads(), one inside a parallel region. */
-static int threads_for(double flops)
+/* Thread t of nt takes a contiguous share of the MR-row panels (rows) or of
+ * the NR-column panels (columns) and computes it alone: no barriers, and
+ * each element is computed exactly as one thread would. */
+static void gemm_share(const job *jb, int by_rows, int t, int nt)
 {
-#ifdef _OPENMP
-    int nt = ag_get_threads();
-    if (nt <= 1 || omp_in_parallel()) return 1;
-    int want = (int)(flops / 2e6);
-    if (want < nt) nt = want < 1 ? 1 : want;
-    return nt;
-#else
-    (void)flops;
-    return 1;
-#endif
+    int P = by_rows ? MR : jb->isa->nv * jb->isa->vl, n = by_rows ? jb->M : jb->N;
+    int panels = (n + P - 1) / P;
+    int lo = (int)((long)panels * t / nt) * P, hi = (int)((long)panels * (t + 1) / nt) * P;
+    if (hi > n) hi = n;
+    if (lo >= hi) return;
+    if (by_rows) gemm_part(jb, lo, hi, 0, jb->N);
+    else gemm_part(jb, 0, jb->M, lo, hi);
 }
 
 void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
@@ -372,25 +405,25 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
             for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(ag_real));
         return;
     }
-    const isa *is = current();
-    if ((double)M * N * K < 8 * 1024 || M < is->mr || N < is->nr / 2) {
+    if ((double)M * N * K < GEMM_SMALL) {
         gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    int nc = N < NC ? N : NC, kc = K < KC ? K : KC;
-    ag_real *bpack = reserve(&pack_b, &cap_b, (size_t)((nc + is->nr - 1) / is->nr) * is->nr * kc);
-    if (!bpack) {
-        gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc); /* no memory: still correct */
-        return;
-    }
-    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is, bpack, 0};
-    int nt = threads_for(2.0 * M * N * K);
+    const isa *is = current();
+    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is};
+    /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
+     * core), where waking a helper costs little beside it (src/threads.c) */
+    int nt = ag__threads_for((size_t)((double)M * N * K / 64));
 #ifdef _OPENMP
     if (nt > 1) {
+        /* split the way that leaves the largest share smallest; columns
+         * on a tie (each thread then packs only its own part of B) */
+        long NR = is->nv * is->vl, mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR;
+        long rows = (mp + nt - 1) / nt * MR * (long)N, cols = (np + nt - 1) / nt * NR * (long)M;
+        int by_rows = rows < cols;
 #pragma omp parallel num_threads(nt)
-        gemm_thread(&jb, omp_get_thread_num(), omp_get_num_threads());
+        gemm_share(&jb, by_rows, omp_get_thread_num(), omp_get_num_threads());
     } else
 #endif
-        gemm_thread(&jb, 0, 1);
-    if (jb.failed) gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        gemm_part(&jb, 0, M, 0, N);
 }

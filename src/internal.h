@@ -70,6 +70,8 @@ AG_OP_DECL(layer_norm)
 AG_OP_DECL(embedding)
 AG_OP_DECL(dropout)
 AG_OP_DECL(cross_entropy)
+AG_OP_DECL(linear)
+AG_OP_DECL(masked_softmax)
 #undef AG_OP_DECL
 
 /* Indexed by ag_op_id; [AG_OP_LEAF] is a descriptor with no backward. */
@@ -162,6 +164,24 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim,
  * length).  Row-major.  beta is 0 (overwrite) or 1 (accumulate). */
 void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
               const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc);
+
+/* ---- fused ops (ops/linear.c, ops/masked_softmax.c) ---------------------- */
+
+/* y = x W^T + b: x [..., in], W [out, in], b [out] or NULL -> [..., out]. */
+ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
+/* softmax(mask == 0 ? fill : scale * x) over the last axis; mask may be NULL. */
+ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
+
+/* ---- shared kernels and threads ------------------------------------------ */
+
+/* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/elementwise.c). */
+ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
+/* How many threads a loop of `work` element-operations should use: 1 when
+ * it is too small to repay a fork and join (src/threads.c). */
+int ag__threads_for(size_t work);
+/* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
+ * (for tests and benchmarks), NULL keeps the CPU's choice (src/gemm.c). */
+const char *ag__gemm_kernel(const char *force);
 
 /* ---- debugging hook used by ag_backward ---------------------------------- */
 extern int ag__broken_op;

@@ -47,7 +47,7 @@ ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, 
     return AG_OK;
 }
 
-/* y = x W^T + b:  x [..., in] viewed as [N, in];  [N, in] @ [in, out] -> [N, out] */
+/* y = x W^T + b:  x [..., in] -> [..., out], one op (ops/linear.c) */
 ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
 {
     if (!ag__ok(g, "linear", 1, x)) return NULL;
@@ -57,13 +57,7 @@ ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
                       ag_shape_str(x, a, sizeof a), l->in, ag_shape_str(l->weight, b, sizeof b));
         return NULL;
     }
-    int shape[AG_MAX_DIMS];
-    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
-    shape[x->ndim - 1] = l->out;
-    ag_tensor *x2 = ag_reshape(g, x, AG_SHAPE(-1, l->in));
-    ag_tensor *y = ag_matmul(g, x2, ag_transpose(g, l->weight, 0, 1));
-    if (l->bias) y = ag_add(g, y, l->bias);
-    return ag_reshape(g, y, x->ndim, shape);
+    return ag__linear(g, x, l->weight, l->bias);
 }
 
 ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)

@@ -34,6 +34,8 @@ const ag_op_desc *const ag_op_table[] = {
     [AG_OP_EMBEDDING] = &ag_op_embedding,
     [AG_OP_DROPOUT] = &ag_op_dropout,
     [AG_OP_CROSS_ENTROPY] = &ag_op_cross_entropy,
+    [AG_OP_LINEAR] = &ag_op_linear,
+    [AG_OP_MASKED_SOFTMAX] = &ag_op_masked_softmax,
 };
 _Static_assert(sizeof ag_op_table / sizeof ag_op_table[0] == AG_OP_COUNT,
                "the table must end at the last op id");

@@ -603,7 +603,8 @@ ag_status ag_svg_line_plot(const char *path, const char *title, const char *xlab
         snprintf(num, sizeof num, "%.*f", yd, fabs(v) < ystep * 1e-9 ? 0.0 : v);
         svg_text(&t, x0 - 8, yy + 4, 11, "end", NULL, num, 0);
     }
-    for (int x = 1; x <= xmax; x += xstep) {
+    /* x ticks at 1 and the multiples of the step: 1, 5, 10, ... */
+    for (int x = 1; x <= xmax; x = x == 1 && xstep > 1 ? xstep : x + xstep) {
         double xx = XPOS(x);
         ag__text_printf(&t, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n", xx, y0, xx,
                         y1);

@@ -14,61 +14,53 @@ static ag_tensor *logits23(ag_graph *g)
     return x;
 }
 
+/* ag_cross_entropy of logits23 for targets t: the loss, a scalar, and
+ * d loss / d logits against the values from Python. */
+static void expect_loss23(ag_graph *g, const int t[2], int ignore_index, double label_smoothing, double want,
+                          const double dx[6])
+{
+    ag_tensor *x = logits23(g);
+    ag_tensor *loss = ag_cross_entropy(g, x, t, ignore_index, label_smoothing);
+    cr_assert_not_null(loss, "%s", ag_graph_error(g));
+    cr_assert_eq(loss->ndim, 0);
+    expect_close(loss->data, &want, 1, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "loss");
+    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
+    expect_close(x->grad, dx, 6, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "dlogits");
+}
+
 Test(cross_entropy, two_rows_by_hand)
 {
     ag_graph *g = ag_graph_new();
-    ag_tensor *x = logits23(g);
-    int t[] = {1, 2};
-    ag_tensor *loss = ag_cross_entropy(g, x, t, -100, 0);
-    cr_assert_not_null(loss, "%s", ag_graph_error(g));
-    cr_assert_eq(loss->ndim, 0);
-    /* (-log p[0][1] - log p[1][2]) / 2 = (1.40760596 + 2.40760596) / 2 */
-    expect_close(loss->data, ((double[]){1.9076059644443806}), 1, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "loss");
-    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
-    /* (softmax - onehot) / 2 */
+    /* loss (-log p[0][1] - log p[1][2]) / 2 = (1.40760596 + 2.40760596) / 2;
+     * dlogits (softmax - onehot) / 2 */
     const double dx[] = {0.04501528658519023, -0.37763576447260117, 0.3326204778874109,
                          0.3326204778874109,  0.12236423552739882,  -0.4549847134148098};
-    expect_close(x->grad, dx, 6, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "dlogits");
+    expect_loss23(g, (const int[]){1, 2}, -100, 0, 1.9076059644443806, dx);
     ag_graph_free(g);
 }
 
 Test(cross_entropy, label_smoothing_matches_pytorch_formula)
 {
     ag_graph *g = ag_graph_new();
-    ag_tensor *x = logits23(g);
-    int t[] = {1, 2};
-    ag_tensor *loss = ag_cross_entropy(g, x, t, -100, 0.1);
     /* row 0: 0.9 * 1.4076 + 0.1 * mean(2.4076, 1.4076, 0.4076) = 1.4076...
-     * row 1: 0.9 * 2.4076 + 0.1 * 1.4076 = 2.3076...;  mean 1.8576... */
-    expect_close(loss->data, ((double[]){1.8576059644443803}), 1, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "loss");
-    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
-    /* (softmax - 0.9 onehot - 0.1 / 3) / 2 */
+     * row 1: 0.9 * 2.4076 + 0.1 * 1.4076 = 2.3076...;  mean 1.8576...;
+     * dlogits (softmax - 0.9 onehot - 0.1 / 3) / 2 */
     const double dx[] = {0.028348619918523565, -0.34430243113926784, 0.31595381122074423,
                          0.31595381122074423,  0.10569756886073216,  -0.42165138008147646};
-    expect_close(x->grad, dx, 6, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "dlogits");
+    expect_loss23(g, (const int[]){1, 2}, -100, 0.1, 1.8576059644443803, dx);
     ag_graph_free(g);
 }
 
 Test(cross_entropy, ignored_rows_do_not_count)
 {
     ag_graph *g = ag_graph_new();
-    ag_tensor *x = logits23(g);
-    int t[] = {1, -100};
-    ag_tensor *loss = ag_cross_entropy(g, x, t, -100, 0);
-    expect_close(loss->data, ((double[]){1.4076059644443804}), 1, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "loss");
-    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
     const double dx[] = {0.09003057317038046, -0.7552715289452023, 0.6652409557748218, 0, 0, 0};
-    expect_close(x->grad, dx, 6, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "dlogits");
+    expect_loss23(g, (const int[]){1, -100}, -100, 0, 1.4076059644443804, dx);
 
     /* any ignore_index value, with smoothing: only row 1 counts */
     ag_graph_reset(g);
-    x = logits23(g);
-    int t2[] = {5, 2};
-    loss = ag_cross_entropy(g, x, t2, 5, 0.1);
-    expect_close(loss->data, ((double[]){2.3076059644443805}), 1, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "loss");
-    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
     const double dx2[] = {0, 0, 0, 0.6319076224414885, 0.21139513772146432, -0.8433027601629529};
-    expect_close(x->grad, dx2, 6, TOL(1e-14, 1e-6), TOL(1e-13, 1e-6), "dlogits");
+    expect_loss23(g, (const int[]){5, 2}, 5, 0.1, 2.3076059644443805, dx2);
     ag_graph_free(g);
 }
 

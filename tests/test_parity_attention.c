@@ -9,10 +9,7 @@
  * stored ones, runs it in eval mode and compares everything: outputs and
  * weights, the gradient of every input and of every parameter.  Tolerance:
  * 1e-9 relative in the double build, 1e-4 in the float build. */
-#include <stdlib.h>
-#include <string.h>
-
-#include "common.h"
+#include "fixture.h"
 
 #define ATTN_FIXTURE "tests/reference/attention.safetensors"
 #define BLOCKS_FIXTURE "tests/reference/blocks.safetensors"
@@ -21,45 +18,6 @@
 #define REL TOL(1e-9, 1e-4)
 
 /* ---- reading the fixture ------------------------------------------------- */
-
-static ag_st *open_fixture(const char *path)
-{
-    ag_st *f = NULL;
-    char err[256] = "";
-    ag_status st = ag_st_load(path, &f, err, sizeof err);
-    cr_assert_eq(st, AG_OK, "%s (run the tests from the repository root; regenerate with "
-                            "/usr/bin/python3 tests/reference/make_fixtures.py)", err);
-    return f;
-}
-
-static int stored(const ag_st *f, const char *name)
-{
-    int i = ag_st_find(f, name);
-    cr_assert_geq(i, 0, "the fixture has no tensor %s", name);
-    return i;
-}
-
-/* A leaf of g with the stored tensor's shape and values. */
-static ag_tensor *load_leaf(ag_graph *g, const ag_st *f, const char *name, int requires_grad)
-{
-    int i = stored(f, name), nd = ag_st_ndim(f, i), shape[AG_MAX_DIMS];
-    cr_assert(nd >= 0 && nd <= AG_MAX_DIMS, "%s has %d axes", name, nd);
-    for (int d = 0; d < nd; d++) shape[d] = (int)ag_st_shape(f, i)[d];
-    ag_tensor *t = ag_tensor_new(g, nd, shape);
-    cr_assert_not_null(t, "%s: %s", name, ag_graph_error(g));
-    char err[256] = "";
-    cr_assert_eq(ag_st_read_tensor(f, name, t, err, sizeof err), AG_OK, "%s", err);
-    ag_set_requires_grad(t, requires_grad);
-    return ag_set_name(t, name);
-}
-
-/* n stored ints (I64), which must be exactly n. */
-static void load_ints(const ag_st *f, const char *name, int *dst, size_t n)
-{
-    cr_assert_eq(ag_st_numel(f, stored(f, name)), n, "%s: element count", name);
-    char err[256] = "";
-    cr_assert_eq(ag_st_read_int(f, name, dst, n, err, sizeof err), AG_OK, "%s", err);
-}
 
 /* Every parameter of s from the fixture, by its name (the layers' seeded
  * initial values are overwritten). */
@@ -73,38 +31,10 @@ static void load_params(const ag_st *f, ag_store *s)
     }
 }
 
-/* The stored F64 values, exactly (not rounded to ag_real): the reference.
- * The caller frees them. */
-static double *load_f64(const ag_st *f, const char *name, size_t *n)
-{
-    int i = stored(f, name);
-    cr_assert_str_eq(ag_st_dtype(f, i), "F64", "%s", name);
-    *n = ag_st_numel(f, i);
-    double *v = malloc((*n ? *n : 1) * sizeof *v);
-    cr_assert_not_null(v);
-    const unsigned char *b = ag_st_bytes(f, i);
-    for (size_t k = 0; k < *n; k++) {
-        uint64_t u = 0;
-        for (int j = 0; j < 8; j++) u |= (uint64_t)b[8 * k + (size_t)j] << (8 * j);
-        memcpy(&v[k], &u, sizeof v[k]);
-    }
-    return v;
-}
-
-/* got (t's data or gradient) matches stored tensor `name`, shape included. */
+/* got (t's data or gradient) matches stored tensor `name`. */
 static void expect_stored(const ag_st *f, const char *name, const ag_tensor *t, const ag_real *got)
 {
-    cr_assert_not_null(t, "%s: no tensor", name);
-    cr_assert_not_null(got, "%s: no values (no gradient reached it?)", name);
-    int i = stored(f, name), nd = ag_st_ndim(f, i);
-    cr_assert_eq(t->ndim, nd, "%s: %d axes, stored %d", name, t->ndim, nd);
-    for (int d = 0; d < nd; d++)
-        cr_assert_eq((int64_t)t->shape[d], ag_st_shape(f, i)[d], "%s: axis %d is %d, stored %lld", name,
-                     d, t->shape[d], (long long)ag_st_shape(f, i)[d]);
-    size_t n;
-    double *want = load_f64(f, name, &n);
-    expect_close(got, want, n, ABS, REL, name);
-    free(want);
+    expect_f64(f, name, t, got, ABS, REL);
 }
 
 /* An input leaf and its fixture name, for the gradient comparison. */
@@ -129,22 +59,11 @@ static void expect_grads(const ag_st *f, const ag_store *s, const char *prefix,
         snprintf(name, sizeof name, "grad.%s", p->name);
         expect_stored(f, name, p, p->grad);
     }
-    char want[64];
-    snprintf(want, sizeof want, "grad.%s.", prefix);
-    int checked = 0;
-    for (int i = 0; i < ag_st_count(f); i++)
-        if (strncmp(ag_st_name(f, i), want, strlen(want)) == 0) checked++;
+    snprintf(name, sizeof name, "grad.%s", prefix);
+    int checked = count_stored(f, name);
     cr_assert_eq(checked, n_inputs + ag_store_count(s),
-                 "the fixture has %d gradients under %s*, the test compared %d", checked, want,
+                 "the fixture has %d gradients under %s.*, the test compared %d", checked, name,
                  n_inputs + ag_store_count(s));
-}
-
-/* L = sum(y * w), then backward. */
-static void backward_weighted(ag_graph *g, ag_tensor *y, ag_tensor *w)
-{
-    cr_assert_not_null(y, "%s", ag_graph_error(g));
-    ag_tensor *loss = ag_sum_all(g, ag_mul(g, y, w));
-    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
 }
 
 static ag_graph *eval_graph(void)

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "fixture.h"
 
 #define MODEL "tests/reference/tiny_model.safetensors"
 #define DATA "tests/reference/tiny.tsv"
@@ -63,49 +63,6 @@
 
 /* ---- the fixture and the checkpoint ------------------------------------------ */
 
-static ag_st *open_file(const char *path)
-{
-    ag_st *f = NULL;
-    char err[256] = "";
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK,
-                 "%s (run the tests from the repository root; see tests/reference/README.md)", err);
-    return f;
-}
-
-static int stored(const ag_st *f, const char *name)
-{
-    int i = ag_st_find(f, name);
-    cr_assert_geq(i, 0, "the fixture has no tensor %s", name);
-    return i;
-}
-
-/* Stored F32 or F64 values as doubles, exactly as stored (not rounded to
- * ag_real).  *n gets the count; the caller frees the result. */
-static double *load_ref(const ag_st *f, const char *name, size_t *n)
-{
-    int i = stored(f, name);
-    const char *dt = ag_st_dtype(f, i);
-    int wide = !strcmp(dt, "F64");
-    cr_assert(wide || !strcmp(dt, "F32"), "%s is %s, want F32 or F64", name, dt);
-    *n = ag_st_numel(f, i);
-    double *v = malloc((*n ? *n : 1) * sizeof *v);
-    cr_assert_not_null(v);
-    const unsigned char *b = ag_st_bytes(f, i);
-    for (size_t k = 0; k < *n; k++) {
-        uint64_t u = 0;
-        for (int j = 0; j < (wide ? 8 : 4); j++) u |= (uint64_t)b[(wide ? 8 : 4) * k + (size_t)j] << (8 * j);
-        if (wide) {
-            memcpy(&v[k], &u, sizeof v[k]);
-        } else {
-            uint32_t u32 = (uint32_t)u;
-            float x;
-            memcpy(&x, &u32, sizeof x);
-            v[k] = x;
-        }
-    }
-    return v;
-}
-
 static double load_scalar(const ag_st *f, const char *name)
 {
     size_t n;
@@ -137,7 +94,7 @@ static void tiny_load(tiny *m)
 {
     char err[256] = "";
     memset(m, 0, sizeof *m);
-    m->ckpt = open_file(MODEL);
+    m->ckpt = open_fixture(MODEL);
     const char *fmt = ag_st_meta(m->ckpt, "format");
     cr_assert(fmt && !strcmp(fmt, "attograd-translator-1"), "%s: format %s", MODEL, fmt ? fmt : "missing");
     const char *vs = ag_st_meta(m->ckpt, "src_vocab"), *vt = ag_st_meta(m->ckpt, "tgt_vocab");
@@ -171,15 +128,14 @@ typedef struct batch {
     int src[BATCH * 16], src_valid[BATCH], tgt_in[BATCH * 16], tgt_out[BATCH * 16];
 } batch;
 
-static void load_ints(const ag_st *f, const char *name, int *dst, int rows, int cols)
+/* Stored ints of shape [rows, cols], or [rows] when cols is 0. */
+static void load_rows(const ag_st *f, const char *name, int *dst, int rows, int cols)
 {
     int i = stored(f, name);
     cr_assert_eq(ag_st_ndim(f, i), cols ? 2 : 1, "%s: axes", name);
     cr_assert_eq(ag_st_shape(f, i)[0], rows, "%s: rows", name);
     if (cols) cr_assert_eq(ag_st_shape(f, i)[1], cols, "%s: columns", name);
-    char err[256] = "";
-    cr_assert_eq(ag_st_read_int(f, name, dst, (size_t)rows * (size_t)(cols ? cols : 1), err, sizeof err), AG_OK,
-                 "%s", err);
+    load_ints(f, name, dst, (size_t)rows * (size_t)(cols ? cols : 1));
 }
 
 static void batch_load(const ag_st *f, batch *b)
@@ -190,61 +146,47 @@ static void batch_load(const ag_st *f, batch *b)
     b->T = (int)ag_st_shape(f, j)[1];
     cr_assert(b->B == BATCH && b->S >= 1 && b->S <= 16 && b->T >= 1 && b->T <= 16, "batch [%d, %d] / [%d, %d]",
               b->B, b->S, b->B, b->T);
-    load_ints(f, "batch.src", b->src, b->B, b->S);
-    load_ints(f, "batch.src_valid", b->src_valid, b->B, 0);
-    load_ints(f, "batch.tgt_in", b->tgt_in, b->B, b->T);
-    load_ints(f, "batch.tgt_out", b->tgt_out, b->B, b->T);
+    load_rows(f, "batch.src", b->src, b->B, b->S);
+    load_rows(f, "batch.src_valid", b->src_valid, b->B, 0);
+    load_rows(f, "batch.tgt_in", b->tgt_in, b->B, b->T);
+    load_rows(f, "batch.tgt_out", b->tgt_out, b->B, b->T);
 }
 
-/* The loss of the batch in eval mode (dropout off), then its gradients. */
-static double loss_and_backward(tiny *m, ag_graph *g, const batch *b)
+/* The loss of the fixture's batch in eval mode (dropout off) on a new graph
+ * (the caller frees it), then its gradients; the loss against the
+ * fixture's "loss" (float build) or "loss64" (double build). */
+static ag_graph *loss_and_backward(tiny *m, const ag_st *f)
 {
+    batch b;
+    batch_load(f, &b);
+    ag_graph *g = ag_graph_new();
+    cr_assert_not_null(g);
     ag_graph_set_training(g, 0);
-    ag_tensor *loss = ag_seq2seq_loss(g, &m->net, b->src, b->src_valid, b->tgt_in, b->tgt_out, b->B, b->S, b->T);
+    ag_tensor *loss = ag_seq2seq_loss(g, &m->net, b.src, b.src_valid, b.tgt_in, b.tgt_out, b.B, b.S, b.T);
     cr_assert_not_null(loss, "%s", ag_graph_error(g));
     cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
-    return (double)loss->data[0];
-}
-
-/* got[0..n) against the stored tensor `name` (same element count). */
-static void expect_ref(const ag_st *f, const char *name, const ag_tensor *p, const ag_real *got, double abs_tol,
-                       double rel_tol)
-{
-    int i = stored(f, name);
-    cr_assert_eq(ag_st_ndim(f, i), p->ndim, "%s: axes", name);
-    for (int d = 0; d < p->ndim; d++) cr_assert_eq(ag_st_shape(f, i)[d], p->shape[d], "%s: axis %d", name, d);
-    size_t n;
-    double *want = load_ref(f, name, &n);
-    cr_assert_eq(n, p->size);
-    expect_close(got, want, n, abs_tol, rel_tol, name);
-    free(want);
+    double got = (double)loss->data[0], want = load_scalar(f, "loss" SUFFIX);
+    cr_assert(fabs(got - want) <= LOSS_REL * fabs(want), "loss %.10g, want %.10g", got, want);
+    return g;
 }
 
 /* The fixture holds exactly one "<prefix>.<p>" per parameter of the store. */
 static void expect_count(const ag_st *f, const ag_store *s, const char *prefix)
 {
-    int k = 0;
-    size_t len = strlen(prefix);
-    for (int i = 0; i < ag_st_count(f); i++)
-        if (!strncmp(ag_st_name(f, i), prefix, len) && ag_st_name(f, i)[len] == '.') k++;
+    int k = count_stored(f, prefix);
     cr_assert_eq(k, ag_store_count(s), "the fixture has %d %s.* tensors, the model %d parameters", k, prefix,
                  ag_store_count(s));
 }
 
-/* Loss, clipping and the parameters after one step of opt (made by the
- * caller on m->store), against "<kind>.<p>" / "<kind>64.<p>". */
+/* From the checkpoint's weights: the loss, clipping to norm 1, then one step
+ * of `kind` ("sgd" or "adam"); every parameter against "<kind>.<p>" (float
+ * build) or "<kind>64.<p>" (double build). */
 static void check_step(const char *kind)
 {
     tiny m;
     tiny_load(&m);
-    ag_st *f = open_file(FIXTURE);
-    batch b;
-    batch_load(f, &b);
-    ag_graph *g = ag_graph_new();
-    cr_assert_not_null(g);
-
-    double loss = loss_and_backward(&m, g, &b), want = load_scalar(f, "loss" SUFFIX);
-    cr_assert(fabs(loss - want) <= LOSS_REL * fabs(want), "loss %.10g, want %.10g", loss, want);
+    ag_st *f = open_fixture(FIXTURE);
+    ag_graph *g = loss_and_backward(&m, f);
     double norm;
     cr_assert_eq(ag_clip_grad_norm(m.store, CLIP, &norm), AG_OK, "%s", ag_optim_last_error());
     cr_assert_gt(norm, CLIP, "the batch's gradient norm %g should exceed %g, so that clipping is tested", norm,
@@ -308,7 +250,7 @@ Test(parity_translator, batch_from_the_c_pipeline)
     char err[256] = "";
     tiny m;
     tiny_load(&m);
-    ag_st *f = open_file(FIXTURE);
+    ag_st *f = open_fixture(FIXTURE);
     batch want;
     batch_load(f, &want);
     ag_pairs *p = NULL;
@@ -363,13 +305,8 @@ Test(parity_translator, loss_and_gradients)
 {
     tiny m;
     tiny_load(&m);
-    ag_st *f = open_file(FIXTURE);
-    batch b;
-    batch_load(f, &b);
-    ag_graph *g = ag_graph_new();
-    cr_assert_not_null(g);
-    double loss = loss_and_backward(&m, g, &b), want = load_scalar(f, "loss" SUFFIX);
-    cr_assert(fabs(loss - want) <= LOSS_REL * fabs(want), "loss %.10g, want %.10g", loss, want);
+    ag_st *f = open_fixture(FIXTURE);
+    ag_graph *g = loss_and_backward(&m, f);
     expect_count(f, m.store, "grad" SUFFIX);
     char name[160];
     for (int i = 0; i < ag_store_count(m.store); i++) {

@@ -6,62 +6,30 @@
  * libxml2-utils); without them those checks are skipped with a note and the
  * rest of each test still runs. */
 #include <ctype.h>
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "tmpdir.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* A fresh directory; the test removes it (and the files in it) with rm_dir. */
-static void make_dir(char dir[64])
+/* Each test writes into its own fresh directory, made before the test and
+ * removed with what is in it after, even when the test fails. */
+static char *dir;
+
+static void make_dir(void)
 {
-    snprintf(dir, 64, "/tmp/ag_viz_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir), "mkdtemp failed");
+    dir = make_tmpdir("viz");
 }
 
-static int files_in(const char *dir)
+static void remove_dir(void)
 {
-    DIR *d = opendir(dir);
-    cr_assert_not_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    closedir(d);
-    return n;
+    rm_dir(dir);
 }
 
-static void rm_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char path[512];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-/* The whole file as a NUL-terminated string (free it). */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_not_null(s);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
+TestSuite(viz, .init = make_dir, .fini = remove_dir);
 
 static int count(const char *s, const char *needle)
 {
@@ -73,6 +41,30 @@ static int count(const char *s, const char *needle)
 
 #define expect_has(s, needle) cr_assert_not_null(strstr((s), (needle)), "missing %s in:\n%s", (needle), (s))
 #define expect_lacks(s, needle) cr_assert_null(strstr((s), (needle)), "unexpected %s in:\n%s", (needle), (s))
+
+/* A node labelled "<name> = <op ...>\n<shape>" (a named op's label). */
+static void expect_named(const char *dot, const char *name, const char *shape)
+{
+    char want[96];
+    snprintf(want, sizeof want, "label=\"%s = ", name);
+    const char *p = strstr(dot, want);
+    cr_assert_not_null(p, "no node named %s in:\n%s", name, dot);
+    const char *end = strchr(p + strlen(want), '"');
+    cr_assert_not_null(end);
+    snprintf(want, sizeof want, "\\n%s", shape);
+    size_t n = strlen(want);
+    cr_assert((size_t)(end - p) >= n && !strncmp(end - n, want, n), "%s is not %s: %.*s", name, shape,
+              (int)(end - p), p);
+}
+
+/* The DOT of g (ag_graph_write_dot with root and flags) written to path and
+ * read back (free it). */
+static char *dot_text(const ag_graph *g, const ag_tensor *root, int flags, const char *path)
+{
+    char err[256];
+    cr_assert_eq(ag_graph_write_dot(g, root, flags, path, err, sizeof err), AG_OK, "%s", err);
+    return read_file(path, NULL);
+}
 
 /* Run a checker tool on path when it is installed: 1 ran and passed, 0 ran
  * and failed, -1 not installed (a note is printed). */
@@ -178,12 +170,10 @@ static void free_small(small_net *n)
 
 Test(viz, dot_has_one_node_per_tensor_with_names_shapes_and_edges)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128];
     snprintf(path, sizeof path, "%s/small.dot", dir);
     small_net n = small_graph();
-    cr_assert_eq(ag_graph_write_dot(n.g, NULL, 0, path, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = dot_text(n.g, NULL, 0, path);
     expect_has(s, "digraph attograd {");
     /* tape: n0 x, n1 matmul, n2 tanh, n3 mul, n4 mean; off the tape: p0 w */
     expect_has(s, "n0 [shape=ellipse");
@@ -210,19 +200,15 @@ Test(viz, dot_has_one_node_per_tensor_with_names_shapes_and_edges)
     expect_dot_accepts(path, dir);
     free(s);
     free_small(&n);
-    rm_dir(dir);
 }
 
 Test(viz, dot_statistics_of_values_and_gradients)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128];
     snprintf(path, sizeof path, "%s/stats.dot", dir);
     small_net n = small_graph();
     cr_assert_eq(ag_backward(n.g, n.loss), AG_OK);
-    cr_assert_eq(ag_graph_write_dot(n.g, NULL, AG_DOT_VALUES | AG_DOT_GRADS, path, err, sizeof err), AG_OK, "%s",
-                 err);
-    char *s = slurp(path);
+    char *s = dot_text(n.g, NULL, AG_DOT_VALUES | AG_DOT_GRADS, path);
     /* x @ w = [[1, 2], [4, 5], [7, 8], [10, 11]]: norm sqrt(380) = 19.49 */
     expect_has(s, "label=\"matmul\\n[4, 2]\\nmin 1  max 11  norm 19.5\\ngrad min ");
     /* x: 1..12, norm sqrt(650) = 25.5; an input without gradient has no grad line */
@@ -235,20 +221,17 @@ Test(viz, dot_statistics_of_values_and_gradients)
     cr_assert_not_null(strstr(strstr(s, "p0 ["), "\\ngrad min "));
     expect_dot_accepts(path, dir);
     /* values only: no gradient lines */
-    cr_assert_eq(ag_graph_write_dot(n.g, NULL, AG_DOT_VALUES, path, err, sizeof err), AG_OK, "%s", err);
     free(s);
-    s = slurp(path);
+    s = dot_text(n.g, NULL, AG_DOT_VALUES, path);
     expect_has(s, "min 1  max 11  norm 19.5");
     expect_lacks(s, "grad min");
     free(s);
     free_small(&n);
-    rm_dir(dir);
 }
 
 Test(viz, dot_root_draws_only_its_ancestors)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128];
     snprintf(path, sizeof path, "%s/root.dot", dir);
     ag_graph *g = ag_graph_new();
     ag_tensor *x = ag_set_name(ag_tensor_new(g, AG_SHAPE(2, 3)), "x");
@@ -256,8 +239,7 @@ Test(viz, dot_root_draws_only_its_ancestors)
     ag_set_name(ag_shift(g, x, 1), "b"); /* made from x, but not used by c */
     ag_tensor *c = ag_set_name(ag_tanh(g, a), "c");
     ag_set_name(ag_neg(g, c), "d"); /* made after c, from c */
-    cr_assert_eq(ag_graph_write_dot(g, c, 0, path, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = dot_text(g, c, 0, path);
     expect_has(s, "label=\"x\\n[2, 3]\"");
     expect_has(s, "label=\"a = scale \xc3\x97" "0.5\\n[2, 3]\"");
     expect_has(s, "label=\"c = tanh\\n[2, 3]\"");
@@ -271,74 +253,100 @@ Test(viz, dot_root_draws_only_its_ancestors)
     expect_has(s, "n1 -> n3;");
     expect_dot_accepts(path, dir);
     /* the whole tape has all five */
-    cr_assert_eq(ag_graph_write_dot(g, NULL, 0, path, err, sizeof err), AG_OK, "%s", err);
     free(s);
-    s = slurp(path);
+    s = dot_text(g, NULL, 0, path);
     expect_has(s, "b = shift +1");
     expect_has(s, "d = neg");
     cr_assert_eq(count(s, " -> "), 4);
     free(s);
     ag_graph_free(g);
-    rm_dir(dir);
+}
+
+/* The block attention_demo draws: the PyTorch tutorial's multi-head
+ * self-attention (C 64, 8 heads) and Add&Norm, on x [2, 4, 64]. */
+Test(viz, dot_of_a_multi_head_attention_block)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/attention.dot", dir);
+    ag_store *s = ag_store_new();
+    ag_graph *g = ag_graph_new();
+    ag_mha mha;
+    ag_norm norm;
+    cr_assert_eq(ag_mha_init(&mha, s, "mha", 64, 8, 1, 0.0, 1), AG_OK);
+    cr_assert_eq(ag_norm_init(&norm, s, "layer_norm", 64), AG_OK);
+    ag_graph_set_training(g, 0);
+    ag_tensor *x = ag_set_name(ag_tensor_new(g, AG_SHAPE(2, 4, 64)), "x");
+    ag_tensor *out = ag_add_norm(g, &norm, x, ag_mha_forward(g, &mha, x, x, NULL, -1e9, NULL), 0);
+    ag_exp(g, out); /* a node after the root: not drawn */
+    cr_assert_eq(ag_graph_status(g), AG_OK, "%s", ag_graph_error(g));
+    char *d = dot_text(g, out, 0, path);
+    /* the names the layers give (whatever op made them), with their shapes */
+    expect_named(d, "q", "[2, 4, 64]");
+    expect_named(d, "k", "[2, 4, 64]");
+    expect_named(d, "v", "[2, 4, 64]");
+    expect_named(d, "scores", "[2, 8, 4, 4]");
+    expect_named(d, "attn", "[2, 8, 4, 4]");
+    /* the scale 1 / sqrt(D), D = 64 / 8, somewhere on the scores' way */
+    expect_has(d, "\xc3\x97" "0.3536");
+    expect_has(d, "label=\"permute (0, 2, 1, 3)\\n[2, 8, 4, 8]\""); /* split heads */
+    expect_has(d, "label=\"layer_norm\\n[2, 4, 64]\", tooltip=\"(unnamed): layer_norm [2, 4, 64], requires grad, root\"");
+    cr_assert_eq(count(d, "shape=cylinder"), 10, "w_q, w_k, w_v, w_o weights and biases, layer norm gain and bias");
+    expect_has(d, "label=\"mha.w_o.weight\\n[64, 64]\"");
+    cr_assert_eq(count(d, "shape=ellipse"), 1, "x is the only input");
+    expect_lacks(d, "exp");
+    expect_dot_accepts(path, dir);
+    free(d);
+    ag_graph_free(g);
+    ag_store_free(s);
 }
 
 Test(viz, dot_draws_a_deep_chain_without_recursion)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128];
     snprintf(path, sizeof path, "%s/chain.dot", dir);
     ag_graph *g = ag_graph_new();
     ag_tensor *y = ag_tensor_new(g, AG_SHAPE(1));
     for (int i = 0; i < 20000; i++) y = ag_neg(g, y);
-    cr_assert_eq(ag_graph_write_dot(g, y, 0, path, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = dot_text(g, y, 0, path);
     cr_assert_eq(count(s, " -> "), 20000);
     expect_has(s, "n19999 -> n20000;");
     free(s);
     ag_graph_free(g);
-    rm_dir(dir);
 }
 
 Test(viz, dot_escapes_names_and_graphviz_accepts_them)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128];
     snprintf(path, sizeof path, "%s/names.dot", dir);
     ag_graph *g = ag_graph_new();
     ag_tensor *x = ag_set_name(ag_tensor_new(g, AG_SHAPE(2)), "say \"hi\" \\ <b>&{x}");
     ag_set_name(ag_exp(g, x), "bad\xff\nbyte");
-    cr_assert_eq(ag_graph_write_dot(g, NULL, 0, path, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = dot_text(g, NULL, 0, path);
     expect_has(s, "label=\"say \\\"hi\\\" \\\\ <b>&{x}\\n[2]\"");
     expect_has(s, "label=\"bad??byte = exp\\n[2]\"");
     expect_dot_accepts(path, dir);
     free(s);
     ag_graph_free(g);
-    rm_dir(dir);
 }
 
 Test(viz, dot_of_a_graph_in_error_shows_the_error)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128];
     snprintf(path, sizeof path, "%s/err.dot", dir);
     ag_graph *g = ag_graph_new();
     ag_tensor *a = ag_tensor_new(g, AG_SHAPE(2, 4, 64));
     ag_tensor *b = ag_tensor_new(g, AG_SHAPE(32, 64));
     cr_assert_null(ag_matmul(g, a, b));
-    cr_assert_eq(ag_graph_write_dot(g, NULL, 0, path, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = dot_text(g, NULL, 0, path);
     expect_has(s, "\\ngraph error: matmul: inner dims differ: [2, 4, 64] x [32, 64]\"");
     expect_dot_accepts(path, dir);
     free(s);
     ag_graph_free(g);
-    rm_dir(dir);
 }
 
 Test(viz, dot_errors_name_the_path_and_leave_no_files)
 {
-    char dir[64], path[160], err[256];
-    make_dir(dir);
+    char path[160], err[256];
     ag_graph *g = ag_graph_new(), *other = ag_graph_new();
     ag_tensor *x = ag_tensor_new(g, AG_SHAPE(2));
     ag_exp(g, x);
@@ -355,32 +363,28 @@ Test(viz, dot_errors_name_the_path_and_leave_no_files)
     cr_assert_eq(ag_graph_write_dot(NULL, NULL, 0, path, err, sizeof err), AG_ERR_ARG);
     cr_assert_eq(ag_graph_write_dot(g, NULL, 0, NULL, err, sizeof err), AG_ERR_ARG);
     cr_assert_eq(ag_graph_write_dot(g, NULL, 0, "", NULL, 0), AG_ERR_ARG, "empty path, no err buffer");
-    cr_assert_eq(files_in(dir), 0, "nothing written, no temporary file left");
+    cr_assert_eq(count_entries(dir, NULL, 0), 0, "nothing written, no temporary file left");
     /* success replaces an existing file and leaves only it */
     FILE *f = fopen(path, "w");
     fputs("old", f);
     fclose(f);
-    cr_assert_eq(ag_graph_write_dot(g, NULL, 0, path, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = dot_text(g, NULL, 0, path);
     expect_has(s, "digraph");
-    cr_assert_eq(files_in(dir), 1);
+    cr_assert_eq(count_entries(dir, NULL, 0), 1);
     free(s);
     ag_graph_free(g);
     ag_graph_free(other);
-    rm_dir(dir);
 }
 
 Test(viz, dot_shows_tensors_of_another_graph_as_strangers)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128];
     snprintf(path, sizeof path, "%s/s.dot", dir);
     ag_graph *g = ag_graph_new(), *other = ag_graph_new();
     ag_tensor *e = ag_set_name(ag_tensor_new(other, AG_SHAPE(2)), "enc");
     ag_tensor *x = ag_tensor_new(g, AG_SHAPE(2));
     ag_add(g, x, e);
-    cr_assert_eq(ag_graph_write_dot(g, NULL, 0, path, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = dot_text(g, NULL, 0, path);
     expect_has(s, "p0 [shape=ellipse, style=\"dashed,filled\"");
     expect_has(s, "label=\"enc\\n[2]\"");
     expect_has(s, "label=\"input\\n[2]\"");
@@ -389,22 +393,20 @@ Test(viz, dot_shows_tensors_of_another_graph_as_strangers)
     free(s);
     ag_graph_free(g);
     ag_graph_free(other);
-    rm_dir(dir);
 }
 
 /* ---- heatmaps -------------------------------------------------------------------- */
 
 Test(viz, heatmap_is_well_formed_escaped_and_has_tooltips)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128], err[256];
     snprintf(path, sizeof path, "%s/h.svg", dir);
     const char *rows[2] = {"<bos>", "l'homme"};
     const char *cols[3] = {"\"q\"", "a&b", "ok"};
     const ag_real w[6] = {0.25, 0.75, 0, 0.5, 0.125, 0.375};
     cr_assert_eq(ag_svg_heatmap(path, "Cross <attention> & \"co\"", rows, 2, cols, 3, w, err, sizeof err), AG_OK,
                  "%s", err);
-    char *s = slurp(path);
+    char *s = read_file(path, NULL);
     expect_has(s, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
     expect_has(s, "&lt;bos&gt;");
     expect_has(s, "l&apos;homme");
@@ -427,15 +429,13 @@ Test(viz, heatmap_is_well_formed_escaped_and_has_tooltips)
     expect_has(s, "fill=\"#fde725\"");
     expect_finite_coordinates(s);
     expect_well_formed(path);
-    cr_assert_eq(files_in(dir), 1, "no temporary file left");
+    cr_assert_eq(count_entries(dir, NULL, 0), 1, "no temporary file left");
     free(s);
-    rm_dir(dir);
 }
 
 Test(viz, causal_heatmap_leaves_the_upper_triangle_empty)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128], err[256];
     snprintf(path, sizeof path, "%s/causal.svg", dir);
     /* a causal softmax: row t spreads over keys 0..t */
     enum { T = 5 };
@@ -444,7 +444,7 @@ Test(viz, causal_heatmap_leaves_the_upper_triangle_empty)
         for (int u = 0; u <= t; u++) w[t * T + u] = (ag_real)(1.0 / (t + 1));
     const char *tok[T] = {"t0", "t1", "t2", "t3", "t4"};
     cr_assert_eq(ag_svg_heatmap(path, NULL, tok, T, tok, T, w, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = read_file(path, NULL);
     cr_assert_eq(count(s, "class=\"cell empty\""), T * (T - 1) / 2);
     /* every empty cell is above the diagonal: key > query */
     int checked = 0;
@@ -463,13 +463,11 @@ Test(viz, causal_heatmap_leaves_the_upper_triangle_empty)
     expect_finite_coordinates(s);
     expect_well_formed(path);
     free(s);
-    rm_dir(dir);
 }
 
 Test(viz, heatmap_grid_has_a_panel_per_head_and_survives_nan)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128], err[256];
     snprintf(path, sizeof path, "%s/grid.svg", dir);
     enum { P = 3, R = 2, C = 4 };
     ag_real w[P * R * C];
@@ -478,7 +476,7 @@ Test(viz, heatmap_grid_has_a_panel_per_head_and_survives_nan)
     w[6] = (ag_real)INFINITY;
     const char *titles[P] = {"head <0>", NULL, "head 2"};
     cr_assert_eq(ag_svg_heatmap_grid(path, "grid", P, titles, R, C, NULL, NULL, w, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = read_file(path, NULL);
     cr_assert_eq(count(s, "<g class=\"panel\">"), P);
     cr_assert_eq(count(s, "class=\"cell"), P * R * C);
     expect_has(s, ">head &lt;0&gt;</text>");
@@ -493,19 +491,17 @@ Test(viz, heatmap_grid_has_a_panel_per_head_and_survives_nan)
     expect_finite_coordinates(s);
     expect_well_formed(path);
     free(s);
-    rm_dir(dir);
 }
 
 Test(viz, heatmap_replaces_bad_utf8_and_cuts_long_labels)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128], err[256];
     snprintf(path, sizeof path, "%s/utf8.svg", dir);
     const char *rows[2] = {"\xff\x01ok\xc3\xa9", "\xed\xa0\x80x"}; /* junk, control, é; a surrogate */
     const char *cols[1] = {"abcdefghijklmnopqrstuvwxyz"};
     const ag_real w[2] = {0.5, 1};
     cr_assert_eq(ag_svg_heatmap(path, "t", rows, 2, cols, 1, w, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = read_file(path, NULL);
     expect_has(s, ">??ok\xc3\xa9</text>");
     expect_has(s, ">???x</text>");
     /* 16 characters at most in an axis label: 15 and an ellipsis; the
@@ -514,13 +510,11 @@ Test(viz, heatmap_replaces_bad_utf8_and_cuts_long_labels)
     expect_has(s, "key \"abcdefghijklmnopqrstuvwxyz\"");
     expect_well_formed(path);
     free(s);
-    rm_dir(dir);
 }
 
 Test(viz, attention_heatmap_from_a_weights_tensor)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128], err[256];
     snprintf(path, sizeof path, "%s/att.svg", dir);
     ag_graph *g = ag_graph_new();
     /* softmax of [B=2, H=2, T=2, S=3] scores: rows sum to 1 */
@@ -529,7 +523,7 @@ Test(viz, attention_heatmap_from_a_weights_tensor)
     ag_tensor *w = ag_softmax(g, scores);
     const char *q[2] = {"je", "suis"}, *k[3] = {"i", "am", "."};
     cr_assert_eq(ag_svg_attention(path, "layer 1", w, 1, q, k, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = read_file(path, NULL);
     cr_assert_eq(count(s, "<g class=\"panel\">"), 2);
     /* head 1, query "suis", key ".": element [1, 1, 1, 2] */
     char want[160];
@@ -548,13 +542,11 @@ Test(viz, attention_heatmap_from_a_weights_tensor)
     cr_assert_eq(ag_svg_attention(path, NULL, NULL, 0, NULL, NULL, err, sizeof err), AG_ERR_ARG);
     free(s);
     ag_graph_free(g);
-    rm_dir(dir);
 }
 
 Test(viz, heatmap_errors)
 {
-    char dir[64], path[160], err[256];
-    make_dir(dir);
+    char path[160], err[256];
     const ag_real w[1] = {1};
     snprintf(path, sizeof path, "%s/h.svg", dir);
     cr_assert_eq(ag_svg_heatmap(path, NULL, NULL, 0, NULL, 1, w, err, sizeof err), AG_ERR_ARG);
@@ -565,16 +557,14 @@ Test(viz, heatmap_errors)
     cr_assert_eq(ag_svg_heatmap(path, NULL, NULL, 1, NULL, 1, w, err, sizeof err), AG_ERR_IO);
     expect_has(err, "heatmap: cannot write '");
     expect_has(err, path);
-    cr_assert_eq(files_in(dir), 0);
-    rm_dir(dir);
+    cr_assert_eq(count_entries(dir, NULL, 0), 0);
 }
 
 /* ---- line plots ------------------------------------------------------------------ */
 
 Test(viz, line_plot_has_axes_legend_and_skips_nan)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128], err[256];
     snprintf(path, sizeof path, "%s/loss.svg", dir);
     const double train[6] = {4.0, 3.2, NAN, 2.5, 2.25, 2.0};
     const double test[4] = {3.5, 3.0, 2.9, INFINITY};
@@ -583,7 +573,7 @@ Test(viz, line_plot_has_axes_legend_and_skips_nan)
     const char *names[2] = {"training", "held-out <test>"};
     cr_assert_eq(ag_svg_line_plot(path, "loss per epoch", "epoch", "loss", 2, names, y, n, err, sizeof err), AG_OK,
                  "%s", err);
-    char *s = slurp(path);
+    char *s = read_file(path, NULL);
     expect_has(s, ">loss per epoch</text>");
     expect_has(s, ">epoch</text>");
     expect_has(s, ">loss</text>");
@@ -602,20 +592,18 @@ Test(viz, line_plot_has_axes_legend_and_skips_nan)
     expect_finite_coordinates(s);
     expect_well_formed(path);
     free(s);
-    rm_dir(dir);
 }
 
 Test(viz, line_plot_degenerate_series)
 {
-    char dir[64], path[128], err[256];
-    make_dir(dir);
+    char path[128], err[256];
     snprintf(path, sizeof path, "%s/p.svg", dir);
     /* one point; all NaN; empty; a constant series */
     const double one[1] = {7}, nan2[2] = {NAN, NAN}, flat[3] = {0, 0, 0};
     const double *y[4] = {one, nan2, NULL, flat};
     const int n[4] = {1, 2, 0, 3};
     cr_assert_eq(ag_svg_line_plot(path, NULL, NULL, NULL, 4, NULL, y, n, err, sizeof err), AG_OK, "%s", err);
-    char *s = slurp(path);
+    char *s = read_file(path, NULL);
     expect_has(s, ">series 4</text>");
     cr_assert_eq(count(s, "<circle "), 1 + 3);
     expect_finite_coordinates(s);
@@ -626,16 +614,14 @@ Test(viz, line_plot_degenerate_series)
     const double *yh[1] = {huge};
     const int nh[1] = {2};
     cr_assert_eq(ag_svg_line_plot(path, NULL, NULL, NULL, 1, NULL, yh, nh, err, sizeof err), AG_OK, "%s", err);
-    s = slurp(path);
+    s = read_file(path, NULL);
     expect_finite_coordinates(s);
     free(s);
-    rm_dir(dir);
 }
 
 Test(viz, line_plot_errors)
 {
-    char dir[64], path[160], err[256];
-    make_dir(dir);
+    char path[160], err[256];
     const double v[2] = {1, 2};
     const double *y[1] = {v};
     const int n[1] = {2}, bad[1] = {-1};
@@ -646,6 +632,5 @@ Test(viz, line_plot_errors)
     cr_assert_eq(ag_svg_line_plot(path, NULL, NULL, NULL, 0, NULL, y, n, err, sizeof err), AG_ERR_ARG);
     cr_assert_eq(ag_svg_line_plot(path, NULL, NULL, NULL, 1, NULL, y, bad, err, sizeof err), AG_ERR_ARG);
     expect_has(err, "series 0 has -1 points");
-    cr_assert_eq(files_in(dir), 0);
-    rm_dir(dir);
+    cr_assert_eq(count_entries(dir, NULL, 0), 0);
 }

@@ -16,8 +16,11 @@
 FUZZ_DIR     ?= build-fuzz
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 300
-FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS  := $(AG_FLAGS) -O1 -g $(FUZZ_SAN)
+# clang 14 does not define __SANITIZE_ADDRESS__ under -fsanitize=address (GCC
+# does); the library keys its ifunc dispatch (target_clones) off it.
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+                -D__SANITIZE_ADDRESS__=1
+FUZZ_CFLAGS  := $(AG_FLAGS) -O1 -g $(FUZZ_SAN) -Wno-pass-failed
 FUZZ_TARGETS := fuzz_safetensors fuzz_pairs
 FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
@@ -26,6 +29,8 @@ FUZZ_OPTS    := -max_len=65536 -timeout=10 -print_final_stats=1
 FUZZ_ENV     := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 .PHONY: fuzz fuzz-build fuzz-replay
+
+-include $(FUZZ_OBJ:.o=.d)
 
 $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

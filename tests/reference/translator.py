@@ -559,10 +559,14 @@ def cmd_train(torch, a):
                         "tokens_per_s": tokens / dt_})
         if not math.isfinite(last_loss):
             sys.exit("translator.py: epoch %d: loss is %g" % (epoch + 1, last_loss))
+        held = ""
+        if dt is not None:  # not timed, as in translate
+            history[-1]["test_loss"] = dataset_loss(torch, model, dt, B)
+            held = "  held-out %.4f" % history[-1]["test_loss"]
         if not a.quiet:
-            print("epoch %d/%d  loss %.4f  %.0f tok/s  %.1fs  (cpu %.1fs)"
-                  % (epoch + 1, a.epochs, last_loss, tokens / dt_, dt_, cpu), flush=True)
-    seconds = time.perf_counter() - t_start
+            print("epoch %d/%d  loss %.4f%s  %.0f tok/s  %.1fs  (cpu %.1fs)"
+                  % (epoch + 1, a.epochs, last_loss, held, tokens / dt_, dt_, cpu), flush=True)
+    seconds = time.perf_counter() - t_start  # held-out losses included, as translate's
     if a.out:
         save_checkpoint(model, sv, tv, a.out)
     result = {"epochs": a.epochs, "loss": last_loss, "seconds": seconds, "history": history,

@@ -1,0 +1,97 @@
+/* ops/linear.c: the dense layer y = x W^T + b, as one op (PyTorch's
+ * F.linear).
+ *
+ *   x [..., I], W [O, I], b [O] or NULL -> y [..., O]
+ *   (x is read as N = size / I rows of I values)
+ *
+ * forward:  y[n, o] = sum_i x[n, i] W[o, i] + b[o]
+ * backward: dx[n, i] += sum_o dy[n, o] W[o, i]     dx = dy W      [N, O] x [O, I]
+ *           dW[o, i] += sum_n dy[n, o] x[n, i]     dW = dy^T x    [O, N] x [N, I]
+ *           db[o]    += sum_n dy[n, o]
+ *
+ * The same as reshape(add(matmul(reshape(x, [N, I]), transpose(W)), b)),
+ * which is how ag_linear_forward used to be written, minus what that costs:
+ * the copies of the two reshapes and of W^T (forward and backward), and a
+ * broadcasting add whose backward sums dy over rows through stride-0 walks.
+ * The gemm reads W as stored and packs the transpose itself.
+ *
+ * src = {x, W, b}; b may be NULL. */
+#include "internal.h"
+
+#include <stdio.h>
+
+
+ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
+{
+    if (!ag__ok(g, "linear", 2, x, w)) return NULL;
+    char sx[96], sw[96], sb[96];
+    if (w->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1] ||
+        (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "linear: x %s, weight %s and bias %s do not fit x [..., I], W [O, I], b [O]",
+                      ag_shape_str(x, sx, sizeof sx), ag_shape_str(w, sw, sizeof sw),
+                      b ? ag_shape_str(b, sb, sizeof sb) : "none");
+        return NULL;
+    }
+    int I = w->shape[1], O = w->shape[0], shape[AG_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
+    shape[x->ndim - 1] = O;
+    ag_tensor *src[3] = {x, w, b};
+    ag_tensor *y = ag__node(g, AG_OP_LINEAR, x->ndim, shape, 3, src);
+    if (!y) return NULL;
+    int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
+    /* y = x W^T.  For a handful of rows, y^T = W x^T instead: the gemm then
+     * reads W in place and rearranges only x (N I values, not O I), and y^T
+     * is transposed back; each y[n, o] is the same sum in the same order. */
+    if (N > 0 && 4 * N <= O && N <= 16) {
+        ag_real *yt = ag__alloc(g, (size_t)O * N * sizeof(ag_real));
+        if (!yt) return NULL;
+        ag__gemm(0, 1, O, N, I, w->data, I, x->data, I, 0, yt, N);
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < O; o++) y->data[(size_t)n * O + o] = yt[(size_t)o * N + n];
+    } else {
+        ag__gemm(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O);
+    }
+    /* y += b, row by row */
+    if (b)
+        for (int n = 0; n < N; n++) {
+            ag_real *yn = y->data + (size_t)n * O;
+#pragma omp simd
+            for (int o = 0; o < O; o++) yn[o] += b->data[o];
+        }
+    return y;
+}
+
+static void linear_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *x = y->src[0], *w = y->src[1], *b = y->src[2];
+    ag_real *dx = x->requires_grad ? ag__grad(g, x) : NULL;
+    ag_real *dw = w->requires_grad ? ag__grad(g, w) : NULL;
+    ag_real *db = b && b->requires_grad ? ag__grad(g, b) : NULL;
+    if (ag_graph_status(g) != AG_OK) return;
+    int I = w->shape[1], O = w->shape[0];
+    int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
+    /* y = x W^T:  dx += dy W  [N, O] x [O, I] */
+    if (dx) ag__gemm(0, 0, N, I, O, y->grad, O, w->data, I, 1, dx, I);
+    /* y = x W^T:  dW += dy^T x  [O, N] x [N, I] */
+    if (dw) ag__gemm(1, 0, O, I, N, y->grad, O, x->data, I, 1, dw, I);
+    /* y = ... + b:  db += sum over rows of dy */
+    if (db)
+        for (int n = 0; n < N; n++) {
+            const ag_real *dyn = y->grad + (size_t)n * O;
+#pragma omp simd
+            for (int o = 0; o < O; o++) db[o] += dyn[o];
+        }
+}
+
+static ag_tensor *case_bias(ag_graph *g, ag_tensor *const *in) { return ag__linear(g, in[0], in[1], in[2]); }
+static ag_tensor *case_nobias(ag_graph *g, ag_tensor *const *in) { return ag__linear(g, in[0], in[1], NULL); }
+
+static const ag_op_case cases[] = {
+    {"[3, 4] W [2, 4] b [2]", 3, {2, 2, 1}, {{3, 4}, {2, 4}, {2}}, -1, 1, 0, case_bias},
+    {"[2, 3, 4] W [5, 4] b [5] batch axes", 3, {3, 2, 1}, {{2, 3, 4}, {5, 4}, {5}}, -1, 1, 0, case_bias},
+    {"[4, 3] W [2, 3] no bias", 2, {2, 2}, {{4, 3}, {2, 3}}, -1, 1, 0, case_nobias},
+    {"[1, 1] W [1, 1] b [1] size-1", 3, {2, 2, 1}, {{1, 1}, {1, 1}, {1}}, -1, 1, 0, case_bias},
+    {"[13, 24] W [40, 24] b [40] packed kernel", 3, {2, 2, 1}, {{13, 24}, {40, 24}, {40}}, -1, 1, 0, case_bias},
+};
+
+const ag_op_desc ag_op_linear = {.name = "linear", .backward = linear_backward, AG_CASES(cases)};

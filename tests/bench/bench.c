@@ -1,0 +1,663 @@
+/* bench.c: `make bench`.  Measures attograd against OpenBLAS and PyTorch in
+ * the same run, on the same machine, with the same thread counts, and
+ * prints a markdown table (also written to --out):
+ *
+ *   1. sgemm GFLOP/s: square sizes 64..1024 and the shapes attention uses,
+ *      against OpenBLAS's cblas_sgemm (linked into this program only, when
+ *      the Makefile finds libopenblas-dev);
+ *   2. multi-head self-attention forward + backward (the PyTorch tutorial's
+ *      block: q/k/v/o linear with bias, 1/sqrt(D), causal mask, softmax,
+ *      P V, heads, LayerNorm(x + out)) against the same block in PyTorch
+ *      (tests/bench/attention.py run by /usr/bin/python3);
+ *   3. translator training (target tokens per second) at translate's
+ *      default config, against tests/reference/translator.py train;
+ *   and each at 1 and 2 threads.  PyTorch and OpenBLAS get the same thread
+ *   count (torch.set_num_threads, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS).
+ *
+ * Memory: this program replaces malloc (glibc's __libc_* underneath) to
+ * count every allocation in the process and to track the live heap, so it
+ * can show that a training step after the first calls malloc zero times,
+ * and the peak heap of a step beside the bytes the step needs.
+ *
+ * Timings are the best of several rounds: on a shared machine the best is
+ * the least disturbed. */
+#define _GNU_SOURCE
+#include "attograd.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* src/gemm.c: the micro-kernel in use ("avx512", "avx2", "baseline"). */
+
+/* ---- counting malloc -------------------------------------------------------- */
+
+#ifdef __GLIBC__
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+static unsigned long n_malloc; /* every allocation in the process */
+static long live_bytes, peak_bytes;
+
+static void took(void *p)
+{
+    if (!p) return;
+    __atomic_add_fetch(&n_malloc, 1, __ATOMIC_RELAXED);
+    long now = __atomic_add_fetch(&live_bytes, (long)malloc_usable_size(p), __ATOMIC_RELAXED);
+    long peak = __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&peak_bytes, &peak, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+static void gave(void *p)
+{
+    if (p) __atomic_sub_fetch(&live_bytes, (long)malloc_usable_size(p), __ATOMIC_RELAXED);
+}
+void *malloc(size_t n)
+{
+    void *p = __libc_malloc(n);
+    took(p);
+    return p;
+}
+void *calloc(size_t n, size_t s)
+{
+    void *p = __libc_calloc(n, s);
+    took(p);
+    return p;
+}
+void *realloc(void *q, size_t n)
+{
+    gave(q);
+    void *p = __libc_realloc(q, n);
+    if (p) took(p);
+    else if (q && n) took(q); /* failed: q still lives */
+    return p;
+}
+void free(void *p)
+{
+    gave(p);
+    __libc_free(p);
+}
+void *memalign(size_t a, size_t n)
+{
+    void *p = __libc_memalign(a, n);
+    took(p);
+    return p;
+}
+void *aligned_alloc(size_t a, size_t n) { return memalign(a, n); }
+int posix_memalign(void **out, size_t a, size_t n)
+{
+    void *p = memalign(a, n);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+}
+#define COUNTING_MALLOC 1
+#else
+static unsigned long n_malloc;
+static long live_bytes, peak_bytes;
+#endif
+
+/* ---- the table ------------------------------------------------------------------ */
+
+static FILE *out_file;
+
+/* Print to stdout and to the output file. */
+static void emit(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    if (out_file) {
+        va_start(ap, fmt);
+        vfprintf(out_file, fmt, ap);
+        va_end(ap);
+    }
+    fflush(stdout);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Seconds per call of fn(ctx): the best round of several, about `budget`
+ * seconds in all. */
+static double best_time(void (*fn)(void *), void *ctx, double budget)
+{
+    fn(ctx); /* warm up: caches, buffers, thread pools */
+    double best = INFINITY, spent = 0;
+    while (spent < budget || best == INFINITY) {
+        double t0 = now(), dt;
+        int n = 0;
+        do {
+            fn(ctx);
+            n++;
+            dt = now() - t0;
+        } while (n < 2 || dt < budget / 5);
+        if (dt / n < best) best = dt / n;
+        spent += dt;
+    }
+    return best;
+}
+
+static void ratio_cell(char *buf, size_t len, double r)
+{
+    if (r > 0 && isfinite(r)) snprintf(buf, len, "%.2fx", r);
+    else snprintf(buf, len, "-");
+}
+
+/* ---- 1. sgemm ---------------------------------------------------------------------- */
+
+typedef struct gemm_case {
+    int ta, tb, M, N, K;
+    const char *what;
+} gemm_case;
+
+typedef struct gemm_ctx {
+    const gemm_case *c;
+    float *A, *B, *C;
+} gemm_ctx;
+
+#ifndef AG_DOUBLE
+static void run_ag_gemm(void *p)
+{
+    gemm_ctx *x = p;
+    const gemm_case *c = x->c;
+    ag__gemm(c->ta, c->tb, c->M, c->N, c->K, x->A, c->ta ? c->M : c->K, x->B, c->tb ? c->K : c->N, 0, x->C, c->N);
+}
+#endif
+#ifdef HAVE_OPENBLAS
+static void run_blas_gemm(void *p)
+{
+    gemm_ctx *x = p;
+    const gemm_case *c = x->c;
+    cblas_sgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans, c->M, c->N,
+                c->K, 1, x->A, c->ta ? c->M : c->K, x->B, c->tb ? c->K : c->N, 0, x->C, c->N);
+}
+#endif
+
+static void bench_gemm(const int *threads, int nthreads, double budget)
+{
+    static const gemm_case cases[] = {
+        {0, 0, 64, 64, 64, "square"},
+        {0, 0, 128, 128, 128, "square"},
+        {0, 0, 256, 256, 256, "square"},
+        {0, 0, 512, 512, 512, "square"},
+        {0, 0, 1024, 1024, 1024, "square"},
+        {0, 1, 2048, 256, 256, "x W^T, (16,128,256,8)"},
+        {0, 1, 2048, 512, 512, "x W^T, (4,512,512,8)"},
+        {1, 0, 512, 512, 2048, "dW = dy^T x, (4,512,512,8)"},
+        {0, 1, 512, 512, 64, "Q K^T per head, (4,512,512,8)"},
+        {0, 0, 512, 64, 512, "P V per head, (4,512,512,8)"},
+        {0, 1, 128, 128, 32, "Q K^T per head, (16,128,256,8)"},
+    };
+    emit("\n### 1. sgemm, GFLOP/s (higher is better)\n\n");
+#ifdef HAVE_OPENBLAS
+    emit("OpenBLAS (%s), measured in the same run.\n\n", openblas_get_config());
+#else
+    emit("OpenBLAS is not linked in: attograd alone.  For the comparison: "
+         "`sudo apt-get install libopenblas-dev`, then `make bench` again.\n\n");
+#endif
+#ifdef AG_DOUBLE
+    (void)threads, (void)nthreads, (void)budget;
+    emit("(built with -DAG_DOUBLE: sgemm skipped)\n");
+    return;
+#else
+    emit("| M x N x K | op | threads | attograd | OpenBLAS | attograd / OpenBLAS |\n");
+    emit("|---|---|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const gemm_case *c = &cases[i];
+        size_t na = (size_t)c->M * c->K, nb = (size_t)c->K * c->N, nc = (size_t)c->M * c->N;
+        gemm_ctx x = {c, malloc(na * sizeof(float)), malloc(nb * sizeof(float)), malloc(nc * sizeof(float))};
+        if (!x.A || !x.B || !x.C) {
+            fprintf(stderr, "bench: out of memory\n");
+            exit(1);
+        }
+        ag_rng r;
+        ag_rng_seed(&r, i);
+        for (size_t j = 0; j < na; j++) x.A[j] = (float)ag_rng_uniform(&r) * 2 - 1;
+        for (size_t j = 0; j < nb; j++) x.B[j] = (float)ag_rng_uniform(&r) * 2 - 1;
+        double flops = 2.0 * c->M * c->N * c->K;
+        for (int t = 0; t < nthreads; t++) {
+            ag_set_threads(threads[t]);
+            double ag = flops / best_time(run_ag_gemm, &x, budget) * 1e-9, blas = 0;
+#ifdef HAVE_OPENBLAS
+            openblas_set_num_threads(threads[t]);
+            blas = flops / best_time(run_blas_gemm, &x, budget) * 1e-9;
+#endif
+            char rb[32], bb[32];
+            ratio_cell(rb, sizeof rb, blas > 0 ? ag / blas : 0);
+            if (blas > 0) snprintf(bb, sizeof bb, "%.1f", blas);
+            else snprintf(bb, sizeof bb, "-");
+            emit("| %d x %d x %d | %s%s%s | %d | %.1f | %s | %s |\n", c->M, c->N, c->K,
+                 c->ta ? "A^T B" : c->tb ? "A B^T" : "A B", strcmp(c->what, "square") ? ": " : "",
+                 strcmp(c->what, "square") ? c->what : "", threads[t], ag, bb, rb);
+        }
+        free(x.A), free(x.B), free(x.C);
+    }
+    ag_set_threads(1);
+#endif
+}
+
+/* ---- 2. attention ---------------------------------------------------------------- */
+
+typedef struct attn_ctx {
+    int B, T, C, H;
+    ag_store *store;
+    ag_graph *g;
+    ag_mha mha;
+    ag_norm norm;
+    ag_real *x;
+} attn_ctx;
+
+/* One step: y = LayerNorm(x + MHA(x, x, x, causal)); loss = mean(y * y);
+ * backward; zero the gradients. */
+static void attn_step(void *p)
+{
+    attn_ctx *a = p;
+    ag_graph *g = a->g;
+    ag_graph_reset(g);
+    ag_tensor *x = ag_tensor_from(g, AG_SHAPE(a->B, a->T, a->C), a->x);
+    ag_tensor *mask = ag_causal_mask(g, a->T, a->T);
+    ag_tensor *y = ag_norm_forward(g, &a->norm, ag_add(g, x, ag_mha_forward(g, &a->mha, x, x, mask, -1e9, NULL)));
+    ag_tensor *loss = ag_mean_all(g, ag_mul(g, y, y));
+    if (ag_backward(g, loss) != AG_OK) {
+        fprintf(stderr, "bench: attention step failed: %s\n", ag_graph_error(g));
+        exit(1);
+    }
+    ag_store_zero_grad(a->store);
+}
+
+/* Run the PyTorch side: one line "B T C H ms" per config into ms[]. */
+static int torch_attention(const char *python, int threads, const int (*cfg)[4], int n, double budget, double *ms)
+{
+    char cmd[1024];
+    int len = snprintf(cmd, sizeof cmd,
+                       "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d MKL_NUM_THREADS=%d %s tests/bench/attention.py "
+                       "--threads %d --causal --seconds %g",
+                       threads, threads, threads, python, threads, budget);
+    for (int i = 0; i < n; i++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %d,%d,%d,%d", cfg[i][0], cfg[i][1], cfg[i][2], cfg[i][3]);
+    FILE *f = popen(cmd, "r");
+    if (!f) return 0;
+    int got = 0, B, T, C, H;
+    double t;
+    while (got < n && fscanf(f, "%d %d %d %d %lf", &B, &T, &C, &H, &t) == 5) ms[got++] = t;
+    return pclose(f) == 0 && got == n;
+}
+
+static void bench_attention(const int *threads, int nthreads, const char *python, int have_torch, double budget)
+{
+    static const int cfg[][4] = {{2, 4, 64, 8}, {8, 32, 128, 8}, {16, 128, 256, 8}, {4, 512, 512, 8}};
+    static const double target[] = {20, 5, 2, 1.5};
+    enum { NCFG = sizeof cfg / sizeof cfg[0] };
+    emit("\n### 2. Multi-head self-attention, forward + backward, ms per step (lower is better)\n\n");
+    emit("LayerNorm(x + MHA(x, x, x)) with q/k/v/o linear layers with bias, causal mask, loss mean(y^2); "
+         "x is [B, T, C], H heads.  PyTorch: the same block (tests/bench/attention.py)%s.\n\n",
+         have_torch ? ", measured in the same run" : " is not available: attograd alone");
+    emit("| (B, T, C, H) | threads | attograd ms | PyTorch ms | speed-up | target |\n");
+    emit("|---|---:|---:|---:|---:|---:|\n");
+    for (int t = 0; t < nthreads; t++) {
+        double torch_ms[NCFG] = {0};
+        int ok = have_torch && torch_attention(python, threads[t], cfg, NCFG, budget, torch_ms);
+        if (have_torch && !ok) fprintf(stderr, "bench: tests/bench/attention.py failed; attograd alone\n");
+        ag_set_threads(threads[t]);
+        for (int i = 0; i < NCFG; i++) {
+            attn_ctx a = {.B = cfg[i][0], .T = cfg[i][1], .C = cfg[i][2], .H = cfg[i][3]};
+            a.store = ag_store_new();
+            a.g = ag_graph_new();
+            size_t nx = (size_t)a.B * a.T * a.C;
+            a.x = malloc(nx * sizeof(ag_real));
+            if (!a.store || !a.g || !a.x || ag_mha_init(&a.mha, a.store, "attention", a.C, a.H, 1, 0, 1) != AG_OK ||
+                ag_norm_init(&a.norm, a.store, "norm", a.C) != AG_OK) {
+                fprintf(stderr, "bench: cannot build the attention block\n");
+                exit(1);
+            }
+            ag_rng r;
+            ag_rng_seed(&r, 2);
+            for (size_t j = 0; j < nx; j++) a.x[j] = (ag_real)(ag_rng_uniform(&r) * 2 - 1);
+            double ms = best_time(attn_step, &a, budget) * 1e3;
+            char sp[32], tm[32];
+            ratio_cell(sp, sizeof sp, ok ? torch_ms[i] / ms : 0);
+            if (ok) snprintf(tm, sizeof tm, "%.3f", torch_ms[i]);
+            else snprintf(tm, sizeof tm, "-");
+            emit("| (%d, %d, %d, %d) | %d | %.3f | %s | %s | %gx |\n", a.B, a.T, a.C, a.H, threads[t], ms, tm, sp,
+                 target[i]);
+            free(a.x);
+            ag_graph_free(a.g);
+            ag_store_free(a.store);
+        }
+    }
+    ag_set_threads(1);
+}
+
+/* ---- 3. translator training ----------------------------------------------------- */
+
+/* translate train's defaults (examples/translate.c). */
+enum { BATCH = 64, HIDDEN = 64, HEADS = 4, FFN = 128, LAYERS = 2, MAX_LEN = 10, MIN_FREQ = 2 };
+#define DROPOUT 0.1
+#define LR 0.3 /* the cosine schedule's peak; the value does not change the speed */
+#define MOMENTUM 0.9
+#define CLIP 1.0
+
+typedef struct data {
+    int n, L;
+    int *src, *src_valid, *tgt_in, *tgt_out, *tgt_valid;
+    int src_vocab, tgt_vocab;
+} data;
+
+static int load_data(const char *path, data *d)
+{
+    char err[512];
+    ag_pairs *p = NULL;
+    ag_vocab *sv = NULL, *tv = NULL;
+    if (ag_pairs_load(path, &p, err, sizeof err) != AG_OK ||
+        ag_vocab_from_pairs(p, AG_SOURCE, MIN_FREQ, &sv, err, sizeof err) != AG_OK ||
+        ag_vocab_from_pairs(p, AG_TARGET, MIN_FREQ, &tv, err, sizeof err) != AG_OK) {
+        fprintf(stderr, "bench: %s\n", err);
+        ag_pairs_free(p);
+        ag_vocab_free(sv);
+        return 1;
+    }
+    int L = MAX_LEN;
+    size_t n = (size_t)p->n;
+    d->n = p->n, d->L = L;
+    d->src = malloc(n * L * sizeof(int)), d->tgt_in = malloc(n * L * sizeof(int));
+    d->tgt_out = malloc(n * L * sizeof(int));
+    d->src_valid = malloc(n * sizeof(int)), d->tgt_valid = malloc(n * sizeof(int));
+    for (int i = 0; i < p->n; i++) {
+        const ag_pair *pr = &p->pairs[i];
+        ag_encode(sv, pr->src, pr->src_len, L, d->src + (size_t)i * L, &d->src_valid[i]);
+        ag_encode(tv, pr->tgt, pr->tgt_len, L, d->tgt_out + (size_t)i * L, &d->tgt_valid[i]);
+        ag_decoder_input(d->tgt_out + (size_t)i * L, L, d->tgt_in + (size_t)i * L);
+    }
+    d->src_vocab = ag_vocab_size(sv), d->tgt_vocab = ag_vocab_size(tv);
+    ag_vocab_free(sv), ag_vocab_free(tv), ag_pairs_free(p);
+    return 0;
+}
+
+typedef struct batch {
+    int B, S, T, tokens;
+    int src[BATCH * MAX_LEN], src_valid[BATCH], tgt_in[BATCH * MAX_LEN], tgt_out[BATCH * MAX_LEN];
+} batch;
+
+/* As translate's batch_fill: rows idx[0..B), trimmed to the longest source
+ * and target. */
+static void batch_fill(batch *b, const data *d, const int *idx, int B)
+{
+    b->B = B, b->S = 1, b->T = 1, b->tokens = 0;
+    for (int i = 0; i < B; i++) {
+        if (d->src_valid[idx[i]] > b->S) b->S = d->src_valid[idx[i]];
+        if (d->tgt_valid[idx[i]] > b->T) b->T = d->tgt_valid[idx[i]];
+        b->tokens += d->tgt_valid[idx[i]];
+    }
+    for (int i = 0; i < B; i++) {
+        memcpy(b->src + (size_t)i * b->S, d->src + (size_t)idx[i] * d->L, (size_t)b->S * sizeof(int));
+        memcpy(b->tgt_in + (size_t)i * b->T, d->tgt_in + (size_t)idx[i] * d->L, (size_t)b->T * sizeof(int));
+        memcpy(b->tgt_out + (size_t)i * b->T, d->tgt_out + (size_t)idx[i] * d->L, (size_t)b->T * sizeof(int));
+        b->src_valid[i] = d->src_valid[idx[i]];
+    }
+}
+
+typedef struct train {
+    ag_store *store;
+    ag_seq2seq net;
+    ag_graph *g;
+    ag_optim *opt;
+} train;
+
+static void train_step(train *t, const batch *b)
+{
+    ag_graph_reset(t->g);
+    ag_tensor *loss = ag_seq2seq_loss(t->g, &t->net, b->src, b->src_valid, b->tgt_in, b->tgt_out, b->B, b->S, b->T);
+    double norm;
+    if (ag_backward(t->g, loss) != AG_OK || ag_clip_grad_norm(t->store, CLIP, &norm) != AG_OK ||
+        ag_optim_step(t->opt) != AG_OK) {
+        fprintf(stderr, "bench: training step failed: %s\n", ag_graph_error(t->g));
+        exit(1);
+    }
+    ag_store_zero_grad(t->store);
+}
+
+typedef struct train_result {
+    double tok_s;
+    unsigned long mallocs_fixed; /* over the fixed-shape steps after the first */
+    int fixed_steps;
+    unsigned long mallocs_epoch; /* over the epoch's steps after the first */
+    int epoch_steps, steps_that_malloc;
+    long peak_step;     /* peak live heap during the fixed-shape steps */
+    size_t params;      /* parameter values */
+    size_t arena_used;  /* activations and their gradients, largest step */
+    size_t arena_bytes; /* the arena's blocks */
+} train_result;
+
+static int run_translator(const data *d, int threads, train_result *r)
+{
+    memset(r, 0, sizeof *r);
+    ag_set_threads(threads);
+    train t = {0};
+    ag_seq2seq_config cfg = {d->src_vocab, d->tgt_vocab, HIDDEN, HEADS, FFN, LAYERS, MAX_LEN, DROPOUT};
+    t.store = ag_store_new();
+    t.g = ag_graph_new();
+    if (!t.store || !t.g || ag_seq2seq_init(&t.net, t.store, &cfg, 0) != AG_OK) return 1;
+    t.opt = ag_sgd_new(t.store, LR, MOMENTUM, 0, 1);
+    if (!t.opt) return 1;
+    ag_graph_seed(t.g, 1);
+    int *order = malloc((size_t)d->n * sizeof(int));
+    batch *b = malloc(sizeof *b);
+    if (!order || !b) return 1;
+    ag_rng rng;
+    ag_rng_seed(&rng, 0xda7a);
+    for (int i = 0; i < d->n; i++) order[i] = i;
+    for (int i = d->n - 1; i > 0; i--) {
+        int j = (int)(ag_rng_next(&rng) % (uint64_t)(i + 1)), tmp = order[i];
+        order[i] = order[j], order[j] = tmp;
+    }
+    /* one epoch, timed, counting the steps that call malloc */
+    int nb = (d->n + BATCH - 1) / BATCH;
+    long tokens = 0;
+    double t0 = now();
+    for (int k = 0; k < nb; k++) {
+        int n = d->n - k * BATCH < BATCH ? d->n - k * BATCH : BATCH;
+        batch_fill(b, d, order + (size_t)k * BATCH, n);
+        unsigned long m0 = n_malloc;
+        train_step(&t, b);
+        if (k > 0) {
+            r->mallocs_epoch += n_malloc - m0;
+            r->steps_that_malloc += n_malloc != m0;
+            r->epoch_steps++;
+        }
+        if (ag_graph_arena_used(t.g) > r->arena_used) r->arena_used = ag_graph_arena_used(t.g);
+        tokens += b->tokens;
+    }
+    r->tok_s = tokens / (now() - t0);
+    /* steps of one shape (the first batch again): the training loop's steady
+     * state, where nothing may be allocated */
+    batch_fill(b, d, order, BATCH);
+    train_step(&t, b);
+    unsigned long m0 = n_malloc;
+    peak_bytes = live_bytes;
+    for (r->fixed_steps = 0; r->fixed_steps < 10; r->fixed_steps++) train_step(&t, b);
+    r->mallocs_fixed = n_malloc - m0;
+    r->peak_step = peak_bytes;
+    r->params = ag_store_numel(t.store);
+    r->arena_bytes = ag_graph_arena_bytes(t.g);
+    ag_optim_free(t.opt);
+    ag_seq2seq_free(&t.net);
+    ag_graph_free(t.g);
+    ag_store_free(t.store);
+    free(order), free(b);
+    ag_set_threads(1);
+    return 0;
+}
+
+/* tests/reference/translator.py train for one epoch: its tokens per second. */
+static double torch_translator(const char *python, const char *data_path, int threads)
+{
+    char json[] = "/tmp/attograd-bench-XXXXXX";
+    int fd = mkstemp(json);
+    if (fd < 0) return 0;
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d MKL_NUM_THREADS=%d %s tests/reference/translator.py train "
+             "--data %s --epochs 1 --threads %d --quiet --json %s",
+             threads, threads, threads, python, data_path, threads, json);
+    double tok_s = 0;
+    if (system(cmd) == 0) {
+        FILE *f = fopen(json, "r");
+        char buf[4096];
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[n] = 0;
+        const char *p = strstr(buf, "\"tokens_per_s\":");
+        if (p) tok_s = strtod(p + strlen("\"tokens_per_s\":"), NULL);
+    }
+    remove(json);
+    return tok_s;
+}
+
+static void bench_translator(const int *threads, int nthreads, const char *python, int have_torch,
+                             const char *data_path)
+{
+    emit("\n### 3. Translator training, target tokens per second (higher is better)\n\n");
+    data d = {0};
+    if (load_data(data_path, &d)) {
+        emit("(%s could not be read: skipped)\n", data_path);
+        return;
+    }
+    int have_ref = have_torch && access("tests/reference/translator.py", R_OK) == 0;
+    emit("translate train's defaults (batch %d, hidden %d, %d heads, ffn %d, %d + %d layers, dropout %g, SGD lr %g "
+         "Nesterov momentum %g, clip %g) for one epoch of %s (%d pairs).  PyTorch: %s.\n\n",
+         BATCH, HIDDEN, HEADS, FFN, LAYERS, LAYERS, DROPOUT, LR, MOMENTUM, CLIP, data_path, d.n,
+         have_ref ? "tests/reference/translator.py train, one epoch, measured in the same run"
+                  : "not available, attograd alone");
+    emit("| threads | attograd tok/s | PyTorch tok/s | speed-up | target |\n");
+    emit("|---:|---:|---:|---:|---:|\n");
+    train_result res[8];
+    for (int t = 0; t < nthreads && t < 8; t++) {
+        if (run_translator(&d, threads[t], &res[t])) {
+            emit("(the model could not be built: skipped)\n");
+            break;
+        }
+        double ref = have_ref ? torch_translator(python, data_path, threads[t]) : 0;
+        char sp[32], rf[32];
+        ratio_cell(sp, sizeof sp, ref > 0 ? res[t].tok_s / ref : 0);
+        if (ref > 0) snprintf(rf, sizeof rf, "%.0f", ref);
+        else snprintf(rf, sizeof rf, "-");
+        emit("| %d | %.0f | %s | %s | 10x |\n", threads[t], res[t].tok_s, rf, sp);
+    }
+    emit("\nMemory of a training step (threads %d):\n\n", threads[0]);
+    const train_result *r = &res[0];
+    double mb = 1.0 / (1 << 20);
+    size_t pbytes = r->params * sizeof(ag_real);
+#ifdef COUNTING_MALLOC
+    emit("| | |\n|---|---:|\n");
+    emit("| malloc calls per step, same-shape steps after the first | %.1f (%lu in %d steps) |\n",
+         (double)r->mallocs_fixed / r->fixed_steps, r->mallocs_fixed, r->fixed_steps);
+    emit("| malloc calls in the epoch after its first step (batch shapes vary) | %lu, in %d of %d steps |\n",
+         r->mallocs_epoch, r->steps_that_malloc, r->epoch_steps);
+    emit("| peak heap of the process during a step | %.2f MiB |\n", r->peak_step * mb);
+#else
+    emit("| | |\n|---|---:|\n| malloc counting | needs glibc: skipped |\n");
+#endif
+    emit("| parameters + gradients + SGD momentum (%zu parameters) | %.2f MiB |\n", r->params, 3 * pbytes * mb);
+    emit("| activations + their gradients, largest step (arena in use) | %.2f MiB |\n", r->arena_used * mb);
+    emit("| the arena's blocks (kept across steps) | %.2f MiB |\n", r->arena_bytes * mb);
+    free(d.src), free(d.src_valid), free(d.tgt_in), free(d.tgt_out), free(d.tgt_valid);
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+static void machine(void)
+{
+    char model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            char *p = strchr(line, ':');
+            if (p) snprintf(model, sizeof model, "%s", p + 2);
+            model[strcspn(model, "\n")] = 0;
+            break;
+        }
+    if (f) fclose(f);
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    emit("CPU: %s, %ld cores online; gemm micro-kernel: %s; %s; OMP_WAIT_POLICY=%s.\n", model,
+         sysconf(_SC_NPROCESSORS_ONLN), ag__gemm_kernel(NULL), sizeof(ag_real) == 4 ? "float32" : "float64",
+         wait ? wait : "(unset)");
+}
+
+int main(int argc, char **argv)
+{
+    const char *out = NULL, *python = "/usr/bin/python3", *data_path = "examples/data/eng-fra.tsv";
+    const char *only = NULL;
+    int threads[8] = {1, 2}, nthreads = 2;
+    double budget = 0.4;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
+        else if (!strcmp(argv[i], "--data") && i + 1 < argc) data_path = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) budget = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            nthreads = 0;
+            for (char *s = argv[++i]; *s && nthreads < 8;) {
+                threads[nthreads++] = (int)strtol(s, &s, 10);
+                if (*s == ',') s++;
+                else break;
+            }
+        } else {
+            fprintf(stderr,
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator] [--seconds S]\n"
+                    "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n");
+            return 2;
+        }
+    }
+    if (out && !(out_file = fopen(out, "w"))) {
+        fprintf(stderr, "bench: %s: %s\n", out, strerror(errno));
+        return 1;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", python);
+    int have_torch = system(cmd) == 0;
+    emit("## Benchmark\n\n");
+    machine();
+    if (have_torch) {
+        snprintf(cmd, sizeof cmd, "%s -c 'import torch; print(torch.__version__)' 2>/dev/null", python);
+        FILE *f = popen(cmd, "r");
+        char version[64] = "?";
+        if (f && fgets(version, sizeof version, f)) version[strcspn(version, "\n")] = 0;
+        if (f) pclose(f);
+        emit("PyTorch %s (%s).\n", version, python);
+    }
+    if (!have_torch)
+        emit("\nPyTorch is not available to %s: attograd alone.  For the comparison: "
+             "`sudo apt-get install python3-torch`, then `make bench` again.\n",
+             python);
+    if (!only || !strcmp(only, "gemm")) bench_gemm(threads, nthreads, budget);
+    if (!only || !strcmp(only, "attention")) bench_attention(threads, nthreads, python, have_torch, budget);
+    if (!only || !strcmp(only, "translator")) bench_translator(threads, nthreads, python, have_torch, data_path);
+    if (out_file) {
+        fclose(out_file);
+        printf("\n(table written to %s)\n", out);
+    }
+    return 0;
+}

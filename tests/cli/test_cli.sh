@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# tests/cli/test_cli.sh BUILD_DIR: the translate CLI on bad input.
+#
+#   - every flag with a bad value (negative, zero, non-numeric, out of
+#     range, missing) gives a usage message and exit status 2, and does not
+#     start any work;
+#   - a data file with bad lines (no tab, empty, not UTF-8, 10,000
+#     characters, empty columns) trains with a warning naming each line; a
+#     file with no usable pair, or none at all, is exit 1 with a message;
+#   - a model file of the wrong kind (a valid safetensors file that is not a
+#     translator, a truncated model, a text file, an empty file, a
+#     directory, a missing file, broken metadata) is exit 1 with a message
+#     naming the file, never a crash.
+# Prints 'N passed, N failed' as its last line; exits 1 on any failure.
+set -u
+B=${1:-build}
+T=$B/translate
+if [ ! -x "$T" ]; then
+    echo "test_cli: $T not found (make $T first)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+no() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# run NAME WANT_STATUS WANT_TEXT ARGS...: runs the CLI (stdin closed), then
+# checks its exit status and that WANT_TEXT (a fixed string; '' for none)
+# is in what it printed on stderr.  A status above 128 is a crash.
+run() {
+    local name=$1 want=$2 text=$3
+    shift 3
+    timeout 60 "$T" "$@" < /dev/null > "$tmp/out" 2> "$tmp/err"
+    local got=$?
+    if [ "$got" != "$want" ]; then
+        no "$name: exit $got, want $want ($(head -c 300 "$tmp/err"))"
+    elif [ -n "$text" ] && ! grep -qF -- "$text" "$tmp/err"; then
+        no "$name: '$text' not in stderr: $(head -c 300 "$tmp/err")"
+    else
+        ok
+    fi
+}
+
+# ---- a tiny model and data to work with ------------------------------------
+head -n 60 examples/data/eng-fra.tsv > "$tmp/tiny.tsv"
+# (--warmup 0: a run of a few steps is shorter than the default warmup)
+small=(--epochs 1 --hidden 8 --heads 2 --ffn 8 --layers 1 --batch 16 --warmup 0 --quiet)
+run "train a tiny model" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/good.safetensors" "${small[@]}"
+run "run it" 0 "" run --model "$tmp/good.safetensors" "go ."
+
+# ---- usage: exit 2 and the usage text ------------------------------------------
+usage() { # usage NAME ARGS...
+    local name=$1
+    shift
+    run "$name" 2 "usage:" "$@"
+    if [ -e "$tmp/never.safetensors" ]; then no "$name: a model was written"; rm -f "$tmp/never.safetensors"; fi
+}
+train=(train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors")
+usage "no arguments"
+usage "unknown command" fly --model "$tmp/good.safetensors"
+usage "unknown flag" "${train[@]}" --epoch 3
+usage "train without --data" train --out "$tmp/never.safetensors"
+usage "train without --out" train --data "$tmp/tiny.tsv"
+usage "eval without --model" eval --data "$tmp/tiny.tsv"
+usage "eval without --data" eval --model "$tmp/good.safetensors"
+usage "run without --model" run "go ."
+usage "a stray argument to train" "${train[@]}" extra
+usage "hidden not divisible by heads" "${train[@]}" --hidden 10 --heads 4
+usage "unknown optimizer" "${train[@]}" --optimizer rmsprop
+usage "--optimizer without a value" "${train[@]}" --optimizer
+usage "unknown schedule" "${train[@]}" --schedule exponential
+usage "--schedule without a value" "${train[@]}" --schedule
+
+# whole-number flags: every one refuses these (0 where 0 means nothing)
+for flag in --epochs --batch --hidden --heads --ffn --layers --max-len --min-freq --threads; do
+    for v in -1 0 abc 1.5 "" 2x 99999999999999999999 0x10; do
+        usage "$flag '$v'" "${train[@]}" "$flag" "$v"
+    done
+    usage "$flag without a value" "${train[@]}" "$flag"
+    usage "$flag followed by a flag" "${train[@]}" "$flag" --quiet
+done
+usage "--max-len 1 (no room for <eos>)" "${train[@]}" --max-len 1
+for flag in --seed --warmup; do # 0 is a fine value for these two
+    for v in -1 abc 1.5 "" 99999999999; do usage "$flag '$v'" "${train[@]}" "$flag" "$v"; done
+    usage "$flag without a value" "${train[@]}" "$flag"
+done
+
+# real-valued flags
+for v in 0 -0.1 abc nan inf "" 1e999 1O; do usage "--lr '$v'" "${train[@]}" --lr "$v"; done
+for v in -0.1 1 1.5 abc nan ""; do usage "--momentum '$v'" "${train[@]}" --momentum "$v"; done
+for v in -0.1 2 abc inf ""; do usage "--weight-decay '$v'" "${train[@]}" --weight-decay "$v"; done
+for v in -1 abc nan -inf ""; do usage "--clip '$v'" "${train[@]}" --clip "$v"; done
+for v in -0.1 1 abc nan ""; do usage "--dropout '$v'" "${train[@]}" --dropout "$v"; done
+for flag in --lr --momentum --weight-decay --clip --dropout; do
+    usage "$flag without a value" "${train[@]}" "$flag"
+done
+
+# file flags without a value, in each command
+for flag in --data --test --out --resume --json --plot; do usage "train $flag without a value" train "$flag"; done
+for flag in --model --data --json; do usage "eval $flag without a value" eval "$flag"; done
+for flag in --model --attention; do usage "run $flag without a value" run "$flag"; done
+usage "eval with a bad flag value" eval --model "$tmp/good.safetensors" --data "$tmp/tiny.tsv" --threads 0
+usage "run with a bad flag value" run --model "$tmp/good.safetensors" --threads -2 "go ."
+
+# ---- data files --------------------------------------------------------------------
+# one bad line of each kind among good ones; line numbers are 1-based
+long=$(head -c 10000 /dev/zero | tr '\0' 'a')
+{
+    head -n 20 "$tmp/tiny.tsv"          # lines 1-20
+    printf 'no tab on this line\n'      # 21
+    printf '\n'                         # 22
+    printf 'caf\xe9 latin-1\tnot utf-8\n' # 23
+    printf '%s\tlong\n' "$long"         # 24
+    printf ' \t !\n'                    # 25: no source token
+    printf 'Go.\t\n'                    # 26: no target
+    sed -n '21,40p' "$tmp/tiny.tsv"     # 27-46
+} > "$tmp/bad_lines.tsv"
+run "bad lines: training goes on" 0 "" train --data "$tmp/bad_lines.tsv" --out "$tmp/bl.safetensors" "${small[@]}"
+for want in "bad_lines.tsv:21: no tab between source and target; line skipped" \
+    "bad_lines.tsv:22: empty line; line skipped" \
+    "bad_lines.tsv:23: invalid UTF-8 at column 4; line skipped" \
+    "bad_lines.tsv:24: line is 10005 bytes long, more than 4096; line skipped" \
+    "bad_lines.tsv:25: empty source sentence; line skipped" \
+    "bad_lines.tsv:26: empty target sentence; line skipped"; do
+    if grep -qF -- "$want" "$tmp/err"; then ok; else no "bad lines: '$want' not in: $(head -c 400 "$tmp/err")"; fi
+done
+run "bad lines in eval data" 0 "bad_lines.tsv:21: no tab" eval --model "$tmp/good.safetensors" --data "$tmp/bad_lines.tsv"
+
+printf 'no tabs\n\nat all\n' > "$tmp/none.tsv"
+run "no usable pairs" 1 "none.tsv: no usable sentence pairs (3 lines skipped; first: " \
+    train --data "$tmp/none.tsv" --out "$tmp/never.safetensors" "${small[@]}"
+: > "$tmp/empty.tsv"
+run "empty data file" 1 "empty.tsv: no usable sentence pairs (the file is empty)" \
+    train --data "$tmp/empty.tsv" --out "$tmp/never.safetensors" "${small[@]}"
+run "missing data file" 1 "$tmp/nope.tsv: No such file or directory" \
+    train --data "$tmp/nope.tsv" --out "$tmp/never.safetensors" "${small[@]}"
+run "data file is a directory" 1 "$tmp: " train --data "$tmp" --out "$tmp/never.safetensors" "${small[@]}"
+run "missing test file" 1 "$tmp/nope.tsv" \
+    train --data "$tmp/tiny.tsv" --test "$tmp/nope.tsv" --out "$tmp/never.safetensors" "${small[@]}"
+run "eval on no usable pairs" 1 "none.tsv: no usable sentence pairs" \
+    eval --model "$tmp/good.safetensors" --data "$tmp/none.tsv"
+[ -e "$tmp/never.safetensors" ] && no "a failed training wrote a model"
+run "model into a missing directory" 1 "$tmp/no/such/dir/m.safetensors" \
+    train --data "$tmp/tiny.tsv" --out "$tmp/no/such/dir/m.safetensors" "${small[@]}"
+
+# ---- model files of the wrong kind ---------------------------------------------------
+# st_file PATH HEADER [DATA_BYTES]: a safetensors file (8-byte little-endian
+# header length, the header, then DATA_BYTES zero bytes)
+st_file() {
+    local h=$2 n i
+    n=$(printf '%s' "$h" | LC_ALL=C wc -c)
+    {
+        for i in 0 1 2 3 4 5 6 7; do printf "\\x$(printf %02x $(((n >> (8 * i)) & 255)))"; done
+        printf '%s' "$h"
+        head -c "${3:-0}" /dev/zero
+    } > "$1"
+}
+bad_model() { # bad_model NAME FILE WANT_TEXT: run and eval both refuse it
+    run "run, $1" 1 "$2" run --model "$2" "go ."
+    [ -z "$3" ] || grep -qF -- "$3" "$tmp/err" || no "run, $1: '$3' not in: $(head -c 300 "$tmp/err")"
+    run "eval, $1" 1 "$2" eval --model "$2" --data "$tmp/tiny.tsv"
+    run "resume, $1" 1 "$2" train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors" --resume "$2" "${small[@]}"
+}
+st_file "$tmp/weights.safetensors" '{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}' 8
+bad_model "safetensors without metadata" "$tmp/weights.safetensors" "not a translator model (metadata 'format' is missing"
+st_file "$tmp/other.safetensors" '{"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}' 4
+bad_model "another program's checkpoint" "$tmp/other.safetensors" "metadata 'format' is 'pt'"
+size=$(wc -c < "$tmp/good.safetensors")
+for cut in 0 7 8 100 $((size / 2)) $((size - 1)); do
+    head -c "$cut" "$tmp/good.safetensors" > "$tmp/cut_$cut.safetensors"
+    bad_model "model cut to $cut of $size bytes" "$tmp/cut_$cut.safetensors" ""
+done
+printf 'this is not a model\n' > "$tmp/notes.txt"
+bad_model "a text file" "$tmp/notes.txt" "exceeds the limit of 100000000 bytes"
+printf 'hi\n' > "$tmp/hi.txt"
+bad_model "a 3-byte text file" "$tmp/hi.txt" "file is 3 bytes, shorter than the 8-byte header length"
+bad_model "a data file" "$tmp/tiny.tsv" "exceeds the limit"
+bad_model "a directory" "$tmp" "Is a directory"
+bad_model "a missing file" "$tmp/nope.safetensors" "No such file or directory"
+# a model whose data was changed: still a valid file, loads as it is
+cp "$tmp/good.safetensors" "$tmp/extra.safetensors"
+printf 'x' >> "$tmp/extra.safetensors"
+bad_model "a byte appended" "$tmp/extra.safetensors" "1 trailing bytes"
+
+# translator metadata that is missing or broken
+V='<pad>\n<bos>\n<eos>\n<unk>\ngo\n.'
+meta() { # meta HIDDEN HEADS LAYERS MAX_LEN VOCAB
+    printf '{"__metadata__":{"format":"attograd-translator-1","src_vocab":"%s","tgt_vocab":"%s",' "$5" "$5"
+    printf '"hidden":"%s","heads":"%s","ffn":"8","layers":"%s","max_len":"%s","dropout":"0.1"}}' "$1" "$2" "$3" "$4"
+}
+st_file "$tmp/m1.safetensors" "$(meta 8 2 1 10 "$V")"
+bad_model "translator metadata, no weights" "$tmp/m1.safetensors" "tensor 'encoder.embedding.weight': not in the file"
+st_file "$tmp/m2.safetensors" "$(meta eight 2 1 10 "$V")"
+bad_model "hidden is not a number" "$tmp/m2.safetensors" "metadata 'hidden' is missing or not a whole number"
+st_file "$tmp/m3.safetensors" "$(meta 8 2 -1 10 "$V")"
+bad_model "negative layers" "$tmp/m3.safetensors" "metadata 'layers' is missing or not a whole number"
+st_file "$tmp/m4.safetensors" "$(meta 8 2 1 10 'go\n.')"
+bad_model "vocabulary without its specials" "$tmp/m4.safetensors" "bad vocabulary"
+st_file "$tmp/m5.safetensors" '{"__metadata__":{"format":"attograd-translator-1","hidden":"8"}}'
+bad_model "config half missing" "$tmp/m5.safetensors" "metadata 'heads' is missing"
+# these give exit 1 and a message, not yet naming the file (reported)
+for cfg in "8 0 1 10" "10 4 1 10" "8 2 0 10" "8 2 1 0"; do
+    set -- $cfg
+    st_file "$tmp/m6.safetensors" "$(meta "$1" "$2" "$3" "$4" "$V")"
+    run "config $cfg" 1 "cannot build the model" run --model "$tmp/m6.safetensors" "go ."
+done
+
+[ -e "$tmp/never.safetensors" ] && no "a refused model led to a written model"
+echo "cli: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,170 @@
+/* tests/test_fusion.c: each fused op against the composition of primitive
+ * ops it replaces (values and gradients), and its finite-difference check.
+ *
+ *   linear          = reshape(add(matmul(reshape(x), transpose(W)), b))
+ *   masked_softmax  = softmax(masked_fill(scale(x, s), mask, fill)) */
+#include "common.h"
+#include "internal.h"
+
+#include <string.h>
+
+/* L = sum(y * w), w fixed random: every output element weighed differently. */
+static ag_tensor *weigh(ag_graph *g, ag_tensor *y, uint64_t seed)
+{
+    if (!y) return NULL;
+    ag_tensor *w = ag_tensor_new(g, y->ndim, y->shape);
+    if (!w) return NULL;
+    ag_rng r;
+    ag_rng_seed(&r, seed);
+    for (size_t i = 0; i < w->size; i++) w->data[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+    return ag_sum_all(g, ag_mul(g, y, w));
+}
+
+static ag_tensor *param(ag_store *s, const char *name, int ndim, const int *shape, uint64_t seed)
+{
+    ag_tensor *t = ag_param(s, name, ndim, shape);
+    cr_assert_not_null(t);
+    ag_init_uniform(t, -1, 1, seed);
+    return t;
+}
+
+/* Values (n of them) kept as doubles, to compare two computations. */
+static double *keep(const ag_real *v, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    for (size_t i = 0; i < n; i++) d[i] = (double)v[i];
+    return d;
+}
+
+/* Every store tensor's gradient, kept; freed by drop_all. */
+typedef struct grads {
+    int n;
+    double *g[16];
+} grads;
+
+static grads keep_grads(const ag_store *s)
+{
+    grads k = {ag_store_count(s), {0}};
+    cr_assert_leq(k.n, 16);
+    for (int i = 0; i < k.n; i++) k.g[i] = keep(ag_store_at(s, i)->grad, ag_store_at(s, i)->size);
+    return k;
+}
+
+static void expect_grads(const ag_store *s, const grads *k, double tol, const char *what)
+{
+    for (int i = 0; i < k->n; i++) {
+        const ag_tensor *t = ag_store_at(s, i);
+        char label[128];
+        snprintf(label, sizeof label, "%s: d%s", what, t->name);
+        expect_close(t->grad, k->g[i], t->size, tol, tol, label);
+        free(k->g[i]);
+    }
+}
+
+/* ---- linear --------------------------------------------------------------- */
+
+static void linear_case(int ndim, const int *xshape, int O, int bias)
+{
+    int I = xshape[ndim - 1];
+    ag_store *s = ag_store_new();
+    ag_tensor *x = param(s, "x", ndim, xshape, 1), *w = param(s, "w", AG_SHAPE(O, I), 2);
+    ag_tensor *b = bias ? param(s, "b", AG_SHAPE(O), 3) : NULL;
+    ag_graph *g = ag_graph_new();
+    /* composed: how ag_linear_forward used to build it */
+    int shape[AG_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) shape[i] = xshape[i];
+    shape[ndim - 1] = O;
+    ag_tensor *z = ag_matmul(g, ag_reshape(g, x, AG_SHAPE(-1, I)), ag_transpose(g, w, 0, 1));
+    if (b) z = ag_add(g, z, b);
+    z = ag_reshape(g, z, ndim, shape);
+    cr_assert_eq(ag_backward(g, weigh(g, z, 9)), AG_OK, "%s", ag_graph_error(g));
+    double *want = keep(z->data, z->size);
+    grads k = keep_grads(s);
+    /* fused */
+    ag_store_zero_grad(s);
+    ag_graph_reset(g);
+    ag_tensor *y = ag__linear(g, x, w, b);
+    cr_assert_eq(ag_backward(g, weigh(g, y, 9)), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_eq(y->ndim, ndim);
+    for (int i = 0; i < ndim; i++) cr_assert_eq(y->shape[i], shape[i]);
+    expect_close(y->data, want, y->size, TOL(1e-12, 1e-6), TOL(1e-12, 1e-6), "linear y");
+    expect_grads(s, &k, TOL(1e-12, 1e-5), "linear");
+    free(want);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+Test(fusion, linear_equals_reshape_matmul_transpose_add)
+{
+    linear_case(AG_SHAPE(3, 4), 2, 1);
+    linear_case(AG_SHAPE(2, 5, 7), 3, 1);  /* batch axes */
+    linear_case(AG_SHAPE(4, 3), 5, 0);     /* no bias */
+    linear_case(AG_SHAPE(1, 1), 1, 1);     /* size 1 */
+    linear_case(AG_SHAPE(2, 37, 64), 96, 1); /* the packed kernel, edge tiles */
+    linear_case(AG_SHAPE(3, 64), 70, 1);     /* a few rows: y^T = W x^T */
+}
+
+Test(fusion, linear_reports_bad_shapes)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *w = param(s, "w", AG_SHAPE(2, 4), 1), *b = param(s, "b", AG_SHAPE(3), 2);
+    ag_graph *g = ag_graph_new();
+    cr_assert_null(ag__linear(g, ag_tensor_new(g, AG_SHAPE(3, 5)), w, NULL));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
+    cr_assert_str_eq(ag_graph_error(g),
+                     "linear: x [3, 5], weight [2, 4] and bias none do not fit x [..., I], W [O, I], b [O]");
+    ag_graph_reset(g);
+    cr_assert_null(ag__linear(g, ag_tensor_new(g, AG_SHAPE(3, 4)), w, b));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+/* ---- masked_softmax -------------------------------------------------------- */
+
+static void masked_softmax_case(int ndim, const int *shape, ag_tensor *(*mask_of)(ag_graph *), double scale,
+                                double fill, const char *what)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *x = param(s, "x", ndim, shape, 4);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *mask = mask_of ? mask_of(g) : NULL;
+    ag_tensor *z = ag_scale(g, x, scale);
+    if (mask) z = ag_masked_fill(g, z, mask, fill);
+    z = ag_softmax(g, z);
+    cr_assert_eq(ag_backward(g, weigh(g, z, 5)), AG_OK, "%s", ag_graph_error(g));
+    double *want = keep(z->data, z->size);
+    grads k = keep_grads(s);
+    ag_store_zero_grad(s);
+    ag_graph_reset(g);
+    mask = mask_of ? mask_of(g) : NULL;
+    ag_tensor *y = ag__masked_softmax(g, x, scale, mask, fill);
+    cr_assert_eq(ag_backward(g, weigh(g, y, 5)), AG_OK, "%s", ag_graph_error(g));
+    expect_close(y->data, want, y->size, TOL(1e-12, 1e-6), TOL(1e-12, 1e-5), what);
+    expect_grads(s, &k, TOL(1e-12, 1e-5), what);
+    free(want);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+static ag_tensor *causal4(ag_graph *g) { return ag_causal_mask(g, 4, 4); }
+static ag_tensor *padding(ag_graph *g)
+{
+    /* [B, 1, 1, S] = [2, 1, 1, 4]: batch 1 masks every key */
+    return ag_tensor_from(g, AG_SHAPE(2, 1, 1, 4), (ag_real[]){1, 1, 0, 1, 0, 0, 0, 0});
+}
+
+Test(fusion, masked_softmax_equals_scale_masked_fill_softmax)
+{
+    masked_softmax_case(AG_SHAPE(2, 3, 4, 4), causal4, 0.5, -1e9, "causal, fill -1e9");
+    masked_softmax_case(AG_SHAPE(2, 3, 4, 4), causal4, 0.25, -INFINITY, "causal, fill -inf");
+    masked_softmax_case(AG_SHAPE(2, 3, 5, 4), padding, 1.5, -INFINITY, "padding, a row all -inf");
+    masked_softmax_case(AG_SHAPE(2, 3, 5, 4), padding, 1.5, -1e9, "padding, a row all -1e9 (uniform)");
+    masked_softmax_case(AG_SHAPE(3, 1), NULL, 2.0, 0, "no mask, size-1 rows");
+    masked_softmax_case(AG_SHAPE(2, 100), NULL, 0.1, 0, "no mask, long rows");
+}
+
+#ifdef AG_DOUBLE
+Test(fusion, linear_passes_gradcheck) { expect_op_gradcheck("linear"); }
+Test(fusion, masked_softmax_passes_gradcheck) { expect_op_gradcheck("masked_softmax"); }
+#endif

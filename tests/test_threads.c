@@ -1,0 +1,193 @@
+/* tests/test_threads.c: results do not depend on the thread count, the gemm
+ * micro-kernels agree with each other, and a step allocates nothing after
+ * the first whatever the count.
+ *
+ * The sizes are chosen above the thresholds where the kernels split their
+ * work (src/threads.c: ~128K values; gemm: ~8M multiply-adds), so the
+ * threaded paths really run. */
+#include "common.h"
+#include "internal.h"
+
+#include <string.h>
+
+/* src/gemm.c: force a micro-kernel by name, NULL for the CPU's choice. */
+
+Test(threads, the_count_is_set_clamped_and_read_back)
+{
+    cr_assert_eq(ag_get_threads(), 1, "one thread by default");
+    ag_set_threads(3);
+    cr_assert_eq(ag_get_threads(), 3);
+    ag_set_threads(0);
+    cr_assert_eq(ag_get_threads(), 1);
+    ag_set_threads(-5);
+    cr_assert_eq(ag_get_threads(), 1);
+}
+
+static ag_real *randoms(size_t n, uint64_t seed)
+{
+    ag_rng r;
+    ag_rng_seed(&r, seed);
+    ag_real *v = malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+    return v;
+}
+
+/* C = beta C0 + op(A) op(B) with the current threads and kernel. */
+static ag_real *product(int ta, int tb, int M, int N, int K, double beta, uint64_t seed)
+{
+    ag_real *A = randoms((size_t)M * K, seed), *B = randoms((size_t)K * N, seed + 1);
+    ag_real *C = randoms((size_t)M * N, seed + 2);
+    ag__gemm(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, (ag_real)beta, C, N);
+    free(A), free(B);
+    return C;
+}
+
+static const int shapes[][3] = {{200, 300, 150}, {37, 513, 700}, {130, 70, 1000}, {6, 1000, 1500}, {1000, 9, 1000}};
+
+Test(threads, gemm_gives_the_same_bits_for_every_thread_count)
+{
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            int ta = t & 1, tb = t >> 1, M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            ag_set_threads(1);
+            ag_real *one = product(ta, tb, M, N, K, t == 3, 40 + s);
+            for (int n = 2; n <= 3; n++) {
+                ag_set_threads(n);
+                ag_real *many = product(ta, tb, M, N, K, t == 3, 40 + s);
+                cr_assert(memcmp(one, many, (size_t)M * N * sizeof(ag_real)) == 0,
+                          "gemm ta=%d tb=%d %dx%dx%d: %d threads differ from 1", ta, tb, M, N, K, n);
+                free(many);
+            }
+            free(one);
+        }
+    ag_set_threads(1);
+}
+
+/* Against a triple loop in double: within float rounding, every kernel. */
+static void expect_near_reference(const ag_real *C, int ta, int tb, int M, int N, int K, uint64_t seed, const char *k)
+{
+    ag_real *A = randoms((size_t)M * K, seed), *B = randoms((size_t)K * N, seed + 1);
+    double *want = malloc((size_t)M * N * sizeof *want);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0;
+            for (int p = 0; p < K; p++)
+                s += (double)(ta ? A[(size_t)p * M + i] : A[(size_t)i * K + p]) *
+                     (double)(tb ? B[(size_t)j * K + p] : B[(size_t)p * N + j]);
+            want[(size_t)i * N + j] = s;
+        }
+    char what[96];
+    snprintf(what, sizeof what, "kernel %s ta=%d tb=%d %dx%dx%d", k, ta, tb, M, N, K);
+    expect_close(C, want, (size_t)M * N, TOL(1e-12, 2e-5) * sqrt((double)K), 0, what);
+    free(A), free(B), free(want);
+}
+
+Test(threads, every_gemm_kernel_agrees_within_rounding)
+{
+    const char *kernels[] = {"avx512", "avx2", "baseline"};
+    const char *best = ag__gemm_kernel(NULL);
+    ag_real *first[4] = {0};
+    for (int k = 0; k < 3; k++) {
+        const char *got = ag__gemm_kernel(kernels[k]);
+        if (strcmp(got, kernels[k])) continue; /* the CPU lacks it */
+        for (int t = 0; t < 4; t++) {
+            int ta = t & 1, tb = t >> 1;
+            ag_real *C = product(ta, tb, 37, 130, 300, 0, 7 + t);
+            expect_near_reference(C, ta, tb, 37, 130, 300, 7 + t, got);
+            /* the FMA kernels add the same products in the same order */
+            if (!first[t]) first[t] = C;
+            else {
+                if (strcmp(got, "baseline"))
+                    cr_assert(memcmp(first[t], C, 37 * 130 * sizeof(ag_real)) == 0,
+                              "kernel %s differs from the first FMA kernel (ta=%d tb=%d)", got, ta, tb);
+                free(C);
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++) free(first[t]);
+    cr_assert_str_eq(ag__gemm_kernel(NULL), best);
+}
+
+/* A block with every threaded kernel: linear, head attention (with its
+ * dropout), layer norm, add, relu, softmax, cross-entropy.  Returns the loss
+ * and keeps every gradient in grads[] (freed by the caller). */
+typedef struct block {
+    ag_store *s;
+    ag_mha mha;
+    ag_norm norm;
+    ag_linear out;
+    ag_tensor *x;
+} block;
+
+static double run_block(block *b, int threads, double **grads)
+{
+    enum { B = 8, T = 64, C = 256, V = 300 };
+    ag_set_threads(threads);
+    ag_graph *g = ag_graph_new();
+    ag_graph_seed(g, 5);
+    ag_store_zero_grad(b->s);
+    ag_tensor *mask = ag_causal_mask(g, T, T);
+    ag_tensor *h = ag_add_norm(g, &b->norm, b->x, ag_mha_forward(g, &b->mha, b->x, b->x, mask, -1e9, NULL), 0.1);
+    h = ag_softmax(g, ag_relu(g, h));
+    ag_tensor *logits = ag_linear_forward(g, &b->out, h);
+    int *targets = malloc(B * T * sizeof(int));
+    for (int i = 0; i < B * T; i++) targets[i] = (i * 7) % V;
+    ag_tensor *loss = ag_cross_entropy(g, logits, targets, -1, 0.1);
+    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
+    double l = loss->data[0];
+    for (int i = 0; i < ag_store_count(b->s); i++) {
+        ag_tensor *p = ag_store_at(b->s, i);
+        grads[i] = malloc(p->size * sizeof(double));
+        for (size_t j = 0; j < p->size; j++) grads[i][j] = p->grad[j];
+    }
+    free(targets);
+    ag_graph_free(g);
+    ag_set_threads(1);
+    return l;
+}
+
+Test(threads, a_training_step_gives_the_same_bits_for_every_thread_count)
+{
+    block b = {0};
+    b.s = ag_store_new();
+    cr_assert_eq(ag_mha_init(&b.mha, b.s, "mha", 256, 8, 1, 0.1, 1), AG_OK);
+    cr_assert_eq(ag_norm_init(&b.norm, b.s, "norm", 256), AG_OK);
+    cr_assert_eq(ag_linear_init(&b.out, b.s, "out", 256, 300, 1, 2), AG_OK);
+    b.x = ag_param(b.s, "x", AG_SHAPE(8, 64, 256));
+    ag_init_uniform(b.x, -1, 1, 3);
+    int n = ag_store_count(b.s);
+    double *one[16], *two[16];
+    cr_assert_leq(n, 16);
+    double l1 = run_block(&b, 1, one), l2 = run_block(&b, 2, two);
+    cr_assert(l1 == l2, "loss %.17g with 1 thread, %.17g with 2", l1, l2);
+    for (int i = 0; i < n; i++) {
+        ag_tensor *p = ag_store_at(b.s, i);
+        cr_assert(memcmp(one[i], two[i], p->size * sizeof(double)) == 0, "gradient of %s differs", p->name);
+        free(one[i]), free(two[i]);
+    }
+    ag_store_free(b.s);
+}
+
+Test(threads, a_step_after_the_first_allocates_nothing_with_two_threads)
+{
+    ag_set_threads(2);
+    ag_store *s = ag_store_new();
+    ag_mha m;
+    cr_assert_eq(ag_mha_init(&m, s, "mha", 128, 4, 1, 0.1, 1), AG_OK);
+    ag_tensor *x = ag_param(s, "x", AG_SHAPE(8, 128, 128));
+    ag_init_uniform(x, -1, 1, 3);
+    ag_graph *g = ag_graph_new();
+    uint64_t before = 0;
+    for (int step = 0; step < 3; step++) {
+        if (step == 1) before = ag_alloc_count();
+        ag_graph_reset(g);
+        ag_tensor *y = ag_mha_forward(g, &m, x, x, ag_causal_mask(g, 128, 128), -1e9, NULL);
+        cr_assert_eq(ag_backward(g, ag_mean_all(g, ag_mul(g, y, y))), AG_OK, "%s", ag_graph_error(g));
+        ag_store_zero_grad(s);
+    }
+    cr_assert_eq(ag_alloc_count(), before, "%llu allocations in steps 2 and 3",
+                 (unsigned long long)(ag_alloc_count() - before));
+    ag_graph_free(g);
+    ag_store_free(s);
+    ag_set_threads(1);
+}

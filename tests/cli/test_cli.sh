@@ -193,18 +193,21 @@ meta() { # meta HIDDEN HEADS LAYERS MAX_LEN VOCAB
 st_file "$tmp/m1.safetensors" "$(meta 8 2 1 10 "$V")"
 bad_model "translator metadata, no weights" "$tmp/m1.safetensors" "tensor 'encoder.embedding.weight': not in the file"
 st_file "$tmp/m2.safetensors" "$(meta eight 2 1 10 "$V")"
-bad_model "hidden is not a number" "$tmp/m2.safetensors" "metadata 'hidden' is missing or not a whole number"
+bad_model "hidden is not a number" "$tmp/m2.safetensors" "metadata 'hidden' is 'eight', want a whole number from 1 to 4096"
 st_file "$tmp/m3.safetensors" "$(meta 8 2 -1 10 "$V")"
-bad_model "negative layers" "$tmp/m3.safetensors" "metadata 'layers' is missing or not a whole number"
+bad_model "negative layers" "$tmp/m3.safetensors" "metadata 'layers' is '-1', want a whole number from 1 to 64"
 st_file "$tmp/m4.safetensors" "$(meta 8 2 1 10 'go\n.')"
 bad_model "vocabulary without its specials" "$tmp/m4.safetensors" "bad vocabulary"
 st_file "$tmp/m5.safetensors" '{"__metadata__":{"format":"attograd-translator-1","hidden":"8"}}'
 bad_model "config half missing" "$tmp/m5.safetensors" "metadata 'heads' is missing"
-# these give exit 1 and a message, not yet naming the file (reported)
-for cfg in "8 0 1 10" "10 4 1 10" "8 2 0 10" "8 2 1 0"; do
-    set -- $cfg
+# a config out of range: exit 1 and a message naming the file and the value
+for cfg in "8 0 1 10|metadata 'heads' is '0'" "10 4 1 10|metadata hidden 10 is not divisible by heads 4" \
+           "8 2 0 10|metadata 'layers' is '0'" "8 2 1 0|metadata 'max_len' is '0'" \
+           "8 2 100000 10|metadata 'layers' is '100000', want a whole number from 1 to 64"; do
+    want=${cfg#*|}
+    set -- ${cfg%%|*}
     st_file "$tmp/m6.safetensors" "$(meta "$1" "$2" "$3" "$4" "$V")"
-    run "config $cfg" 1 "cannot build the model" run --model "$tmp/m6.safetensors" "go ."
+    run "config $1 $2 $3 $4" 1 "m6.safetensors: $want" run --model "$tmp/m6.safetensors" "go ."
 done
 
 [ -e "$tmp/never.safetensors" ] && no "a refused model led to a written model"

@@ -34,6 +34,8 @@
  * attention heads) take plain, vectorised loops instead. */
 #include "internal.h"
 
+#include <pthread.h>
+
 #include <stdint.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -54,9 +56,47 @@
 #endif
 
 /* Packing buffers, grown once and kept (a training step after the first
- * allocates nothing).  Thread-local: each thread packs its own. */
-static _Thread_local ag_real *pack_a, *pack_b;
-static _Thread_local size_t cap_a, cap_b;
+ * allocates nothing).  Each thread packs into its own pair, held in a slot
+ * of one global table: a thread claims a free slot on first use and gives
+ * it back when it exits (a pthread key's destructor), so the next thread
+ * reuses the buffers.  Held globally, they stay reachable: nothing leaks
+ * when a thread pool shrinks, and leak checkers see no lost blocks. */
+#define PACK_SLOTS 256
+typedef struct pack_slot {
+    ag_real *a, *b;
+    size_t cap_a, cap_b;
+    int used;
+} pack_slot;
+static pack_slot slots[PACK_SLOTS];
+static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+
+static void slot_release(void *p)
+{
+    pthread_mutex_lock(&slots_mu);
+    ((pack_slot *)p)->used = 0;
+    pthread_mutex_unlock(&slots_mu);
+}
+
+static void slot_key_make(void) { pthread_key_create(&slot_key, slot_release); }
+
+/* The calling thread's slot, or NULL when every slot is taken. */
+static pack_slot *my_slot(void)
+{
+    pthread_once(&slot_once, slot_key_make);
+    pack_slot *sl = pthread_getspecific(slot_key);
+    if (sl) return sl;
+    pthread_mutex_lock(&slots_mu);
+    for (int i = 0; i < PACK_SLOTS && !sl; i++)
+        if (!slots[i].used) slots[i].used = 1, sl = &slots[i];
+    pthread_mutex_unlock(&slots_mu);
+    if (sl && pthread_setspecific(slot_key, sl) != 0) {
+        slot_release(sl);
+        sl = NULL;
+    }
+    return sl;
+}
 
 /* A buffer of n values, 64-byte aligned: *raw keeps what to free. */
 static ag_real *reserve(ag_real **raw, size_t *cap, size_t n)
@@ -332,8 +372,9 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
     const isa *is = jb->isa;
     const int VL = is->vl, NR = is->nv * VL, K = jb->K;
     int ncmax = n1 - n0 < NC ? n1 - n0 : NC, kcmax = K < KC ? K : KC;
-    ag_real *bpack = reserve(&pack_b, &cap_b, (size_t)((ncmax + NR - 1) / NR) * NR * kcmax);
-    ag_real *apack = reserve(&pack_a, &cap_a, (size_t)MR * kcmax);
+    pack_slot *sl = my_slot();
+    ag_real *bpack = sl ? reserve(&sl->b, &sl->cap_b, (size_t)((ncmax + NR - 1) / NR) * NR * kcmax) : NULL;
+    ag_real *apack = sl ? reserve(&sl->a, &sl->cap_a, (size_t)MR * kcmax) : NULL;
     if (!bpack || !apack) {
         gemm_small(jb->ta, jb->tb, m1 - m0, n1 - n0, K, jb->A + (size_t)m0 * (jb->ta ? 1 : jb->lda), jb->lda,
                    jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->beta, jb->C + (size_t)m0 * jb->ldc + n0,

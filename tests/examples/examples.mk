@@ -1,0 +1,5 @@
+# make test also runs the example programs (tests/examples/test_examples.sh).
+.PHONY: examples-test
+examples-test: $(BUILD)/gradcheck $(BUILD)/attention_demo
+	bash tests/examples/test_examples.sh $(BUILD)
+test: examples-test

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tests/examples/test_examples.sh BUILD_DIR: the example programs as a user
+# runs them.
+#   - build/gradcheck passes every op in double and exits 0; with one op's
+#     backward deliberately broken it reports that op and exits 1;
+#   - build/attention_demo prints the tutorials' shapes and writes an
+#     attention.dot that Graphviz accepts.
+# Prints 'N passed, N failed' last; exits 1 on any failure.
+set -u
+B=$(cd "${1:-build}" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+no() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+if "$B/gradcheck" > "$tmp/gc.txt" 2>&1 && ! grep -q FAIL "$tmp/gc.txt" && grep -q ' 0 failed' "$tmp/gc.txt"; then
+    ok "gradcheck: $(tail -n 1 "$tmp/gc.txt")"
+else no "gradcheck did not pass: $(grep FAIL "$tmp/gc.txt" | head -n 3)"; fi
+
+"$B/gradcheck" --break layer_norm > "$tmp/broken.txt" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && grep -q '^| layer_norm .* FAIL |' "$tmp/broken.txt" && ! grep -q '^| softmax .* FAIL |' "$tmp/broken.txt"
+then ok "gradcheck --break layer_norm: exit 1, layer_norm fails, the others pass"
+else no "gradcheck --break layer_norm: exit $rc"; fi
+
+"$B/gradcheck" --op nosuchop > /dev/null 2>&1
+rc=$?
+if [ "$rc" = 2 ]; then ok "gradcheck --op nosuchop: exit 2"; else no "gradcheck --op nosuchop: exit $rc"; fi
+
+if (cd "$tmp" && "$B/attention_demo" > demo.txt 2>&1); then
+    for want in "input shape: [2, 4, 64]" "output shape: [2, 4, 64]" "attention weights shape: [2, 8, 4, 4]" \
+                "queries [2, 4, 100], keys/values [2, 6, 100], valid_lens [3, 2]" "output shape: [2, 4, 100]" \
+                "causal softmax: the upper triangle is zero [4, 4]"; do
+        if grep -qF "$want" "$tmp/demo.txt"; then ok "attention_demo prints '$want'"
+        else no "attention_demo does not print '$want'"; fi
+    done
+    if [ ! -s "$tmp/attention.dot" ]; then no "attention_demo wrote no attention.dot"
+    elif ! command -v dot > /dev/null; then ok "attention.dot written (graphviz not installed: not rendered)"
+    elif dot -Tsvg "$tmp/attention.dot" -o "$tmp/attention.svg" 2> "$tmp/dot.err"; then ok "dot -Tsvg accepts attention.dot"
+    else no "dot rejects attention.dot: $(head -n 3 "$tmp/dot.err")"; fi
+else
+    no "attention_demo failed: $(tail -n 3 "$tmp/demo.txt")"
+fi
+
+echo "examples: $pass passed, $fail failed"
+[ "$fail" = 0 ]

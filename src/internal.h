@@ -40,39 +40,6 @@ struct ag_op_case {
 };
 #define AG_CASES(arr) .cases = (arr), .ncases = (int)(sizeof(arr) / sizeof((arr)[0]))
 
-/* ops/<name>.c defines `const ag_op_desc ag_op_<name>`. */
-#define AG_OP_DECL(name) extern const ag_op_desc ag_op_##name;
-AG_OP_DECL(add)
-AG_OP_DECL(sub)
-AG_OP_DECL(mul)
-AG_OP_DECL(div)
-AG_OP_DECL(scale)
-AG_OP_DECL(shift)
-AG_OP_DECL(neg)
-AG_OP_DECL(exp)
-AG_OP_DECL(log)
-AG_OP_DECL(sqrt)
-AG_OP_DECL(tanh)
-AG_OP_DECL(relu)
-AG_OP_DECL(gelu)
-AG_OP_DECL(matmul)
-AG_OP_DECL(reshape)
-AG_OP_DECL(permute)
-AG_OP_DECL(concat)
-AG_OP_DECL(slice)
-AG_OP_DECL(sum)
-AG_OP_DECL(mean)
-AG_OP_DECL(max)
-AG_OP_DECL(softmax)
-AG_OP_DECL(log_softmax)
-AG_OP_DECL(masked_fill)
-AG_OP_DECL(layer_norm)
-AG_OP_DECL(embedding)
-AG_OP_DECL(dropout)
-AG_OP_DECL(cross_entropy)
-AG_OP_DECL(linear)
-AG_OP_DECL(masked_softmax)
-#undef AG_OP_DECL
 
 /* Indexed by ag_op_id; [AG_OP_LEAF] is a descriptor with no backward. */
 extern const ag_op_desc *const ag_op_table[AG_OP_COUNT];

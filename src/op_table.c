@@ -1,6 +1,38 @@
 /* op_table.c: the one list of primitive ops.  Adding an op is one enum line
- * in attograd.h, one line here and one file in ops/. */
+ * in attograd.h, one file in ops/, and its declaration and table line here. */
 #include "internal.h"
+
+/* Each defined in ops/<name>.c. */
+extern const ag_op_desc ag_op_add;
+extern const ag_op_desc ag_op_sub;
+extern const ag_op_desc ag_op_mul;
+extern const ag_op_desc ag_op_div;
+extern const ag_op_desc ag_op_scale;
+extern const ag_op_desc ag_op_shift;
+extern const ag_op_desc ag_op_neg;
+extern const ag_op_desc ag_op_exp;
+extern const ag_op_desc ag_op_log;
+extern const ag_op_desc ag_op_sqrt;
+extern const ag_op_desc ag_op_tanh;
+extern const ag_op_desc ag_op_relu;
+extern const ag_op_desc ag_op_gelu;
+extern const ag_op_desc ag_op_matmul;
+extern const ag_op_desc ag_op_reshape;
+extern const ag_op_desc ag_op_permute;
+extern const ag_op_desc ag_op_concat;
+extern const ag_op_desc ag_op_slice;
+extern const ag_op_desc ag_op_sum;
+extern const ag_op_desc ag_op_mean;
+extern const ag_op_desc ag_op_max;
+extern const ag_op_desc ag_op_softmax;
+extern const ag_op_desc ag_op_log_softmax;
+extern const ag_op_desc ag_op_masked_fill;
+extern const ag_op_desc ag_op_layer_norm;
+extern const ag_op_desc ag_op_embedding;
+extern const ag_op_desc ag_op_dropout;
+extern const ag_op_desc ag_op_cross_entropy;
+extern const ag_op_desc ag_op_linear;
+extern const ag_op_desc ag_op_masked_softmax;
 
 static const ag_op_desc leaf = {.name = "leaf", .backward = NULL};
 

@@ -100,7 +100,7 @@ valgrind: all
 	@echo "valgrind: clean"
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d)
 

@@ -520,13 +520,23 @@ def cmd_train(torch, a):
     d = Dataset(torch, train_pairs, sv, tv, L)
     dt = Dataset(torch, test_pairs, sv, tv, L) if test_pairs else None
     adam = a.optimizer == "adam"
-    lr = a.lr if a.lr is not None else (1e-3 if adam else 0.1)
+    lr = a.lr if a.lr is not None else (1e-3 if adam else 0.3)
     momentum = a.momentum if a.momentum is not None else 0.9
     params = list(model.parameters())
     if adam:
         opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=a.weight_decay)
     else:
-        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=a.weight_decay)
+        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=a.weight_decay,
+                              nesterov=a.nesterov and momentum > 0)
+    # translate's schedule: a warmup longer than the run is cut to a tenth of
+    # it; noam needs at least 1 (examples/translate.c, ag_lr_schedule)
+    nbatches = (d.n + a.batch - 1) // a.batch
+    total_steps, warmup = a.epochs * nbatches, a.warmup
+    if warmup >= total_steps:
+        warmup = total_steps // 10
+    if warmup < 1 and a.schedule == "noam":
+        warmup = 1
+    step = 0
     nparams = sum(p.numel() for p in params)
     if not a.quiet:
         print("train: %d pairs (%d skipped), vocab %d source / %d target, %d parameters, %s lr %g, "
@@ -550,6 +560,10 @@ def cmd_train(torch, a):
                 norm = torch.nn.utils.clip_grad_norm_(params, a.clip)
                 if not math.isfinite(float(norm)):
                     sys.exit("translator.py: epoch %d: gradient norm is %g; stopping" % (epoch + 1, norm))
+            step += 1
+            if a.schedule != "constant" or warmup > 0:
+                for group in opt.param_groups:
+                    group["lr"] = lr_schedule(lr, step, warmup, total_steps, a.schedule)
             opt.step()
             total += float(loss) * tok
             tokens += tok
@@ -582,6 +596,24 @@ def cmd_train(torch, a):
             json.dump(result, f, indent=1)
             f.write("\n")
     return 0
+
+
+def lr_schedule(base, step, warmup, total, kind):
+    """ag_lr_schedule of src/optim.c: linear warmup, then constant, linear or
+    cosine decay to 0 at `total`; noam is base * min(sqrt(w/s), s/w)."""
+    s, w = float(step), float(warmup)
+    if kind == "noam":
+        return base * min(math.sqrt(w / s), s / w)
+    if step <= warmup:
+        return base * s / w
+    if kind == "constant":
+        return base
+    if step >= total:
+        return 0.0
+    progress = (s - w) / (total - w)
+    if kind == "linear":
+        return base * (1 - progress)
+    return base * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 def save_checkpoint(model, sv, tv, path):
@@ -731,11 +763,15 @@ def main(argv):
     t = sub.add_parser("train", help="train on a TSV file, as `translate train`")
     t.add_argument("--data", required=True)
     t.add_argument("--test")
-    t.add_argument("--epochs", type=int, default=30)
+    t.add_argument("--epochs", type=int, default=50)
     t.add_argument("--batch", type=int, default=64)
     t.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
     t.add_argument("--lr", type=float)
     t.add_argument("--momentum", type=float)
+    t.add_argument("--nesterov", dest="nesterov", action="store_true", default=True)
+    t.add_argument("--no-nesterov", dest="nesterov", action="store_false")
+    t.add_argument("--schedule", choices=("constant", "linear", "cosine", "noam"), default="cosine")
+    t.add_argument("--warmup", type=int, default=400)
     t.add_argument("--weight-decay", type=float, default=0.0)
     t.add_argument("--clip", type=float, default=1.0)
     t.add_argument("--hidden", type=int, default=64)

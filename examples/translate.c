@@ -758,7 +758,7 @@ static int cmd_train(const opts *o)
     memcpy(ts.graph_rng, ag_graph_rng(g), sizeof ts.graph_rng);
     if (save_model(&m, opt, &ts, o, o->out)) goto done;
     if (!o->quiet) printf("saved %s (%.1fs)\n", o->out, now() - t_start);
-    metrics tr = {0}, te = {0};
+    metrics te = {0};
     double test_loss = NAN;
     if (test) {
         test_loss = dataset_loss(&m, g, &dt, &b, B);
@@ -778,7 +778,6 @@ static int cmd_train(const opts *o)
                     test_loss, te.sources, te.exact, te.bleu, te.ceiling);
         fprintf(json, "}\n");
     }
-    (void)tr;
     rc = 0;
 done:
     if (json && fclose(json) != 0 && rc == 0) {

@@ -8,73 +8,16 @@
  * iarg[0] = axis (-1 for all axes: y is a scalar), iarg[1] = keepdim. */
 #include "internal.h"
 
-#include <stdio.h>
-
-/* Split x's shape around axis: outer * n * inner = size. */
-static void split(const ag_tensor *x, int axis, size_t *outer, size_t *n, size_t *inner)
-{
-    *outer = ag__numel(axis, x->shape);
-    *n = (size_t)x->shape[axis];
-    *inner = ag__numel(x->ndim - axis - 1, x->shape + axis + 1);
-}
-
+/* The loops live in src/elementwise.c (ag__reduce), shared with ops/mean.c. */
 ag_tensor *ag_sum(ag_graph *g, ag_tensor *x, int axis, int keepdim)
 {
-    if (!ag__ok(g, "sum", 1, x)) return NULL;
-    int a = ag__axis(g, "sum", x, axis);
-    if (a < 0) return NULL;
-    int shape[AG_MAX_DIMS], nd = 0;
-    for (int i = 0; i < x->ndim; i++) {
-        if (i != a) shape[nd++] = x->shape[i];
-        else if (keepdim) shape[nd++] = 1;
-    }
-    ag_tensor *y = ag__node(g, AG_OP_SUM, nd, shape, 1, &x);
-    if (!y) return NULL;
-    y->iarg[0] = a;
-    y->iarg[1] = keepdim != 0;
-    size_t outer, n, inner;
-    split(x, a, &outer, &n, &inner);
-    for (size_t o = 0; o < outer; o++) {
-        ag_real *yo = y->data + o * inner;
-        for (size_t i = 0; i < inner; i++) yo[i] = 0;
-        for (size_t k = 0; k < n; k++) {
-            const ag_real *xk = x->data + (o * n + k) * inner;
-            for (size_t i = 0; i < inner; i++) yo[i] += xk[i];
-        }
-    }
-    return y;
+    return ag__reduce(g, AG_OP_SUM, x, axis, keepdim, false);
 }
 
-ag_tensor *ag_sum_all(ag_graph *g, ag_tensor *x)
-{
-    if (!ag__ok(g, "sum", 1, x)) return NULL;
-    ag_tensor *y = ag__node(g, AG_OP_SUM, 0, NULL, 1, &x);
-    if (!y) return NULL;
-    y->iarg[0] = -1;
-    ag_real s = 0;
-    for (size_t i = 0; i < x->size; i++) s += x->data[i];
-    y->data[0] = s;
-    return y;
-}
+ag_tensor *ag_sum_all(ag_graph *g, ag_tensor *x) { return ag__reduce(g, AG_OP_SUM, x, AG__ALL_AXES, 0, false); }
 
-static void sum_backward(ag_graph *g, ag_tensor *y)
-{
-    ag_tensor *x = y->src[0];
-    ag_real *dx = ag__grad(g, x);
-    if (!dx) return;
-    if (y->iarg[0] < 0) {
-        for (size_t i = 0; i < x->size; i++) dx[i] += y->grad[0];
-        return;
-    }
-    size_t outer, n, inner;
-    split(x, y->iarg[0], &outer, &n, &inner);
-    for (size_t o = 0; o < outer; o++)
-        for (size_t k = 0; k < n; k++) {
-            ag_real *dxk = dx + (o * n + k) * inner;
-            const ag_real *dyo = y->grad + o * inner;
-            for (size_t i = 0; i < inner; i++) dxk[i] += dyo[i];
-        }
-}
+/* dx[o, n, i] += dy[o, i] */
+static void sum_backward(ag_graph *g, ag_tensor *y) { ag__reduce_backward(g, y, false); }
 
 static ag_tensor *case_axis0(ag_graph *g, ag_tensor *const *in) { return ag_sum(g, in[0], 0, 0); }
 static ag_tensor *case_mid_keep(ag_graph *g, ag_tensor *const *in) { return ag_sum(g, in[0], 1, 1); }

@@ -283,3 +283,73 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
 #endif
     return s;
 }
+
+/* ---- reductions ------------------------------------------------------------
+ * x is viewed as [outer, N, inner] around the reduced axis (N = every
+ * element, outer = inner = 1, for a reduction over all of x). */
+static void reduce_split(const ag_tensor *x, int axis, size_t *outer, size_t *n, size_t *inner)
+{
+    if (axis < 0) {
+        *outer = *inner = 1;
+        *n = x->size;
+        return;
+    }
+    *outer = ag__numel(axis, x->shape);
+    *n = (size_t)x->shape[axis];
+    *inner = ag__numel(x->ndim - axis - 1, x->shape + axis + 1);
+}
+
+ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, bool average)
+{
+    const char *name = ag_op_name(op);
+    if (!ag__ok(g, name, 1, x)) return NULL;
+    int a = -1, shape[AG_MAX_DIMS], nd = 0;
+    char buf[96];
+    if (axis != AG__ALL_AXES) {
+        if ((a = ag__axis(g, name, x, axis)) < 0) return NULL;
+        for (int i = 0; i < x->ndim; i++) {
+            if (i != a) shape[nd++] = x->shape[i];
+            else if (keepdim) shape[nd++] = 1;
+        }
+    }
+    size_t outer, n, inner;
+    reduce_split(x, a, &outer, &n, &inner);
+    if (average && n == 0) {
+        if (a < 0) ag_graph_fail(g, AG_ERR_SHAPE, "%s: axis of size 0: mean of all of %s", name, ag_shape_str(x, buf, sizeof buf));
+        else ag_graph_fail(g, AG_ERR_SHAPE, "%s: axis of size 0: axis %d of %s", name, axis, ag_shape_str(x, buf, sizeof buf));
+        return NULL;
+    }
+    ag_tensor *y = ag__node(g, op, nd, shape, 1, &x);
+    if (!y) return NULL;
+    y->iarg[0] = a;
+    y->iarg[1] = a >= 0 && keepdim;
+    for (size_t o = 0; o < outer; o++) {
+        ag_real *yo = y->data + o * inner;
+        for (size_t i = 0; i < inner; i++) yo[i] = 0;
+        for (size_t k = 0; k < n; k++) {
+            const ag_real *xk = x->data + (o * n + k) * inner;
+            for (size_t i = 0; i < inner; i++) yo[i] += xk[i];
+        }
+        if (average)
+            for (size_t i = 0; i < inner; i++) yo[i] /= (ag_real)n;
+    }
+    return y;
+}
+
+void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average)
+{
+    ag_tensor *x = y->src[0];
+    ag_real *dx = ag__grad(g, x);
+    if (!dx) return;
+    size_t outer, n, inner;
+    reduce_split(x, y->iarg[0], &outer, &n, &inner);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t k = 0; k < n; k++) {
+            ag_real *dxk = dx + (o * n + k) * inner;
+            const ag_real *dyo = y->grad + o * inner;
+            if (average)
+                for (size_t i = 0; i < inner; i++) dxk[i] += dyo[i] / (ag_real)n;
+            else
+                for (size_t i = 0; i < inner; i++) dxk[i] += dyo[i];
+        }
+}

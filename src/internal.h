@@ -113,6 +113,15 @@ ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd,
                      double farg0);
 void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd);
 
+/* Reductions (ops/sum.c, ops/mean.c): y = sum of x over `axis` (keepdim
+ * keeps it as size 1), or over every element when axis is AG__ALL_AXES;
+ * divided by the count when `average`.  y->iarg[0] = axis (-1: all),
+ * y->iarg[1] = keepdim.  An average over no element is an error. */
+#define AG__ALL_AXES (-1000)
+ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, bool average);
+/* dx += dy (spread over the reduced axis), / count when average. */
+void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average);
+
 /* Shape that a and b broadcast to; false (and error recorded) when they
  * cannot, with a message naming op and both shapes. */
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,

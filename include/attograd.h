@@ -158,6 +158,7 @@ struct ag_tensor {
     void *aux;                 /* op-owned saved state, in the arena */
     int requires_grad;         /* 1 when a gradient must flow into it */
     int is_param;              /* 1 for a tensor owned by an ag_store */
+    int grad_unset;            /* internal: grad reserved by backward, not yet written */
     char name[64];             /* user-given name ("q", "scores"), or "" */
 };
 

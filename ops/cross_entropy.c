@@ -116,23 +116,31 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
 static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *logits = y->src[0];
-    ag_real *dx = ag__grad(g, logits);
+    bool fresh; /* nothing in dx yet: store, and zero the rows we skip */
+    ag_real *dx = ag__grad_fresh(g, logits, &fresh);
     if (!dx) return;
     const saved *sv = y->aux;
-    if (sv->count == 0) return; /* loss = 0, a constant */
     int V = logits->shape[logits->ndim - 1], ignore = y->iarg[0];
-    double ls = y->farg[0], dloss = (double)y->grad[0] / (double)sv->count;
+    double ls = y->farg[0], dloss = sv->count ? (double)y->grad[0] / (double)sv->count : 0;
     for (size_t r = 0; r < sv->rows; r++) {
         int t = sv->targets[r];
         double m = sv->max[r], logsum = sv->logsum[r];
-        if (t == ignore || m == -INFINITY) continue;
-        const ag_real *er = sv->expd + r * (size_t)V;
         ag_real *dxr = dx + r * (size_t)V;
+        if (t == ignore || m == -INFINITY) { /* no loss from this row */
+            if (fresh) memset(dxr, 0, (size_t)V * sizeof(ag_real));
+            continue;
+        }
+        const ag_real *er = sv->expd + r * (size_t)V;
         /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, and loss = sum_r loss_r / count:
          * dx_v += dloss (p_v - (1-ls) [v == t] - ls / V),  p_v = expd_v / exp(logsum) */
         ag_real c = (ag_real)(dloss * exp(-logsum)), off = (ag_real)(dloss * ls / V);
+        if (fresh) {
 #pragma omp simd
-        for (int v = 0; v < V; v++) dxr[v] += c * er[v] - off;
+            for (int v = 0; v < V; v++) dxr[v] = c * er[v] - off;
+        } else {
+#pragma omp simd
+            for (int v = 0; v < V; v++) dxr[v] += c * er[v] - off;
+        }
         dxr[t] -= (ag_real)(dloss * (1 - ls));
     }
 }

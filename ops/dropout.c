@@ -34,7 +34,7 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p)
     if (!kept) return NULL;
     y->aux = kept;
     ag_rng *r = ag__graph_rng(g);
-    for (size_t i = 0; i < x->size; i++) kept[i] = !(ag_rng_uniform(r) < p);
+    ag__rng_keep(r, p, x->size, kept); /* kept[i] = !(uniform draw < p) */
     ag_real keep = (ag_real)(1 / (1 - p));
 #pragma omp simd
     for (size_t i = 0; i < x->size; i++) y->data[i] = x->data[i] * (kept[i] ? keep : 0);
@@ -44,17 +44,25 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p)
 static void dropout_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
-    ag_real *dx = ag__grad(g, x);
+    bool fresh; /* nothing in dx yet: store instead of adding */
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
     const unsigned char *kept = y->aux;
     if (!kept) { /* y = x */
-        for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i];
+        if (fresh) memcpy(dx, y->grad, y->size * sizeof(ag_real));
+        else
+            for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i];
         return;
     }
     /* y_i = x_i * scale_i */
     ag_real keep = (ag_real)(1 / (1 - y->farg[0]));
+    if (fresh) {
 #pragma omp simd
-    for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i] * (kept[i] ? keep : 0);
+        for (size_t i = 0; i < y->size; i++) dx[i] = y->grad[i] * (kept[i] ? keep : 0);
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i] * (kept[i] ? keep : 0);
+    }
 }
 
 /* The checker rewinds the graph's stream before every build: same mask. */

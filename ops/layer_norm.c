@@ -103,7 +103,7 @@ ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *
 
 /* One row of dx:  xhat = (x - mean) * rstd,  y = xhat * gain + bias. */
 static void norm_row_backward(size_t C, const ag_real *xr, const ag_real *dyr, ag_real *dxr, const ag_real *gd,
-                              ag_real mean, ag_real rstd)
+                              ag_real mean, ag_real rstd, bool fresh)
 {
     /* the row's two means */
     ag_real mdxhat = 0, mdxhat_xhat = 0;
@@ -115,11 +115,20 @@ static void norm_row_backward(size_t C, const ag_real *xr, const ag_real *dyr, a
         mdxhat_xhat += dxhat * xhat;
     }
     ag_real a = mdxhat / (ag_real)C, b = mdxhat_xhat / (ag_real)C;
-    /* xhat = (x - mean) * rstd, through mean and through rstd */
+    /* xhat = (x - mean) * rstd, through mean and through rstd; stored into
+     * a fresh dx (nothing in it yet), added otherwise */
+    if (fresh) {
 #pragma omp simd
-    for (size_t i = 0; i < C; i++) {
-        ag_real xhat = (xr[i] - mean) * rstd;
-        dxr[i] += rstd * (dyr[i] * gd[i] - a - xhat * b);
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (xr[i] - mean) * rstd;
+            dxr[i] = rstd * (dyr[i] * gd[i] - a - xhat * b);
+        }
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (xr[i] - mean) * rstd;
+            dxr[i] += rstd * (dyr[i] * gd[i] - a - xhat * b);
+        }
     }
 }
 
@@ -142,7 +151,8 @@ static void norm_params_backward(size_t rows, size_t C, size_t c0, size_t c1, co
 static void layer_norm_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0], *gain = y->src[1], *bias = y->src[2];
-    ag_real *dx = x->requires_grad ? ag__grad(g, x) : NULL;
+    bool fresh = false;
+    ag_real *dx = x->requires_grad ? ag__grad_fresh(g, x, &fresh) : NULL;
     ag_real *dgain = gain && gain->requires_grad ? ag__grad(g, gain) : NULL;
     ag_real *dbias = bias && bias->requires_grad ? ag__grad(g, bias) : NULL;
     if (ag_graph_status(g) != AG_OK || y->size == 0) return;
@@ -163,7 +173,7 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
             if (dx) {
 #pragma omp for schedule(static)
                 for (size_t r = 0; r < rows; r++)
-                    norm_row_backward(C, x->data + r * C, y->grad + r * C, dx + r * C, gd, mean[r], rstd[r]);
+                    norm_row_backward(C, x->data + r * C, y->grad + r * C, dx + r * C, gd, mean[r], rstd[r], fresh);
             }
             if (dgain || dbias) {
 #pragma omp for schedule(static)
@@ -175,7 +185,7 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
     } else {
         if (dx)
             for (size_t r = 0; r < rows; r++)
-                norm_row_backward(C, x->data + r * C, y->grad + r * C, dx + r * C, gd, mean[r], rstd[r]);
+                norm_row_backward(C, x->data + r * C, y->grad + r * C, dx + r * C, gd, mean[r], rstd[r], fresh);
         if (dgain || dbias) norm_params_backward(rows, C, 0, C, x->data, y->grad, mean, rstd, dgain, dbias);
     }
 }

@@ -64,14 +64,15 @@ ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
 static void linear_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0], *w = y->src[1], *b = y->src[2];
-    ag_real *dx = x->requires_grad ? ag__grad(g, x) : NULL;
+    bool fresh = false; /* dx holds nothing yet: the product overwrites it */
+    ag_real *dx = x->requires_grad ? ag__grad_fresh(g, x, &fresh) : NULL;
     ag_real *dw = w->requires_grad ? ag__grad(g, w) : NULL;
     ag_real *db = b && b->requires_grad ? ag__grad(g, b) : NULL;
     if (ag_graph_status(g) != AG_OK) return;
     int I = w->shape[1], O = w->shape[0];
     int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
     /* y = x W^T:  dx += dy W  [N, O] x [O, I] */
-    if (dx) ag__gemm(0, 0, N, I, O, y->grad, O, w->data, I, 1, dx, I);
+    if (dx) ag__gemm(0, 0, N, I, O, y->grad, O, w->data, I, fresh ? 0 : 1, dx, I);
     /* y = x W^T:  dW += dy^T x  [O, N] x [N, I] */
     if (dw) ag__gemm(1, 0, O, I, N, y->grad, O, x->data, I, 1, dw, I);
     /* y = ... + b:  db += sum over rows of dy */

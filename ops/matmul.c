@@ -115,37 +115,56 @@ ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
 }
 
 /* Batch entry r of the backward. */
+/* Batch entry r of the backward.  beta_a = 0 (beta_b = 0) when da (db) held
+ * nothing yet and this entry is the only one to write its matrix: the
+ * product is stored, not added. */
 static void matmul_entry_backward(const batch *bt, size_t r, int M, int N, int K, const ag_real *a, const ag_real *b,
-                                  const ag_real *dy, ag_real *da, ag_real *db)
+                                  const ag_real *dy, ag_real *da, ag_real *db, ag_real beta_a, ag_real beta_b)
 {
     size_t ia, ib, ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
     batch_at(bt, r, &ia, &ib);
     dy += r * my;
     /* y = a b:  da += dy b^T  [M, N] x [N, K] */
-    if (da) ag__gemm(0, 1, M, K, N, dy, N, b + ib * mb, N, 1, da + ia * ma, K);
+    if (da) ag__gemm(0, 1, M, K, N, dy, N, b + ib * mb, N, beta_a, da + ia * ma, K);
     /* y = a b:  db += a^T dy  [K, M] x [M, N] */
-    if (db) ag__gemm(1, 0, K, N, M, a + ia * ma, K, dy, N, 1, db + ib * mb, N);
+    if (db) ag__gemm(1, 0, K, N, M, a + ia * ma, K, dy, N, beta_b, db + ib * mb, N);
+}
+
+/* x's gradient for a product in which each batch entry of x is read `own`
+ * (once) or not: fresh and own, the entries store into it (*beta = 0);
+ * otherwise they add (*beta = 1), into zeros if it was fresh. */
+static ag_real *grad_for(ag_graph *g, ag_tensor *x, bool own, ag_real *beta)
+{
+    bool fresh;
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
+    *beta = fresh && own ? 0 : 1;
+    if (dx && fresh && !own) memset(dx, 0, x->size * sizeof(ag_real));
+    return dx;
 }
 
 static void matmul_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
     int M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], N = b->shape[b->ndim - 1];
-    ag_real *da = a->requires_grad ? ag__grad(g, a) : NULL;
-    ag_real *db = b->requires_grad ? ag__grad(g, b) : NULL;
-    if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
     batch bt;
     batch_init(&bt, a, b, y);
     size_t ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
-    /* threads over the batch only when no batch axis was stretched: then
-     * each entry's da and db are its own (a stretched one sums over r) */
-    int own = a->size / (ma ? ma : 1) == bt.count && b->size / (mb ? mb : 1) == bt.count;
-    int nt = own && bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 8) : 1;
+    /* an operand is its own when no batch axis of it was stretched: then
+     * each batch entry writes its own matrix of da (db), and threads may
+     * share the batch (a stretched one sums over r) */
+    bool own_a = a->size / (ma ? ma : 1) == bt.count, own_b = b->size / (mb ? mb : 1) == bt.count;
+    ag_real beta_a = 1, beta_b = 1;
+    ag_real *da = a->requires_grad ? grad_for(g, a, own_a, &beta_a) : NULL;
+    ag_real *db = b->requires_grad ? grad_for(g, b, own_b, &beta_b) : NULL;
+    if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
+    int nt = own_a && own_b && bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 8) : 1;
     if (nt > 1) {
 #pragma omp parallel for schedule(static) num_threads(nt)
-        for (size_t r = 0; r < bt.count; r++) matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db);
+        for (size_t r = 0; r < bt.count; r++)
+            matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db, beta_a, beta_b);
     } else {
-        for (size_t r = 0; r < bt.count; r++) matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db);
+        for (size_t r = 0; r < bt.count; r++)
+            matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db, beta_a, beta_b);
     }
 }
 

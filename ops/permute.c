@@ -18,15 +18,20 @@
 
 #include <stdio.h>
 
+/* What a walk does at each pair (x[i], y[j]). */
+enum { GATHER, /* forward:  y[j] = x[i] */
+       ADD,    /* backward: dx[i] += dy[j] */
+       SCATTER /* backward into an untouched dx: dx[i] = dy[j] */ };
+
 /* Walk y (shape[0..nd), row-major) and the elements of x it reads: output
- * axis k moves through x with stride st[k].  Forward copies x into y;
- * backward adds dy into dx at the same places. */
-static void walk(int nd, const int *shape, const size_t *st, ag_real *x, ag_real *y, int backward)
+ * axis k moves through x with stride st[k]. */
+static void walk(int nd, const int *shape, const size_t *st, ag_real *x, ag_real *y, int mode)
 {
     size_t size = ag__numel(nd, shape);
     if (size == 0) return;
     if (nd == 0) { /* a scalar: one element */
-        if (backward) x[0] += y[0];
+        if (mode == ADD) x[0] += y[0];
+        else if (mode == SCATTER) x[0] = y[0];
         else y[0] = x[0];
         return;
     }
@@ -35,15 +40,24 @@ static void walk(int nd, const int *shape, const size_t *st, ag_real *x, ag_real
     size_t off = 0; /* offset in x of y's current run */
     for (size_t r = 0; r < size; r += n) {
         ag_real *xr = x + off, *yr = y + r;
-        if (s == 1 && !backward) { /* the innermost axis stays innermost: a run */
-            memcpy(yr, xr, n * sizeof(ag_real));
-        } else if (s == 1) {
+        /* runs are short (a head's 16 values): plain loops, no calls; the
+         * innermost axis staying innermost (s == 1) gets vector loops */
+        if (s == 1) {
+            if (mode == GATHER)
 #pragma omp simd
-            for (size_t j = 0; j < n; j++) xr[j] += yr[j];
-        } else if (backward) {
+                for (size_t j = 0; j < n; j++) yr[j] = xr[j];
+            else if (mode == ADD)
+#pragma omp simd
+                for (size_t j = 0; j < n; j++) xr[j] += yr[j];
+            else
+#pragma omp simd
+                for (size_t j = 0; j < n; j++) xr[j] = yr[j];
+        } else if (mode == GATHER) {
+            for (size_t j = 0; j < n; j++) yr[j] = xr[j * s];
+        } else if (mode == ADD) {
             for (size_t j = 0; j < n; j++) xr[j * s] += yr[j];
         } else {
-            for (size_t j = 0; j < n; j++) yr[j] = xr[j * s];
+            for (size_t j = 0; j < n; j++) xr[j * s] = yr[j];
         }
         /* odometer: advance the outer indices of y, last one fastest */
         for (int d = nd - 2; d >= 0; d--) {
@@ -90,19 +104,20 @@ ag_tensor *ag_permute(ag_graph *g, ag_tensor *x, const int *perm)
     for (int k = 0; k < nd; k++) y->iarg[k] = perm[k];
     size_t st[AG_MAX_DIMS];
     perm_strides(x, perm, st);
-    walk(nd, y->shape, st, x->data, y->data, 0);
+    walk(nd, y->shape, st, x->data, y->data, GATHER);
     return y;
 }
 
 static void permute_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
-    ag_real *dx = ag__grad(g, x);
+    bool fresh; /* dx untouched: each of its elements is stored once */
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
     /* y[j] = x[i(j)]  ->  dx[i(j)] += dy[j] */
     size_t st[AG_MAX_DIMS];
     perm_strides(x, y->iarg, st);
-    walk(y->ndim, y->shape, st, dx, y->grad, 1);
+    walk(y->ndim, y->shape, st, dx, y->grad, fresh ? SCATTER : ADD);
 }
 
 ag_tensor *ag_transpose(ag_graph *g, ag_tensor *x, int axis0, int axis1)

@@ -79,9 +79,14 @@ ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape)
 static void reshape_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
-    ag_real *dx = ag__grad(g, x);
+    bool fresh;
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
-    /* y[i] = x[i]  ->  dx[i] += dy[i] */
+    /* y[i] = x[i]  ->  dx[i] += dy[i]  (a copy into an untouched dx) */
+    if (fresh) {
+        memcpy(dx, y->grad, y->size * sizeof(ag_real));
+        return;
+    }
 #pragma omp simd
     for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i];
 }

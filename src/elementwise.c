@@ -136,33 +136,60 @@ ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary
     return y;
 }
 
+/* Zero-fill in pieces of this many values, each just before the backward
+ * adds into it, while the piece is in the nearest cache: for gradients
+ * that backward reserved and nothing has written yet (ag__grad_fresh). */
+enum { ZERO_PIECE = 2048 };
+
+/* dx[i0, i1) of a fresh gradient, zeroed: dx + i0, or NULL for no dx. */
+static ag_real *zero_piece(ag_real *dx, bool fresh, size_t i0, size_t i1)
+{
+    if (!dx) return NULL;
+    if (fresh) memset(dx + i0, 0, (i1 - i0) * sizeof(ag_real));
+    return dx + i0;
+}
+
+/* bwd over elements [i0, i1) of inputs of y's shape, zero-filling the fresh
+ * gradients piece by piece. */
+static void binary_bwd_range(ag_binary_bwd bwd, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y,
+                             ag_real *da, bool fa, ag_real *db, bool fb, size_t i0, size_t i1)
+{
+    for (size_t p0 = i0; p0 < i1; p0 += ZERO_PIECE) {
+        size_t p1 = i1 - p0 < ZERO_PIECE ? i1 : p0 + ZERO_PIECE;
+        bwd(p1 - p0, a->data + p0, 1, b->data + p0, 1, y->data + p0, y->grad + p0, zero_piece(da, fa, p0, p1),
+            zero_piece(db, fb, p0, p1));
+    }
+}
+
 void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
-    ag_real *da = a->requires_grad ? ag__grad(g, a) : NULL;
-    ag_real *db = b->requires_grad ? ag__grad(g, b) : NULL;
+    bool fa = false, fb = false;
+    ag_real *da = a->requires_grad ? ag__grad_fresh(g, a, &fa) : NULL;
+    ag_real *db = b->requires_grad ? ag__grad_fresh(g, b, &fb) : NULL;
+    if (db == da) fb = false; /* a + a: one buffer, zeroed once */
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
     if (y->size == 0) return;
-    if (y->ndim == 0) {
-        bwd(1, a->data, 1, b->data, 1, y->data, y->grad, da, db);
-        return;
-    }
     walk w;
-    walk_init(&w, a, b, y->ndim, y->shape);
-    size_t run = (size_t)w.shape[w.ndim - 1], nruns = y->size / run;
-    size_t ra = w.sa[w.ndim - 1], rb = w.sb[w.ndim - 1];
-    /* one long run in which no input is stretched: each element of da and
-     * db has one contribution, so pieces can go to threads */
-    int nt = nruns == 1 && ra == 1 && rb == 1 ? ag__threads_for(y->size) : 1;
-    if (nt > 1) {
+    if (y->ndim > 0) walk_init(&w, a, b, y->ndim, y->shape);
+    size_t run = y->ndim ? (size_t)w.shape[w.ndim - 1] : 1, nruns = y->size / run;
+    size_t ra = y->ndim ? w.sa[w.ndim - 1] : 1, rb = y->ndim ? w.sb[w.ndim - 1] : 1;
+    if (nruns == 1 && ra == 1 && rb == 1) {
+        /* one long run in which no input is stretched: each element of da
+         * and db has one contribution, so pieces can go to threads */
+        int nt = ag__threads_for(y->size);
+        if (nt > 1) {
 #pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++) {
-            size_t i0 = piece(run, t, nt), i1 = piece(run, t + 1, nt);
-            bwd(i1 - i0, a->data + i0, 1, b->data + i0, 1, y->data + i0, y->grad + i0, da ? da + i0 : NULL,
-                db ? db + i0 : NULL);
+            for (int t = 0; t < nt; t++)
+                binary_bwd_range(bwd, a, b, y, da, fa, db, fb, piece(run, t, nt), piece(run, t + 1, nt));
+        } else {
+            binary_bwd_range(bwd, a, b, y, da, fa, db, fb, 0, run);
         }
         return;
     }
+    /* broadcast: many outputs add into one input element; zero first */
+    if (fa) memset(da, 0, a->size * sizeof(ag_real));
+    if (fb) memset(db, 0, b->size * sizeof(ag_real));
     int idx[AG_MAX_DIMS] = {0};
     size_t oa = 0, ob = 0;
     for (size_t r = 0; r < nruns; r++) {
@@ -216,20 +243,29 @@ ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd, double
     return y;
 }
 
+/* bwd over elements [i0, i1), zero-filling a fresh dx piece by piece. */
+static void unary_bwd_range(ag_unary_bwd bwd, const ag_tensor *x, const ag_tensor *y, ag_real *dx, bool fresh,
+                            size_t i0, size_t i1)
+{
+    for (size_t p0 = i0; p0 < i1; p0 += ZERO_PIECE) {
+        size_t p1 = i1 - p0 < ZERO_PIECE ? i1 : p0 + ZERO_PIECE;
+        bwd(p1 - p0, x->data + p0, y->data + p0, y->grad + p0, zero_piece(dx, fresh, p0, p1), y->farg);
+    }
+}
+
 void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
 {
     ag_tensor *x = y->src[0];
-    ag_real *dx = ag__grad(g, x);
+    bool fresh;
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
     int nt = ag__threads_for(y->size);
     if (nt > 1) {
 #pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++) {
-            size_t i0 = piece(y->size, t, nt), i1 = piece(y->size, t + 1, nt);
-            bwd(i1 - i0, x->data + i0, y->data + i0, y->grad + i0, dx + i0, y->farg);
-        }
+        for (int t = 0; t < nt; t++)
+            unary_bwd_range(bwd, x, y, dx, fresh, piece(y->size, t, nt), piece(y->size, t + 1, nt));
     } else {
-        bwd(y->size, x->data, y->data, y->grad, dx, y->farg);
+        unary_bwd_range(bwd, x, y, dx, fresh, 0, y->size);
     }
 }
 

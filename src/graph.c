@@ -182,6 +182,31 @@ ag_real *ag__grad(ag_graph *g, ag_tensor *x)
     if (!x->grad) {
         x->grad = ag__alloc(g, x->size * sizeof(ag_real));
         if (x->grad) memset(x->grad, 0, x->size * sizeof(ag_real));
+    } else if (x->grad_unset) { /* reserved by backward's first pass: zero it now */
+        memset(x->grad, 0, x->size * sizeof(ag_real));
+        x->grad_unset = 0;
+    }
+    return x->grad;
+}
+
+ag_real *ag__grad_fresh(ag_graph *g, ag_tensor *x, bool *fresh)
+{
+    *fresh = x->grad && x->grad_unset;
+    if (*fresh) {
+        x->grad_unset = 0; /* the caller writes every element */
+        return x->grad;
+    }
+    return ag__grad(g, x);
+}
+
+/* Backward's first pass: x's gradient buffer, left unwritten until its
+ * first contribution (ag__grad zero-fills it then; ag__grad_fresh lets the
+ * op store into it instead). */
+static ag_real *grad_reserve(ag_graph *g, ag_tensor *x)
+{
+    if (!x->grad) {
+        x->grad = ag__alloc(g, x->size * sizeof(ag_real));
+        x->grad_unset = x->grad != NULL;
     }
     return x->grad;
 }
@@ -414,7 +439,7 @@ ag_status ag_backward(ag_graph *g, ag_tensor *loss)
         /* make sure every input that needs a gradient has a buffer, so that
          * it is recognised as live when the sweep reaches it */
         for (int k = 0; k < t->nsrc; k++)
-            if (t->src[k] && t->src[k]->requires_grad && !ag__grad(g, t->src[k])) return g->status;
+            if (t->src[k] && t->src[k]->requires_grad && !grad_reserve(g, t->src[k])) return g->status;
     }
 
     /* pass 2: newest first, each live op adds into its inputs' gradients */
@@ -423,6 +448,7 @@ ag_status ag_backward(ag_graph *g, ag_tensor *loss)
         if (!live[i] || t->op == AG_OP_LEAF || !t->requires_grad) continue;
         const ag_op_desc *d = ag_op_table[t->op];
         if (!d || !d->backward) continue;
+        if (t->grad_unset) ag__grad(g, t); /* no consumer contributed: zeros */
         if (t->op == ag__broken_op) {
             for (size_t j = 0; j < t->size; j++) t->grad[j] *= (ag_real)ag__broken_factor;
             d->backward(g, t);
@@ -431,6 +457,13 @@ ag_status ag_backward(ag_graph *g, ag_tensor *loss)
             d->backward(g, t);
         }
         if (g->status != AG_OK) return g->status;
+    }
+    /* a reserved buffer nothing wrote into (a leaf's, say) reads as zeros */
+    for (int i = 0; i <= top; i++) {
+        ag_tensor *t = g->nodes[i];
+        if (t->grad_unset) ag__grad(g, t);
+        for (int k = 0; k < t->nsrc; k++)
+            if (t->src[k] && t->src[k]->grad_unset) ag__grad(g, t->src[k]);
     }
     return check ? check_gradients(g) : AG_OK;
 }

@@ -79,11 +79,22 @@ ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
 /* x's gradient buffer, allocated zero-filled in the arena on first use. */
 ag_real *ag__grad(ag_graph *g, ag_tensor *x);
 
+/* For a backward that sets every element of x's gradient: the buffer, with
+ * *fresh = true when nothing has been added to it yet.  Then its contents
+ * are undefined and the op must store (=) its contribution into every
+ * element; otherwise it adds (+=) as usual.  This saves zero-filling, then
+ * adding into, the buffers that have a single consumer: most of them. */
+ag_real *ag__grad_fresh(ag_graph *g, ag_tensor *x, bool *fresh);
+
 /* Normalise axis (negative counts from the end) for a tensor of ndim axes;
  * records "op: axis A out of range for [..]" and returns -1 when bad. */
 int ag__axis(ag_graph *g, const char *op, const ag_tensor *x, int axis);
 
 ag_rng *ag__graph_rng(ag_graph *g);
+
+/* n Bernoulli draws from r: keep[i] = !(ag_rng_uniform(r) < p), the same
+ * numbers as that loop (one draw per element), without a call per draw. */
+void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep);
 
 /* Product of shape[0..n). */
 size_t ag__numel(int ndim, const int *shape);

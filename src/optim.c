@@ -172,18 +172,34 @@ ag_optim *ag_adam_new(ag_store *s, double lr, double beta1, double beta2, double
 
 void ag_optim_free(ag_optim *o) { ag__free(o); /* one block: the state goes with it */ }
 
-/* SGD on one parameter of n elements; buf is NULL when momentum is 0. */
+/* SGD on one parameter of n elements; buf is NULL when momentum is 0.
+ * In ag_real arithmetic, as PyTorch does it in the parameter's dtype; one
+ * loop per variant, so that each is a plain vector loop. */
 static void sgd_update(const ag_optim *o, size_t n, ag_real *p, const ag_real *grad, ag_real *buf)
 {
-    const double lr = o->lr, mu = o->momentum, wd = o->weight_decay;
-    for (size_t j = 0; j < n; j++) {
-        double g = (double)grad[j] + wd * (double)p[j]; /* g = grad + wd * p */
-        if (buf) {
-            double b = mu * (double)buf[j] + g;         /* buf = mu * buf + g */
-            buf[j] = (ag_real)b;
-            g = o->nesterov ? g + mu * b : b;           /* look ahead, or follow buf */
+    const ag_real lr = (ag_real)o->lr, mu = (ag_real)o->momentum, wd = (ag_real)o->weight_decay;
+    if (!buf) {
+#pragma omp simd
+        for (size_t j = 0; j < n; j++) {
+            ag_real g = grad[j] + wd * p[j]; /* g = grad + wd * p */
+            p[j] -= lr * g;                  /* p = p - lr * g */
         }
-        p[j] = (ag_real)((double)p[j] - lr * g);        /* p = p - lr * g */
+    } else if (o->nesterov) {
+#pragma omp simd
+        for (size_t j = 0; j < n; j++) {
+            ag_real g = grad[j] + wd * p[j];
+            ag_real b = mu * buf[j] + g;     /* buf = mu * buf + g */
+            buf[j] = b;
+            p[j] -= lr * (g + mu * b);       /* look ahead: g + mu * buf */
+        }
+    } else {
+#pragma omp simd
+        for (size_t j = 0; j < n; j++) {
+            ag_real g = grad[j] + wd * p[j];
+            ag_real b = mu * buf[j] + g;
+            buf[j] = b;
+            p[j] -= lr * b;                  /* follow buf */
+        }
     }
 }
 
@@ -198,6 +214,7 @@ static void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p, cons
     const double bc2_sqrt = sqrt(bc2);
     const double decay = o->kind == OPT_ADAMW ? 1 - o->lr * wd : 1; /* AdamW: p *= 1 - lr * wd */
     const double l2 = o->kind == OPT_ADAM ? wd : 0;                 /* Adam: g += wd * p */
+#pragma omp simd
     for (size_t j = 0; j < n; j++) {
         double pj = (double)p[j] * decay;
         double g = (double)grad[j] + l2 * pj;
@@ -306,7 +323,8 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
     double sum = 0;
     for (int i = 0; i < np; i++) {
         const ag_tensor *t = ag_store_at(s, i);
-        double part = 0;
+        double part = 0; /* in double: 10^5 squares and more */
+#pragma omp simd reduction(+ : part)
         for (size_t j = 0; j < t->size; j++) part += (double)t->grad[j] * (double)t->grad[j];
         if (bad < 0 && !isfinite(part)) bad = i;
         sum += part;
@@ -325,6 +343,7 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
     double coef = max_norm / (norm + 1e-6);
     for (int i = 0; i < np; i++) {
         ag_tensor *t = ag_store_at(s, i);
+#pragma omp simd
         for (size_t j = 0; j < t->size; j++) t->grad[j] = (ag_real)((double)t->grad[j] * coef);
     }
     return AG_OK;

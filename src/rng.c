@@ -36,6 +36,17 @@ uint64_t ag_rng_next(ag_rng *r)
 
 double ag_rng_uniform(ag_rng *r) { return (double)(ag_rng_next(r) >> 11) * 0x1.0p-53; }
 
+/* u = k 2^-53 with k = next >> 11, an integer below 2^53.  u < p exactly
+ * when k < p 2^53 (scaling by a power of two is exact), that is when
+ * k < ceil(p 2^53): the test needs no conversion to double. */
+void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep)
+{
+    uint64_t below = (uint64_t)ceil(p * 0x1.0p53);
+    ag_rng s = *r; /* a local copy stays in registers */
+    for (size_t i = 0; i < n; i++) keep[i] = (ag_rng_next(&s) >> 11) >= below;
+    *r = s;
+}
+
 double ag_rng_normal(ag_rng *r)
 {
     /* Box-Muller; u1 in (0, 1] so the log is finite */

@@ -5,7 +5,13 @@
  *   decoder: y = dropout(E_tgt[tgt_in] * sqrt(C) + P); N x decoder block
  *            logits = dense(y)                               [B, T, Vt]
  *
- * Everything is a composition of primitive ops: no backward here. */
+ * Everything is a composition of primitive ops: no backward here.
+ *
+ * The training loss needs logits only where a target is not <pad>: it
+ * picks those rows of y first (an embedding lookup into y, whose backward
+ * scatters the gradient back), so dense and the cross-entropy skip the
+ * padded positions, about 45% of them on the toy data.  The loss is the
+ * same number: each row's logits and terms do not depend on the others. */
 #include "internal.h"
 
 #include <math.h>
@@ -92,14 +98,22 @@ static ag_tensor *encode(ag_graph *g, const ag_seq2seq *m, const int *src, const
     return ag_set_name(x, "encoder_out");
 }
 
-static ag_tensor *decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask, const int *tgt_in,
-                         int B, int T, ag_seq2seq_weights *w)
+/* The decoder blocks' output y [B, T, C], before the dense layer. */
+static ag_tensor *decode_hidden(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
+                                const int *tgt_in, int B, int T, ag_seq2seq_weights *w)
 {
     ag_tensor *causal = ag_causal_mask(g, T, T);
     ag_tensor *y = embed(g, m, m->tgt_embedding, tgt_in, B, T);
     for (int i = 0; i < m->cfg.layers; i++)
         y = ag_decoder_block_forward(g, &m->dec[i], y, enc, causal, src_mask, slot(w ? w->dec_self : NULL, w, i),
                                      slot(w ? w->dec_cross : NULL, w, i));
+    return y;
+}
+
+static ag_tensor *decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask, const int *tgt_in,
+                         int B, int T, ag_seq2seq_weights *w)
+{
+    ag_tensor *y = decode_hidden(g, m, enc, src_mask, tgt_in, B, T, w);
     return ag_set_name(ag_linear_forward(g, &m->dense, y), "logits");
 }
 
@@ -134,8 +148,17 @@ ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, con
 {
     ag_tensor *mask = NULL;
     ag_tensor *enc = ag_seq2seq_encode(g, m, src, src_valid, B, S, &mask);
-    ag_tensor *logits = ag_seq2seq_decode(g, m, enc, mask, tgt_in, B, T);
-    return ag_set_name(ag_cross_entropy(g, logits, tgt_out, 0, 0.0), "loss");
+    ag_tensor *y = decode_hidden(g, m, enc, mask, tgt_in, B, T, NULL);
+    if (!y) return NULL;
+    /* positions with a target (not <pad>): their rows of y and targets */
+    int n = 0, BT = B * T, C = m->cfg.hidden;
+    int *rows = ag__alloc(g, (size_t)(BT > 0 ? BT : 1) * 2 * sizeof(int)), *targets = rows ? rows + BT : NULL;
+    if (!rows) return NULL;
+    for (int p = 0; p < BT; p++)
+        if (tgt_out[p] != 0) rows[n] = p, targets[n++] = tgt_out[p];
+    ag_tensor *picked = ag_embedding(g, ag_reshape(g, y, AG_SHAPE(BT, C)), rows, 1, (const int[]){n}); /* [n, C] */
+    ag_tensor *logits = ag_set_name(ag_linear_forward(g, &m->dense, picked), "logits");              /* [n, Vt] */
+    return ag_set_name(ag_cross_entropy(g, logits, targets, 0, 0.0), "loss");
 }
 
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,

@@ -120,7 +120,18 @@ static ag_real *reserve(ag_real **raw, size_t *cap, size_t n)
 static void pack_a_edge(ag_real *dst, const ag_real *A, int ta, int lda, int i0, int mr, int p0, int kc)
 {
     for (int k = 0; k < kc; k++)
-        for (int i = 0; i < MR; i++) dst[(size_t)k * MR + i] = i < mr ? AT(A, ta, lda, i0 + i, p0 + k) : 0;
+        for (int i = mr; i < MR; i++) dst[(size_t)k * MR + i] = 0;
+    if (ta) { /* A stored [K, M]: row k holds the mr values in order */
+        for (int k = 0; k < kc; k++) {
+            const ag_real *a = A + (size_t)(p0 + k) * lda + i0;
+            for (int i = 0; i < mr; i++) dst[(size_t)k * MR + i] = a[i];
+        }
+    } else { /* A stored [M, K]: read each row in order */
+        for (int i = 0; i < mr; i++) {
+            const ag_real *a = A + (size_t)(i0 + i) * lda + p0;
+            for (int k = 0; k < kc; k++) dst[(size_t)k * MR + i] = a[k];
+        }
+    }
 }
 
 /* A panel of op(B) w columns wide: columns [j0, j0+nr), zero columns up to
@@ -136,8 +147,8 @@ static void pack_b_panel(ag_real *dst, int w, const ag_real *B, int tb, int ldb,
             const ag_real *src = B + (size_t)(j0 + j) * ldb + p0;
             for (int k = 0; k < kc; k++) dst[(size_t)k * w + j] = src[k];
         }
-        for (int j = nr; j < w; j++)
-            for (int k = 0; k < kc; k++) dst[(size_t)k * w + j] = 0;
+        for (int k = 0; k < kc; k++)
+            for (int j = nr; j < w; j++) dst[(size_t)k * w + j] = 0;
         return;
     }
     for (int k = 0; k < kc; k++) {

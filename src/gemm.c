@@ -393,8 +393,10 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
         return;
     }
     /* Packing B repays itself when many row panels read it; for a few rows
-     * the kernel reads B (not transposed) in place, whole vectors of it. */
-    bool direct = !jb->tb && m1 - m0 <= 2 * MR;
+     * the kernel reads B (not transposed) in place, whole vectors of it.
+     * So it does when B's rows are no wider than a panel: then a panel's
+     * rows already follow each other in memory, as packing would lay them. */
+    bool direct = !jb->tb && (m1 - m0 <= 2 * MR || jb->ldb <= NR);
     for (int jc = n0; jc < n1; jc += NC) {
         int nc = n1 - jc < NC ? n1 - jc : NC, npanels = (nc + NR - 1) / NR;
         for (int pc = 0; pc < K; pc += KC) {

@@ -74,7 +74,13 @@ static const ag_real *row_mask(const ag_tensor *mask, const mask_map *mm, size_t
 static void softmax_row(size_t n, const ag_real *xr, ag_real *yr, ag_real scale, const ag_real *mr, size_t along,
                         ag_real fill)
 {
-    if (mr) {
+    if (mr && along == 1) { /* the usual mask: a row of its own */
+#pragma omp simd
+        for (size_t j = 0; j < n; j++) {
+            ag_real z = scale * xr[j], keep = mr[j];
+            yr[j] = keep != 0 ? z : fill;
+        }
+    } else if (mr) { /* a mask broadcast along the row */
         for (size_t j = 0; j < n; j++) {
             ag_real z = scale * xr[j];
             yr[j] = mr[j * along] != 0 ? z : fill;
@@ -84,6 +90,7 @@ static void softmax_row(size_t n, const ag_real *xr, ag_real *yr, ag_real scale,
         for (size_t j = 0; j < n; j++) yr[j] = scale * xr[j];
     }
     ag_real m = -INFINITY;
+#pragma omp simd reduction(max : m)
     for (size_t j = 0; j < n; j++) m = yr[j] > m ? yr[j] : m;
     if (m == -INFINITY) { /* every key masked with -inf */
         for (size_t j = 0; j < n; j++) yr[j] = 0;
@@ -140,7 +147,13 @@ static void softmax_row_backward(size_t n, const ag_real *yr, const ag_real *dyr
     ag_real dot = 0; /* sum_k dy_k y_k */
     for (size_t j = 0; j < n; j++) dot += dyr[j] * yr[j];
     /* dz_j = y_j (dy_j - dot) */
-    if (mr) {
+    if (mr && along == 1) {
+#pragma omp simd
+        for (size_t j = 0; j < n; j++) {
+            ag_real keep = mr[j], d = scale * (yr[j] * (dyr[j] - dot));
+            dxr[j] += keep != 0 ? d : 0;
+        }
+    } else if (mr) {
         for (size_t j = 0; j < n; j++)
             if (mr[j * along] != 0) dxr[j] += scale * (yr[j] * (dyr[j] - dot));
     } else {

@@ -335,6 +335,21 @@ static void reduce_split(const ag_tensor *x, int axis, size_t *outer, size_t *n,
     *inner = ag__numel(x->ndim - axis - 1, x->shape + axis + 1);
 }
 
+/* x[0] + ... + x[n-1] in 16 partial sums (one per vector lane of floats),
+ * added up in a fixed order: the same result on every run, and no chain of
+ * n dependent additions. */
+static ag_real sum_run(size_t n, const ag_real *x)
+{
+    ag_real lane[16] = {0}, s = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+#pragma omp simd
+        for (int l = 0; l < 16; l++) lane[l] += x[i + l];
+    for (; i < n; i++) s += x[i];
+    for (int l = 0; l < 16; l++) s += lane[l];
+    return s;
+}
+
 ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, bool average)
 {
     const char *name = ag_op_name(op);
@@ -361,10 +376,15 @@ ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, 
     y->iarg[1] = a >= 0 && keepdim;
     for (size_t o = 0; o < outer; o++) {
         ag_real *yo = y->data + o * inner;
-        for (size_t i = 0; i < inner; i++) yo[i] = 0;
-        for (size_t k = 0; k < n; k++) {
-            const ag_real *xk = x->data + (o * n + k) * inner;
-            for (size_t i = 0; i < inner; i++) yo[i] += xk[i];
+        if (inner == 1) { /* a contiguous run: summed in vector lanes */
+            yo[0] = sum_run(n, x->data + o * n);
+        } else { /* inner sums side by side, each in order */
+            for (size_t i = 0; i < inner; i++) yo[i] = 0;
+            for (size_t k = 0; k < n; k++) {
+                const ag_real *xk = x->data + (o * n + k) * inner;
+#pragma omp simd
+                for (size_t i = 0; i < inner; i++) yo[i] += xk[i];
+            }
         }
         if (average)
             for (size_t i = 0; i < inner; i++) yo[i] /= (ag_real)n;
@@ -375,17 +395,29 @@ ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, 
 void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average)
 {
     ag_tensor *x = y->src[0];
-    ag_real *dx = ag__grad(g, x);
+    bool fresh; /* dx untouched: every element is stored once */
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
     size_t outer, n, inner;
     reduce_split(x, y->iarg[0], &outer, &n, &inner);
-    for (size_t o = 0; o < outer; o++)
-        for (size_t k = 0; k < n; k++) {
-            ag_real *dxk = dx + (o * n + k) * inner;
-            const ag_real *dyo = y->grad + o * inner;
-            if (average)
-                for (size_t i = 0; i < inner; i++) dxk[i] += dyo[i] / (ag_real)n;
+    /* y[o, i] = sum_k x[o, k, i] (/ n)  ->  dx[o, k, i] += dy[o, i] (/ n) */
+    for (size_t o = 0; o < outer; o++) {
+        const ag_real *dyo = y->grad + o * inner;
+        ag_real *dxo = dx + o * n * inner;
+        if (inner == 1) { /* one output: the same share for every k */
+            ag_real v = average ? dyo[0] / (ag_real)n : dyo[0];
+            if (fresh)
+#pragma omp simd
+                for (size_t k = 0; k < n; k++) dxo[k] = v;
             else
-                for (size_t i = 0; i < inner; i++) dxk[i] += dyo[i];
+#pragma omp simd
+                for (size_t k = 0; k < n; k++) dxo[k] += v;
+            continue;
         }
+        for (size_t k = 0; k < n; k++)
+            for (size_t i = 0; i < inner; i++) {
+                ag_real v = average ? dyo[i] / (ag_real)n : dyo[i];
+                dxo[k * inner + i] = fresh ? v : dxo[k * inner + i] + v;
+            }
+    }
 }

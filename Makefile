@@ -102,7 +102,10 @@ valgrind: all
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d)
+# Header dependencies of every object built (examples', bench's and fuzz's
+# too: a changed header must rebuild whatever includes it).
+-include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d) \
+         $(wildcard $(BUILD)/f32/examples/*.d $(BUILD)/f64/examples/*.d)
 
 # Targets that live beside their code (tests/bench/bench.mk, tests/fuzz/fuzz.mk, ...).
 -include $(wildcard tests/*/*.mk)

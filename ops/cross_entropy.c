@@ -87,11 +87,13 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
     double total = 0;
     for (size_t r = 0; r < rows; r++) {
         const ag_real *xr = logits->data + r * (size_t)V;
-        double m = -INFINITY;
-        for (int v = 0; v < V; v++) m = xr[v] > m ? xr[v] : m;
-        mx[r] = m;
+        mx[r] = -INFINITY;
         logsum[r] = 0;
         if (tg[r] == ignore_index) continue;
+        ag_real mr = -INFINITY; /* the row's largest logit (exact in any order) */
+#pragma omp simd reduction(max : mr)
+        for (int v = 0; v < V; v++) mr = xr[v] > mr ? xr[v] : mr;
+        double m = mx[r] = mr;
         if (m == -INFINITY) { /* every logit -inf: -log p_t = +inf, no gradient */
             total += INFINITY;
             continue;

@@ -315,7 +315,9 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
 #pragma omp simd
         for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_poly(x[i + l] - shift);
     for (; i < n; i++) s += y[i] = exp_poly(x[i] - shift);
-    for (int l = 0; l < 16; l++) s += lane[l];
+    for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 steps, not 16 */
+        for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+    s += lane[0];
 #endif
     return s;
 }

@@ -308,6 +308,19 @@ ag_real *ag_optim_state(ag_optim *o, int param_index, int which, size_t *n)
  * below max_norm.  (PyTorch scales by min(coef, 1), which also shrinks a
  * norm within 1e-6 below max_norm; testing norm > max_norm instead makes a
  * second clip a no-op.) */
+/* sum of x_j^2 in double (10^5 squares and more), in 8 partial sums that
+ * vector lanes can hold, added up in a fixed order. */
+static double sum_squares(size_t n, const ag_real *x)
+{
+    double lane[8] = {0}, s = 0;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++) lane[l] += (double)x[j + l] * (double)x[j + l];
+    for (; j < n; j++) s += (double)x[j] * (double)x[j];
+    for (int l = 0; l < 8; l++) s += lane[l];
+    return s;
+}
+
 ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
 {
     if (total_norm) *total_norm = 0;
@@ -323,9 +336,7 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
     double sum = 0;
     for (int i = 0; i < np; i++) {
         const ag_tensor *t = ag_store_at(s, i);
-        double part = 0; /* in double: 10^5 squares and more */
-#pragma omp simd reduction(+ : part)
-        for (size_t j = 0; j < t->size; j++) part += (double)t->grad[j] * (double)t->grad[j];
+        double part = sum_squares(t->size, t->grad);
         if (bad < 0 && !isfinite(part)) bad = i;
         sum += part;
     }

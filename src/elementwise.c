@@ -308,16 +308,27 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
 #ifdef AG_DOUBLE
     for (size_t i = 0; i < n; i++) s += y[i] = exp(x[i] - shift);
 #else
-    /* 16 partial sums (vector lanes), added up in a fixed order */
+    /* 16 partial sums (vector lanes), added up in a fixed order.  The last
+     * piece of fewer than 16 (a whole row of a toy model's attention) goes
+     * through a padded copy, so that it is a vector step too: its padding
+     * is -inf, whose exp is 0. */
     ag_real lane[16] = {0};
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
 #pragma omp simd
         for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_poly(x[i + l] - shift);
-    for (; i < n; i++) s += y[i] = exp_poly(x[i] - shift);
-    for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 steps, not 16 */
-        for (int l = 0; l < w; l++) lane[l] += lane[l + w];
-    s += lane[0];
+    if (i < n) {
+        ag_real xt[16], yt[16];
+        for (int l = 0; l < 16; l++) xt[l] = i + l < n ? x[i + l] : -INFINITY;
+#pragma omp simd
+        for (int l = 0; l < 16; l++) lane[l] += yt[l] = exp_poly(xt[l] - shift);
+        for (size_t l = 0; i + l < n; l++) y[i + l] = yt[l];
+    }
+    /* the lanes in pairs: 8 + 4 + 2 + 1 additions in 4 vector steps */
+    for (int l = 0; l < 8; l++) lane[l] += lane[l + 8];
+    for (int l = 0; l < 4; l++) lane[l] += lane[l + 4];
+    for (int l = 0; l < 2; l++) lane[l] += lane[l + 2];
+    s = lane[0] + lane[1];
 #endif
     return s;
 }

@@ -338,6 +338,25 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc)
 {
+    if (N <= 16 && K <= 64) {
+        /* A row of C fits in one vector (a toy head: T, S, D of 4 to 16):
+         * op(B), zero-padded to 16 columns, and a row of C built in
+         * registers, one multiply-add of 16 per k. */
+        ag_real bp[64 * 16], acc[16];
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < 16; j++) bp[k * 16 + j] = j < N ? AT(B, tb, ldb, k, j) : 0;
+        for (int i = 0; i < M; i++) {
+            for (int j = 0; j < 16; j++) acc[j] = 0;
+            for (int k = 0; k < K; k++) {
+                ag_real aik = AT(A, ta, lda, i, k);
+#pragma omp simd
+                for (int j = 0; j < 16; j++) acc[j] += aik * bp[k * 16 + j];
+            }
+            ag_real *c = C + (size_t)i * ldc;
+            for (int j = 0; j < N; j++) c[j] = beta == 0 ? acc[j] : c[j] + acc[j];
+        }
+        return;
+    }
     for (int i = 0; i < M; i++) {
         ag_real *c = C + (size_t)i * ldc;
         if (beta == 0)

@@ -79,6 +79,7 @@ ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape)
 static void reshape_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
+    if (x->grad == y->grad) return; /* one buffer for both (ag_backward): dx is dy already */
     bool fresh;
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
@@ -106,4 +107,4 @@ static const ag_op_case cases[] = {
     {"[2, 3, 4] -> [2, 3, 2, -1] head split", 1, {3}, {{2, 3, 4}}, -1, 1, 0, case_heads},
 };
 
-const ag_op_desc ag_op_reshape = {.name = "reshape", .backward = reshape_backward, AG_CASES(cases)};
+const ag_op_desc ag_op_reshape = {.name = "reshape", .backward = reshape_backward, .view = true, AG_CASES(cases)};

@@ -436,6 +436,17 @@ ag_status ag_backward(ag_graph *g, ag_tensor *loss)
             live[i] = 1;
         }
         if (t->op == AG_OP_LEAF || !t->requires_grad) continue;
+        /* A view (a reshape) whose input has no buffer yet is that input's
+         * newest live consumer: the input's other consumers come before it
+         * on the tape, so they run their backward after it, when its
+         * gradient is complete.  Then the input can share the view's
+         * buffer: dx = dy with no copy, and later consumers add to it. */
+        const ag_op_desc *vd = ag_op_table[t->op];
+        ag_tensor *x0 = t->src[0];
+        if (vd && vd->view && x0 && x0->requires_grad && !x0->grad && x0->size == t->size) {
+            x0->grad = t->grad;
+            x0->grad_unset = 0; /* its state is t's: t's consumers write it first */
+        }
         /* make sure every input that needs a gradient has a buffer, so that
          * it is recognised as live when the sweep reaches it */
         for (int k = 0; k < t->nsrc; k++)

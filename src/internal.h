@@ -20,6 +20,10 @@ typedef struct ag_op_case ag_op_case;
 typedef struct ag_op_desc {
     const char *name;
     void (*backward)(ag_graph *g, ag_tensor *y);
+    /* y is a view of src[0] (the same values in the same order, y = x):
+     * backward may then give x and y one gradient buffer (see ag_backward),
+     * and the op's backward does nothing when it finds them shared. */
+    bool view;
     const ag_op_case *cases; /* gradient-check cases (src/opcheck.c runs them) */
     int ncases;
 } ag_op_desc;

@@ -42,6 +42,57 @@ Test(graph, gradients_accumulate_for_a_tensor_used_twice)
     ag_store_free(s);
 }
 
+/* Gradient buffers are reserved unwritten and the first contribution is
+ * stored (ag__grad_fresh); a reshape shares its input's buffer when it is the
+ * input's newest consumer.  Neither may lose or double a contribution: an
+ * intermediate h consumed by a reshape and by other ops, in both tape orders,
+ * with hand-computed gradients. */
+static void shared_view_case(int reshape_first)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *x = ag_param(s, "x", AG_SHAPE(2, 2));
+    for (int i = 0; i < 4; i++) x->data[i] = (ag_real)(i + 1); /* x = [[1, 2], [3, 4]] */
+    ag_graph *g = ag_graph_new();
+    /* h = 2 x;  L = sum(reshape(h, [4]) * w) + sum(h * h) + sum(relu(h))
+     * dL/dh = w (reshaped) + 2 h + 1,  dL/dx = 2 dL/dh */
+    ag_tensor *h = ag_scale(g, x, 2);
+    ag_tensor *w = ag_tensor_from(g, AG_SHAPE(4), ((ag_real[]){10, 20, 30, 40}));
+    ag_tensor *a = NULL, *b;
+    if (reshape_first) a = ag_sum_all(g, ag_mul(g, ag_reshape(g, h, AG_SHAPE(4)), w));
+    b = ag_add(g, ag_sum_all(g, ag_mul(g, h, h)), ag_sum_all(g, ag_relu(g, h)));
+    if (!reshape_first) a = ag_sum_all(g, ag_mul(g, ag_reshape(g, h, AG_SHAPE(4)), w));
+    cr_assert_eq(ag_backward(g, ag_add(g, a, b)), AG_OK, "%s", ag_graph_error(g));
+    /* h = [2, 4, 6, 8]: dL/dh = [10+4+1, 20+8+1, 30+12+1, 40+16+1] */
+    expect_close(h->grad, ((double[]){15, 29, 43, 57}), 4, 0, 1e-12, "dh");
+    expect_close(x->grad, ((double[]){30, 58, 86, 114}), 4, 0, 1e-12, "dx");
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+Test(graph, a_reshape_and_other_consumers_share_out_the_gradient) { shared_view_case(1); }
+Test(graph, a_reshape_as_newest_consumer_shares_its_buffer_exactly) { shared_view_case(0); }
+
+Test(graph, a_reused_gradient_buffer_shows_no_old_values)
+{
+    ag_graph *g = ag_graph_new();
+    /* step 1 leaves gradients of 1 in the arena; step 2 reuses the same
+     * bytes for buffers that backward reserves unwritten, and relu's first
+     * (and only) contribution must replace them, not add to them */
+    for (int step = 0; step < 2; step++) {
+        ag_graph_reset(g);
+        ag_real v = step ? -1 : 1;
+        ag_tensor *x = ag_tensor_from(g, AG_SHAPE(3), ((ag_real[]){v, 2 * v, 3 * v}));
+        ag_set_requires_grad(x, 1);
+        ag_tensor *h = ag_scale(g, x, 1);
+        ag_tensor *loss = ag_sum_all(g, ag_relu(g, h));
+        cr_assert_eq(ag_backward(g, loss), AG_OK);
+        double want = step ? 0 : 1;
+        expect_close(h->grad, ((double[]){want, want, want}), 3, 0, 0, "dh");
+        expect_close(x->grad, ((double[]){want, want, want}), 3, 0, 0, "dx");
+    }
+    ag_graph_free(g);
+}
+
 Test(graph, only_nodes_that_need_grad_are_differentiated)
 {
     ag_graph *g = ag_graph_new();

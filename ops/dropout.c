@@ -3,7 +3,8 @@
  *   x [...] -> y [...]
  *
  * forward:  in training, for each element draw u from the graph's random
- *           stream: scale_i = (u < p) ? 0 : 1 / (1 - p);  y_i = x_i * scale_i
+ *           stream (32 bits: two elements per 64-bit draw):
+ *           scale_i = (u < p) ? 0 : 1 / (1 - p);  y_i = x_i * scale_i
  *           (scaling the survivors by 1/(1-p) keeps E[y] = x, so eval mode
  *           needs no rescaling).  In eval mode, or with p == 0, y = x (a
  *           copy, still a node of the graph) and no number is drawn.
@@ -34,7 +35,7 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p)
     if (!kept) return NULL;
     y->aux = kept;
     ag_rng *r = ag__graph_rng(g);
-    ag__rng_keep(r, p, x->size, kept); /* kept[i] = !(uniform draw < p) */
+    ag__rng_keep(r, p, x->size, kept); /* kept[i] = !(u_i < p) */
     ag_real keep = (ag_real)(1 / (1 - p));
 #pragma omp simd
     for (size_t i = 0; i < x->size; i++) y->data[i] = x->data[i] * (kept[i] ? keep : 0);

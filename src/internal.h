@@ -96,8 +96,8 @@ int ag__axis(ag_graph *g, const char *op, const ag_tensor *x, int axis);
 
 ag_rng *ag__graph_rng(ag_graph *g);
 
-/* n Bernoulli draws from r: keep[i] = !(ag_rng_uniform(r) < p), the same
- * numbers as that loop (one draw per element), without a call per draw. */
+/* n Bernoulli draws from r: keep[i] = 1 with probability 1 - p, from a
+ * 32-bit uniform per element (two per 64-bit draw of r). */
 void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep);
 
 /* Product of shape[0..n). */

@@ -36,14 +36,21 @@ uint64_t ag_rng_next(ag_rng *r)
 
 double ag_rng_uniform(ag_rng *r) { return (double)(ag_rng_next(r) >> 11) * 0x1.0p-53; }
 
-/* u = k 2^-53 with k = next >> 11, an integer below 2^53.  u < p exactly
- * when k < p 2^53 (scaling by a power of two is exact), that is when
- * k < ceil(p 2^53): the test needs no conversion to double. */
+/* Each 64-bit draw gives two 32-bit uniforms, low half first: u = k 2^-32
+ * with k a 32-bit integer.  u < p exactly when k < p 2^32 (scaling by a
+ * power of two is exact), that is when k < ceil(p 2^32): the test needs no
+ * conversion to floating point, and a draw serves two elements. */
 void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep)
 {
-    uint64_t below = (uint64_t)ceil(p * 0x1.0p53);
+    uint64_t below = (uint64_t)ceil(p * 0x1.0p32);
     ag_rng s = *r; /* a local copy stays in registers */
-    for (size_t i = 0; i < n; i++) keep[i] = (ag_rng_next(&s) >> 11) >= below;
+    size_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        uint64_t u = ag_rng_next(&s);
+        keep[i] = (u & 0xffffffffu) >= below;
+        keep[i + 1] = (u >> 32) >= below;
+    }
+    if (i < n) keep[i] = (ag_rng_next(&s) & 0xffffffffu) >= below;
     *r = s;
 }
 

@@ -100,9 +100,11 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
         }
         /* sum exp(x - m), the terms kept for the backward; mean (x - m) */
         double s = ag__exp_sum((size_t)V, xr, (ag_real)m, ex + r * (size_t)V), mean_shifted = 0;
+        if (ls > 0) { /* only label smoothing needs the row's mean */
 #pragma omp simd reduction(+ : mean_shifted)
-        for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
-        mean_shifted /= V;
+            for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
+            mean_shifted /= V;
+        }
         logsum[r] = log(s);
         /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m.
          * A term whose weight is 0 is left out: a -inf logit (a masked

@@ -296,9 +296,13 @@ ag_tensor *ag_gelu(ag_graph *g, ag_tensor *x); /* x * Phi(x), erf form */
 /* Batched matrix product: a [..., M, K] @ b [..., K, N] -> [..., M, N]; the
  * batch axes broadcast.  A 1-d b is not promoted: give shapes of rank >= 2. */
 ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b);
+/* a @ b^T over the last two axes: a [..., M, K], b [..., N, K] -> [..., M, N]
+ * (Q K^T), without a transposed copy of b. */
+ag_tensor *ag_matmul_bt(ag_graph *g, ag_tensor *a, ag_tensor *b);
 
 /* Same values, new shape (one axis may be -1: inferred).  The result shares
- * x's data (a view); its gradient is its own. */
+ * x's data (a view); when it is x's newest consumer, backward gives them one
+ * gradient buffer too. */
 ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape);
 /* y.shape[i] = x.shape[perm[i]]. */
 ag_tensor *ag_permute(ag_graph *g, ag_tensor *x, const int *perm);

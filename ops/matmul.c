@@ -1,13 +1,16 @@
-/* ops/matmul.c: batched matrix product with broadcast batch axes.
+/* ops/matmul.c: batched matrix product with broadcast batch axes, and the
+ * same with the second matrix transposed (Q K^T without a copy of K^T).
  *
- *   a [..., M, K] @ b [..., K, N] -> y [..., M, N]
+ *   ag_matmul:    a [..., M, K] @ b [..., K, N]   -> y [..., M, N]
+ *   ag_matmul_bt: a [..., M, K] @ b [..., N, K]^T -> y [..., M, N]
  *
- * forward:  y[m, n] = sum_k a[m, k] b[k, n]            (each batch entry)
- * backward: da = dy b^T    [M, N] x [N, K] -> [M, K]
- *           db = a^T dy    [K, M] x [M, N] -> [K, N]
+ * forward:  y[m, n] = sum_k a[m, k] b[k, n]            (b[n, k] for _bt)
+ * backward: da = dy b^T    [M, N] x [N, K] -> [M, K]   (da = dy b for _bt)
+ *           db = a^T dy    [K, M] x [M, N] -> [K, N]   (db = dy^T a for _bt)
  * A batch axis of a or b that was stretched (size 1 against larger) receives
  * the sum over that axis: the batch loop maps each output batch entry to the
- * input entry it read, and += does the sum. */
+ * input entry it read, and += does the sum.  The gemm reads b either way
+ * (src/gemm.c packs a transposed operand itself).  iarg[0] = 1 for _bt. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -57,18 +60,19 @@ static void batch_init(batch *bt, const ag_tensor *a, const ag_tensor *b, const 
     batch_strides(b, bt->nb, bt->shape, bt->sb);
 }
 
-/* Batch entry r of the forward: y[r] = a[ia] b[ib]. */
+/* Batch entry r of the forward: y[r] = a[ia] b[ib] (b[ib]^T when tb). */
 static void matmul_entry(const batch *bt, size_t r, int M, int N, int K, const ag_real *a, const ag_real *b,
-                         ag_real *y)
+                         ag_real *y, int tb)
 {
     size_t ia, ib, ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
     batch_at(bt, r, &ia, &ib);
-    ag__gemm(0, 0, M, N, K, a + ia * ma, K, b + ib * mb, N, 0, y + r * my, N);
+    ag__gemm(0, tb, M, N, K, a + ia * ma, K, b + ib * mb, tb ? K : N, 0, y + r * my, N);
 }
 
-ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
+static ag_tensor *matmul(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb)
 {
-    if (!ag__ok(g, "matmul", 2, a, b)) return NULL;
+    const char *who = tb ? "matmul_bt" : "matmul";
+    if (!ag__ok(g, who, 2, a, b)) return NULL;
     char s1[96], s2[96];
     if (a->ndim < 2 || b->ndim < 2) {
         ag_graph_fail(g, AG_ERR_SHAPE, "matmul: both inputs need at least 2 axes: %s x %s",
@@ -76,10 +80,10 @@ ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
         return NULL;
     }
     int M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1];
-    int K2 = b->shape[b->ndim - 2], N = b->shape[b->ndim - 1];
+    int K2 = b->shape[b->ndim - (tb ? 1 : 2)], N = b->shape[b->ndim - (tb ? 2 : 1)];
     if (K != K2) {
-        ag_graph_fail(g, AG_ERR_SHAPE, "matmul: inner dims differ: %s x %s", ag_shape_str(a, s1, sizeof s1),
-                      ag_shape_str(b, s2, sizeof s2));
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: inner dims differ: %s x %s%s", who, ag_shape_str(a, s1, sizeof s1),
+                      ag_shape_str(b, s2, sizeof s2), tb ? "^T" : "");
         return NULL;
     }
     /* batch axes broadcast like element-wise ops */
@@ -88,7 +92,7 @@ ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
         int ia = a->ndim - 2 - nb + i, ib = b->ndim - 2 - nb + i;
         int da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
         if (da != db && da != 1 && db != 1) {
-            ag_graph_fail(g, AG_ERR_SHAPE, "matmul: batch axes do not broadcast: %s x %s",
+            ag_graph_fail(g, AG_ERR_SHAPE, "%s: batch axes do not broadcast: %s x %s", who,
                           ag_shape_str(a, s1, sizeof s1), ag_shape_str(b, s2, sizeof s2));
             return NULL;
         }
@@ -99,6 +103,7 @@ ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
     ag_tensor *src[2] = {a, b};
     ag_tensor *y = ag__node(g, AG_OP_MATMUL, nb + 2, shape, 2, src);
     if (!y) return NULL;
+    y->iarg[0] = tb;
     batch bt;
     batch_init(&bt, a, b, y);
     size_t my = (size_t)M * N;
@@ -107,27 +112,37 @@ ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b)
     int nt = bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 16) : 1;
     if (nt > 1) {
 #pragma omp parallel for schedule(static) num_threads(nt)
-        for (size_t r = 0; r < bt.count; r++) matmul_entry(&bt, r, M, N, K, a->data, b->data, y->data);
+        for (size_t r = 0; r < bt.count; r++) matmul_entry(&bt, r, M, N, K, a->data, b->data, y->data, tb);
     } else {
-        for (size_t r = 0; r < bt.count; r++) matmul_entry(&bt, r, M, N, K, a->data, b->data, y->data);
+        for (size_t r = 0; r < bt.count; r++) matmul_entry(&bt, r, M, N, K, a->data, b->data, y->data, tb);
     }
     return y;
 }
 
-/* Batch entry r of the backward. */
+ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b) { return matmul(g, a, b, 0); }
+
+ag_tensor *ag_matmul_bt(ag_graph *g, ag_tensor *a, ag_tensor *b) { return matmul(g, a, b, 1); }
+
 /* Batch entry r of the backward.  beta_a = 0 (beta_b = 0) when da (db) held
  * nothing yet and this entry is the only one to write its matrix: the
  * product is stored, not added. */
 static void matmul_entry_backward(const batch *bt, size_t r, int M, int N, int K, const ag_real *a, const ag_real *b,
-                                  const ag_real *dy, ag_real *da, ag_real *db, ag_real beta_a, ag_real beta_b)
+                                  const ag_real *dy, ag_real *da, ag_real *db, ag_real beta_a, ag_real beta_b, int tb)
 {
     size_t ia, ib, ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
     batch_at(bt, r, &ia, &ib);
     dy += r * my;
-    /* y = a b:  da += dy b^T  [M, N] x [N, K] */
-    if (da) ag__gemm(0, 1, M, K, N, dy, N, b + ib * mb, N, beta_a, da + ia * ma, K);
-    /* y = a b:  db += a^T dy  [K, M] x [M, N] */
-    if (db) ag__gemm(1, 0, K, N, M, a + ia * ma, K, dy, N, beta_b, db + ib * mb, N);
+    if (!tb) {
+        /* y = a b:  da += dy b^T  [M, N] x [N, K] */
+        if (da) ag__gemm(0, 1, M, K, N, dy, N, b + ib * mb, N, beta_a, da + ia * ma, K);
+        /* y = a b:  db += a^T dy  [K, M] x [M, N] */
+        if (db) ag__gemm(1, 0, K, N, M, a + ia * ma, K, dy, N, beta_b, db + ib * mb, N);
+    } else {
+        /* y = a b^T:  da += dy b  [M, N] x [N, K] */
+        if (da) ag__gemm(0, 0, M, K, N, dy, N, b + ib * mb, K, beta_a, da + ia * ma, K);
+        /* y = a b^T:  db += dy^T a  [N, M] x [M, K] */
+        if (db) ag__gemm(1, 0, N, K, M, dy, N, a + ia * ma, K, beta_b, db + ib * mb, K);
+    }
 }
 
 /* x's gradient for a product in which each batch entry of x is read `own`
@@ -145,7 +160,7 @@ static ag_real *grad_for(ag_graph *g, ag_tensor *x, bool own, ag_real *beta)
 static void matmul_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
-    int M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], N = b->shape[b->ndim - 1];
+    int M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], N = y->shape[y->ndim - 1];
     batch bt;
     batch_init(&bt, a, b, y);
     size_t ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
@@ -161,14 +176,15 @@ static void matmul_backward(ag_graph *g, ag_tensor *y)
     if (nt > 1) {
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (size_t r = 0; r < bt.count; r++)
-            matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db, beta_a, beta_b);
+            matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db, beta_a, beta_b, y->iarg[0]);
     } else {
         for (size_t r = 0; r < bt.count; r++)
-            matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db, beta_a, beta_b);
+            matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db, beta_a, beta_b, y->iarg[0]);
     }
 }
 
 static ag_tensor *case_mm(ag_graph *g, ag_tensor *const *in) { return ag_matmul(g, in[0], in[1]); }
+static ag_tensor *case_bt(ag_graph *g, ag_tensor *const *in) { return ag_matmul_bt(g, in[0], in[1]); }
 
 static const ag_op_case cases[] = {
     {"[3, 4] @ [4, 2]", 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, 0, case_mm},
@@ -176,6 +192,9 @@ static const ag_op_case cases[] = {
     {"[2, 1, 3, 4] @ [3, 4, 2] batch broadcast", 2, {4, 3}, {{2, 1, 3, 4}, {3, 4, 2}}, -1, 1, 0, case_mm},
     {"[1, 1] @ [1, 3] size-1", 2, {2, 2}, {{1, 1}, {1, 3}}, -1, 1, 0, case_mm},
     {"[13, 24] @ [24, 40] packed kernel", 2, {2, 2}, {{13, 24}, {24, 40}}, -1, 1, 0, case_mm},
+    {"[3, 4] @ [2, 4]^T (bt)", 2, {2, 2}, {{3, 4}, {2, 4}}, -1, 1, 0, case_bt},
+    {"[2, 1, 3, 4] @ [3, 5, 4]^T batch broadcast (bt)", 2, {4, 3}, {{2, 1, 3, 4}, {3, 5, 4}}, -1, 1, 0, case_bt},
+    {"[2, 13, 24] @ [2, 40, 24]^T packed kernel (bt)", 2, {3, 3}, {{2, 13, 24}, {2, 40, 24}}, -1, 1, 0, case_bt},
 };
 
 const ag_op_desc ag_op_matmul = {.name = "matmul", .backward = matmul_backward, AG_CASES(cases)};

@@ -33,13 +33,15 @@ ag_tensor *ag_padding_mask(ag_graph *g, const int *valid_lens, int B, int per_qu
     return ag_set_name(m, "padding_mask");
 }
 
-/* Attention with the keys given transposed, kt [..., D, S]. */
-static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *kt, ag_tensor *v, ag_tensor *mask, double fill,
-                         double p_drop, ag_tensor **weights)
+ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
+                        double fill, double p_drop, ag_tensor **weights)
 {
+    if (weights) *weights = NULL;
+    if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
     int D = q->shape[q->ndim - 1];
-    /* Q K^T: how well query t matches key s. */
-    ag_tensor *scores = ag_set_name(ag_matmul(g, q, kt), "scores");
+    /* Q K^T: how well query t matches key s (the product reads K as it is:
+     * ag_matmul_bt = ag_matmul(q, ag_transpose(k, -1, -2)), no copy). */
+    ag_tensor *scores = ag_set_name(ag_matmul_bt(g, q, k), "scores");
     /* One op (ops/masked_softmax.c) does the rest of the scores' way:
      *   - the scale 1/sqrt(D) keeps their variance near 1 whatever the head
      *     width (a dot product of D unit-variance terms has variance D), so
@@ -51,14 +53,6 @@ static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *kt, ag_tensor *v,
     if (p_drop > 0) p = ag_dropout(g, p, p_drop);
     if (weights) *weights = p;
     return ag_matmul(g, p, v);
-}
-
-ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
-                        double fill, double p_drop, ag_tensor **weights)
-{
-    if (weights) *weights = NULL;
-    if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
-    return attend(g, q, ag_transpose(g, k, -1, -2), v, mask, fill, p_drop, weights);
 }
 
 ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias, double dropout,
@@ -89,15 +83,6 @@ static ag_tensor *split_heads(ag_graph *g, ag_tensor *x, int H)
     return ag_permute(g, ag_reshape(g, x, AG_SHAPE(B, T, H, C / H)), (const int[]){0, 2, 1, 3});
 }
 
-/* [B, S, C] -> [B, S, H, D] -> [B, H, D, S]: the keys split and transposed
- * for Q K^T in one copy */
-static ag_tensor *split_heads_t(ag_graph *g, ag_tensor *x, int H)
-{
-    if (!x) return NULL;
-    int B = x->shape[0], S = x->shape[1], C = x->shape[2];
-    return ag_permute(g, ag_reshape(g, x, AG_SHAPE(B, S, H, C / H)), (const int[]){0, 2, 3, 1});
-}
-
 /* [B, H, T, D] -> [B, T, H, D] -> [B, T, C]: the heads side by side */
 static ag_tensor *concat_heads(ag_graph *g, ag_tensor *x)
 {
@@ -124,8 +109,7 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
     double p = ag_graph_training(g) ? m->dropout : 0;
     /* split the heads, attend in every head at once (one batched matmul over
      * [B, H]), and put the heads side by side again */
-    ag_tensor *qh = split_heads(g, q, m->H), *kt = split_heads_t(g, k, m->H), *vh = split_heads(g, v, m->H);
-    if (!ag__ok(g, "mha", 3, qh, kt, vh)) return NULL;
-    ag_tensor *o = concat_heads(g, attend(g, qh, kt, vh, mask, fill, p, weights));
+    ag_tensor *o = concat_heads(g, ag_attention(g, split_heads(g, q, m->H), split_heads(g, k, m->H),
+                                                split_heads(g, v, m->H), mask, fill, p, weights));
     return ag_linear_forward(g, &m->w_o, o);
 }

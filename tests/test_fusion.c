@@ -2,7 +2,8 @@
  * ops it replaces (values and gradients), and its finite-difference check.
  *
  *   linear          = reshape(add(matmul(reshape(x), transpose(W)), b))
- *   masked_softmax  = softmax(masked_fill(scale(x, s), mask, fill)) */
+ *   masked_softmax  = softmax(masked_fill(scale(x, s), mask, fill))
+ *   matmul_bt       = matmul(a, transpose(b, -1, -2)) */
 #include "common.h"
 #include "internal.h"
 
@@ -162,6 +163,63 @@ Test(fusion, masked_softmax_equals_scale_masked_fill_softmax)
     masked_softmax_case(AG_SHAPE(2, 3, 5, 4), padding, 1.5, -1e9, "padding, a row all -1e9 (uniform)");
     masked_softmax_case(AG_SHAPE(3, 1), NULL, 2.0, 0, "no mask, size-1 rows");
     masked_softmax_case(AG_SHAPE(2, 100), NULL, 0.1, 0, "no mask, long rows");
+}
+
+/* ---- matmul_bt -------------------------------------------------------------- */
+
+Test(fusion, matmul_bt_on_hand_computed_values)
+{
+    ag_graph *g = ag_graph_new();
+    /* a [2, 3], b [2, 3]: y = a b^T, y[i][j] = a_i . b_j */
+    ag_tensor *a = ag_tensor_from(g, AG_SHAPE(2, 3), ((ag_real[]){1, 2, 3, 4, 5, 6}));
+    ag_tensor *b = ag_tensor_from(g, AG_SHAPE(2, 3), ((ag_real[]){1, 0, -1, 2, 1, 0}));
+    ag_set_requires_grad(a, 1), ag_set_requires_grad(b, 1);
+    ag_tensor *y = ag_matmul_bt(g, a, b);
+    cr_assert_eq(y->ndim, 2);
+    cr_assert(y->shape[0] == 2 && y->shape[1] == 2);
+    /* [1-3, 2+2; 4-6, 8+5] */
+    expect_close(y->data, ((double[]){-2, 4, -2, 13}), 4, 0, 0, "y");
+    /* L = sum(y): da_i = sum_j b_j = [3, 1, -1]; db_j = sum_i a_i = [5, 7, 9] */
+    cr_assert_eq(ag_backward(g, ag_sum_all(g, y)), AG_OK);
+    expect_close(a->grad, ((double[]){3, 1, -1, 3, 1, -1}), 6, 0, 0, "da");
+    expect_close(b->grad, ((double[]){5, 7, 9, 5, 7, 9}), 6, 0, 0, "db");
+    /* inner sizes that differ name both shapes, the second transposed */
+    ag_graph_reset(g);
+    cr_assert_null(ag_matmul_bt(g, ag_tensor_new(g, AG_SHAPE(2, 3)), ag_tensor_new(g, AG_SHAPE(3, 2))));
+    cr_assert_str_eq(ag_graph_error(g), "matmul_bt: inner dims differ: [2, 3] x [3, 2]^T");
+    ag_graph_free(g);
+}
+
+static void matmul_bt_case(int na, const int *ashape, int nb, const int *bshape)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *a = param(s, "a", na, ashape, 4), *b = param(s, "b", nb, bshape, 5);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *z = ag_matmul(g, a, ag_transpose(g, b, -1, -2));
+    cr_assert_eq(ag_backward(g, weigh(g, z, 7)), AG_OK, "%s", ag_graph_error(g));
+    double *want = keep(z->data, z->size);
+    int zndim = z->ndim, zshape[AG_MAX_DIMS]; /* z goes with the reset */
+    memcpy(zshape, z->shape, sizeof zshape);
+    grads k = keep_grads(s);
+    ag_store_zero_grad(s);
+    ag_graph_reset(g);
+    ag_tensor *y = ag_matmul_bt(g, a, b);
+    cr_assert_eq(ag_backward(g, weigh(g, y, 7)), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_eq(y->ndim, zndim);
+    for (int i = 0; i < y->ndim; i++) cr_assert_eq(y->shape[i], zshape[i]);
+    expect_close(y->data, want, y->size, TOL(1e-12, 1e-6), TOL(1e-12, 1e-6), "matmul_bt y");
+    expect_grads(s, &k, TOL(1e-12, 1e-5), "matmul_bt");
+    free(want);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+Test(fusion, matmul_bt_equals_matmul_of_the_transpose)
+{
+    matmul_bt_case(AG_SHAPE(3, 4), AG_SHAPE(5, 4));
+    matmul_bt_case(AG_SHAPE(2, 4, 10, 16), AG_SHAPE(2, 4, 9, 16));   /* a toy head: the tiny path */
+    matmul_bt_case(AG_SHAPE(2, 1, 33, 40), AG_SHAPE(3, 70, 40));     /* broadcast batch, packed kernel */
+    matmul_bt_case(AG_SHAPE(1, 1), AG_SHAPE(1, 1));                  /* size 1 */
 }
 
 #ifdef AG_DOUBLE

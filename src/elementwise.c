@@ -312,11 +312,18 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
      * piece of fewer than 16 (a whole row of a toy model's attention) goes
      * through a padded copy, so that it is a vector step too: its padding
      * is -inf, whose exp is 0. */
-    ag_real lane[16] = {0};
+    ag_real lane[16] = {0}, lane2[16] = {0};
     size_t i = 0;
+    for (; i + 32 <= n; i += 32) { /* two independent vectors in flight */
+#pragma omp simd
+        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_poly(x[i + l] - shift);
+#pragma omp simd
+        for (int l = 0; l < 16; l++) lane2[l] += y[i + 16 + l] = exp_poly(x[i + 16 + l] - shift);
+    }
     for (; i + 16 <= n; i += 16)
 #pragma omp simd
         for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_poly(x[i + l] - shift);
+    for (int l = 0; l < 16; l++) lane[l] += lane2[l];
     if (i < n) {
         ag_real xt[16], yt[16];
         for (int l = 0; l < 16; l++) xt[l] = i + l < n ? x[i + l] : -INFINITY;

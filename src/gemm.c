@@ -37,6 +37,9 @@
 #include <pthread.h>
 
 #include <stdint.h>
+#if defined(__SSE__) && !defined(AG_DOUBLE)
+#include <xmmintrin.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -143,7 +146,27 @@ static void pack_b_panel(ag_real *dst, int w, const ag_real *B, int tb, int ldb,
         return;
     }
     if (tb) { /* B stored [N, K]: read its rows in order, write columns */
-        for (int j = 0; j < nr; j++) {
+        int j0done = 0;
+#if defined(__SSE__) && !defined(AG_DOUBLE)
+        /* 4 x 4 blocks, transposed in registers: four rows of B in, four
+         * rows of the panel out, instead of 16 scattered single stores */
+        int kc4 = kc / 4 * 4;
+        for (; j0done + 4 <= nr; j0done += 4) {
+            const float *b0 = B + (size_t)(j0 + j0done) * ldb + p0;
+            for (int k = 0; k < kc4; k += 4) {
+                __m128 r0 = _mm_loadu_ps(b0 + k), r1 = _mm_loadu_ps(b0 + ldb + k);
+                __m128 r2 = _mm_loadu_ps(b0 + 2 * (size_t)ldb + k), r3 = _mm_loadu_ps(b0 + 3 * (size_t)ldb + k);
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                _mm_storeu_ps(dst + (size_t)k * w + j0done, r0);
+                _mm_storeu_ps(dst + (size_t)(k + 1) * w + j0done, r1);
+                _mm_storeu_ps(dst + (size_t)(k + 2) * w + j0done, r2);
+                _mm_storeu_ps(dst + (size_t)(k + 3) * w + j0done, r3);
+            }
+            for (int k = kc4; k < kc; k++)
+                for (int c = 0; c < 4; c++) dst[(size_t)k * w + j0done + c] = b0[(size_t)c * ldb + k];
+        }
+#endif
+        for (int j = j0done; j < nr; j++) {
             const ag_real *src = B + (size_t)(j0 + j) * ldb + p0;
             for (int k = 0; k < kc; k++) dst[(size_t)k * w + j] = src[k];
         }

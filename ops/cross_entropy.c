@@ -90,10 +90,7 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
         mx[r] = -INFINITY;
         logsum[r] = 0;
         if (tg[r] == ignore_index) continue;
-        ag_real mr = -INFINITY; /* the row's largest logit (exact in any order) */
-#pragma omp simd reduction(max : mr)
-        for (int v = 0; v < V; v++) mr = xr[v] > mr ? xr[v] : mr;
-        double m = mx[r] = mr;
+        double m = mx[r] = ag__row_max((size_t)V, xr); /* the row's largest logit */
         if (m == -INFINITY) { /* every logit -inf: -log p_t = +inf, no gradient */
             total += INFINITY;
             continue;

@@ -89,9 +89,7 @@ static void softmax_row(size_t n, const ag_real *xr, ag_real *yr, ag_real scale,
 #pragma omp simd
         for (size_t j = 0; j < n; j++) yr[j] = scale * xr[j];
     }
-    ag_real m = -INFINITY;
-#pragma omp simd reduction(max : m)
-    for (size_t j = 0; j < n; j++) m = yr[j] > m ? yr[j] : m;
+    ag_real m = ag__row_max(n, yr);
     if (m == -INFINITY) { /* every key masked with -inf */
         for (size_t j = 0; j < n; j++) yr[j] = 0;
         return;

@@ -340,6 +340,26 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
     return s;
 }
 
+/* The largest of n values, in 16 running maxima (vector lanes): the max
+ * does not depend on the order, so this is the same value as a plain loop. */
+#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+ag_real ag__row_max(size_t n, const ag_real *x)
+{
+    ag_real lane[16], m = -INFINITY;
+    for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) {
+            ag_real v = x[i + l];
+            lane[l] = v > lane[l] ? v : lane[l];
+        }
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int l = 0; l < 16; l++) m = lane[l] > m ? lane[l] : m;
+    return m;
+}
+
 /* ---- reductions ------------------------------------------------------------
  * x is viewed as [outer, N, inner] around the reduced axis (N = every
  * element, outer = inner = 1, for a reduction over all of x). */

@@ -167,6 +167,8 @@ ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor
 
 /* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/elementwise.c). */
 ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
+/* max_i x_i over n >= 0 values (-inf for none; NaNs are passed over). */
+ag_real ag__row_max(size_t n, const ag_real *x);
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/threads.c). */
 int ag__threads_for(size_t work);

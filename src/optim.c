@@ -315,6 +315,7 @@ static double sum_squares(size_t n, const ag_real *x)
     double lane[8] = {0}, s = 0;
     size_t j = 0;
     for (; j + 8 <= n; j += 8)
+#pragma GCC unroll 8
         for (int l = 0; l < 8; l++) lane[l] += (double)x[j + l] * (double)x[j + l];
     for (; j < n; j++) s += (double)x[j] * (double)x[j];
     for (int l = 0; l < 8; l++) s += lane[l];

@@ -272,6 +272,13 @@ void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
 /* ---- exp over a row (softmax and its fused forms) ----------------------- */
 
 #ifndef AG_DOUBLE
+/* Here only, a * b + c may be one fused multiply-add where the clone's
+ * instruction set has one (the polynomial below is a chain of them): the
+ * result stays within exp_poly's error bound, and the same on every run. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+#endif
 /* exp for float as a polynomial (Cephes' expf: e^x = 2^n e^r, |r| <= ln2/2,
  * e^r by a degree-7 polynomial; at most 2 ulp off), written so that the
  * compiler can keep it in vector registers: no calls, no branches.  Below
@@ -339,6 +346,9 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
 #endif
     return s;
 }
+#if !defined(AG_DOUBLE) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 /* The largest of n values, in 16 running maxima (vector lanes): the max
  * does not depend on the order, so this is the same value as a plain loop. */

@@ -508,8 +508,8 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
     const isa *is = current();
     job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is};
     /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
-     * core), where waking a helper costs little beside it (src/threads.c) */
-    int nt = ag__threads_for((size_t)((double)M * N * K / 64));
+     * core; M N K / 8 multiply-adds count as one "value" of src/threads.c) */
+    int nt = ag__threads_for((size_t)((double)M * N * K / 8));
 #ifdef _OPENMP
     if (nt > 1) {
         /* split the way that leaves the largest share smallest; columns

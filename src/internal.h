@@ -172,6 +172,7 @@ ag_real ag__row_max(size_t n, const ag_real *x);
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/threads.c). */
 int ag__threads_for(size_t work);
+extern size_t ag__thread_min_work; /* below it, one thread (src/threads.c) */
 /* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
  * (for tests and benchmarks), NULL keeps the CPU's choice (src/gemm.c). */
 const char *ag__gemm_kernel(const char *force);

@@ -2,9 +2,11 @@
  * micro-kernels agree with each other, and a step allocates nothing after
  * the first whatever the count.
  *
- * The sizes are chosen above the thresholds where the kernels split their
- * work (src/threads.c: ~128K values; gemm: ~8M multiply-adds), so the
- * threaded paths really run. */
+ * The gemm sizes are chosen above the threshold where it splits its work
+ * (~8M multiply-adds); the other tests lower the threshold of the other
+ * kernels (src/threads.c, ~1M values) to 4K values, so that their threaded
+ * paths really run on small cases.  (Criterion runs each test in a process
+ * of its own: the setting goes with it.) */
 #include "common.h"
 #include "internal.h"
 
@@ -123,6 +125,7 @@ static double run_block(block *b, int threads, double **grads)
 {
     enum { B = 8, T = 64, C = 256, V = 300 };
     ag_set_threads(threads);
+    ag__thread_min_work = 4096; /* every op of the block splits its work */
     ag_graph *g = ag_graph_new();
     ag_graph_seed(g, 5);
     ag_store_zero_grad(b->s);
@@ -171,6 +174,7 @@ Test(threads, a_training_step_gives_the_same_bits_for_every_thread_count)
 Test(threads, a_step_after_the_first_allocates_nothing_with_two_threads)
 {
     ag_set_threads(2);
+    ag__thread_min_work = 4096;
     ag_store *s = ag_store_new();
     ag_mha m;
     cr_assert_eq(ag_mha_init(&m, s, "mha", 128, 4, 1, 0.1, 1), AG_OK);

@@ -367,7 +367,13 @@ static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, in
          * registers, one multiply-add of 16 per k. */
         ag_real bp[64 * 16], acc[16];
         for (int k = 0; k < K; k++)
-            for (int j = 0; j < 16; j++) bp[k * 16 + j] = j < N ? AT(B, tb, ldb, k, j) : 0;
+            for (int j = N; j < 16; j++) bp[k * 16 + j] = 0;
+        if (tb) /* B stored [N, K] */
+            for (int j = 0; j < N; j++)
+                for (int k = 0; k < K; k++) bp[k * 16 + j] = B[(size_t)j * ldb + k];
+        else
+            for (int k = 0; k < K; k++)
+                for (int j = 0; j < N; j++) bp[k * 16 + j] = B[(size_t)k * ldb + j];
         for (int i = 0; i < M; i++) {
             for (int j = 0; j < 16; j++) acc[j] = 0;
             for (int k = 0; k < K; k++) {
@@ -376,7 +382,10 @@ static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, in
                 for (int j = 0; j < 16; j++) acc[j] += aik * bp[k * 16 + j];
             }
             ag_real *c = C + (size_t)i * ldc;
-            for (int j = 0; j < N; j++) c[j] = beta == 0 ? acc[j] : c[j] + acc[j];
+            if (beta == 0)
+                for (int j = 0; j < N; j++) c[j] = acc[j];
+            else
+                for (int j = 0; j < N; j++) c[j] += acc[j];
         }
         return;
     }

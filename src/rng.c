@@ -36,22 +36,40 @@ uint64_t ag_rng_next(ag_rng *r)
 
 double ag_rng_uniform(ag_rng *r) { return (double)(ag_rng_next(r) >> 11) * 0x1.0p-53; }
 
-/* Each 64-bit draw gives two 32-bit uniforms, low half first: u = k 2^-32
- * with k a 32-bit integer.  u < p exactly when k < p 2^32 (scaling by a
- * power of two is exact), that is when k < ceil(p 2^32): the test needs no
- * conversion to floating point, and a draw serves two elements. */
+/* Bernoulli draws in bulk, for dropout.  Eight xoshiro256** streams run
+ * side by side (vector lanes), seeded from r (32 draws, so the same r gives
+ * the same keep[] and leaves r in the same state); each 64-bit output gives
+ * two 32-bit uniforms u = k 2^-32.  u < p exactly when k < ceil(p 2^32)
+ * (scaling by a power of two is exact): integer compares only. */
+enum { LANES = 8 };
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep)
 {
-    uint64_t below = (uint64_t)ceil(p * 0x1.0p32);
-    ag_rng s = *r; /* a local copy stays in registers */
+    const uint64_t below = (uint64_t)ceil(p * 0x1.0p32);
+    uint64_t s0[LANES], s1[LANES], s2[LANES], s3[LANES];
+    for (int l = 0; l < LANES; l++)
+        s0[l] = ag_rng_next(r), s1[l] = ag_rng_next(r), s2[l] = ag_rng_next(r), s3[l] = ag_rng_next(r);
     size_t i = 0;
-    for (; i + 2 <= n; i += 2) {
-        uint64_t u = ag_rng_next(&s);
-        keep[i] = (u & 0xffffffffu) >= below;
-        keep[i + 1] = (u >> 32) >= below;
+    for (; i + 2 * LANES <= n; i += 2 * LANES) {
+        uint64_t out[LANES];
+        for (int l = 0; l < LANES; l++) { /* one xoshiro256** step per lane */
+            out[l] = rotl(s1[l] * 5, 7) * 9;
+            uint64_t t = s1[l] << 17;
+            s2[l] ^= s0[l];
+            s3[l] ^= s1[l];
+            s1[l] ^= s2[l];
+            s0[l] ^= s3[l];
+            s2[l] ^= t;
+            s3[l] = rotl(s3[l], 45);
+        }
+        for (int l = 0; l < LANES; l++) {
+            keep[i + l] = (out[l] & 0xffffffffu) >= below;
+            keep[i + LANES + l] = (out[l] >> 32) >= below;
+        }
     }
-    if (i < n) keep[i] = (ag_rng_next(&s) & 0xffffffffu) >= below;
-    *r = s;
+    for (; i < n; i++) keep[i] = (ag_rng_next(r) & 0xffffffffu) >= below; /* the last few */
 }
 
 double ag_rng_normal(ag_rng *r)

@@ -44,4 +44,5 @@ static const ag_op_case cases[] = {
     {"[1] + [] size-1 and scalar", 2, {1, 0}, {{1}, {0}}, -1, 1, 0, case_add},
 };
 
-const ag_op_desc ag_op_add = {.name = "add", .backward = add_backward, AG_CASES(cases)};
+const ag_op_desc ag_op_add = {.name = "add", .backward = add_backward, .grad_passes_to_src0 = true,
+                               AG_CASES(cases)};

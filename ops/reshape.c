@@ -107,4 +107,4 @@ static const ag_op_case cases[] = {
     {"[2, 3, 4] -> [2, 3, 2, -1] head split", 1, {3}, {{2, 3, 4}}, -1, 1, 0, case_heads},
 };
 
-const ag_op_desc ag_op_reshape = {.name = "reshape", .backward = reshape_backward, .view = true, AG_CASES(cases)};
+const ag_op_desc ag_op_reshape = {.name = "reshape", .backward = reshape_backward, .grad_passes_to_src0 = true, AG_CASES(cases)};

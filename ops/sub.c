@@ -36,4 +36,5 @@ static const ag_op_case cases[] = {
     {"x - x (one input used twice)", 1, {2}, {{2, 3}}, -1, 1, 0, case_self},
 };
 
-const ag_op_desc ag_op_sub = {.name = "sub", .backward = sub_backward, AG_CASES(cases)};
+const ag_op_desc ag_op_sub = {.name = "sub", .backward = sub_backward, .grad_passes_to_src0 = true,
+                               AG_CASES(cases)};

@@ -164,11 +164,13 @@ static void binary_bwd_range(ag_binary_bwd bwd, const ag_tensor *a, const ag_ten
 void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
-    bool fa = false, fb = false;
-    ag_real *da = a->requires_grad ? ag__grad_fresh(g, a, &fa) : NULL;
+    /* a's buffer may be y's own (ag_backward, for add and sub): then da is
+     * dy already, and only b's part is computed */
+    bool fa = false, fb = false, shared = a->grad && a->grad == y->grad;
+    ag_real *da = a->requires_grad && !shared ? ag__grad_fresh(g, a, &fa) : NULL;
     ag_real *db = b->requires_grad ? ag__grad_fresh(g, b, &fb) : NULL;
     if (db == da) fb = false; /* a + a: one buffer, zeroed once */
-    if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
+    if ((a->requires_grad && !shared && !da) || (b->requires_grad && !db)) return;
     if (y->size == 0) return;
     walk w;
     if (y->ndim > 0) walk_init(&w, a, b, y->ndim, y->shape);

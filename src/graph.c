@@ -436,14 +436,17 @@ ag_status ag_backward(ag_graph *g, ag_tensor *loss)
             live[i] = 1;
         }
         if (t->op == AG_OP_LEAF || !t->requires_grad) continue;
-        /* A view (a reshape) whose input has no buffer yet is that input's
-         * newest live consumer: the input's other consumers come before it
-         * on the tape, so they run their backward after it, when its
-         * gradient is complete.  Then the input can share the view's
-         * buffer: dx = dy with no copy, and later consumers add to it. */
+        /* An op whose gradient passes unchanged to its first input (a
+         * reshape; an add or sub of same-shape tensors) may share its
+         * buffer with that input when the input has none yet: the op is
+         * then the input's newest live consumer, the input's other
+         * consumers come before it on the tape and run their backward
+         * after it, when its gradient is complete.  dx = dy with no copy,
+         * and later consumers add to it. */
         const ag_op_desc *vd = ag_op_table[t->op];
         ag_tensor *x0 = t->src[0];
-        if (vd && vd->view && x0 && x0->requires_grad && !x0->grad && x0->size == t->size) {
+        if (vd && vd->grad_passes_to_src0 && x0 && x0->requires_grad && !x0->grad && x0->size == t->size &&
+            (t->nsrc < 2 || t->src[1] != x0)) {
             x0->grad = t->grad;
             x0->grad_unset = 0; /* its state is t's: t's consumers write it first */
         }

@@ -20,10 +20,11 @@ typedef struct ag_op_case ag_op_case;
 typedef struct ag_op_desc {
     const char *name;
     void (*backward)(ag_graph *g, ag_tensor *y);
-    /* y is a view of src[0] (the same values in the same order, y = x):
-     * backward may then give x and y one gradient buffer (see ag_backward),
-     * and the op's backward does nothing when it finds them shared. */
-    bool view;
+    /* d y / d src[0] is the identity whenever src[0] has y's size (a
+     * reshape; add and sub, unless src[0] was broadcast): backward may then
+     * give src[0] and y one gradient buffer (see ag_backward), and the op's
+     * backward leaves src[0] alone when it finds them shared. */
+    bool grad_passes_to_src0;
     const ag_op_case *cases; /* gradient-check cases (src/opcheck.c runs them) */
     int ncases;
 } ag_op_desc;

@@ -72,6 +72,31 @@ static void shared_view_case(int reshape_first)
 Test(graph, a_reshape_and_other_consumers_share_out_the_gradient) { shared_view_case(1); }
 Test(graph, a_reshape_as_newest_consumer_shares_its_buffer_exactly) { shared_view_case(0); }
 
+/* The same for add and sub, whose gradient passes unchanged to their first
+ * input: h = 2 x feeds h * h (older) and then (h + c) and (h - c) * w (the
+ * newest consumers, which may share h's buffer). */
+Test(graph, add_and_sub_share_their_first_inputs_buffer_exactly)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *x = ag_param(s, "x", AG_SHAPE(3));
+    for (int i = 0; i < 3; i++) x->data[i] = (ag_real)(i + 1); /* x = [1, 2, 3] */
+    ag_graph *g = ag_graph_new();
+    ag_tensor *h = ag_scale(g, x, 2); /* [2, 4, 6] */
+    ag_tensor *c = ag_tensor_from(g, AG_SHAPE(3), ((ag_real[]){1, 1, 1}));
+    ag_set_requires_grad(c, 1);
+    ag_tensor *w = ag_tensor_from(g, AG_SHAPE(3), ((ag_real[]){10, 20, 30}));
+    ag_tensor *sq = ag_sum_all(g, ag_mul(g, h, h));                   /* dh += 2 h */
+    ag_tensor *sum = ag_sum_all(g, ag_add(g, h, c));                  /* dh += 1, dc += 1 */
+    ag_tensor *dif = ag_sum_all(g, ag_mul(g, ag_sub(g, h, c), w));    /* dh += w, dc -= w */
+    cr_assert_eq(ag_backward(g, ag_add(g, ag_add(g, sq, sum), dif)), AG_OK, "%s", ag_graph_error(g));
+    /* dh = 2 h + 1 + w = [15, 29, 43]; dx = 2 dh; dc = 1 - w */
+    expect_close(h->grad, ((double[]){15, 29, 43}), 3, 0, 1e-12, "dh");
+    expect_close(x->grad, ((double[]){30, 58, 86}), 3, 0, 1e-12, "dx");
+    expect_close(c->grad, ((double[]){-9, -19, -29}), 3, 0, 1e-12, "dc");
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
 Test(graph, a_reused_gradient_buffer_shows_no_old_values)
 {
     ag_graph *g = ag_graph_new();

@@ -33,15 +33,20 @@ ag_tensor *ag_padding_mask(ag_graph *g, const int *valid_lens, int B, int per_qu
     return ag_set_name(m, "padding_mask");
 }
 
-ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
-                        double fill, double p_drop, ag_tensor **weights)
+/* Scaled dot-product attention.  heads = 0: q [..., T, D], k and v
+ * [..., S, D] as they are.  heads = 1: q [B, T, H, D], k and v [B, S, H, D]
+ * (multi-head attention's split heads, a view of the linear layers'
+ * outputs): the products read head h of sentence b in place, as the
+ * [B, H, T, D] that permute(x, {0, 2, 1, 3}) would copy out, and the result
+ * comes out [B, T, H, D], the heads side by side. */
+static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, int heads, ag_tensor *mask,
+                         double fill, double p_drop, ag_tensor **weights)
 {
-    if (weights) *weights = NULL;
-    if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
     int D = q->shape[q->ndim - 1];
     /* Q K^T: how well query t matches key s (the product reads K as it is:
      * ag_matmul_bt = ag_matmul(q, ag_transpose(k, -1, -2)), no copy). */
-    ag_tensor *scores = ag_set_name(ag_matmul_bt(g, q, k), "scores");
+    ag_tensor *scores = heads ? ag__matmul_heads(g, q, k, 1, MM_A | MM_B) : ag_matmul_bt(g, q, k);
+    ag_set_name(scores, "scores");
     /* One op (ops/masked_softmax.c) does the rest of the scores' way:
      *   - the scale 1/sqrt(D) keeps their variance near 1 whatever the head
      *     width (a dot product of D unit-variance terms has variance D), so
@@ -52,7 +57,16 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
     ag_tensor *p = ag_set_name(ag__masked_softmax(g, scores, 1 / sqrt((double)D), mask, fill), "attn");
     if (p_drop > 0) p = ag_dropout(g, p, p_drop);
     if (weights) *weights = p;
-    return ag_matmul(g, p, v);
+    /* P V: for each query, the weighted mix of the values */
+    return heads ? ag__matmul_heads(g, p, v, 0, MM_B | MM_Y) : ag_matmul(g, p, v);
+}
+
+ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
+                        double fill, double p_drop, ag_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
+    return attend(g, q, k, v, 0, mask, fill, p_drop, weights);
 }
 
 ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias, double dropout,
@@ -75,20 +89,22 @@ ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, 
     return AG_OK;
 }
 
-/* [B, T, C] -> [B, T, H, D] -> [B, H, T, D] */
+/* [B, T, C] -> [B, T, H, D]: head h's features are columns h D .. h D + D - 1.
+ * A reshape, so a view: the products of attend() read each head in place,
+ * as PyTorch's x.view(B, T, H, D).transpose(1, 2) is read without a copy. */
 static ag_tensor *split_heads(ag_graph *g, ag_tensor *x, int H)
 {
     if (!x) return NULL;
     int B = x->shape[0], T = x->shape[1], C = x->shape[2];
-    return ag_permute(g, ag_reshape(g, x, AG_SHAPE(B, T, H, C / H)), (const int[]){0, 2, 1, 3});
+    return ag_reshape(g, x, AG_SHAPE(B, T, H, C / H));
 }
 
-/* [B, H, T, D] -> [B, T, H, D] -> [B, T, C]: the heads side by side */
+/* [B, T, H, D] -> [B, T, C]: the heads side by side again (a view) */
 static ag_tensor *concat_heads(ag_graph *g, ag_tensor *x)
 {
     if (!x) return NULL;
-    int B = x->shape[0], H = x->shape[1], T = x->shape[2], D = x->shape[3];
-    return ag_reshape(g, ag_permute(g, x, (const int[]){0, 2, 1, 3}), AG_SHAPE(B, T, H * D));
+    int B = x->shape[0], T = x->shape[1], H = x->shape[2], D = x->shape[3];
+    return ag_reshape(g, x, AG_SHAPE(B, T, H * D));
 }
 
 ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
@@ -109,7 +125,8 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
     double p = ag_graph_training(g) ? m->dropout : 0;
     /* split the heads, attend in every head at once (one batched matmul over
      * [B, H]), and put the heads side by side again */
-    ag_tensor *o = concat_heads(g, ag_attention(g, split_heads(g, q, m->H), split_heads(g, k, m->H),
-                                                split_heads(g, v, m->H), mask, fill, p, weights));
+    ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
+    if (!ag__ok(g, "mha", 3, qh, kh, vh)) return NULL;
+    ag_tensor *o = concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
     return ag_linear_forward(g, &m->w_o, o);
 }

@@ -78,7 +78,9 @@ static void op_text(ag__text *o, const ag_tensor *t)
         if (t->nsrc > 1 && t->src[1]) ag__text_printf(o, " fill %.4g", t->farg[1]);
         break;
     case AG_OP_DROPOUT: ag__text_printf(o, "%s p=%.3g", name, t->farg[0]); break;
-    case AG_OP_MATMUL: ag__text_printf(o, "%s%s", name, t->iarg[0] ? " (a b^T)" : ""); break;
+    case AG_OP_MATMUL: /* b transposed; operands read (written) in place per head */
+        ag__text_printf(o, "%s%s%s", name, t->iarg[0] ? " (a b^T)" : "", t->iarg[1] ? " per head" : "");
+        break;
     case AG_OP_SUM:
     case AG_OP_MEAN:
         if (t->iarg[0] < 0) ag__text_printf(o, "%s (all)", name);

@@ -161,6 +161,11 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
 
 /* y = x W^T + b: x [..., in], W [out, in], b [out] or NULL -> [..., out]. */
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
+/* Batched matmul (b transposed when tb) whose operands in `heads` are in
+ * attention's heads layout: stored [B, T, H, D], read as [B, H, T, D]
+ * (ops/matmul.c).  MM_Y: the output is written [B, M, H, N]. */
+enum { MM_A = 1, MM_B = 2, MM_Y = 4 };
+ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads);
 /* softmax(mask == 0 ? fill : scale * x) over the last axis; mask may be NULL. */
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
 

@@ -222,6 +222,62 @@ Test(fusion, matmul_bt_equals_matmul_of_the_transpose)
     matmul_bt_case(AG_SHAPE(1, 1), AG_SHAPE(1, 1));                  /* size 1 */
 }
 
+/* ---- products per head, in place --------------------------------------------- */
+
+/* softmax-free attention through the heads layout against the same with
+ * split heads copied out by permute: scores = Q K^T, y = scores V, for q
+ * [B, T, H, D] and k, v [B, S, H, D]; values and every gradient. */
+static void heads_case(int B, int T, int S, int H, int D)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 11), *k = param(s, "k", AG_SHAPE(B, S, H, D), 12);
+    ag_tensor *v = param(s, "v", AG_SHAPE(B, S, H, D), 13);
+    ag_graph *g = ag_graph_new();
+    const int *swap = (const int[]){0, 2, 1, 3};
+    ag_tensor *sc = ag_matmul(g, ag_permute(g, q, swap), ag_transpose(g, ag_permute(g, k, swap), -1, -2));
+    ag_tensor *z = ag_permute(g, ag_matmul(g, sc, ag_permute(g, v, swap)), swap); /* [B, T, H, D] */
+    cr_assert_eq(ag_backward(g, ag_add(g, weigh(g, z, 5), weigh(g, sc, 6))), AG_OK, "%s", ag_graph_error(g));
+    double *want = keep(z->data, z->size), *want_sc = keep(sc->data, sc->size);
+    size_t nz = z->size, nsc = sc->size;
+    grads kg = keep_grads(s);
+    ag_store_zero_grad(s);
+    ag_graph_reset(g);
+    ag_tensor *sc2 = ag__matmul_heads(g, q, k, 1, MM_A | MM_B);
+    ag_tensor *y = ag__matmul_heads(g, sc2, v, 0, MM_B | MM_Y);
+    cr_assert_eq(ag_backward(g, ag_add(g, weigh(g, y, 5), weigh(g, sc2, 6))), AG_OK, "%s", ag_graph_error(g));
+    cr_assert(sc2->ndim == 4 && sc2->shape[0] == B && sc2->shape[1] == H && sc2->shape[2] == T && sc2->shape[3] == S);
+    cr_assert(y->ndim == 4 && y->shape[0] == B && y->shape[1] == T && y->shape[2] == H && y->shape[3] == D);
+    cr_assert_eq(y->size, nz);
+    cr_assert_eq(sc2->size, nsc);
+    expect_close(sc2->data, want_sc, nsc, TOL(1e-12, 1e-6), TOL(1e-12, 1e-6), "scores per head");
+    expect_close(y->data, want, nz, TOL(1e-12, 1e-6), TOL(1e-12, 1e-6), "y per head");
+    expect_grads(s, &kg, TOL(1e-12, 1e-5), "per head");
+    free(want), free(want_sc);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+Test(fusion, products_per_head_equal_the_permuted_copies)
+{
+    heads_case(2, 4, 6, 8, 8);    /* the tutorial's heads (D = 8): the small path */
+    heads_case(3, 10, 9, 4, 16);  /* the translator's */
+    heads_case(2, 33, 40, 2, 24); /* the packed kernel, edge tiles */
+    heads_case(1, 1, 1, 1, 1);
+}
+
+Test(fusion, products_per_head_refuse_mismatched_heads)
+{
+    ag_graph *g = ag_graph_new();
+    cr_assert_null(ag__matmul_heads(g, ag_tensor_new(g, AG_SHAPE(2, 3, 4, 8)), ag_tensor_new(g, AG_SHAPE(2, 5, 2, 8)),
+                                    1, MM_A | MM_B));
+    cr_assert_str_eq(ag_graph_error(g), "matmul_heads: batch axes do not match: [2, 3, 4, 8] x [2, 5, 2, 8]");
+    ag_graph_reset(g);
+    cr_assert_null(ag__matmul_heads(g, ag_tensor_new(g, AG_SHAPE(3, 4, 8)), ag_tensor_new(g, AG_SHAPE(2, 5, 2, 8)), 1,
+                                    MM_A | MM_B));
+    cr_assert_str_eq(ag_graph_error(g), "matmul_heads: both inputs need 4 axes: [3, 4, 8] x [2, 5, 2, 8]");
+    ag_graph_free(g);
+}
+
 #ifdef AG_DOUBLE
 Test(fusion, linear_passes_gradcheck) { expect_op_gradcheck("linear"); }
 Test(fusion, masked_softmax_passes_gradcheck) { expect_op_gradcheck("masked_softmax"); }

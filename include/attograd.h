@@ -217,6 +217,10 @@ size_t ag_graph_arena_used(const ag_graph *g);  /* bytes in use now */
  * loss depends on and that lead to a tensor requiring grad are visited.
  * Gradients accumulate (+=): into parameters' store-owned grad buffers and
  * into graph tensors' arena grad buffers.  Iterative: no recursion.
+ * (An intermediate tensor made by a reshape, or by an add or sub of
+ * same-shape tensors, that is its first input's newest consumer shares that
+ * input's grad buffer: after backward it holds the input's gradient, which
+ * sums all the input's consumers.  The input's own grad is always right.)
  * Returns AG_ERR_SHAPE for a non-scalar loss, the graph's error when it has
  * one. */
 ag_status ag_backward(ag_graph *g, ag_tensor *loss);

@@ -23,8 +23,7 @@ ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
     for (size_t r = 0; r < rows; r++) {
         const ag_real *xr = x->data + r * n;
         ag_real *yr = y->data + r * n;
-        ag_real m = -INFINITY;
-        for (size_t i = 0; i < n; i++) m = xr[i] > m ? xr[i] : m;
+        ag_real m = ag__row_max(n, xr);
         if (m == -INFINITY) { /* fully masked row: log(0) */
             for (size_t i = 0; i < n; i++) yr[i] = -INFINITY;
             continue;

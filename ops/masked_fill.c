@@ -19,16 +19,7 @@
 ag_tensor *ag_masked_fill(ag_graph *g, ag_tensor *x, ag_tensor *mask, double value)
 {
     if (!ag__ok(g, "masked_fill", 2, x, mask)) return NULL;
-    int nd, shape[AG_MAX_DIMS];
-    if (!ag__broadcast_shape(g, "masked_fill", x, mask, &nd, shape)) return NULL;
-    bool fits = nd == x->ndim;
-    for (int i = 0; fits && i < nd; i++) fits = shape[i] == x->shape[i];
-    if (!fits) {
-        char sx[96], sm[96];
-        ag_graph_fail(g, AG_ERR_SHAPE, "masked_fill: mask %s does not broadcast to x's shape %s",
-                      ag_shape_str(mask, sm, sizeof sm), ag_shape_str(x, sx, sizeof sx));
-        return NULL;
-    }
+    if (!ag__mask_fits(g, "masked_fill", x, mask)) return NULL;
     ag_tensor *src[2] = {x, mask};
     ag_tensor *y = ag__node(g, AG_OP_MASKED_FILL, x->ndim, x->shape, 2, src);
     if (!y) return NULL;

@@ -103,18 +103,7 @@ static void softmax_row(size_t n, const ag_real *xr, ag_real *yr, ag_real scale,
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill)
 {
     if (!ag__ok(g, "masked_softmax", 1, x)) return NULL;
-    if (mask) {
-        int nd, shape[AG_MAX_DIMS];
-        if (!ag__broadcast_shape(g, "masked_softmax", x, mask, &nd, shape)) return NULL;
-        bool fits = nd == x->ndim;
-        for (int i = 0; fits && i < nd; i++) fits = shape[i] == x->shape[i];
-        if (!fits) {
-            char sx[96], sm[96];
-            ag_graph_fail(g, AG_ERR_SHAPE, "masked_softmax: mask %s does not broadcast to x's shape %s",
-                          ag_shape_str(mask, sm, sizeof sm), ag_shape_str(x, sx, sizeof sx));
-            return NULL;
-        }
-    }
+    if (mask && !ag__mask_fits(g, "masked_softmax", x, mask)) return NULL;
     ag_tensor *src[2] = {x, mask};
     ag_tensor *y = ag__node(g, AG_OP_MASKED_SOFTMAX, x->ndim, x->shape, 2, src);
     if (!y) return NULL;

@@ -37,6 +37,7 @@ typedef struct layout {
 } layout;
 
 typedef struct batch {
+    int M, N, K;            /* each product: [M, K] x [K, N] */
     int nb;                 /* batch axes of y (logical) */
     int shape[AG_MAX_DIMS]; /* y's logical batch shape */
     size_t count;
@@ -96,8 +97,8 @@ static void batch_init(batch *bt, const ag_tensor *a, const ag_tensor *b, const 
         bt->shape[i] = ys[i];
         bt->count *= (size_t)ys[i];
     }
-    int M = ys[y->ndim - 2], N = ys[y->ndim - 1];
-    int K = heads & MM_A ? a->shape[3] : a->shape[a->ndim - 1];
+    int M = bt->M = ys[y->ndim - 2], N = bt->N = ys[y->ndim - 1];
+    int K = bt->K = heads & MM_A ? a->shape[3] : a->shape[a->ndim - 1];
     if (heads & MM_A) heads_layout(a->shape, &bt->a);
     else plain_layout(a, bt->nb, bt->shape, M, K, &bt->a);
     if (heads & MM_B) heads_layout(b->shape, &bt->b);
@@ -223,12 +224,10 @@ static ag_real *grad_for(ag_graph *g, ag_tensor *x, bool own, ag_real *beta)
 static void matmul_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
-    int tb = y->iarg[0], heads = y->iarg[1], ys[AG_MAX_DIMS];
-    logical(y, heads & MM_Y, ys);
-    int M = ys[y->ndim - 2], N = ys[y->ndim - 1];
-    int K = heads & MM_A ? a->shape[3] : a->shape[a->ndim - 1];
+    int tb = y->iarg[0];
     batch bt;
     batch_init(&bt, a, b, y);
+    int M = bt.M, N = bt.N, K = bt.K;
     size_t ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
     /* an operand is its own when no batch axis of it was stretched: then
      * each batch entry writes its own matrix of da (db), and threads may

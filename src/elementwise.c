@@ -35,6 +35,20 @@ bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
     return true;
 }
 
+bool ag__mask_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *mask)
+{
+    int nd, shape[AG_MAX_DIMS];
+    if (!ag__broadcast_shape(g, op, x, mask, &nd, shape)) return false;
+    bool fits = nd == x->ndim;
+    for (int i = 0; fits && i < nd; i++) fits = shape[i] == x->shape[i];
+    if (!fits) {
+        char sx[96], sm[96];
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: mask %s does not broadcast to x's shape %s", op,
+                      ag_shape_str(mask, sm, sizeof sm), ag_shape_str(x, sx, sizeof sx));
+    }
+    return fits;
+}
+
 /* src/threads.c: threads for a loop touching about `work` values. */
 
 /* Start of piece t of nt of n elements, on a 16-element boundary (a cache
@@ -169,7 +183,8 @@ void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
     bool fa = false, fb = false, shared = a->grad && a->grad == y->grad;
     ag_real *da = a->requires_grad && !shared ? ag__grad_fresh(g, a, &fa) : NULL;
     ag_real *db = b->requires_grad ? ag__grad_fresh(g, b, &fb) : NULL;
-    if (db == da) fb = false; /* a + a: one buffer, zeroed once */
+    /* a + a: the second ag__grad_fresh finds the buffer taken (fb false),
+     * so it is zeroed once, piece by piece, and both parts add into it */
     if ((a->requires_grad && !shared && !da) || (b->requires_grad && !db)) return;
     if (y->size == 0) return;
     walk w;

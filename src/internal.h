@@ -142,6 +142,9 @@ void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average);
  * cannot, with a message naming op and both shapes. */
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
                          const ag_tensor *b, int *ndim, int *shape);
+/* mask broadcasts to x's own shape (masked_fill, masked_softmax); records
+ * "op: mask [..] does not broadcast to x's shape [..]" when not. */
+bool ag__mask_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *mask);
 
 /* Sum grad (shape `from`) down to a tensor of shape `to` that broadcast to
  * it, adding into dst.  Used by ops whose inputs broadcast. */

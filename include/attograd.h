@@ -130,6 +130,7 @@ typedef enum ag_op_id {
     AG_OP_CROSS_ENTROPY,
     AG_OP_LINEAR,
     AG_OP_MASKED_SOFTMAX,
+    AG_OP_INDEX_ADD,
     AG_OP_COUNT
 } ag_op_id;
 
@@ -347,6 +348,11 @@ ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain,
  * an error. */
 ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids,
                         int ndim, const int *shape);
+
+/* embedding's adjoint: y [N, C] = 0, then y[idx[i]] += x[i] for each row
+ * i of x [n, C] (PyTorch's zeros(N, C).index_add(0, idx, x)).  Backward
+ * gathers dx[i] = dy[idx[i]].  An index outside [0, N) is an error. */
+ag_tensor *ag_index_add(ag_graph *g, ag_tensor *x, const int *idx, int N);
 
 /* Inverted dropout: in training, each element is zeroed with probability p
  * and the rest scaled by 1/(1-p); in eval (or p == 0) y = x. */

@@ -107,13 +107,53 @@ static ag_tensor *concat_heads(ag_graph *g, ag_tensor *x)
     return ag_reshape(g, x, AG_SHAPE(B, T, H * D));
 }
 
-ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
-                  ag_tensor **weights)
+/* ---- packed rows (see internal.h) ---------------------------------------- */
+
+ag__rows *ag__rows_new(ag_graph *g, const int *len, int B, int T)
+{
+    if (!ag__ok(g, "rows", 0)) return NULL;
+    if (!len || B < 0 || T < 0) {
+        ag_graph_fail(g, AG_ERR_ARG, "rows: lengths %s for B %d, T %d", len ? "given" : "NULL", B, T);
+        return NULL;
+    }
+    ag__rows *r = ag__alloc(g, sizeof *r);
+    int *at = ag__alloc(g, ((size_t)B * (size_t)T + 1) * sizeof(int));
+    if (!r || !at) return NULL;
+    int n = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T && t < len[b]; t++) at[n++] = b * T + t;
+    *r = (ag__rows){.B = B, .T = T, .n = n, .at = at};
+    return r;
+}
+
+ag_tensor *ag__pack(ag_graph *g, ag_tensor *x, const ag__rows *r)
+{
+    if (!x) return NULL;
+    int C = x->shape[x->ndim - 1];
+    return ag_embedding(g, ag_reshape(g, x, AG_SHAPE(r->B * r->T, C)), r->at, AG_SHAPE(r->n));
+}
+
+ag_tensor *ag__unpack(ag_graph *g, ag_tensor *x, const ag__rows *r)
+{
+    if (!x) return NULL;
+    int C = x->shape[1];
+    return ag_reshape(g, ag_index_add(g, x, r->at, r->B * r->T), AG_SHAPE(r->B, r->T, C));
+}
+
+/* x is [B, T, C] (r NULL) or [r->n, C] */
+static int mha_input_ok(const ag_tensor *x, const ag__rows *r, int C)
+{
+    if (r) return x->ndim == 2 && x->shape[0] == r->n && x->shape[1] == C;
+    return x->ndim == 3 && x->shape[2] == C;
+}
+
+ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
+                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ag__ok(g, "mha", 2, x_q, x_kv)) return NULL;
-    if (x_q->ndim != 3 || x_kv->ndim != 3 || x_q->shape[2] != m->C || x_kv->shape[2] != m->C ||
-        x_q->shape[0] != x_kv->shape[0]) {
+    int Bq = rq ? rq->B : x_q->shape[0], Bkv = rkv ? rkv->B : x_kv->shape[0];
+    if (!mha_input_ok(x_q, rq, m->C) || !mha_input_ok(x_kv, rkv, m->C) || Bq != Bkv) {
         char a[96], b[96];
         ag_graph_fail(g, AG_ERR_SHAPE, "mha: queries %s and keys/values %s must be [B, T, %d] and [B, S, %d]",
                       ag_shape_str(x_q, a, sizeof a), ag_shape_str(x_kv, b, sizeof b), m->C, m->C);
@@ -122,11 +162,21 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
     ag_tensor *q = ag_set_name(ag_linear_forward(g, &m->w_q, x_q), "q");
     ag_tensor *k = ag_set_name(ag_linear_forward(g, &m->w_k, x_kv), "k");
     ag_tensor *v = ag_set_name(ag_linear_forward(g, &m->w_v, x_kv), "v");
+    /* packed rows: attention needs the padded [B, T, C] layout */
+    if (rq) q = ag__unpack(g, q, rq);
+    if (rkv) k = ag__unpack(g, k, rkv), v = ag__unpack(g, v, rkv);
     double p = ag_graph_training(g) ? m->dropout : 0;
     /* split the heads, attend in every head at once (one batched matmul over
      * [B, H]), and put the heads side by side again */
     ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
     if (!ag__ok(g, "mha", 3, qh, kh, vh)) return NULL;
     ag_tensor *o = concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
+    if (rq) o = ag__pack(g, o, rq);
     return ag_linear_forward(g, &m->w_o, o);
+}
+
+ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
+                  ag_tensor **weights)
+{
+    return ag__mha_rows(g, m, x_q, NULL, x_kv, NULL, mask, fill, weights);
 }

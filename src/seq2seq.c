@@ -7,11 +7,16 @@
  *
  * Everything is a composition of primitive ops: no backward here.
  *
- * The training loss needs logits only where a target is not <pad>: it
- * picks those rows of y first (an embedding lookup into y, whose backward
- * scatters the gradient back), so dense and the cross-entropy skip the
- * padded positions, about 45% of them on the toy data.  The loss is the
- * same number: each row's logits and terms do not depend on the others. */
+ * The training loss runs on the real tokens only.  On the toy data about a
+ * third of the source positions and half of the target positions are
+ * padding; their rows never reach the loss (attention masks padded keys,
+ * and the causal mask keeps a target from seeing what follows it), so the
+ * loss packs the real rows [n, C] from the embeddings on, and every
+ * position-wise layer skips the padding.  Attention alone unpacks its
+ * queries, keys and values to [B, T, C], zeros at the padding (see
+ * ag__rows in internal.h).  The loss is the same number as with the
+ * padded layout (tests/test_blocks.c compares them); only the float
+ * rounding of sums over rows and the dropout draws (fewer rows) differ. */
 #include "internal.h"
 
 #include <math.h>
@@ -66,8 +71,10 @@ void ag_seq2seq_free(ag_seq2seq *m)
     m->dec = NULL;
 }
 
-/* dropout(E[ids] * sqrt(C) + P[:L]):  ids [B, L] -> [B, L, C] */
-static ag_tensor *embed(ag_graph *g, const ag_seq2seq *m, ag_tensor *table, const int *ids, int B, int L)
+/* dropout(E[ids] * sqrt(C) + P[:L]):  ids [B, L] -> [B, L, C], or the
+ * real rows only, [rows->n, C], when rows is given */
+static ag_tensor *embed(ag_graph *g, const ag_seq2seq *m, ag_tensor *table, const int *ids, int B, int L,
+                        const ag__rows *rows)
 {
     int C = m->cfg.hidden;
     if (L > m->cfg.max_len) {
@@ -75,8 +82,18 @@ static ag_tensor *embed(ag_graph *g, const ag_seq2seq *m, ag_tensor *table, cons
                       m->cfg.max_len);
         return NULL;
     }
-    ag_tensor *x = ag_scale(g, ag_embedding(g, table, ids, AG_SHAPE(B, L)), sqrt((double)C));
-    x = ag_add(g, x, ag_positional_encoding(g, L, C));
+    ag_tensor *x;
+    if (rows) {
+        /* row i is token ids[at[i]] at position at[i] % L */
+        int n = rows->n, *pick = ag__alloc(g, ((size_t)n + 1) * 2 * sizeof(int)), *pos = pick ? pick + n + 1 : NULL;
+        if (!pick) return NULL;
+        for (int i = 0; i < n; i++) pick[i] = ids[rows->at[i]], pos[i] = rows->at[i] % L;
+        x = ag_scale(g, ag_embedding(g, table, pick, AG_SHAPE(n)), sqrt((double)C));
+        x = ag_add(g, x, ag_embedding(g, ag_positional_encoding(g, L, C), pos, AG_SHAPE(n)));
+    } else {
+        x = ag_scale(g, ag_embedding(g, table, ids, AG_SHAPE(B, L)), sqrt((double)C));
+        x = ag_add(g, x, ag_positional_encoding(g, L, C));
+    }
     if (ag_graph_training(g) && m->cfg.dropout > 0) x = ag_dropout(g, x, m->cfg.dropout);
     return x;
 }
@@ -87,40 +104,43 @@ static ag_tensor **slot(ag_tensor **arr, ag_seq2seq_weights *w, int i)
     return w && i < AG_SEQ2SEQ_MAX_LAYERS ? &arr[i] : NULL;
 }
 
+/* The encoder's output: [B, S, C], or [rows->n, C] when rows is given. */
 static ag_tensor *encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B, int S,
-                         ag_tensor **src_mask, ag_seq2seq_weights *w)
+                         const ag__rows *rows, ag_tensor **src_mask, ag_seq2seq_weights *w)
 {
     ag_tensor *mask = ag_padding_mask(g, src_valid, B, 0, S, S);
     if (src_mask) *src_mask = mask;
-    ag_tensor *x = embed(g, m, m->src_embedding, src, B, S);
+    ag_tensor *x = embed(g, m, m->src_embedding, src, B, S, rows);
     for (int i = 0; i < m->cfg.layers; i++)
-        x = ag_encoder_block_forward(g, &m->enc[i], x, mask, slot(w ? w->enc_self : NULL, w, i));
+        x = ag__encoder_block_rows(g, &m->enc[i], x, rows, mask, slot(w ? w->enc_self : NULL, w, i));
     return ag_set_name(x, "encoder_out");
 }
 
-/* The decoder blocks' output y [B, T, C], before the dense layer. */
-static ag_tensor *decode_hidden(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
-                                const int *tgt_in, int B, int T, ag_seq2seq_weights *w)
+/* The decoder blocks' output y [B, T, C] (or [rows->n, C]), before the
+ * dense layer. */
+static ag_tensor *decode_hidden(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, const ag__rows *enc_rows,
+                                ag_tensor *src_mask, const int *tgt_in, int B, int T, const ag__rows *rows,
+                                ag_seq2seq_weights *w)
 {
     ag_tensor *causal = ag_causal_mask(g, T, T);
-    ag_tensor *y = embed(g, m, m->tgt_embedding, tgt_in, B, T);
+    ag_tensor *y = embed(g, m, m->tgt_embedding, tgt_in, B, T, rows);
     for (int i = 0; i < m->cfg.layers; i++)
-        y = ag_decoder_block_forward(g, &m->dec[i], y, enc, causal, src_mask, slot(w ? w->dec_self : NULL, w, i),
-                                     slot(w ? w->dec_cross : NULL, w, i));
+        y = ag__decoder_block_rows(g, &m->dec[i], y, rows, enc, enc_rows, causal, src_mask,
+                                   slot(w ? w->dec_self : NULL, w, i), slot(w ? w->dec_cross : NULL, w, i));
     return y;
 }
 
 static ag_tensor *decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask, const int *tgt_in,
                          int B, int T, ag_seq2seq_weights *w)
 {
-    ag_tensor *y = decode_hidden(g, m, enc, src_mask, tgt_in, B, T, w);
+    ag_tensor *y = decode_hidden(g, m, enc, NULL, src_mask, tgt_in, B, T, NULL, w);
     return ag_set_name(ag_linear_forward(g, &m->dense, y), "logits");
 }
 
 ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                              int S, ag_tensor **src_mask)
 {
-    return encode(g, m, src, src_valid, B, S, src_mask, NULL);
+    return encode(g, m, src, src_valid, B, S, NULL, src_mask, NULL);
 }
 
 ag_tensor *ag_seq2seq_decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
@@ -137,7 +157,7 @@ ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, co
     int training = ag_graph_training(g);
     ag_graph_set_training(g, 0);
     ag_tensor *mask = NULL;
-    ag_tensor *enc = encode(g, m, src, src_valid, B, S, &mask, w);
+    ag_tensor *enc = encode(g, m, src, src_valid, B, S, NULL, &mask, w);
     ag_tensor *logits = decode(g, m, enc, mask, tgt_in, B, T, w);
     ag_graph_set_training(g, training);
     return logits;
@@ -146,18 +166,33 @@ ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, co
 ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,
                            const int *tgt_in, const int *tgt_out, int B, int S, int T)
 {
+    if (!ag__ok(g, "seq2seq_loss", 0)) return NULL;
+    if (!src || !src_valid || !tgt_in || !tgt_out || B <= 0 || S <= 0 || T <= 0) {
+        ag_graph_fail(g, AG_ERR_ARG, "seq2seq_loss: a batch of B %d, S %d, T %d with %s", B, S, T,
+                      src && src_valid && tgt_in && tgt_out ? "every array" : "a NULL array");
+        return NULL;
+    }
+    /* The real rows: a source's first src_valid[b] positions; a target's
+     * positions up to its last token that is not <pad> (the causal mask lets
+     * each see only those before it). */
+    int *tgt_len = ag__alloc(g, (size_t)B * sizeof(int));
+    if (!tgt_len) return NULL;
+    for (int b = 0; b < B; b++) {
+        tgt_len[b] = 0;
+        for (int t = 0; t < T; t++)
+            if (tgt_out[b * T + t] != 0) tgt_len[b] = t + 1;
+    }
+    ag__rows *src_rows = ag__rows_new(g, src_valid, B, S), *tgt_rows = ag__rows_new(g, tgt_len, B, T);
+    if (!src_rows || !tgt_rows) return NULL;
     ag_tensor *mask = NULL;
-    ag_tensor *enc = ag_seq2seq_encode(g, m, src, src_valid, B, S, &mask);
-    ag_tensor *y = decode_hidden(g, m, enc, mask, tgt_in, B, T, NULL);
-    if (!y) return NULL;
-    /* positions with a target (not <pad>): their rows of y and targets */
-    int n = 0, BT = B * T, C = m->cfg.hidden;
-    int *rows = ag__alloc(g, (size_t)(BT > 0 ? BT : 1) * 2 * sizeof(int)), *targets = rows ? rows + BT : NULL;
-    if (!rows) return NULL;
-    for (int p = 0; p < BT; p++)
-        if (tgt_out[p] != 0) rows[n] = p, targets[n++] = tgt_out[p];
-    ag_tensor *picked = ag_embedding(g, ag_reshape(g, y, AG_SHAPE(BT, C)), rows, 1, (const int[]){n}); /* [n, C] */
-    ag_tensor *logits = ag_set_name(ag_linear_forward(g, &m->dense, picked), "logits");              /* [n, Vt] */
+    ag_tensor *enc = encode(g, m, src, src_valid, B, S, src_rows, &mask, NULL);               /* [ns, C] */
+    ag_tensor *y = decode_hidden(g, m, enc, src_rows, mask, tgt_in, B, T, tgt_rows, NULL);    /* [nt, C] */
+    int *targets = ag__alloc(g, ((size_t)tgt_rows->n + 1) * sizeof(int));
+    if (!targets) return NULL;
+    for (int i = 0; i < tgt_rows->n; i++) targets[i] = tgt_out[tgt_rows->at[i]];
+    ag_tensor *logits = ag_set_name(ag_linear_forward(g, &m->dense, y), "logits"); /* [nt, Vt] */
+    /* a <pad> target inside a sentence (none in the translator's data) is
+     * ignored, as before */
     return ag_set_name(ag_cross_entropy(g, logits, targets, 0, 0.0), "loss");
 }
 

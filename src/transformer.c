@@ -103,22 +103,36 @@ ag_status ag_decoder_block_init(ag_decoder_block *b, ag_store *s, const char *pr
     return AG_OK;
 }
 
-ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,
-                            ag_tensor **weights)
+ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                  ag_tensor *src_mask, ag_tensor **weights)
 {
     double p = ag_graph_training(g) ? b->dropout : 0;
-    ag_tensor *a = ag_mha_forward(g, &b->attention, x, x, src_mask, AG_MASK_NEG_INF, weights);
+    ag_tensor *a = ag__mha_rows(g, &b->attention, x, rows, x, rows, src_mask, AG_MASK_NEG_INF, weights);
     x = ag_add_norm(g, &b->norm1, x, a, p);
     return ag_add_norm(g, &b->norm2, x, ag_ffn_forward(g, &b->ffn, x), p);
 }
 
-ag_tensor *ag_decoder_block_forward(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, ag_tensor *enc,
-                            ag_tensor *self_mask, ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
+ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                  ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
+                                  ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
 {
     double p = ag_graph_training(g) ? b->dropout : 0;
-    ag_tensor *a = ag_mha_forward(g, &b->self_attention, x, x, self_mask, AG_MASK_NEG_INF, self_w);
+    ag_tensor *a = ag__mha_rows(g, &b->self_attention, x, rows, x, rows, self_mask, AG_MASK_NEG_INF, self_w);
     x = ag_add_norm(g, &b->norm1, x, a, p);
-    ag_tensor *c = ag_mha_forward(g, &b->cross_attention, x, enc, src_mask, AG_MASK_NEG_INF, cross_w);
+    ag_tensor *c = ag__mha_rows(g, &b->cross_attention, x, rows, enc, enc_rows, src_mask, AG_MASK_NEG_INF, cross_w);
     x = ag_add_norm(g, &b->norm2, x, c, p);
     return ag_add_norm(g, &b->norm3, x, ag_ffn_forward(g, &b->ffn, x), p);
+}
+
+ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,
+                                    ag_tensor **weights)
+{
+    return ag__encoder_block_rows(g, b, x, NULL, src_mask, weights);
+}
+
+ag_tensor *ag_decoder_block_forward(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, ag_tensor *enc,
+                                    ag_tensor *self_mask, ag_tensor *src_mask, ag_tensor **self_w,
+                                    ag_tensor **cross_w)
+{
+    return ag__decoder_block_rows(g, b, x, NULL, enc, NULL, self_mask, src_mask, self_w, cross_w);
 }

@@ -1,4 +1,5 @@
-/* tests/test_embedding.c: rows of a table picked by ids. */
+/* tests/test_embedding.c: rows of a table picked by ids (embedding), and
+ * rows added into a table at indices (index_add, its adjoint). */
 #include "common.h"
 
 static ag_tensor *table(ag_graph *g) /* weight [4, 3] = 0..11 */
@@ -95,6 +96,69 @@ Test(embedding, bad_ids_and_shapes_are_errors)
     ag_graph_free(g);
 }
 
+Test(index_add, puts_rows_at_indices_and_sums_repeats)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *x = table(g); /* [4, 3] = 0..11 */
+    ag_set_requires_grad(x, 1);
+    int idx[] = {3, 0, 3, 4};
+    ag_tensor *y = ag_index_add(g, x, idx, 6);
+    idx[0] = 1; /* the op kept its own copy */
+    expect_shape(y, 6, 3);
+    /* row 0 = x[1]; row 3 = x[0] + x[2]; row 4 = x[3]; rows 1, 2, 5 zero */
+    expect_close(y->data, ((double[]){3, 4, 5, 0, 0, 0, 0, 0, 0, 6, 8, 10, 9, 10, 11, 0, 0, 0}), 18, 0, 0, "y");
+    ag_tensor *wt = ag_tensor_new(g, AG_SHAPE(6, 3));
+    for (int i = 0; i < 18; i++) wt->data[i] = (ag_real)(i + 1);
+    cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y, wt))), AG_OK, "%s", ag_graph_error(g));
+    /* dx[i] = dy[idx[i]]: rows 3, 0, 3, 4 of wt */
+    expect_close(x->grad, ((double[]){10, 11, 12, 1, 2, 3, 10, 11, 12, 13, 14, 15}), 12, 0, 0, "dx");
+    ag_graph_free(g);
+}
+
+Test(index_add, undoes_embedding_of_distinct_rows)
+{
+    /* pack rows 1 and 3 of [4, 3] with embedding, unpack with index_add:
+     * the same rows come back, the others are zero */
+    ag_graph *g = ag_graph_new();
+    int rows[] = {1, 3};
+    ag_tensor *y = ag_index_add(g, ag_embedding(g, table(g), rows, AG_SHAPE(2)), rows, 4);
+    expect_close(y->data, ((double[]){0, 0, 0, 3, 4, 5, 0, 0, 0, 9, 10, 11}), 12, 0, 0, "y");
+    ag_graph_free(g);
+}
+
+Test(index_add, bad_indices_and_shapes_are_errors)
+{
+    ag_graph *g = ag_graph_new();
+    int idx[] = {0, 5};
+    cr_assert_null(ag_index_add(g, ag_tensor_new(g, AG_SHAPE(2, 3)), idx, 5));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_ARG);
+    cr_assert_str_eq(ag_graph_error(g), "index_add: index 5 of row 1 out of range [0, 5)");
+
+    ag_graph_reset(g);
+    int neg[] = {-2};
+    cr_assert_null(ag_index_add(g, ag_tensor_new(g, AG_SHAPE(1, 3)), neg, 5));
+    cr_assert_str_eq(ag_graph_error(g), "index_add: index -2 of row 0 out of range [0, 5)");
+
+    ag_graph_reset(g);
+    cr_assert_null(ag_index_add(g, ag_tensor_new(g, AG_SHAPE(2, 3, 1)), idx, 6));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
+    cr_assert_str_eq(ag_graph_error(g), "index_add: x must be [n, C], got [2, 3, 1]");
+
+    ag_graph_reset(g);
+    cr_assert_null(ag_index_add(g, ag_tensor_new(g, AG_SHAPE(2, 3)), NULL, 6));
+    cr_assert_str_eq(ag_graph_error(g), "index_add: idx is NULL for 2 rows");
+
+    ag_graph_reset(g);
+    cr_assert_null(ag_index_add(g, ag_tensor_new(g, AG_SHAPE(2, 3)), idx, -1));
+    cr_assert_str_eq(ag_graph_error(g), "index_add: -1 output rows");
+
+    ag_graph_reset(g);
+    cr_assert_null(ag_index_add(g, NULL, idx, 6));
+    cr_assert_str_eq(ag_graph_error(g), "index_add: input 0 is NULL");
+    ag_graph_free(g);
+}
+
 #ifdef AG_DOUBLE
 Test(embedding, gradcheck) { expect_op_gradcheck("embedding"); }
+Test(index_add, gradcheck) { expect_op_gradcheck("index_add"); }
 #endif

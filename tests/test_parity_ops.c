@@ -152,3 +152,20 @@ Test(parity_ops, embedding_with_repeated_ids)
     ag_graph_free(g);
     ag_st_free(f);
 }
+
+Test(parity_ops, index_add_with_a_repeated_index)
+{
+    int idx[5];
+    ag_st *f = open_fixture(OPS_FIXTURE);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *x = load_leaf(g, f, "index_add.x", 1); /* [5, 3] */
+    load_ints(f, "index_add.idx", idx, 5);
+    ag_tensor *w = load_leaf(g, f, "index_add.w", 0);
+    ag_tensor *y = ag_index_add(g, x, idx, 7);
+    expect_shape(y, 7, 3);
+    backward_weighted(g, y, w);
+    expect_stored(f, "index_add.out", y, y->data);
+    expect_stored(f, "grad.index_add.x", x, x->grad);
+    ag_graph_free(g);
+    ag_st_free(f);
+}

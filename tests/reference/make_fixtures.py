@@ -9,7 +9,7 @@ It writes, next to itself,
 
     ops.safetensors        softmax, log_softmax, layer_norm, batched matmul,
                            cross_entropy (ignore_index, label smoothing),
-                           embedding                -> tests/test_parity_ops.c
+                           embedding, index_add     -> tests/test_parity_ops.c
     attention.safetensors  the tutorial's multi-head self-attention (with and
                            without a mask), causal self-attention, key padding
                            from valid lengths ([B] and [B, T]), cross-attention
@@ -238,6 +238,19 @@ def make_ops():
     fx.add("embedding.w", w)
     fx.add("embedding.out", y)
     fx.add_grads([("embedding.weight", weight)])
+
+    # index_add: x [5, 3] into 7 rows, one index named twice, two rows unnamed
+    torch.manual_seed(8)
+    x = leaf(rand(5, 3))
+    idx = torch.tensor([6, 0, 2, 6, 3], dtype=torch.int64)
+    y = torch.zeros(7, 3, dtype=torch.float64).index_add(0, idx, x)
+    L, w = loss_of(y)
+    L.backward()
+    fx.add("index_add.x", x)
+    fx.add("index_add.idx", idx)
+    fx.add("index_add.w", w)
+    fx.add("index_add.out", y)
+    fx.add_grads([("index_add.x", x)])
 
     fx.save("ops.safetensors")
 

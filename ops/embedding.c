@@ -52,6 +52,7 @@ ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim
     if (!saved) return NULL;
     if (n) memcpy(saved, ids, n * sizeof(int));
     y->aux = saved;
+    y->iarg[0] = ag__increasing(saved, n); /* distinct ids in order: backward in one pass */
     for (size_t p = 0; p < n; p++)
         memcpy(y->data + p * (size_t)C, weight->data + (size_t)saved[p] * (size_t)C, (size_t)C * sizeof(ag_real));
     return y;
@@ -60,10 +61,16 @@ ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim
 static void embedding_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *weight = y->src[0];
-    ag_real *dweight = ag__grad(g, weight);
+    bool fresh; /* nothing in dweight yet */
+    ag_real *dweight = ag__grad_fresh(g, weight, &fresh);
     if (!dweight) return;
     const int *ids = y->aux;
     size_t C = (size_t)weight->shape[1], n = ag__numel(y->ndim - 1, y->shape);
+    if (fresh && y->iarg[0]) { /* rows picked once each, in order: store them, zeros between */
+        ag__scatter_rows(dweight, (size_t)weight->shape[0], C, y->grad, ids, n);
+        return;
+    }
+    if (fresh) memset(dweight, 0, weight->size * sizeof(ag_real));
     for (size_t p = 0; p < n; p++) {
         /* y[p, :] = weight[ids[p], :] */
         ag_real *dw = dweight + (size_t)ids[p] * C;
@@ -91,6 +98,14 @@ static ag_tensor *case_one_id(ag_graph *g, ag_tensor *const *in)
     return ag_embedding(g, in[0], ids, 0, NULL); /* a scalar id: y is [C] */
 }
 
+/* Distinct ids in order, as the translator's packing of real rows picks
+ * them: a one-pass backward when the gradient is fresh. */
+static ag_tensor *case_increasing(ag_graph *g, ag_tensor *const *in)
+{
+    static const int ids[] = {1, 2, 4};
+    return ag_embedding(g, in[0], ids, AG_SHAPE(3));
+}
+
 static ag_tensor *case_size1(ag_graph *g, ag_tensor *const *in)
 {
     static const int ids[] = {0, 0, 0};
@@ -101,6 +116,7 @@ static const ag_op_case cases[] = {
     {"[5, 3] ids [2, 3] repeated", 1, {2}, {{5, 3}}, -1, 1, 0, case_repeated},
     {"[4, 2] ids [4]", 1, {2}, {{4, 2}}, -1, 1, 0, case_flat},
     {"[3, 4] one id, ids []", 1, {2}, {{3, 4}}, -1, 1, 0, case_one_id},
+    {"[6, 3] ids [3] increasing", 1, {2}, {{6, 3}}, -1, 1, 0, case_increasing},
     {"[1, 1] ids [3, 1] size-1", 1, {2}, {{1, 1}}, -1, 1, 0, case_size1},
 };
 

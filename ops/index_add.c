@@ -46,6 +46,10 @@ ag_tensor *ag_index_add(ag_graph *g, ag_tensor *x, const int *idx, int N)
     if (!saved) return NULL;
     if (n) memcpy(saved, idx, (size_t)n * sizeof(int));
     y->aux = saved;
+    if (ag__increasing(saved, (size_t)n)) { /* distinct rows in order (the translator's): one pass */
+        ag__scatter_rows(y->data, (size_t)N, (size_t)C, x->data, saved, (size_t)n);
+        return y;
+    }
     memset(y->data, 0, y->size * sizeof(ag_real));
     for (int i = 0; i < n; i++) {
         ag_real *yr = y->data + (size_t)saved[i] * C;
@@ -87,6 +91,13 @@ static ag_tensor *case_unpack(ag_graph *g, ag_tensor *const *in)
     return ag_index_add(g, in[0], idx, 8);
 }
 
+/* Increasing indices with gaps at both ends: the one-pass forward. */
+static ag_tensor *case_gaps(ag_graph *g, ag_tensor *const *in)
+{
+    static const int idx[] = {1, 2, 5};
+    return ag_index_add(g, in[0], idx, 7);
+}
+
 static ag_tensor *case_size1(ag_graph *g, ag_tensor *const *in)
 {
     static const int idx[] = {1};
@@ -96,6 +107,7 @@ static ag_tensor *case_size1(ag_graph *g, ag_tensor *const *in)
 static const ag_op_case cases[] = {
     {"[5, 3] into [6, 3] repeated", 1, {2}, {{5, 3}}, -1, 1, 0, case_repeated},
     {"[5, 4] into [8, 4] unpack", 1, {2}, {{5, 4}}, -1, 1, 0, case_unpack},
+    {"[3, 2] into [7, 2] gaps at both ends", 1, {2}, {{3, 2}}, -1, 1, 0, case_gaps},
     {"[1, 1] into [3, 1] size-1", 1, {2}, {{1, 1}}, -1, 1, 0, case_size1},
 };
 

@@ -70,34 +70,39 @@ static const ag_real *row_mask(const ag_tensor *mask, const mask_map *mm, size_t
     return mask ? mask->data + mask_row(mm, r) : NULL;
 }
 
-/* One row of the forward: z = mask ? scale x : fill, then y = softmax(z). */
-static void softmax_row(size_t n, const ag_real *xr, ag_real *yr, ag_real scale, const ag_real *mr, size_t along,
-                        ag_real fill)
+/* z = mask ? scale x : fill for rows r0..r1-1 */
+static void fill_rows(size_t r0, size_t r1, size_t n, const ag_tensor *x, const ag_tensor *mask,
+                      const mask_map *mm, ag_real scale, ag_real fill, ag_real *y)
 {
-    if (mr && along == 1) { /* the usual mask: a row of its own */
+    for (size_t r = r0; r < r1; r++) {
+        const ag_real *xr = x->data + r * n, *mr = row_mask(mask, mm, r);
+        ag_real *yr = y + r * n;
+        if (mr && mm->along == 1) { /* the usual mask: a row of its own */
 #pragma omp simd
-        for (size_t j = 0; j < n; j++) {
-            ag_real z = scale * xr[j], keep = mr[j];
-            yr[j] = keep != 0 ? z : fill;
+            for (size_t j = 0; j < n; j++) {
+                ag_real z = scale * xr[j], keep = mr[j];
+                yr[j] = keep != 0 ? z : fill;
+            }
+        } else if (mr) { /* a mask broadcast along the row */
+            for (size_t j = 0; j < n; j++) {
+                ag_real z = scale * xr[j];
+                yr[j] = mr[j * mm->along] != 0 ? z : fill;
+            }
+        } else {
+#pragma omp simd
+            for (size_t j = 0; j < n; j++) yr[j] = scale * xr[j];
         }
-    } else if (mr) { /* a mask broadcast along the row */
-        for (size_t j = 0; j < n; j++) {
-            ag_real z = scale * xr[j];
-            yr[j] = mr[j * along] != 0 ? z : fill;
-        }
-    } else {
-#pragma omp simd
-        for (size_t j = 0; j < n; j++) yr[j] = scale * xr[j];
     }
-    ag_real m = ag__row_max(n, yr);
-    if (m == -INFINITY) { /* every key masked with -inf */
-        for (size_t j = 0; j < n; j++) yr[j] = 0;
-        return;
-    }
-    /* y = exp(z - m) / sum exp(z - m) */
-    ag_real inv = 1 / ag__exp_sum(n, yr, m, yr);
-#pragma omp simd
-    for (size_t j = 0; j < n; j++) yr[j] *= inv;
+}
+
+/* Rows r0..r1-1 of the forward: z = mask ? scale x : fill, then
+ * y = softmax(z).  z is a scratch buffer: a row read from it was written
+ * rows ago, and never shares a cache line with the stores of y. */
+static void forward_rows(size_t r0, size_t r1, size_t n, const ag_tensor *x, const ag_tensor *mask,
+                         const mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y)
+{
+    fill_rows(r0, r1, n, x, mask, mm, scale, fill, z);
+    ag__softmax_rows(r1 - r0, n, z + r0 * n, y + r0 * n);
 }
 
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill)
@@ -115,14 +120,15 @@ ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor
     mask_map mm = {0};
     if (mask) mask_map_init(&mm, x, mask);
     ag_real sc = (ag_real)scale, fl = (ag_real)fill;
+    ag_real *z = ag__alloc(g, x->size * sizeof(ag_real));
+    if (!z) return NULL;
     int nt = ag__threads_for(x->size);
-    if (nt > 1) { /* rows are independent */
+    if (nt > 1) { /* rows are independent: a block of them per thread */
 #pragma omp parallel for schedule(static) num_threads(nt)
-        for (size_t r = 0; r < rows; r++)
-            softmax_row(n, x->data + r * n, y->data + r * n, sc, row_mask(mask, &mm, r), mm.along, fl);
+        for (int t = 0; t < nt; t++)
+            forward_rows(rows * t / nt, rows * (t + 1) / nt, n, x, mask, &mm, sc, fl, z, y->data);
     } else {
-        for (size_t r = 0; r < rows; r++)
-            softmax_row(n, x->data + r * n, y->data + r * n, sc, row_mask(mask, &mm, r), mm.along, fl);
+        forward_rows(0, rows, n, x, mask, &mm, sc, fl, z, y->data);
     }
     return y;
 }

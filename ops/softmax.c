@@ -17,20 +17,8 @@ ag_tensor *ag_softmax(ag_graph *g, ag_tensor *x)
     if (!ag__ok(g, "softmax", 1, x)) return NULL;
     ag_tensor *y = ag__node(g, AG_OP_SOFTMAX, x->ndim, x->shape, 1, &x);
     if (!y || y->size == 0) return y;
-    size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1, rows = x->size / n;
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = x->data + r * n;
-        ag_real *yr = y->data + r * n;
-        ag_real m = ag__row_max(n, xr);
-        if (m == -INFINITY) { /* fully masked row */
-            for (size_t i = 0; i < n; i++) yr[i] = 0;
-            continue;
-        }
-        ag_real s = 0;
-        for (size_t i = 0; i < n; i++) s += yr[i] = exp(xr[i] - m);
-        ag_real inv = 1 / s;
-        for (size_t i = 0; i < n; i++) yr[i] *= inv;
-    }
+    size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1;
+    ag__softmax_rows(x->size / n, n, x->data, y->data);
     return y;
 }
 

@@ -363,9 +363,81 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
 #endif
     return s;
 }
+
+/* softmax over each of `rows` rows of n values z (z may be y):
+ *   y = exp(z - max) / sum exp(z - max);  a row of all -inf gives zeros.
+ * A row of 16 or fewer (attention's rows in a toy model) is one vector
+ * step from end to end: padded with -inf to 16 lanes, its max, exps and sum
+ * in registers; the values are those of ag__row_max and ag__exp_sum. */
+#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
+{
+#ifndef AG_DOUBLE
+    if (n <= 16) {
+        for (size_t r = 0; r < rows; r++) {
+            const ag_real *zr = z + r * n;
+            ag_real *yr = y + r * n, e[16], t[16];
+#pragma omp simd
+            for (size_t l = 0; l < 16; l++) e[l] = l < n ? zr[l] : -INFINITY;
+            /* the max: lanes in pairs, 8 + 4 + 2 + 1 in 4 vector steps */
+            for (int l = 0; l < 8; l++) t[l] = e[l + 8] > e[l] ? e[l + 8] : e[l];
+            for (int l = 0; l < 4; l++) t[l] = t[l + 4] > t[l] ? t[l + 4] : t[l];
+            for (int l = 0; l < 2; l++) t[l] = t[l + 2] > t[l] ? t[l + 2] : t[l];
+            ag_real m = t[1] > t[0] ? t[1] : t[0];
+            if (m == -INFINITY) { /* every key masked with -inf */
+                memset(yr, 0, n * sizeof(ag_real));
+                continue;
+            }
+#pragma omp simd
+            for (int l = 0; l < 16; l++) e[l] = t[l] = exp_poly(e[l] - m);
+            for (int l = 0; l < 8; l++) t[l] += t[l + 8]; /* the sum, as ag__exp_sum adds */
+            for (int l = 0; l < 4; l++) t[l] += t[l + 4];
+            for (int l = 0; l < 2; l++) t[l] += t[l + 2];
+            ag_real inv = 1 / (t[0] + t[1]);
+#pragma omp simd
+            for (size_t l = 0; l < 16; l++)
+                if (l < n) yr[l] = e[l] * inv;
+        }
+        return;
+    }
+#endif
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *zr = z + r * n;
+        ag_real *yr = y + r * n;
+        ag_real m = ag__row_max(n, zr);
+        if (m == -INFINITY) { /* every key masked with -inf */
+            memset(yr, 0, n * sizeof(ag_real));
+            continue;
+        }
+        ag_real inv = 1 / ag__exp_sum(n, zr, m, yr);
+#pragma omp simd
+        for (size_t j = 0; j < n; j++) yr[j] *= inv;
+    }
+}
 #if !defined(AG_DOUBLE) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif
+
+bool ag__increasing(const int *idx, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (idx[i] <= idx[i - 1]) return false;
+    return true;
+}
+
+void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, const int *idx, size_t n)
+{
+    size_t next = 0; /* the first row not yet written */
+    for (size_t i = 0; i < n; i++) {
+        size_t r = (size_t)idx[i];
+        if (r > next) memset(dst + next * C, 0, (r - next) * C * sizeof(ag_real));
+        memcpy(dst + r * C, src + i * C, C * sizeof(ag_real));
+        next = r + 1;
+    }
+    if (N > next) memset(dst + next * C, 0, (N - next) * C * sizeof(ag_real));
+}
 
 /* The largest of n values, in 16 running maxima (vector lanes): the max
  * does not depend on the order, so this is the same value as a plain loop. */

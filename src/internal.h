@@ -207,6 +207,13 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
 
 /* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/elementwise.c). */
 ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
+/* dst [N, C] = 0, then dst[idx[i]] = src[i] for i < n, in one pass:
+ * idx must be strictly increasing (ag__increasing). */
+void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, const int *idx, size_t n);
+bool ag__increasing(const int *idx, size_t n);
+/* y = softmax(z) over `rows` rows of n values; z may be y (a row of all
+ * -inf gives zeros). */
+void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
 /* max_i x_i over n >= 0 values (-inf for none; NaNs are passed over). */
 ag_real ag__row_max(size_t n, const ag_real *x);
 /* How many threads a loop of `work` element-operations should use: 1 when

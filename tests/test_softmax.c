@@ -121,6 +121,28 @@ Test(softmax, log_softmax_of_a_fully_masked_row_is_minus_inf_with_zero_grad)
     ag_graph_free(g);
 }
 
+/* Rows of every length around one vector (16 floats): the short-row kernel
+ * (up to 16) and the general one (more), against softmax in double. */
+Test(softmax, rows_of_1_to_40_values_against_double)
+{
+    ag_graph *g = ag_graph_new();
+    for (int n = 1; n <= 40; n++) {
+        ag_graph_reset(g);
+        ag_tensor *x = ag_tensor_new(g, AG_SHAPE(3, n));
+        for (int i = 0; i < 3 * n; i++) x->data[i] = (ag_real)(((i * 37) % 23) * 0.25 - 2.5);
+        ag_tensor *y = ag_softmax(g, x);
+        cr_assert_not_null(y, "n = %d: %s", n, ag_graph_error(g));
+        for (int r = 0; r < 3; r++) {
+            double m = -INFINITY, s = 0, want[40];
+            for (int j = 0; j < n; j++) m = fmax(m, (double)x->data[r * n + j]);
+            for (int j = 0; j < n; j++) s += want[j] = exp((double)x->data[r * n + j] - m);
+            for (int j = 0; j < n; j++) want[j] /= s;
+            expect_close(y->data + r * n, want, (size_t)n, TOL(1e-16, 1e-8), TOL(1e-14, 1e-6), "softmax row");
+        }
+    }
+    ag_graph_free(g);
+}
+
 Test(softmax, null_input_is_an_error)
 {
     ag_graph *g = ag_graph_new();

@@ -364,41 +364,63 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
     return s;
 }
 
+#ifndef AG_DOUBLE
+/* softmax of one row of n <= 16 NV floats held in NV vectors of 16 lanes,
+ * the padding -inf: the max, the exps and the sum in registers, lanes
+ * combined in pairs (8 + 4 + 2 + 1) in a fixed order; then y = e / sum.
+ * NV is a constant where it is called, so each width is its own loop. */
+static inline __attribute__((always_inline)) void softmax_short(const float *zr, float *yr, size_t n, const int NV)
+{
+    float e[64], t[16];
+#pragma omp simd
+    for (size_t l = 0; l < 16 * (size_t)NV; l++) e[l] = l < n ? zr[l] : -INFINITY;
+    for (int l = 0; l < 16; l++) t[l] = e[l];
+    for (int v = 1; v < NV; v++)
+        for (int l = 0; l < 16; l++) t[l] = e[16 * v + l] > t[l] ? e[16 * v + l] : t[l];
+    for (int l = 0; l < 8; l++) t[l] = t[l + 8] > t[l] ? t[l + 8] : t[l];
+    for (int l = 0; l < 4; l++) t[l] = t[l + 4] > t[l] ? t[l + 4] : t[l];
+    for (int l = 0; l < 2; l++) t[l] = t[l + 2] > t[l] ? t[l + 2] : t[l];
+    float m = t[1] > t[0] ? t[1] : t[0];
+    if (m == -INFINITY) { /* every key masked with -inf */
+        memset(yr, 0, n * sizeof(float));
+        return;
+    }
+#pragma omp simd
+    for (int l = 0; l < 16 * NV; l++) e[l] = exp_poly(e[l] - m);
+    for (int l = 0; l < 16; l++) t[l] = e[l];
+    for (int v = 1; v < NV; v++)
+        for (int l = 0; l < 16; l++) t[l] += e[16 * v + l];
+    for (int l = 0; l < 8; l++) t[l] += t[l + 8];
+    for (int l = 0; l < 4; l++) t[l] += t[l + 4];
+    for (int l = 0; l < 2; l++) t[l] += t[l + 2];
+    float inv = 1 / (t[0] + t[1]);
+#pragma omp simd
+    for (size_t l = 0; l < 16 * (size_t)NV; l++)
+        if (l < n) yr[l] = e[l] * inv;
+}
+#endif
+
 /* softmax over each of `rows` rows of n values z (z may be y):
  *   y = exp(z - max) / sum exp(z - max);  a row of all -inf gives zeros.
- * A row of 16 or fewer (attention's rows in a toy model) is one vector
- * step from end to end: padded with -inf to 16 lanes, its max, exps and sum
- * in registers; the values are those of ag__row_max and ag__exp_sum. */
+ * A row of 64 or fewer floats (attention's rows at toy sizes) stays in
+ * vector registers from end to end (softmax_short); longer ones take
+ * ag__row_max and ag__exp_sum. */
 #if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
 {
 #ifndef AG_DOUBLE
-    if (n <= 16) {
+    if (n <= 64) {
         for (size_t r = 0; r < rows; r++) {
-            const ag_real *zr = z + r * n;
-            ag_real *yr = y + r * n, e[16], t[16];
-#pragma omp simd
-            for (size_t l = 0; l < 16; l++) e[l] = l < n ? zr[l] : -INFINITY;
-            /* the max: lanes in pairs, 8 + 4 + 2 + 1 in 4 vector steps */
-            for (int l = 0; l < 8; l++) t[l] = e[l + 8] > e[l] ? e[l + 8] : e[l];
-            for (int l = 0; l < 4; l++) t[l] = t[l + 4] > t[l] ? t[l + 4] : t[l];
-            for (int l = 0; l < 2; l++) t[l] = t[l + 2] > t[l] ? t[l + 2] : t[l];
-            ag_real m = t[1] > t[0] ? t[1] : t[0];
-            if (m == -INFINITY) { /* every key masked with -inf */
-                memset(yr, 0, n * sizeof(ag_real));
-                continue;
+            const float *zr = z + r * n;
+            float *yr = y + r * n;
+            switch ((n + 15) / 16) {
+            case 1: softmax_short(zr, yr, n, 1); break;
+            case 2: softmax_short(zr, yr, n, 2); break;
+            case 3: softmax_short(zr, yr, n, 3); break;
+            default: softmax_short(zr, yr, n, 4); break;
             }
-#pragma omp simd
-            for (int l = 0; l < 16; l++) e[l] = t[l] = exp_poly(e[l] - m);
-            for (int l = 0; l < 8; l++) t[l] += t[l + 8]; /* the sum, as ag__exp_sum adds */
-            for (int l = 0; l < 4; l++) t[l] += t[l + 4];
-            for (int l = 0; l < 2; l++) t[l] += t[l + 2];
-            ag_real inv = 1 / (t[0] + t[1]);
-#pragma omp simd
-            for (size_t l = 0; l < 16; l++)
-                if (l < n) yr[l] = e[l] * inv;
         }
         return;
     }

@@ -121,19 +121,20 @@ Test(softmax, log_softmax_of_a_fully_masked_row_is_minus_inf_with_zero_grad)
     ag_graph_free(g);
 }
 
-/* Rows of every length around one vector (16 floats): the short-row kernel
- * (up to 16) and the general one (more), against softmax in double. */
-Test(softmax, rows_of_1_to_40_values_against_double)
+/* Rows of every length from 1 to 70: the in-register kernel for 1 to 4
+ * vectors of 16 floats (up to 64) and the general one (more), against
+ * softmax in double. */
+Test(softmax, rows_of_1_to_70_values_against_double)
 {
     ag_graph *g = ag_graph_new();
-    for (int n = 1; n <= 40; n++) {
+    for (int n = 1; n <= 70; n++) {
         ag_graph_reset(g);
         ag_tensor *x = ag_tensor_new(g, AG_SHAPE(3, n));
         for (int i = 0; i < 3 * n; i++) x->data[i] = (ag_real)(((i * 37) % 23) * 0.25 - 2.5);
         ag_tensor *y = ag_softmax(g, x);
         cr_assert_not_null(y, "n = %d: %s", n, ag_graph_error(g));
         for (int r = 0; r < 3; r++) {
-            double m = -INFINITY, s = 0, want[40];
+            double m = -INFINITY, s = 0, want[70];
             for (int j = 0; j < n; j++) m = fmax(m, (double)x->data[r * n + j]);
             for (int j = 0; j < n; j++) s += want[j] = exp((double)x->data[r * n + j] - m);
             for (int j = 0; j < n; j++) want[j] /= s;

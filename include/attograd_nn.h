@@ -208,7 +208,11 @@ typedef struct ag_seq2seq_weights {
  * Returns the logits [B, T, Vt]. */
 ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B, int S,
                             const int *tgt_in, int T, ag_seq2seq_weights *w);
-/* Mean cross-entropy over the target tokens that are not <pad> (id 0). */
+/* Mean cross-entropy over the target tokens that are not <pad> (id 0).
+ * Computed on the real tokens only: a source's first src_valid[b]
+ * positions, a target's positions up to its last non-<pad> token; every
+ * position-wise layer skips the padding (attention alone sees the padded
+ * layout).  The same value as the padded computation. */
 ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,
                            const int *tgt_in, const int *tgt_out, int B, int S, int T);
 /* Greedy decoding of B sentences at once: the encoder runs once; the decoder

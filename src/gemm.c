@@ -220,7 +220,7 @@ static void store_tile(const ag_real *tile, int w, ag_real *c, int ldc, int mr, 
             a += csa;                                                                                          \
             b += ldbk;                                                                                         \
         }                                                                                                      \
-        if (mr == MR && nr == NV * VL) {                                                                       \
+        if (skip == 0 && mr == MR && nr == NV * VL) {                                                          \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                             \
                 ag_real *ci = c + (size_t)i * ldc;                                                             \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                         \
@@ -233,12 +233,12 @@ static void store_tile(const ag_real *tile, int w, ag_real *c, int ldc, int mr, 
         ag_real tile[MR * NV * VL];                                                                            \
         for (int i = 0; i < MR; i++)                                                                           \
             for (int v = 0; v < NV; v++) STORE(tile + (i * NV + v) * VL, acc[i][v]);                          \
-        store_tile(tile, NV * VL, c, ldc, mr, nr, overwrite);                                                  \
+        store_tile(tile + skip * NV * VL, NV * VL, c + (size_t)skip * ldc, ldc, mr - skip, nr, overwrite);     \
     }
 
 #define KERNEL_ARGS                                                                                            \
     int kc, const ag_real *a, int rsa, int csa, const ag_real *b, int ldbk, ag_real *c, int ldc, int mr, int nr,  \
-        int overwrite
+        int overwrite, int skip
 typedef void (*kernel_fn)(KERNEL_ARGS);
 
 /* One kernel per tile width: NV = 1..4 vectors, so that a narrow product
@@ -468,18 +468,26 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
                     const ag_real *bp = bpack + (size_t)jp * NR * kc;
                     if (direct && nr == w) bp = jb->B + (size_t)pc * jb->ldb + j0, ldbk = jb->ldb;
                     for (int i0 = ic; i0 < ic + mc; i0 += MR) {
-                        int mr = m1 - i0 < MR ? m1 - i0 : MR;
+                        int mr = m1 - i0 < MR ? m1 - i0 : MR, skip = 0;
+                        if (mr < MR && i0 + mr >= MR) {
+                            /* the edge of a product of MR rows or more: a whole
+                             * tile ending at the last row, whose first
+                             * MR - mr rows (computed already, by this
+                             * thread or another) are not stored again */
+                            skip = MR - mr, i0 -= skip, mr = MR;
+                        }
                         ag_real *c = jb->C + (size_t)i0 * jb->ldc + j0;
-                        if (mr < MR) { /* the edge: a zero-padded copy, made once per depth block */
+                        if (mr < MR) { /* a product of fewer rows: a zero-padded copy, once per depth block */
                             if (jp == 0) pack_a_edge(apack, jb->A, jb->ta, jb->lda, i0, mr, pc, kc);
-                            kern(kc, apack, 1, MR, bp, ldbk, c, jb->ldc, mr, nr, overwrite);
+                            kern(kc, apack, 1, MR, bp, ldbk, c, jb->ldc, mr, nr, overwrite, 0);
                         } else if (jb->ta) { /* A stored [K, M]: element (i, k) at A[k lda + i] */
                             kern(kc, jb->A + (size_t)pc * jb->lda + i0, 1, jb->lda, bp, ldbk, c, jb->ldc, mr, nr,
-                                 overwrite);
+                                 overwrite, skip);
                         } else { /* A stored [M, K]: element (i, k) at A[i lda + k] */
                             kern(kc, jb->A + (size_t)i0 * jb->lda + pc, jb->lda, 1, bp, ldbk, c, jb->ldc, mr, nr,
-                                 overwrite);
+                                 overwrite, skip);
                         }
+                        i0 += skip;
                     }
                 }
             }

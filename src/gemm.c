@@ -31,7 +31,9 @@
  * on the thread count at all.
  *
  * Products too small to repay any of this (M N K < 256: the smallest
- * attention heads) take plain, vectorised loops instead. */
+ * attention heads) take plain, vectorised loops instead; on AVX-512 the
+ * products of a toy head (N <= 16, K <= 64, M <= 64) take a kernel of their
+ * own with no packing or blocking (gemm_head512), same bits. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -414,6 +416,93 @@ static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, in
     }
 }
 
+/* ---- a toy attention head's products (AVX-512, float) -------------------- */
+
+#if defined(HAVE_X86) && !defined(AG_DOUBLE)
+/* 16 rows of 16 floats transposed in registers: o[c] = column c of r.  Four
+ * rounds, each pairing vectors: 32-bit interleaves, 64-bit interleaves, then
+ * two rounds of 128-bit lanes (a 4 x 4 transpose of 4 x 4 blocks). */
+__attribute__((target("avx512f"))) static inline void transpose16(const __m512 r[16], __m512 o[16])
+{
+    __m512 t[16], u[16];
+#pragma GCC unroll 8
+    for (int p = 0; p < 8; p++) { /* t[2p], t[2p+1]: rows 2p and 2p+1 interleaved */
+        t[2 * p] = _mm512_unpacklo_ps(r[2 * p], r[2 * p + 1]);
+        t[2 * p + 1] = _mm512_unpackhi_ps(r[2 * p], r[2 * p + 1]);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) { /* u[4q+m], lane L: column 4L+m of rows 4q..4q+3 */
+        __m512d a = _mm512_castps_pd(t[4 * q]), b = _mm512_castps_pd(t[4 * q + 2]);
+        __m512d c = _mm512_castps_pd(t[4 * q + 1]), d = _mm512_castps_pd(t[4 * q + 3]);
+        u[4 * q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[4 * q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[4 * q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) { /* o[4L+m], lane Q = lane L of u[4Q+m] */
+        __m512 x0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), x1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
+        __m512 x2 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
+        __m512 x3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
+        o[m] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+        o[4 + m] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
+        o[8 + m] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+        o[12 + m] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
+    }
+}
+
+/* C = beta C + op(A) op(B) for N <= 16, K <= 64, M <= 64 (beta 0 or 1):
+ * the products of one head of a toy model, thousands of them a step.
+ * op(B) goes to at most 64 vectors, one per k, zero beyond column N: rows
+ * of B by masked loads, or (B transposed) 16 x 16 blocks transposed in
+ * registers.  Then 12 rows of C at a time: one FMA per row and k, with A's
+ * element broadcast.  No packing buffers, no blocking: at these sizes the
+ * blocked product's bookkeeping costs more than the arithmetic.  Each
+ * element of C is the same chain of FMAs (k ascending, then + C when beta
+ * is 1) as in the blocked product: the results are identical to the bit. */
+enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 accumulators */
+__attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, int M, int N, int K, const float *A,
+                                                                  int lda, const float *B, int ldb, float beta,
+                                                                  float *C, int ldc)
+{
+    __m512 bk[64];
+    __mmask16 mn = (__mmask16)((1u << N) - 1);
+    if (!tb) {
+        for (int k = 0; k < K; k++) bk[k] = _mm512_maskz_loadu_ps(mn, B + (size_t)k * ldb);
+    } else {
+        for (int k0 = 0; k0 < K; k0 += 16) { /* B stored [N, K]: its rows are columns of op(B) */
+            int kk = K - k0 < 16 ? K - k0 : 16;
+            __mmask16 mk = (__mmask16)((1u << kk) - 1);
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++)
+                r[j] = j < N ? _mm512_maskz_loadu_ps(mk, B + (size_t)j * ldb + k0) : _mm512_setzero_ps();
+            transpose16(r, bk + k0);
+        }
+    }
+    size_t rs = ta ? 1 : (size_t)lda, cs = ta ? (size_t)lda : 1; /* element (i, k) of op(A): A[i rs + k cs] */
+    for (int i0 = 0; i0 < M; i0 += HR) {
+        int mr = M - i0 < HR ? M - i0 : HR;
+        const float *a[HR];
+#pragma GCC unroll 12
+        for (int i = 0; i < HR; i++) a[i] = A + (size_t)(i0 + (i < mr ? i : 0)) * rs; /* rows past M: row i0 again */
+        __m512 acc[HR];
+#pragma GCC unroll 12
+        for (int i = 0; i < HR; i++) acc[i] = _mm512_setzero_ps();
+        for (int k = 0; k < K; k++) { /* acc[] stays in HR registers */
+            __m512 b = bk[k];
+#pragma GCC unroll 12
+            for (int i = 0; i < HR; i++) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][(size_t)k * cs]), b, acc[i]);
+        }
+        for (int i = 0; i < mr; i++) {
+            float *c = C + (size_t)(i0 + i) * ldc;
+            if (beta != 0) acc[i] = _mm512_add_ps(acc[i], _mm512_maskz_loadu_ps(mn, c));
+            _mm512_mask_storeu_ps(c, mn, acc[i]);
+        }
+    }
+}
+#endif
+
 /* ---- the blocked product -------------------------------------------------- */
 
 typedef struct job {
@@ -523,6 +612,12 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
         return;
     }
     const isa *is = current();
+#if defined(HAVE_X86) && !defined(AG_DOUBLE)
+    if (is == &isa_avx512 && N <= 16 && K <= 64 && M <= 64 && (beta == 0 || beta == 1)) {
+        gemm_head512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#endif
     job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is};
     /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
      * core; M N K / 8 multiply-adds count as one "value" of src/threads.c) */

@@ -84,29 +84,39 @@ static void expect_near_reference(const ag_real *C, int ta, int tb, int M, int N
     free(A), free(B), free(want);
 }
 
+/* Sizes for every path of the gemm: blocked, and a toy attention head's
+ * (N <= 16, K <= 64, M <= 64, its own kernel on AVX-512). */
+static const int kernel_shapes[][3] = {{37, 130, 300}, {10, 10, 16}, {10, 16, 10}, {32, 16, 32}, {64, 16, 64},
+                                       {7, 5, 33}};
+enum { NSHAPES = sizeof kernel_shapes / sizeof kernel_shapes[0] };
+
 Test(threads, every_gemm_kernel_agrees_within_rounding)
 {
     const char *kernels[] = {"avx512", "avx2", "baseline"};
     const char *best = ag__gemm_kernel(NULL);
-    ag_real *first[4] = {0};
+    ag_real *first[NSHAPES][8] = {{0}};
     for (int k = 0; k < 3; k++) {
         const char *got = ag__gemm_kernel(kernels[k]);
         if (strcmp(got, kernels[k])) continue; /* the CPU lacks it */
-        for (int t = 0; t < 4; t++) {
-            int ta = t & 1, tb = t >> 1;
-            ag_real *C = product(ta, tb, 37, 130, 300, 0, 7 + t);
-            expect_near_reference(C, ta, tb, 37, 130, 300, 7 + t, got);
-            /* the FMA kernels add the same products in the same order */
-            if (!first[t]) first[t] = C;
-            else {
-                if (strcmp(got, "baseline"))
-                    cr_assert(memcmp(first[t], C, 37 * 130 * sizeof(ag_real)) == 0,
-                              "kernel %s differs from the first FMA kernel (ta=%d tb=%d)", got, ta, tb);
-                free(C);
+        for (int s = 0; s < NSHAPES; s++)
+            for (int t = 0; t < 8; t++) {
+                int ta = t & 1, tb = (t >> 1) & 1, beta = t >> 2, M = kernel_shapes[s][0], N = kernel_shapes[s][1],
+                    K = kernel_shapes[s][2];
+                ag_real *C = product(ta, tb, M, N, K, beta, 7 + t);
+                if (!beta) expect_near_reference(C, ta, tb, M, N, K, 7 + t, got);
+                /* the FMA kernels add the same products in the same order */
+                if (!first[s][t]) first[s][t] = C;
+                else {
+                    if (strcmp(got, "baseline"))
+                        cr_assert(memcmp(first[s][t], C, (size_t)M * N * sizeof(ag_real)) == 0,
+                                  "kernel %s differs from the first FMA kernel (%dx%dx%d ta=%d tb=%d beta=%d)", got,
+                                  M, N, K, ta, tb, beta);
+                    free(C);
+                }
             }
-        }
     }
-    for (int t = 0; t < 4; t++) free(first[t]);
+    for (int s = 0; s < NSHAPES; s++)
+        for (int t = 0; t < 8; t++) free(first[s][t]);
     cr_assert_str_eq(ag__gemm_kernel(NULL), best);
 }
 

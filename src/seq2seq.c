@@ -172,6 +172,11 @@ ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, con
                       src && src_valid && tgt_in && tgt_out ? "every array" : "a NULL array");
         return NULL;
     }
+    if (S > m->cfg.max_len || T > m->cfg.max_len) { /* before reading the batch */
+        ag_graph_fail(g, AG_ERR_SHAPE, "seq2seq: sequence of %d tokens, the model has positions for %d",
+                      S > T ? S : T, m->cfg.max_len);
+        return NULL;
+    }
     /* The real rows: a source's first src_valid[b] positions; a target's
      * positions up to its last token that is not <pad> (the causal mask lets
      * each see only those before it). */

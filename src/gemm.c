@@ -30,10 +30,11 @@
  * a tile never changes how it is computed, so the result does not depend
  * on the thread count at all.
  *
- * Products too small to repay any of this (M N K < 256: the smallest
- * attention heads) take plain, vectorised loops instead; on AVX-512 the
- * products of a toy head (N <= 16, K <= 64, M <= 64) take a kernel of their
- * own with no packing or blocking (gemm_head512), same bits. */
+ * On AVX-512 the products of a toy attention head (N <= 16, K <= 64,
+ * M <= 64) take a kernel of their own with no packing or blocking
+ * (gemm_head512; the same bits as the blocked kernel).  Elsewhere, products
+ * too small to repay any of this (M N K < 256) take plain, vectorised loops
+ * instead. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -607,10 +608,6 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
             for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(ag_real));
         return;
     }
-    if ((double)M * N * K < GEMM_SMALL) {
-        gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
     const isa *is = current();
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
     if (is == &isa_avx512 && N <= 16 && K <= 64 && M <= 64 && (beta == 0 || beta == 1)) {
@@ -618,6 +615,10 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
         return;
     }
 #endif
+    if ((double)M * N * K < GEMM_SMALL) {
+        gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is};
     /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
      * core; M N K / 8 multiply-adds count as one "value" of src/threads.c) */

@@ -43,10 +43,11 @@ static void check(int ta, int tb, int M, int N, int K, double beta)
 Test(gemm, every_transpose_and_edge_tiles_match_the_triple_loop)
 {
     /* M, N, K: edge tiles, depths off and on multiples of 16, one across
-     * the KC block (384), and attention heads of a toy model (10 x 10 x 16,
-     * 10 x 16 x 10) */
+     * the KC block (384), and attention heads of toy models (10 x 10 x 16,
+     * 10 x 16 x 10, 4 x 4 x 8, 1 x 1 x 16) */
     const int sizes[][3] = {{37, 70, 300}, {6, 32, 64},   {64, 64, 64}, {13, 40, 20},  {100, 17, 9},
-                            {7, 129, 257}, {20, 50, 400}, {10, 10, 16}, {10, 16, 10}, {30, 33, 32}};
+                            {7, 129, 257}, {20, 50, 400}, {10, 10, 16}, {10, 16, 10}, {30, 33, 32},
+                            {4, 4, 8},     {1, 1, 16},    {3, 2, 1}};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)

@@ -456,12 +456,38 @@ __attribute__((target("avx512f"))) static inline void transpose16(const __m512 r
  * the products of one head of a toy model, thousands of them a step.
  * op(B) goes to at most 64 vectors, one per k, zero beyond column N: rows
  * of B by masked loads, or (B transposed) 16 x 16 blocks transposed in
- * registers.  Then 12 rows of C at a time: one FMA per row and k, with A's
- * element broadcast.  No packing buffers, no blocking: at these sizes the
- * blocked product's bookkeeping costs more than the arithmetic.  Each
- * element of C is the same chain of FMAs (k ascending, then + C when beta
- * is 1) as in the blocked product: the results are identical to the bit. */
+ * registers.  Then 12 rows of C at a time (the last block 4, 8 or 12): one
+ * FMA per row and k, with A's element broadcast.  No packing buffers, no
+ * blocking: at these sizes the blocked product's bookkeeping costs more
+ * than the arithmetic.  Each element of C is the same chain of FMAs (k
+ * ascending, then + C when beta is 1) as in the blocked product: the
+ * results are identical to the bit. */
 enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 accumulators */
+
+/* mr <= R rows of C from R rows of A (a[i] = a0 + i rs; rows past mr
+ * repeat row 0, computed and not stored): R accumulators in registers. */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+head_rows(const float *a0, size_t rs, size_t cs, const __m512 *bk, int K, int mr, __mmask16 mn, float beta, float *c0,
+          int ldc, const int R)
+{
+    const float *a[HR];
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++) a[i] = a0 + (size_t)(i < mr ? i : 0) * rs;
+    __m512 acc[HR];
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++) acc[i] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        __m512 b = bk[k];
+#pragma GCC unroll 12
+        for (int i = 0; i < R; i++) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][(size_t)k * cs]), b, acc[i]);
+    }
+    for (int i = 0; i < mr; i++) {
+        float *c = c0 + (size_t)i * ldc;
+        if (beta != 0) acc[i] = _mm512_add_ps(acc[i], _mm512_maskz_loadu_ps(mn, c));
+        _mm512_mask_storeu_ps(c, mn, acc[i]);
+    }
+}
+
 __attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, int M, int N, int K, const float *A,
                                                                   int lda, const float *B, int ldb, float beta,
                                                                   float *C, int ldc)
@@ -482,24 +508,13 @@ __attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, 
         }
     }
     size_t rs = ta ? 1 : (size_t)lda, cs = ta ? (size_t)lda : 1; /* element (i, k) of op(A): A[i rs + k cs] */
-    for (int i0 = 0; i0 < M; i0 += HR) {
+    for (int i0 = 0; i0 < M; i0 += HR) { /* blocks of 12 rows; the last of 4, 8 or 12 */
         int mr = M - i0 < HR ? M - i0 : HR;
-        const float *a[HR];
-#pragma GCC unroll 12
-        for (int i = 0; i < HR; i++) a[i] = A + (size_t)(i0 + (i < mr ? i : 0)) * rs; /* rows past M: row i0 again */
-        __m512 acc[HR];
-#pragma GCC unroll 12
-        for (int i = 0; i < HR; i++) acc[i] = _mm512_setzero_ps();
-        for (int k = 0; k < K; k++) { /* acc[] stays in HR registers */
-            __m512 b = bk[k];
-#pragma GCC unroll 12
-            for (int i = 0; i < HR; i++) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][(size_t)k * cs]), b, acc[i]);
-        }
-        for (int i = 0; i < mr; i++) {
-            float *c = C + (size_t)(i0 + i) * ldc;
-            if (beta != 0) acc[i] = _mm512_add_ps(acc[i], _mm512_maskz_loadu_ps(mn, c));
-            _mm512_mask_storeu_ps(c, mn, acc[i]);
-        }
+        const float *a0 = A + (size_t)i0 * rs;
+        float *c0 = C + (size_t)i0 * ldc;
+        if (mr <= 4) head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, 4);
+        else if (mr <= 8) head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, 8);
+        else head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, HR);
     }
 }
 #endif

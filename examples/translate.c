@@ -13,6 +13,7 @@
  *
  * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
 #include "attograd.h"
+#include "seq2seq_data.h" /* dataset, batch: id arrays */
 
 #include <errno.h>
 #include <limits.h>
@@ -162,67 +163,6 @@ static int parse(int argc, char **argv, int first, opts *o, char ***pos, int *np
         if (rc) return rc;
     }
     return 0;
-}
-
-/* ---- data as id arrays ---------------------------------------------------- */
-
-typedef struct dataset {
-    int n, L;          /* pairs, max_len */
-    int *src, *src_valid; /* [n, L], [n] */
-    int *tgt_in, *tgt_out, *tgt_valid;
-} dataset;
-
-static void dataset_free(dataset *d)
-{
-    free(d->src), free(d->src_valid), free(d->tgt_in), free(d->tgt_out), free(d->tgt_valid);
-    memset(d, 0, sizeof *d);
-}
-
-static int dataset_make(dataset *d, const ag_pairs *p, const ag_vocab *sv, const ag_vocab *tv, int L)
-{
-    d->n = p->n;
-    d->L = L;
-    size_t n = (size_t)p->n;
-    d->src = malloc(n * L * sizeof(int)), d->tgt_in = malloc(n * L * sizeof(int));
-    d->tgt_out = malloc(n * L * sizeof(int));
-    d->src_valid = malloc(n * sizeof(int)), d->tgt_valid = malloc(n * sizeof(int));
-    if (!d->src || !d->tgt_in || !d->tgt_out || !d->src_valid || !d->tgt_valid) {
-        fprintf(stderr, "%s: out of memory for %d pairs\n", prog, p->n);
-        dataset_free(d);
-        return 1;
-    }
-    for (int i = 0; i < p->n; i++) {
-        const ag_pair *pr = &p->pairs[i];
-        ag_encode(sv, pr->src, pr->src_len, L, d->src + (size_t)i * L, &d->src_valid[i]);
-        ag_encode(tv, pr->tgt, pr->tgt_len, L, d->tgt_out + (size_t)i * L, &d->tgt_valid[i]);
-        ag_decoder_input(d->tgt_out + (size_t)i * L, L, d->tgt_in + (size_t)i * L);
-    }
-    return 0;
-}
-
-/* Copy rows idx[0..B) into a batch trimmed to the longest source (S) and
- * target (T) in it: padding beyond them changes nothing (masked keys,
- * ignored targets, causal queries) but costs time. */
-typedef struct batch {
-    int B, S, T, tokens;
-    int *src, *src_valid, *tgt_in, *tgt_out;
-} batch;
-
-static void batch_fill(batch *b, const dataset *d, const int *idx, int B)
-{
-    b->B = B, b->S = 1, b->T = 1, b->tokens = 0;
-    for (int i = 0; i < B; i++) {
-        if (d->src_valid[idx[i]] > b->S) b->S = d->src_valid[idx[i]];
-        if (d->tgt_valid[idx[i]] > b->T) b->T = d->tgt_valid[idx[i]];
-        b->tokens += d->tgt_valid[idx[i]];
-    }
-    for (int i = 0; i < B; i++) {
-        const int *row = d->src + (size_t)idx[i] * d->L;
-        memcpy(b->src + (size_t)i * b->S, row, (size_t)b->S * sizeof(int));
-        memcpy(b->tgt_in + (size_t)i * b->T, d->tgt_in + (size_t)idx[i] * d->L, (size_t)b->T * sizeof(int));
-        memcpy(b->tgt_out + (size_t)i * b->T, d->tgt_out + (size_t)idx[i] * d->L, (size_t)b->T * sizeof(int));
-        b->src_valid[i] = d->src_valid[idx[i]];
-    }
 }
 
 /* ---- the model file ------------------------------------------------------- */
@@ -613,7 +553,13 @@ static int cmd_train(const opts *o)
         memcpy(ts.graph_rng, r.s, sizeof ts.graph_rng);
     }
     int L = m.cfg.max_len;
-    if (dataset_make(&d, train, m.sv, m.tv, L) || (test && dataset_make(&dt, test, m.sv, m.tv, L))) goto done;
+    const ag_pairs *failed = dataset_make(&d, train, m.sv, m.tv, L)                 ? train
+                             : test && dataset_make(&dt, test, m.sv, m.tv, L) ? test
+                                                                              : NULL;
+    if (failed) {
+        fprintf(stderr, "%s: out of memory for %d pairs\n", prog, failed->n);
+        goto done;
+    }
     int B = o->batch;
     b.src = malloc((size_t)B * L * sizeof(int)), b.tgt_in = malloc((size_t)B * L * sizeof(int));
     b.tgt_out = malloc((size_t)B * L * sizeof(int)), b.src_valid = malloc((size_t)B * sizeof(int));

@@ -23,6 +23,7 @@
  * the least disturbed. */
 #define _GNU_SOURCE
 #include "attograd.h"
+#include "../../examples/seq2seq_data.h" /* translate's dataset and batches */
 #include "internal.h"
 
 #include <errno.h>
@@ -358,13 +359,8 @@ enum { BATCH = 64, HIDDEN = 64, HEADS = 4, FFN = 128, LAYERS = 2, MAX_LEN = 10, 
 #define MOMENTUM 0.9
 #define CLIP 1.0
 
-typedef struct data {
-    int n, L;
-    int *src, *src_valid, *tgt_in, *tgt_out, *tgt_valid;
-    int src_vocab, tgt_vocab;
-} data;
-
-static int load_data(const char *path, data *d)
+/* The shipped pairs as id arrays, with translate's vocabulary rules. */
+static int load_data(const char *path, dataset *d, int *src_vocab, int *tgt_vocab)
 {
     char err[512];
     ag_pairs *p = NULL;
@@ -377,44 +373,23 @@ static int load_data(const char *path, data *d)
         ag_vocab_free(sv);
         return 1;
     }
-    int L = MAX_LEN;
-    size_t n = (size_t)p->n;
-    d->n = p->n, d->L = L;
-    d->src = malloc(n * L * sizeof(int)), d->tgt_in = malloc(n * L * sizeof(int));
-    d->tgt_out = malloc(n * L * sizeof(int));
-    d->src_valid = malloc(n * sizeof(int)), d->tgt_valid = malloc(n * sizeof(int));
-    for (int i = 0; i < p->n; i++) {
-        const ag_pair *pr = &p->pairs[i];
-        ag_encode(sv, pr->src, pr->src_len, L, d->src + (size_t)i * L, &d->src_valid[i]);
-        ag_encode(tv, pr->tgt, pr->tgt_len, L, d->tgt_out + (size_t)i * L, &d->tgt_valid[i]);
-        ag_decoder_input(d->tgt_out + (size_t)i * L, L, d->tgt_in + (size_t)i * L);
-    }
-    d->src_vocab = ag_vocab_size(sv), d->tgt_vocab = ag_vocab_size(tv);
+    int rc = dataset_make(d, p, sv, tv, MAX_LEN);
+    if (rc) fprintf(stderr, "bench: out of memory for %d pairs\n", p->n);
+    *src_vocab = ag_vocab_size(sv), *tgt_vocab = ag_vocab_size(tv);
     ag_vocab_free(sv), ag_vocab_free(tv), ag_pairs_free(p);
-    return 0;
+    return rc;
 }
 
-typedef struct batch {
-    int B, S, T, tokens;
+/* A batch with room for BATCH rows of MAX_LEN ids. */
+typedef struct batch_room {
+    batch b;
     int src[BATCH * MAX_LEN], src_valid[BATCH], tgt_in[BATCH * MAX_LEN], tgt_out[BATCH * MAX_LEN];
-} batch;
+} batch_room;
 
-/* As translate's batch_fill: rows idx[0..B), trimmed to the longest source
- * and target. */
-static void batch_fill(batch *b, const data *d, const int *idx, int B)
+static batch *batch_room_init(batch_room *r)
 {
-    b->B = B, b->S = 1, b->T = 1, b->tokens = 0;
-    for (int i = 0; i < B; i++) {
-        if (d->src_valid[idx[i]] > b->S) b->S = d->src_valid[idx[i]];
-        if (d->tgt_valid[idx[i]] > b->T) b->T = d->tgt_valid[idx[i]];
-        b->tokens += d->tgt_valid[idx[i]];
-    }
-    for (int i = 0; i < B; i++) {
-        memcpy(b->src + (size_t)i * b->S, d->src + (size_t)idx[i] * d->L, (size_t)b->S * sizeof(int));
-        memcpy(b->tgt_in + (size_t)i * b->T, d->tgt_in + (size_t)idx[i] * d->L, (size_t)b->T * sizeof(int));
-        memcpy(b->tgt_out + (size_t)i * b->T, d->tgt_out + (size_t)idx[i] * d->L, (size_t)b->T * sizeof(int));
-        b->src_valid[i] = d->src_valid[idx[i]];
-    }
+    r->b = (batch){.src = r->src, .src_valid = r->src_valid, .tgt_in = r->tgt_in, .tgt_out = r->tgt_out};
+    return &r->b;
 }
 
 typedef struct train {
@@ -449,12 +424,12 @@ typedef struct train_result {
     size_t arena_bytes; /* the arena's blocks */
 } train_result;
 
-static int run_translator(const data *d, int threads, train_result *r)
+static int run_translator(const dataset *d, int src_vocab, int tgt_vocab, int threads, train_result *r)
 {
     memset(r, 0, sizeof *r);
     ag_set_threads(threads);
     train t = {0};
-    ag_seq2seq_config cfg = {d->src_vocab, d->tgt_vocab, HIDDEN, HEADS, FFN, LAYERS, MAX_LEN, DROPOUT};
+    ag_seq2seq_config cfg = {src_vocab, tgt_vocab, HIDDEN, HEADS, FFN, LAYERS, MAX_LEN, DROPOUT};
     t.store = ag_store_new();
     t.g = ag_graph_new();
     if (!t.store || !t.g || ag_seq2seq_init(&t.net, t.store, &cfg, 0) != AG_OK) return 1;
@@ -462,8 +437,9 @@ static int run_translator(const data *d, int threads, train_result *r)
     if (!t.opt) return 1;
     ag_graph_seed(t.g, 1);
     int *order = malloc((size_t)d->n * sizeof(int));
-    batch *b = malloc(sizeof *b);
-    if (!order || !b) return 1;
+    batch_room *room = malloc(sizeof *room);
+    if (!order || !room) return 1;
+    batch *b = batch_room_init(room);
     ag_rng rng;
     ag_rng_seed(&rng, 0xda7a);
     for (int i = 0; i < d->n; i++) order[i] = i;
@@ -509,7 +485,7 @@ static int run_translator(const data *d, int threads, train_result *r)
     ag_seq2seq_free(&t.net);
     ag_graph_free(t.g);
     ag_store_free(t.store);
-    free(order), free(b);
+    free(order), free(room);
     ag_set_threads(1);
     return 0;
 }
@@ -548,8 +524,9 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
                              const char *data_path)
 {
     emit("\n### 3. Translator training, target tokens per second (higher is better)\n\n");
-    data d = {0};
-    if (load_data(data_path, &d)) {
+    dataset d = {0};
+    int src_vocab = 0, tgt_vocab = 0;
+    if (load_data(data_path, &d, &src_vocab, &tgt_vocab)) {
         emit("(%s could not be read: skipped)\n", data_path);
         return;
     }
@@ -564,7 +541,7 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
     emit("|---:|---:|---:|---:|---:|\n");
     train_result res[8];
     for (int t = 0; t < nthreads && t < 8; t++) {
-        if (run_translator(&d, threads[t], &res[t])) {
+        if (run_translator(&d, src_vocab, tgt_vocab, threads[t], &res[t])) {
             emit("(the model could not be built: skipped)\n");
             break;
         }
@@ -592,7 +569,7 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
     emit("| parameters + gradients + SGD momentum (%zu parameters) | %.2f MiB |\n", r->params, 3 * pbytes * mb);
     emit("| activations + their gradients, largest step (arena in use) | %.2f MiB |\n", r->arena_used * mb);
     emit("| the arena's blocks (kept across steps) | %.2f MiB |\n", r->arena_bytes * mb);
-    free(d.src), free(d.src_valid), free(d.tgt_in), free(d.tgt_out), free(d.tgt_valid);
+    dataset_free(&d);
 }
 
 /* ---- main ------------------------------------------------------------------------- */

@@ -523,6 +523,7 @@ static int cmd_train(const opts *o)
     batch b = {0};
     ag_graph *g = NULL;
     ag_optim *opt = NULL;
+    ag_seq2seq_team *team = NULL;
     ag_st *resume = NULL;
     int *order = NULL, rc = 1;
     train_state ts = {0};
@@ -571,6 +572,13 @@ static int cmd_train(const opts *o)
         goto done;
     }
     memcpy(ag_graph_rng(g), ts.graph_rng, sizeof ts.graph_rng);
+    /* --threads N: each batch's sentences split among N workers, a thread
+     * each (src/data_parallel.c); N = 1 is the plain loss and backward */
+    team = ag_seq2seq_team_new(&m.net, m.store, o->threads, err, sizeof err);
+    if (!team) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        goto done;
+    }
     int adam = !strcmp(o->optimizer, "adam");
     /* The defaults: SGD with Nesterov momentum 0.9, lr 0.3 warmed up over 400
      * steps then decayed to 0 along a cosine (measured on the shipped data:
@@ -644,8 +652,8 @@ static int cmd_train(const opts *o)
             int nb = d.n - k * B < B ? d.n - k * B : B;
             batch_fill(&b, &d, order + (size_t)k * B, nb);
             ag_graph_reset(g);
-            ag_tensor *loss = ag_seq2seq_loss(g, &m.net, b.src, b.src_valid, b.tgt_in, b.tgt_out, b.B, b.S, b.T);
-            if (ag_backward(g, loss) != AG_OK) {
+            double loss;
+            if (ag_seq2seq_team_step(team, g, b.src, b.src_valid, b.tgt_in, b.tgt_out, b.B, b.S, b.T, &loss) != AG_OK) {
                 fprintf(stderr, "%s: step failed: %s\n", prog, ag_graph_error(g));
                 goto done;
             }
@@ -662,7 +670,7 @@ static int cmd_train(const opts *o)
                 goto done;
             }
             ag_store_zero_grad(m.store);
-            sum += (double)loss->data[0] * b.tokens;
+            sum += loss * b.tokens;
             tokens += b.tokens;
             if (tty) {
                 double el = now() - t_start, rate = tokens / (now() - t0);
@@ -732,6 +740,7 @@ done:
     }
     ag_st_free(resume);
     ag_optim_free(opt);
+    ag_seq2seq_team_free(team);
     ag_graph_free(g);
     free(order), free(b.src), free(b.tgt_in), free(b.tgt_out), free(b.src_valid);
     dataset_free(&d), dataset_free(&dt);

@@ -314,10 +314,14 @@ static const isa *best_isa(void)
 }
 
 static const isa *cpu;
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 
+static void choose_isa(void) { cpu = best_isa(); }
+
+/* The kernel set in use, chosen once (workers of a team may ask at once). */
 static const isa *current(void)
 {
-    if (!cpu) cpu = best_isa();
+    pthread_once(&cpu_once, choose_isa);
     return cpu;
 }
 
@@ -328,6 +332,7 @@ static const isa *current(void)
 const char *ag__gemm_kernel(const char *force)
 {
     const isa *best = best_isa();
+    pthread_once(&cpu_once, choose_isa); /* so that a later current() keeps the choice */
     cpu = best;
     if (force && !strcmp(force, "baseline")) cpu = &isa_base;
 #ifdef HAVE_X86

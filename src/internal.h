@@ -66,6 +66,12 @@ void *ag__arena_alloc(ag_arena *a, size_t bytes); /* NULL when out of memory */
 size_t ag__arena_reserved(const ag_arena *a);
 size_t ag__arena_used(const ag_arena *a);
 
+/* Make every parameter of replica r read the values of the parameter of
+ * the same name in s (same size): r keeps its own gradients, and frees no
+ * values.  For data-parallel workers.  AG_ERR_SHAPE (ag_store_error(r)
+ * says which) when a name is missing from s or has another size. */
+ag_status ag__store_borrow(ag_store *r, const ag_store *s);
+
 /* From the graph's arena; on failure records AG_ERR_NOMEM and returns NULL. */
 void *ag__alloc(ag_graph *g, size_t bytes);
 

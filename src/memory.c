@@ -10,13 +10,14 @@
  * before it is served from the same blocks and calls malloc zero times. */
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 static void *sys_alloc(size_t bytes, void *user) { (void)user; return malloc(bytes); }
 static void sys_release(void *p, void *user) { (void)user; free(p); }
 
 static ag_allocator hook = {sys_alloc, sys_release, NULL};
-static uint64_t alloc_count;
+static _Atomic uint64_t alloc_count; /* workers of a team allocate at once */
 
 void ag_set_allocator(const ag_allocator *a)
 {
@@ -24,11 +25,11 @@ void ag_set_allocator(const ag_allocator *a)
     else hook = (ag_allocator){sys_alloc, sys_release, NULL};
 }
 
-uint64_t ag_alloc_count(void) { return alloc_count; }
+uint64_t ag_alloc_count(void) { return atomic_load_explicit(&alloc_count, memory_order_relaxed); }
 
 void *ag__malloc(size_t bytes)
 {
-    alloc_count++;
+    atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed);
     return hook.alloc(bytes ? bytes : 1, hook.user);
 }
 

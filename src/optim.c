@@ -232,6 +232,50 @@ static const char *kind_name(int kind)
     return kind == OPT_SGD ? "sgd" : kind == OPT_ADAM ? "adam" : "adamw";
 }
 
+/* ---- element-wise passes over every parameter, on the library's threads ---- */
+
+/* fn(ctx, i, t, a, b): elements [a, b) of parameter i, t. */
+typedef void (*piece_fn)(void *ctx, int i, ag_tensor *t, size_t a, size_t b);
+
+/* The store's values [lo, hi), counted across its parameters in order. */
+static void values_range(ag_store *s, size_t lo, size_t hi, piece_fn fn, void *ctx)
+{
+    size_t off = 0;
+    for (int i = 0; i < ag_store_count(s) && off < hi; i++) {
+        ag_tensor *t = ag_store_at(s, i);
+        size_t a = lo > off ? lo - off : 0, b = hi - off < t->size ? hi - off : t->size;
+        if (a < b) fn(ctx, i, t, a, b);
+        off += t->size;
+    }
+}
+
+/* fn over all the store's values, split in equal contiguous pieces among
+ * the library's threads when the pass touches enough memory (`arrays`
+ * arrays of the parameters' size, read or written) to repay a fork: a
+ * training step's optimizer and clipping are otherwise the serial part of
+ * a data-parallel step (src/data_parallel.c). */
+static void for_values(ag_store *s, size_t arrays, piece_fn fn, void *ctx)
+{
+    size_t n = ag_store_numel(s);
+    int nt = ag__threads_for(n * arrays);
+    if (nt > 1) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int k = 0; k < nt; k++) values_range(s, n * (size_t)k / (size_t)nt, n * (size_t)(k + 1) / (size_t)nt, fn, ctx);
+    } else {
+        values_range(s, 0, n, fn, ctx);
+    }
+}
+
+static void update_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
+{
+    ag_optim *o = ctx;
+    ag_real **st = o->state + (size_t)i * (size_t)o->nstate;
+    if (o->kind == OPT_SGD)
+        sgd_update(o, b - a, t->data + a, t->grad + a, o->nstate ? st[0] + a : NULL);
+    else
+        adam_update(o, o->steps, b - a, t->data + a, t->grad + a, st[0] + a, st[1] + a);
+}
+
 ag_status ag_optim_step(ag_optim *o)
 {
     if (!o) {
@@ -257,14 +301,8 @@ ag_status ag_optim_step(ag_optim *o)
         return AG_ERR_ARG;
     }
     o->steps++;
-    for (int i = 0; i < np; i++) {
-        ag_tensor *t = ag_store_at(o->store, i);
-        ag_real **st = o->state + (size_t)i * (size_t)o->nstate;
-        if (o->kind == OPT_SGD)
-            sgd_update(o, t->size, t->data, t->grad, o->nstate ? st[0] : NULL);
-        else
-            adam_update(o, o->steps, t->size, t->data, t->grad, st[0], st[1]);
-    }
+    /* every value is updated on its own: any split gives the same bits */
+    for_values(o->store, (size_t)(3 + 2 * o->nstate), update_piece, o);
     return AG_OK;
 }
 
@@ -322,6 +360,14 @@ static double sum_squares(size_t n, const ag_real *x)
     return s;
 }
 
+static void scale_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
+{
+    (void)i;
+    const double coef = *(const double *)ctx;
+#pragma omp simd
+    for (size_t j = a; j < b; j++) t->grad[j] = (ag_real)((double)t->grad[j] * coef);
+}
+
 ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
 {
     if (total_norm) *total_norm = 0;
@@ -334,12 +380,24 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
         return AG_ERR_ARG;
     }
     int np = ag_store_count(s), bad = -1;
-    double sum = 0;
-    for (int i = 0; i < np; i++) {
-        const ag_tensor *t = ag_store_at(s, i);
-        double part = sum_squares(t->size, t->grad);
-        if (bad < 0 && !isfinite(part)) bad = i;
-        sum += part;
+    /* one sum per parameter, whichever thread computes it, added up in
+     * order: the same norm for any thread count (PART parameters at a time,
+     * so that no step allocates) */
+    enum { PART = 256 };
+    double part[PART], sum = 0;
+    int nt = ag__threads_for(ag_store_numel(s));
+    for (int i0 = 0; i0 < np; i0 += PART) {
+        int n = np - i0 < PART ? np - i0 : PART;
+        if (nt > 1) {
+#pragma omp parallel for schedule(dynamic) num_threads(nt)
+            for (int i = 0; i < n; i++) part[i] = sum_squares(ag_store_at(s, i0 + i)->size, ag_store_at(s, i0 + i)->grad);
+        } else {
+            for (int i = 0; i < n; i++) part[i] = sum_squares(ag_store_at(s, i0 + i)->size, ag_store_at(s, i0 + i)->grad);
+        }
+        for (int i = 0; i < n; i++) {
+            if (bad < 0 && !isfinite(part[i])) bad = i0 + i;
+            sum += part[i];
+        }
     }
     double norm = sqrt(sum);
     if (total_norm) *total_norm = norm;
@@ -353,11 +411,7 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
     }
     if (max_norm <= 0 || norm <= max_norm) return AG_OK;
     double coef = max_norm / (norm + 1e-6);
-    for (int i = 0; i < np; i++) {
-        ag_tensor *t = ag_store_at(s, i);
-#pragma omp simd
-        for (size_t j = 0; j < t->size; j++) t->grad[j] = (ag_real)((double)t->grad[j] * coef);
-    }
+    for_values(s, 2, scale_piece, &coef);
     return AG_OK;
 }
 

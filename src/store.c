@@ -7,6 +7,7 @@
 struct ag_store {
     ag_tensor **items;
     int count, cap;
+    int borrowed; /* the values belong to another store (ag__store_borrow) */
     char err[256];
 };
 
@@ -16,7 +17,7 @@ void ag_store_free(ag_store *s)
 {
     if (!s) return;
     for (int i = 0; i < s->count; i++) {
-        ag__free(s->items[i]->data);
+        if (!s->borrowed) ag__free(s->items[i]->data);
         ag__free(s->items[i]->grad);
         ag__free(s->items[i]);
     }
@@ -104,6 +105,25 @@ size_t ag_store_numel(const ag_store *s)
     size_t n = 0;
     for (int i = 0; s && i < s->count; i++) n += s->items[i]->size;
     return n;
+}
+
+ag_status ag__store_borrow(ag_store *r, const ag_store *s)
+{
+    if (!r || !s || r->borrowed) return AG_ERR_ARG;
+    for (int i = 0; i < r->count; i++) { /* check every one before changing any */
+        ag_tensor *t = ag_store_find(s, r->items[i]->name);
+        if (!t || t->size != r->items[i]->size) {
+            snprintf(r->err, sizeof r->err, "borrow: '%s' %s", r->items[i]->name,
+                     t ? "has another size in the model's store" : "is not in the model's store");
+            return AG_ERR_SHAPE;
+        }
+    }
+    for (int i = 0; i < r->count; i++) {
+        ag__free(r->items[i]->data);
+        r->items[i]->data = ag_store_find(s, r->items[i]->name)->data;
+    }
+    r->borrowed = 1;
+    return AG_OK;
 }
 
 void ag_store_zero_grad(ag_store *s)

@@ -15,11 +15,11 @@ typedef struct tiny {
     int src[B * S], src_valid[B], tgt_in[B * T], tgt_out[B * T];
 } tiny;
 
-static void tiny_make(tiny *t, uint64_t seed)
+static void tiny_make_p(tiny *t, uint64_t seed, double dropout)
 {
     t->s = ag_store_new();
     ag_seq2seq_config cfg = {.src_vocab = V, .tgt_vocab = V, .hidden = 4, .heads = 2, .ffn = 6, .layers = 2,
-                             .max_len = 6, .dropout = 0};
+                             .max_len = 6, .dropout = dropout};
     cr_assert_eq(ag_seq2seq_init(&t->m, t->s, &cfg, seed), AG_OK, "%s", ag_store_error(t->s));
     /* layer norms start at gain 1, bias 0, biases at 0: move them all */
     for (int i = 0; i < ag_store_count(t->s); i++) {
@@ -36,6 +36,14 @@ static void tiny_make(tiny *t, uint64_t seed)
     static const int tout[B * T] = {4, 5, 6, 2, /**/ 7, 2, 0, 0, /**/ 8, 4, 2, 0};
     memcpy(t->src, src, sizeof src), memcpy(t->src_valid, valid, sizeof valid);
     memcpy(t->tgt_in, tin, sizeof tin), memcpy(t->tgt_out, tout, sizeof tout);
+}
+
+static void tiny_make(tiny *t, uint64_t seed) { tiny_make_p(t, seed, 0); }
+
+static void tiny_free(tiny *t)
+{
+    ag_seq2seq_free(&t->m);
+    ag_store_free(t->s);
 }
 
 static ag_tensor *packed_loss(ag_graph *g, void *p)
@@ -74,6 +82,19 @@ static double loss_and_grads(tiny *t, ag_build_fn build, double *grads, size_t c
     return l;
 }
 
+/* got equals want but for the order of sums: within rounding of the
+ * largest gradient, and of each element (f32: a few ulps of terms near 1,
+ * over sums of up to 12 rows) */
+static void expect_grads_close(const double *got, const double *want, size_t n, const char *what)
+{
+    double big = 0;
+    for (size_t i = 0; i < n; i++) big = fmax(big, fabs(want[i]));
+    cr_assert_gt(big, 1e-3, "%s: the gradients are not all zero", what);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(fabs(got[i] - want[i]) <= TOL(1e-13, 1e-6) * big + TOL(1e-11, 1e-4) * fabs(want[i]),
+                  "%s: gradient element %zu: %.10g, want %.10g", what, i, got[i], want[i]);
+}
+
 Test(seq2seq, packed_rows_give_the_padded_loss_and_gradients)
 {
     tiny t;
@@ -86,15 +107,9 @@ Test(seq2seq, packed_rows_give_the_padded_loss_and_gradients)
      * terms near 1, over sums of up to 12 rows) */
     cr_assert(fabs(lp - ld) <= TOL(1e-13, 1e-6) * fabs(ld), "loss %.17g packed, %.17g padded", lp, ld);
     cr_assert_gt(lp, 0.5, "a real loss, not an empty one: %g", lp);
-    double big = 0;
-    for (size_t i = 0; i < n; i++) big = fmax(big, fabs(padded[i]));
-    cr_assert_gt(big, 1e-3, "the gradients are not all zero");
-    for (size_t i = 0; i < n; i++)
-        cr_assert(fabs(packed[i] - padded[i]) <= TOL(1e-13, 1e-6) * big + TOL(1e-11, 1e-4) * fabs(padded[i]),
-                  "gradient element %zu: %.10g packed, %.10g padded", i, packed[i], padded[i]);
+    expect_grads_close(packed, padded, n, "packed vs padded");
     free(packed), free(padded);
-    ag_seq2seq_free(&t.m);
-    ag_store_free(t.s);
+    tiny_free(&t);
 }
 
 Test(seq2seq, garbage_in_the_padding_changes_nothing)
@@ -108,8 +123,7 @@ Test(seq2seq, garbage_in_the_padding_changes_nothing)
     double b = (double)packed_loss(g, &t)->data[0];
     cr_assert_eq(a, b, "%.17g vs %.17g", a, b);
     ag_graph_free(g);
-    ag_seq2seq_free(&t.m);
-    ag_store_free(t.s);
+    tiny_free(&t);
 }
 
 Test(seq2seq, rows_of_a_padded_batch)
@@ -148,8 +162,7 @@ Test(seq2seq, bad_batches_are_errors)
     cr_assert_null(ag_seq2seq_loss(g, &t.m, t.src, t.src_valid, tin, tout, B, S, 7));
     cr_assert_str_eq(ag_graph_error(g), "seq2seq: sequence of 7 tokens, the model has positions for 6");
     ag_graph_free(g);
-    ag_seq2seq_free(&t.m);
-    ag_store_free(t.s);
+    tiny_free(&t);
 }
 
 #ifdef AG_DOUBLE
@@ -169,7 +182,189 @@ Test(seq2seq, packed_loss_gradcheck_every_parameter)
                      r[i].failed, r[i].max_abs_err, r[i].max_rel_err);
     ag_graph_free(g);
     free(in), free(r);
-    ag_seq2seq_free(&t.m);
-    ag_store_free(t.s);
+    tiny_free(&t);
 }
 #endif
+
+/* ---- data-parallel steps (src/data_parallel.c) ---------------------------- */
+
+/* every parameter's gradient, in store order */
+static void grads_of(const ag_store *s, double *grads)
+{
+    size_t k = 0;
+    for (int i = 0; i < ag_store_count(s); i++)
+        for (size_t j = 0; j < ag_store_at(s, i)->size; j++) grads[k++] = (double)ag_store_at(s, i)->grad[j];
+}
+
+/* one team step of n workers on t's batch, from zero gradients */
+static double team_loss_and_grads(tiny *t, int n, uint64_t seed, double *grads)
+{
+    char err[256];
+    ag_seq2seq_team *team = ag_seq2seq_team_new(&t->m, t->s, n, err, sizeof err);
+    cr_assert_not_null(team, "%s", err);
+    cr_assert_eq(ag_seq2seq_team_size(team), n);
+    ag_graph *g = ag_graph_new();
+    ag_graph_seed(g, seed);
+    ag_store_zero_grad(t->s);
+    double loss = 0;
+    cr_assert_eq(ag_seq2seq_team_step(team, g, t->src, t->src_valid, t->tgt_in, t->tgt_out, B, S, T, &loss), AG_OK,
+                 "%s", ag_graph_error(g));
+    grads_of(t->s, grads);
+    ag_graph_free(g);
+    ag_seq2seq_team_free(team);
+    return loss;
+}
+
+Test(seq2seq, a_team_gives_the_batch_loss_and_gradients)
+{
+    tiny t;
+    tiny_make(&t, 9);
+    size_t n = ag_store_numel(t.s);
+    double *one = calloc(n, sizeof *one), *team = calloc(n, sizeof *team);
+    double l1 = loss_and_grads(&t, packed_loss, one, n);
+    /* 2 workers: sentences {0}, {1, 2}; 3 workers: one sentence each.  The
+     * parts' means weighted by their tokens (4, 2 + 3) are the batch's mean;
+     * only the order of the sums differs */
+    for (int workers = 2; workers <= 4; workers++) {
+        double lt = team_loss_and_grads(&t, workers, 1, team);
+        cr_assert(fabs(lt - l1) <= TOL(1e-13, 1e-6) * fabs(l1), "%d workers: loss %.17g, one graph %.17g", workers,
+                  lt, l1);
+        char what[32];
+        snprintf(what, sizeof what, "%d workers", workers);
+        expect_grads_close(team, one, n, what);
+    }
+    free(one), free(team);
+    tiny_free(&t);
+}
+
+Test(seq2seq, a_team_of_one_is_the_plain_step_bit_for_bit)
+{
+    tiny t;
+    tiny_make(&t, 10);
+    size_t n = ag_store_numel(t.s);
+    double *one = calloc(n, sizeof *one), *team = calloc(n, sizeof *team);
+    double l1 = loss_and_grads(&t, packed_loss, one, n);
+    double lt = team_loss_and_grads(&t, 1, 1, team);
+    cr_assert_eq(lt, l1);
+    cr_assert_eq(memcmp(one, team, n * sizeof *one), 0, "the same bits");
+    free(one), free(team);
+    tiny_free(&t);
+}
+
+Test(seq2seq, a_team_adds_into_the_gradients_and_resets_its_own)
+{
+    /* two steps without zeroing: twice one step's gradients (a replica that
+     * kept its gradient would give three times worker 1's part) */
+    tiny t;
+    tiny_make(&t, 11);
+    size_t n = ag_store_numel(t.s);
+    double *once = calloc(n, sizeof *once), *twice = calloc(n, sizeof *twice);
+    team_loss_and_grads(&t, 2, 1, once);
+    char err[256];
+    ag_seq2seq_team *team = ag_seq2seq_team_new(&t.m, t.s, 2, err, sizeof err);
+    cr_assert_not_null(team, "%s", err);
+    ag_graph *g = ag_graph_new();
+    ag_store_zero_grad(t.s);
+    double loss;
+    for (int step = 0; step < 2; step++) {
+        ag_graph_reset(g);
+        cr_assert_eq(ag_seq2seq_team_step(team, g, t.src, t.src_valid, t.tgt_in, t.tgt_out, B, S, T, &loss), AG_OK,
+                     "%s", ag_graph_error(g));
+    }
+    grads_of(t.s, twice);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(fabs(twice[i] - 2 * once[i]) <= TOL(1e-14, 1e-6) * (1 + fabs(once[i])),
+                  "gradient element %zu: %.10g after two steps, %.10g after one", i, twice[i], once[i]);
+    ag_graph_free(g);
+    ag_seq2seq_team_free(team);
+    free(once), free(twice);
+    tiny_free(&t);
+}
+
+Test(seq2seq, a_team_with_dropout_repeats_its_numbers)
+{
+    /* the same seed: the same masks in every worker, whatever the threads'
+     * timing; another seed: other masks */
+    tiny t;
+    tiny_make_p(&t, 12, 0.3);
+    size_t n = ag_store_numel(t.s);
+    double *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b), *c = calloc(n, sizeof *c);
+    for (int workers = 2; workers <= 3; workers++) {
+        double la = team_loss_and_grads(&t, workers, 7, a);
+        double lb = team_loss_and_grads(&t, workers, 7, b);
+        double lc = team_loss_and_grads(&t, workers, 8, c);
+        cr_assert_eq(la, lb, "%d workers, seed 7 twice: %.17g, %.17g", workers, la, lb);
+        cr_assert_eq(memcmp(a, b, n * sizeof *a), 0, "%d workers, seed 7 twice: the same gradients", workers);
+        cr_assert_neq(la, lc, "seeds 7 and 8 drop other units");
+    }
+    free(a), free(b), free(c);
+    tiny_free(&t);
+}
+
+Test(seq2seq, a_part_of_padding_only_is_skipped)
+{
+    /* sentence 1's target is all <pad>: with 3 workers, worker 1 has no
+     * token; the loss is the other two's, as on one graph */
+    tiny t;
+    tiny_make(&t, 13);
+    for (int i = 0; i < T; i++) t.tgt_out[T + i] = 0;
+    size_t n = ag_store_numel(t.s);
+    double *one = calloc(n, sizeof *one), *team = calloc(n, sizeof *team);
+    double l1 = loss_and_grads(&t, packed_loss, one, n);
+    double lt = team_loss_and_grads(&t, 3, 1, team);
+    cr_assert(fabs(lt - l1) <= TOL(1e-13, 1e-6) * fabs(l1), "loss %.17g, one graph %.17g", lt, l1);
+    expect_grads_close(team, one, n, "a part of padding only");
+    free(one), free(team);
+    tiny_free(&t);
+}
+
+Test(seq2seq, team_errors_name_the_problem)
+{
+    tiny t;
+    tiny_make(&t, 14);
+    char err[256];
+    cr_assert_null(ag_seq2seq_team_new(&t.m, t.s, 0, err, sizeof err));
+    cr_assert_str_eq(err, "seq2seq team: the number of workers must be 1..256");
+    cr_assert_null(ag_seq2seq_team_new(NULL, t.s, 2, err, sizeof err));
+    cr_assert_str_eq(err, "seq2seq team: the model or its store is NULL");
+    /* a store without the model's parameters */
+    ag_store *other = ag_store_new();
+    cr_assert_null(ag_seq2seq_team_new(&t.m, other, 2, err, sizeof err));
+    cr_assert_str_eq(err, "seq2seq team: borrow: 'encoder.embedding.weight' is not in the model's store");
+    ag_store_free(other);
+
+    ag_seq2seq_team *team = ag_seq2seq_team_new(&t.m, t.s, 2, err, sizeof err);
+    cr_assert_not_null(team, "%s", err);
+    ag_graph *g = ag_graph_new();
+    double loss = 0;
+    cr_assert_eq(ag_seq2seq_team_step(team, g, t.src, t.src_valid, t.tgt_in, t.tgt_out, B, S, T, NULL), AG_ERR_ARG);
+    cr_assert_str_eq(ag_graph_error(g), "seq2seq_team_step: loss is NULL");
+    /* a bad id in sentence 2, which worker 1 takes: its message, named */
+    ag_graph_reset(g);
+    t.src[2 * S] = V + 3;
+    cr_assert_neq(ag_seq2seq_team_step(team, g, t.src, t.src_valid, t.tgt_in, t.tgt_out, B, S, T, &loss), AG_OK);
+    cr_assert(strstr(ag_graph_error(g), "worker 1 (sentences 1..2): ") == ag_graph_error(g), "%s",
+              ag_graph_error(g));
+    cr_assert(isnan(loss));
+    /* too long for the model: seq2seq_loss's message */
+    ag_graph_reset(g);
+    t.src[2 * S] = 2;
+    int tin[B * 7] = {0}, tout[B * 7] = {4, 2};
+    cr_assert_eq(ag_seq2seq_team_step(team, g, t.src, t.src_valid, tin, tout, B, S, 7, &loss), AG_ERR_SHAPE);
+    cr_assert_str_eq(ag_graph_error(g), "seq2seq: sequence of 7 tokens, the model has positions for 6");
+    /* after the failures, a good step gives the plain step's loss: nothing left behind */
+    size_t n = ag_store_numel(t.s);
+    double *one = calloc(n, sizeof *one), *two = calloc(n, sizeof *two);
+    double l1 = loss_and_grads(&t, packed_loss, one, n);
+    ag_store_zero_grad(t.s);
+    ag_graph_reset(g);
+    cr_assert_eq(ag_seq2seq_team_step(team, g, t.src, t.src_valid, t.tgt_in, t.tgt_out, B, S, T, &loss), AG_OK,
+                 "%s", ag_graph_error(g));
+    grads_of(t.s, two);
+    cr_assert(fabs(loss - l1) <= TOL(1e-13, 1e-6) * fabs(l1));
+    expect_grads_close(two, one, n, "after the failures");
+    free(one), free(two);
+    ag_graph_free(g);
+    ag_seq2seq_team_free(team);
+    tiny_free(&t);
+}

@@ -205,3 +205,116 @@ Test(threads, a_step_after_the_first_allocates_nothing_with_two_threads)
     ag_store_free(s);
     ag_set_threads(1);
 }
+
+/* Clipping and the optimizers' updates split the parameters' values among
+ * threads (src/optim.c): the same bits as one thread, pieces cut inside
+ * parameters included. */
+static void optimizer_steps(int threads, int adam, ag_real **out, size_t *n_out)
+{
+    ag_set_threads(threads);
+    ag__thread_min_work = 16;
+    ag_store *s = ag_store_new();
+    static const int sizes[] = {1000, 37, 5003, 1, 64};
+    enum { NP = sizeof sizes / sizeof sizes[0] };
+    for (int i = 0; i < NP; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        ag_tensor *p = ag_param(s, name, AG_SHAPE(sizes[i]));
+        ag_init_uniform(p, -1, 1, 10 + (uint64_t)i);
+    }
+    ag_optim *o = adam ? ag_adam_new(s, 0.01, 0.9, 0.99, 1e-8, 0.01, 1) : ag_sgd_new(s, 0.1, 0.9, 0.01, 1);
+    cr_assert_not_null(o);
+    double norm;
+    for (int step = 0; step < 3; step++) {
+        for (int i = 0; i < NP; i++) {
+            ag_tensor *p = ag_store_at(s, i);
+            ag_real *r = randoms(p->size, 100 + (uint64_t)(step * NP + i));
+            memcpy(p->grad, r, p->size * sizeof(ag_real));
+            free(r);
+        }
+        cr_assert_eq(ag_clip_grad_norm(s, 2.0, &norm), AG_OK);
+        cr_assert_gt(norm, 2.0, "the clipping really scales");
+        cr_assert_eq(ag_optim_step(o), AG_OK, "%s", ag_optim_last_error());
+    }
+    /* every value, gradient and state, in order */
+    size_t total = ag_store_numel(s), k = 0;
+    *out = malloc(total * (2 + (size_t)ag_optim_state_count(o)) * sizeof(ag_real));
+    for (int i = 0; i < NP; i++) {
+        ag_tensor *p = ag_store_at(s, i);
+        memcpy(*out + k, p->data, p->size * sizeof(ag_real)), k += p->size;
+        memcpy(*out + k, p->grad, p->size * sizeof(ag_real)), k += p->size;
+        for (int w = 0; w < ag_optim_state_count(o); w++) {
+            size_t n;
+            ag_real *st = ag_optim_state(o, i, w, &n);
+            memcpy(*out + k, st, n * sizeof(ag_real)), k += n;
+        }
+    }
+    *n_out = k;
+    ag_optim_free(o);
+    ag_store_free(s);
+    ag_set_threads(1);
+}
+
+Test(threads, clipping_and_optimizers_give_the_same_bits_for_every_thread_count)
+{
+    for (int adam = 0; adam <= 1; adam++) {
+        ag_real *one, *many;
+        size_t n1, n2;
+        optimizer_steps(1, adam, &one, &n1);
+        for (int t = 2; t <= 3; t++) {
+            optimizer_steps(t, adam, &many, &n2);
+            cr_assert_eq(n1, n2);
+            cr_assert(memcmp(one, many, n1 * sizeof(ag_real)) == 0, "%s: %d threads differ from 1",
+                      adam ? "adamw" : "sgd", t);
+            free(many);
+        }
+        free(one);
+    }
+}
+
+Test(threads, a_team_step_after_the_first_allocates_nothing)
+{
+    /* src/data_parallel.c: two workers on two threads, and the optimizer */
+    ag_set_threads(2);
+    ag__thread_min_work = 4096;
+    ag_store *s = ag_store_new();
+    ag_seq2seq m;
+    ag_seq2seq_config cfg = {.src_vocab = 20, .tgt_vocab = 30, .hidden = 16, .heads = 2, .ffn = 32, .layers = 2,
+                             .max_len = 6, .dropout = 0.1};
+    cr_assert_eq(ag_seq2seq_init(&m, s, &cfg, 1), AG_OK);
+    enum { B = 8, L = 6 };
+    int src[B * L], valid[B], tin[B * L], tout[B * L];
+    for (int b = 0; b < B; b++) {
+        valid[b] = 2 + b % 5;
+        for (int t = 0; t < L; t++) {
+            src[b * L + t] = t < valid[b] ? 4 + (b * 3 + t) % 16 : 0;
+            tout[b * L + t] = t < 1 + b % 6 ? 4 + (b * 5 + t) % 26 : 0;
+            tin[b * L + t] = t == 0 ? 1 : tout[b * L + t - 1];
+        }
+    }
+    char err[256];
+    ag_seq2seq_team *team = ag_seq2seq_team_new(&m, s, 2, err, sizeof err);
+    cr_assert_not_null(team, "%s", err);
+    ag_optim *o = ag_sgd_new(s, 0.1, 0.9, 0, 1);
+    ag_graph *g = ag_graph_new();
+    uint64_t before = 0;
+    for (int step = 0; step < 3; step++) {
+        if (step == 1) before = ag_alloc_count();
+        ag_graph_reset(g);
+        double loss, norm;
+        cr_assert_eq(ag_seq2seq_team_step(team, g, src, valid, tin, tout, B, L, L, &loss), AG_OK, "%s",
+                     ag_graph_error(g));
+        cr_assert(isfinite(loss) && loss > 0);
+        cr_assert_eq(ag_clip_grad_norm(s, 1.0, &norm), AG_OK);
+        cr_assert_eq(ag_optim_step(o), AG_OK);
+        ag_store_zero_grad(s);
+    }
+    cr_assert_eq(ag_alloc_count(), before, "%llu allocations in steps 2 and 3",
+                 (unsigned long long)(ag_alloc_count() - before));
+    ag_graph_free(g);
+    ag_optim_free(o);
+    ag_seq2seq_team_free(team);
+    ag_seq2seq_free(&m);
+    ag_store_free(s);
+    ag_set_threads(1);
+}

@@ -397,14 +397,16 @@ typedef struct train {
     ag_seq2seq net;
     ag_graph *g;
     ag_optim *opt;
+    ag_seq2seq_team *team; /* as translate train: one worker per thread */
 } train;
 
 static void train_step(train *t, const batch *b)
 {
     ag_graph_reset(t->g);
-    ag_tensor *loss = ag_seq2seq_loss(t->g, &t->net, b->src, b->src_valid, b->tgt_in, b->tgt_out, b->B, b->S, b->T);
-    double norm;
-    if (ag_backward(t->g, loss) != AG_OK || ag_clip_grad_norm(t->store, CLIP, &norm) != AG_OK ||
+    double loss, norm;
+    if (ag_seq2seq_team_step(t->team, t->g, b->src, b->src_valid, b->tgt_in, b->tgt_out, b->B, b->S, b->T, &loss) !=
+            AG_OK ||
+        ag_clip_grad_norm(t->store, CLIP, &norm) != AG_OK ||
         ag_optim_step(t->opt) != AG_OK) {
         fprintf(stderr, "bench: training step failed: %s\n", ag_graph_error(t->g));
         exit(1);
@@ -434,7 +436,8 @@ static int run_translator(const dataset *d, int src_vocab, int tgt_vocab, int th
     t.g = ag_graph_new();
     if (!t.store || !t.g || ag_seq2seq_init(&t.net, t.store, &cfg, 0) != AG_OK) return 1;
     t.opt = ag_sgd_new(t.store, LR, MOMENTUM, 0, 1);
-    if (!t.opt) return 1;
+    t.team = ag_seq2seq_team_new(&t.net, t.store, threads, NULL, 0);
+    if (!t.opt || !t.team) return 1;
     ag_graph_seed(t.g, 1);
     int *order = malloc((size_t)d->n * sizeof(int));
     batch_room *room = malloc(sizeof *room);
@@ -482,6 +485,7 @@ static int run_translator(const dataset *d, int src_vocab, int tgt_vocab, int th
     r->params = ag_store_numel(t.store);
     r->arena_bytes = ag_graph_arena_bytes(t.g);
     ag_optim_free(t.opt);
+    ag_seq2seq_team_free(t.team);
     ag_seq2seq_free(&t.net);
     ag_graph_free(t.g);
     ag_store_free(t.store);
@@ -533,7 +537,9 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
     int have_ref = have_torch && access("tests/reference/translator.py", R_OK) == 0;
     emit("translate train's defaults (batch %d, hidden %d, %d heads, ffn %d, %d + %d layers, dropout %g, SGD lr %g "
          "Nesterov momentum %g, clip %g), two epochs of %s (%d pairs); the second epoch is the steady state, "
-         "the first also pays one-time costs (in brackets).  PyTorch: %s.\n\n",
+         "the first also pays one-time costs (in brackets).  At N threads attograd splits each batch's sentences "
+         "among N workers, a thread each, as translate train --threads N does (src/data_parallel.c); PyTorch "
+         "splits each op.  PyTorch: %s.\n\n",
          BATCH, HIDDEN, HEADS, FFN, LAYERS, LAYERS, DROPOUT, LR, MOMENTUM, CLIP, data_path, d.n,
          have_ref ? "tests/reference/translator.py train, two epochs, measured in the same run"
                   : "not available, attograd alone");
@@ -563,6 +569,10 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
     emit("| malloc calls in the epoch after its first step (batch shapes vary) | %lu, in %d of %d steps |\n",
          r->mallocs_epoch, r->steps_that_malloc, r->epoch_steps);
     emit("| peak heap of the process during a step | %.2f MiB |\n", r->peak_step * mb);
+    for (int t = 1; t < nthreads && t < 8; t++)
+        emit("| malloc calls per step at %d threads (%d workers), same-shape steps after the first | %.1f (%lu in %d "
+             "steps) |\n", threads[t], threads[t], (double)res[t].mallocs_fixed / res[t].fixed_steps,
+             res[t].mallocs_fixed, res[t].fixed_steps);
 #else
     emit("| | |\n|---|---:|\n| malloc counting | needs glibc: skipped |\n");
 #endif

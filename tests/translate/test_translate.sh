@@ -3,7 +3,7 @@
 #   - training on a tiny file makes the loss fall;
 #   - a checkpoint loads back (run and eval work on it, the same outputs twice);
 #   - 2 epochs + --resume to 4 epochs equals 4 epochs straight, bit for bit;
-#   - the same seed gives the same losses, run after run.
+#   - the same seed gives the same losses, run after run, with --threads 2 too.
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=${1:-build}
@@ -70,6 +70,26 @@ else no "cosine schedule resume differs"; fi
 if diff <(grep '^epoch' "$tmp/a.log" | awk '{print $2, $4}') <(grep '^epoch' "$tmp/b.log" | awk '{print $2, $4}') > /dev/null &&
    cmp -s "$tmp/a.safetensors" "$tmp/b.safetensors"; then ok "same seed, same losses and weights"
 else no "two runs with seed 3 differ"; fi
+
+# 4b. --threads 2 splits each batch between two workers (src/data_parallel.c):
+# its own numbers, the same run after run, resumed bit for bit too (the
+# second worker's dropout stream is drawn from the saved one), and close to
+# one thread's (another split of the sums, other dropout masks)
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/t4.safetensors" --epochs 4 --threads 2 "${small[@]}" "${flat[@]}" > "$tmp/t4.log" 2>&1
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/t4b.safetensors" --epochs 4 --threads 2 "${small[@]}" "${flat[@]}" > /dev/null 2>&1
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/t2.safetensors" --epochs 2 --threads 2 "${small[@]}" "${flat[@]}" > /dev/null 2>&1
+"$T" train --data "$tmp/tiny.tsv" --resume "$tmp/t2.safetensors" --out "$tmp/tr.safetensors" --epochs 4 --threads 2 \
+    "${small[@]}" "${flat[@]}" > /dev/null 2>&1
+if [ -s "$tmp/t4.safetensors" ] && cmp -s "$tmp/t4.safetensors" "$tmp/t4b.safetensors"; then
+    ok "--threads 2: same seed, same weights"
+else no "--threads 2: two runs differ: $(tail -n 2 "$tmp/t4.log")"; fi
+if [ -s "$tmp/tr.safetensors" ] && cmp -s "$tmp/t4.safetensors" "$tmp/tr.safetensors"; then
+    ok "--threads 2: 2 epochs + resume to 4 == 4 epochs straight"
+else no "--threads 2: resume differs from a straight run"; fi
+t4=$(grep '^epoch 4/' "$tmp/t4.log" | awk '{print $4}')
+if [ -n "$t4" ] && awk -v a="$t4" -v b="$l4" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 0.1 * b) }'; then
+    ok "--threads 2: epoch 4 loss $t4, one thread's $l4"
+else no "--threads 2: epoch 4 loss $t4 far from one thread's $l4"; fi
 
 # 5. adam trains and resumes too
 "$T" train --data "$tmp/tiny.tsv" --out "$tmp/d4.safetensors" --epochs 2 --optimizer adam --lr 0.003 "${small[@]}" \

@@ -439,6 +439,47 @@ uint64_t ag_alloc_count(void);
 void ag_set_threads(int n);
 int ag_get_threads(void);
 
+/* Data parallelism: a training step's batch split among workers, a thread
+ * each (src/data_parallel.c).  For toy models this beats splitting each op:
+ * a step is hundreds of small ops, and the threads meet twice a step
+ * instead of at every op.  Worker 0 works on the caller's graph and the
+ * model's store; worker k > 0 on a graph of its own and a replica store:
+ * the same parameters (names, sizes, order), whose values are the model's
+ * (read in place, never copied) and whose gradients are the worker's own.
+ *
+ *   ag_team *t = ag_team_new(store, 2, my_init, &my, err, sizeof err);
+ *   ...each step: ag_graph_reset(g); ag_team_step(t, g, 2, my_loss, &batch, &loss);
+ *      then clip, optimizer step and zero_grad on store, as usual. */
+typedef struct ag_team ag_team;
+/* Build the model again into replica (worker k's empty store); any values. */
+typedef ag_status (*ag_team_init_fn)(void *ctx, int worker, ag_store *replica);
+/* Part k of nparts: build on g, with the parameters of s (the worker's
+ * store), the mean loss of part k of the batch, and put in *weight its
+ * share of the whole batch's loss (its share of the examples or tokens:
+ * the weights of all parts sum to 1).  Weight 0 (and no error on g) skips
+ * the part. */
+typedef ag_tensor *(*ag_team_loss_fn)(void *ctx, ag_graph *g, ag_store *s, int part, int nparts,
+                                      double *weight);
+/* n workers (1..256) for the parameters in s: init is called for k = 1..n-1
+ * (not needed for n = 1).  NULL on a bad argument, no memory, or a replica
+ * that does not match s (err, errlen bytes, says which). */
+ag_team *ag_team_new(ag_store *s, int n, ag_team_init_fn init, void *ctx, char *err, size_t errlen);
+void ag_team_free(ag_team *t);
+int ag_team_size(const ag_team *t);
+ag_store *ag_team_store(const ag_team *t, int worker); /* 0: the model's */
+/* One step in nparts parts (1..size), part k on worker k, all at once:
+ * each part's loss scaled by its weight, then backward; the replicas'
+ * gradients added into s's in worker order (then zeroed), so that s's
+ * gradients receive the gradient of the batch's loss, added to what they
+ * hold, as ag_backward would.  *loss = sum_k weight_k loss_k.  The same
+ * numbers for the same nparts and seed, whatever the threads' timing;
+ * another nparts rounds differently and draws other dropout masks: part 0
+ * draws from g's stream, part k from a stream seeded by the k-th number
+ * g's stream gives in this step.  nparts = 1 is fn on g and ag_backward,
+ * bit for bit.  Returns g's status; on failure ag_graph_error(g) names
+ * the problem (and the worker). */
+ag_status ag_team_step(ag_team *t, ag_graph *g, int nparts, ag_team_loss_fn fn, void *ctx, double *loss);
+
 #include "attograd_io.h"    /* safetensors checkpoints */
 #include "attograd_nn.h"    /* attention and transformer layers */
 #include "attograd_optim.h" /* SGD, Adam, clipping, schedules */

@@ -215,36 +215,24 @@ ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, co
  * layout).  The same value as the padded computation. */
 ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,
                            const int *tgt_in, const int *tgt_out, int B, int S, int T);
-/* ---- data-parallel training: one batch on several threads ------------- */
+/* ---- data-parallel training: the translator's batch on several threads -- */
 
-/* A team of n workers for the translator's loss.  ag_seq2seq_team_step
- * splits a batch's sentences into n parts and runs each part's loss and
- * backward on a thread of its own: worker 0 on the caller's graph and the
- * model's parameters, worker k > 0 on a graph of its own and a replica of
- * the model whose parameters read the model's values (no copy) and keep
- * gradients of their own.  One fork and join per step, however many ops
- * the step has: the ops inside run on one thread each. */
+/* An ag_team (attograd.h) for the translator: n workers, replicas of m made
+ * by ag_seq2seq_init.  NULL on a bad argument or no memory, with the
+ * reason in err (errlen bytes). */
 typedef struct ag_seq2seq_team ag_seq2seq_team;
-
-/* n workers (1..256) for m, whose parameters are in s.  NULL on a bad
- * argument or no memory, with the reason in err (errlen bytes). */
 ag_seq2seq_team *ag_seq2seq_team_new(const ag_seq2seq *m, ag_store *s, int n, char *err, size_t errlen);
 void ag_seq2seq_team_free(ag_seq2seq_team *t);
 int ag_seq2seq_team_size(const ag_seq2seq_team *t);
 
 /* The batch's loss, as ag_seq2seq_loss gives it (the mean cross-entropy of
  * its target tokens), into *loss, and its gradient added into the
- * parameters' gradients, as ag_backward would.  Worker k takes the k-th
- * of n runs of consecutive sentences that hold about as many (source and
- * target) tokens each; it scales its loss by its share of the
- * batch's target tokens before its backward, so that the parts' gradients
- * add up to the batch's; then the replicas' gradients are added into the
- * model's in worker order.  The same numbers for the same n and seed,
- * whatever the threads' timing; other n round differently, and draw other
- * dropout masks: worker 0 draws from g's stream, worker k from a stream
- * seeded by the k-th number g's stream gives in this step.  With n = 1 it
- * is ag_seq2seq_loss and ag_backward on g, bit for bit.  Returns g's
- * status; on failure ag_graph_error(g) names the problem (and the worker). */
+ * parameters' gradients, as ag_backward would (ag_team_step).  The batch is
+ * cut into min(n, B) runs of consecutive sentences that hold about as many
+ * (source and target) tokens each; each part weighs its share of the target
+ * tokens.  With n = 1 it is ag_seq2seq_loss and ag_backward on g, bit for
+ * bit.  Returns g's status; on failure ag_graph_error(g) names the problem
+ * (and the worker and its sentences). */
 ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, const int *src_valid,
                                const int *tgt_in, const int *tgt_out, int B, int S, int T, double *loss);
 

@@ -78,6 +78,20 @@ ag_status ag_graph_fail(ag_graph *g, ag_status s, const char *fmt, ...)
     return g->status;
 }
 
+void ag__graph_prefix(ag_graph *g, const char *fmt, ...)
+{
+    if (!g || g->status == AG_OK) return;
+    char head[ERR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    size_t h = strlen(head); /* < ERR_LEN */
+    memmove(g->err + h, g->err, ERR_LEN - 1 - h); /* the message's end may fall off */
+    memcpy(g->err, head, h);
+    g->err[ERR_LEN - 1] = 0;
+}
+
 void ag_graph_set_training(ag_graph *g, int training) { if (g) g->training = training != 0; }
 int ag_graph_training(const ag_graph *g) { return g ? g->training : 0; }
 void ag_graph_seed(ag_graph *g, uint64_t seed) { if (g) ag_rng_seed(&g->rng, seed); }

@@ -103,6 +103,10 @@ int ag__axis(ag_graph *g, const char *op, const ag_tensor *x, int axis);
 
 ag_rng *ag__graph_rng(ag_graph *g);
 
+/* Put printf-style context in front of g's error message (nothing when g
+ * has no error): "worker 1: " + "embedding: ...". */
+void ag__graph_prefix(ag_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* n Bernoulli draws from r: keep[i] = 1 with probability 1 - p, from a
  * 32-bit uniform per element (two per 64-bit draw of r). */
 void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep);

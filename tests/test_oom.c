@@ -1,5 +1,6 @@
-/* tests/test_oom.c: every allocation of a training step, a checkpoint save,
- * a checkpoint load and a greedy decode may fail.
+/* tests/test_oom.c: every allocation of a training step (on one graph, or
+ * split between two workers), a checkpoint save, a checkpoint load and a
+ * greedy decode may fail.
  *
  * An allocator hook (ag_set_allocator) fails the N-th allocation, or every
  * allocation from the N-th on; each test sweeps N from 0 until the work
@@ -22,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <omp.h>
 
 #include "common.h"
 #include "failing_alloc.h"
@@ -83,15 +86,21 @@ static ag_status model_new(ag_seq2seq *m, ag_store **s, uint64_t seed, char *msg
 }
 
 /* Model, optimizer and graph, then two training steps (forward, backward,
- * clipping, Adam), each on a reset graph. */
-static ag_status train_steps(outcome *o, char *msg, size_t msglen)
+ * clipping, Adam), each on a reset graph; with workers > 1, each step's
+ * batch split among a team's workers (src/data_parallel.c). */
+static ag_status train_steps_on(int workers, outcome *o, char *msg, size_t msglen)
 {
     ag_seq2seq m;
     ag_store *s;
     ag_optim *opt = NULL;
     ag_graph *g = NULL;
+    ag_seq2seq_team *team = NULL;
     ag_status st = model_new(&m, &s, 7, msg, msglen);
     if (st != AG_OK) goto done;
+    if (workers > 1 && !(team = ag_seq2seq_team_new(&m, s, workers, msg, msglen))) {
+        st = AG_ERR_NOMEM;
+        goto done;
+    }
     if (!(opt = ag_adam_new(s, 1e-3, 0.9, 0.98, 1e-9, 0.01, 1))) {
         snprintf(msg, msglen, "ag_adam_new: %s", ag_optim_last_error());
         st = AG_ERR_NOMEM;
@@ -105,14 +114,17 @@ static ag_status train_steps(outcome *o, char *msg, size_t msglen)
     ag_graph_seed(g, 3);
     for (int step = 0; step < 2; step++) {
         ag_graph_reset(g);
-        ag_tensor *loss = ag_seq2seq_loss(g, &m, SRC, SRC_VALID, TGT_IN, TGT_OUT, B, S, T);
-        if ((st = ag_backward(g, loss)) != AG_OK) {
+        if (team) {
+            st = ag_seq2seq_team_step(team, g, SRC, SRC_VALID, TGT_IN, TGT_OUT, B, S, T, &o->loss[step]);
+        } else {
+            ag_tensor *loss = ag_seq2seq_loss(g, &m, SRC, SRC_VALID, TGT_IN, TGT_OUT, B, S, T);
+            if ((st = ag_backward(g, loss)) == AG_OK) o->loss[step] = (double)loss->data[0];
+        }
+        if (st != AG_OK) {
             snprintf(msg, msglen, "step %d: %s", step, ag_graph_error(g));
             cr_assert_eq(st, ag_graph_status(g));
             goto done;
         }
-        cr_assert_not_null(loss, "backward succeeded without a loss");
-        o->loss[step] = (double)loss->data[0];
         double norm;
         if ((st = ag_clip_grad_norm(s, 1.0, &norm)) != AG_OK || (st = ag_optim_step(opt)) != AG_OK) {
             snprintf(msg, msglen, "step %d: %s", step, ag_optim_last_error());
@@ -124,10 +136,14 @@ static ag_status train_steps(outcome *o, char *msg, size_t msglen)
 done:
     ag_graph_free(g);
     ag_optim_free(opt);
+    ag_seq2seq_team_free(team);
     ag_seq2seq_free(&m);
     ag_store_free(s);
     return st;
 }
+
+static ag_status train_steps(outcome *o, char *msg, size_t msglen) { return train_steps_on(1, o, msg, msglen); }
+static ag_status team_steps(outcome *o, char *msg, size_t msglen) { return train_steps_on(2, o, msg, msglen); }
 
 static char ckpt_path[64];
 
@@ -247,6 +263,14 @@ static void sweep_both_ways(const char *what, work_fn work, void (*after_failure
 Test(oom, every_allocation_of_two_training_steps)
 {
     sweep_both_ways("training step", train_steps, NULL);
+}
+
+Test(oom, every_allocation_of_two_data_parallel_steps)
+{
+    /* the two workers run one after the other (no active parallel region),
+     * so that the k-th allocation is the same one in every run */
+    omp_set_max_active_levels(0);
+    sweep_both_ways("data-parallel step", team_steps, NULL);
 }
 
 Test(oom, every_allocation_of_a_greedy_decode)

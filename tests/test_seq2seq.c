@@ -324,13 +324,13 @@ Test(seq2seq, team_errors_name_the_problem)
     tiny_make(&t, 14);
     char err[256];
     cr_assert_null(ag_seq2seq_team_new(&t.m, t.s, 0, err, sizeof err));
-    cr_assert_str_eq(err, "seq2seq team: the number of workers must be 1..256");
+    cr_assert_str_eq(err, "team: the number of workers must be 1..256");
     cr_assert_null(ag_seq2seq_team_new(NULL, t.s, 2, err, sizeof err));
-    cr_assert_str_eq(err, "seq2seq team: the model or its store is NULL");
+    cr_assert_str_eq(err, "team: the model is NULL");
     /* a store without the model's parameters */
     ag_store *other = ag_store_new();
     cr_assert_null(ag_seq2seq_team_new(&t.m, other, 2, err, sizeof err));
-    cr_assert_str_eq(err, "seq2seq team: borrow: 'encoder.embedding.weight' is not in the model's store");
+    cr_assert_str_eq(err, "team: borrow: 'encoder.embedding.weight' is not in the model's store");
     ag_store_free(other);
 
     ag_seq2seq_team *team = ag_seq2seq_team_new(&t.m, t.s, 2, err, sizeof err);
@@ -338,12 +338,12 @@ Test(seq2seq, team_errors_name_the_problem)
     ag_graph *g = ag_graph_new();
     double loss = 0;
     cr_assert_eq(ag_seq2seq_team_step(team, g, t.src, t.src_valid, t.tgt_in, t.tgt_out, B, S, T, NULL), AG_ERR_ARG);
-    cr_assert_str_eq(ag_graph_error(g), "seq2seq_team_step: loss is NULL");
+    cr_assert_str_eq(ag_graph_error(g), "team_step: loss is NULL");
     /* a bad id in sentence 2, which worker 1 takes: its message, named */
     ag_graph_reset(g);
     t.src[2 * S] = V + 3;
     cr_assert_neq(ag_seq2seq_team_step(team, g, t.src, t.src_valid, t.tgt_in, t.tgt_out, B, S, T, &loss), AG_OK);
-    cr_assert(strstr(ag_graph_error(g), "worker 1 (sentences 1..2): ") == ag_graph_error(g), "%s",
+    cr_assert(strstr(ag_graph_error(g), "worker 1 of 2: sentences 1..2 of the batch: ") == ag_graph_error(g), "%s",
               ag_graph_error(g));
     cr_assert(isnan(loss));
     /* too long for the model: seq2seq_loss's message */

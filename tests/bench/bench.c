@@ -260,28 +260,54 @@ static void bench_gemm(const int *threads, int nthreads, double budget)
 
 /* ---- 2. attention ---------------------------------------------------------------- */
 
+typedef struct attn_block {
+    ag_mha mha;
+    ag_norm norm;
+} attn_block;
+
+enum { MAX_PARTS = 8, SPLIT_MIN = 16384 };
+
 typedef struct attn_ctx {
     int B, T, C, H;
     ag_store *store;
     ag_graph *g;
-    ag_mha mha;
-    ag_norm norm;
+    attn_block w[MAX_PARTS]; /* w[k]: worker k's block (w[0]: the model's) */
+    ag_team *team;
+    int parts; /* the batch split among this many workers (1: not split) */
     ag_real *x;
 } attn_ctx;
 
-/* One step: y = LayerNorm(x + MHA(x, x, x, causal)); loss = mean(y * y);
- * backward; zero the gradients. */
+static ag_status attn_init(void *ctx, int k, ag_store *s)
+{
+    attn_ctx *a = ctx;
+    ag_status st = ag_mha_init(&a->w[k].mha, s, "attention", a->C, a->H, 1, 0, 1);
+    return st != AG_OK ? st : ag_norm_init(&a->w[k].norm, s, "norm", a->C);
+}
+
+/* Part k of n (batch rows [k B / n, (k + 1) B / n)): y = LayerNorm(x +
+ * MHA(x, x, x, causal)); loss = mean(y * y), weighing its share of B. */
+static ag_tensor *attn_part(void *ctx, ag_graph *g, ag_store *s, int k, int n, double *weight)
+{
+    (void)s;
+    attn_ctx *a = ctx;
+    int b0 = a->B * k / n, nb = a->B * (k + 1) / n - b0;
+    *weight = (double)nb / a->B;
+    ag_tensor *x = ag_tensor_from(g, AG_SHAPE(nb, a->T, a->C), a->x + (size_t)b0 * a->T * a->C);
+    ag_tensor *mask = ag_causal_mask(g, a->T, a->T);
+    const attn_block *w = &a->w[k];
+    ag_tensor *y = ag_norm_forward(g, &w->norm, ag_add(g, x, ag_mha_forward(g, &w->mha, x, x, mask, -1e9, NULL)));
+    return ag_mean_all(g, ag_mul(g, y, y));
+}
+
+/* One step: forward and backward of the whole batch (in parts), then zero
+ * the gradients. */
 static void attn_step(void *p)
 {
     attn_ctx *a = p;
-    ag_graph *g = a->g;
-    ag_graph_reset(g);
-    ag_tensor *x = ag_tensor_from(g, AG_SHAPE(a->B, a->T, a->C), a->x);
-    ag_tensor *mask = ag_causal_mask(g, a->T, a->T);
-    ag_tensor *y = ag_norm_forward(g, &a->norm, ag_add(g, x, ag_mha_forward(g, &a->mha, x, x, mask, -1e9, NULL)));
-    ag_tensor *loss = ag_mean_all(g, ag_mul(g, y, y));
-    if (ag_backward(g, loss) != AG_OK) {
-        fprintf(stderr, "bench: attention step failed: %s\n", ag_graph_error(g));
+    ag_graph_reset(a->g);
+    double loss;
+    if (ag_team_step(a->team, a->g, a->parts, attn_part, a, &loss) != AG_OK) {
+        fprintf(stderr, "bench: attention step failed: %s\n", ag_graph_error(a->g));
         exit(1);
     }
     ag_store_zero_grad(a->store);
@@ -312,10 +338,12 @@ static void bench_attention(const int *threads, int nthreads, const char *python
     enum { NCFG = sizeof cfg / sizeof cfg[0] };
     emit("\n### 2. Multi-head self-attention, forward + backward, ms per step (lower is better)\n\n");
     emit("LayerNorm(x + MHA(x, x, x)) with q/k/v/o linear layers with bias, causal mask, loss mean(y^2); "
-         "x is [B, T, C], H heads.  PyTorch: the same block (tests/bench/attention.py)%s.\n\n",
+         "x is [B, T, C], H heads.  At N threads attograd splits the batch among N workers (ag_team_step: "
+         "\"batch parts\") when each part gets at least %d values of x; a smaller step runs whole, its ops "
+         "on the threads.  PyTorch: the same block (tests/bench/attention.py)%s.\n\n", SPLIT_MIN,
          have_torch ? ", measured in the same run" : " is not available: attograd alone");
-    emit("| (B, T, C, H) | threads | attograd ms | PyTorch ms | speed-up | target |\n");
-    emit("|---|---:|---:|---:|---:|---:|\n");
+    emit("| (B, T, C, H) | threads | batch parts | attograd ms | PyTorch ms | speed-up | target |\n");
+    emit("|---|---:|---:|---:|---:|---:|---:|\n");
     for (int t = 0; t < nthreads; t++) {
         double torch_ms[NCFG] = {0};
         int ok = have_torch && torch_attention(python, threads[t], cfg, NCFG, budget, torch_ms);
@@ -323,13 +351,19 @@ static void bench_attention(const int *threads, int nthreads, const char *python
         ag_set_threads(threads[t]);
         for (int i = 0; i < NCFG; i++) {
             attn_ctx a = {.B = cfg[i][0], .T = cfg[i][1], .C = cfg[i][2], .H = cfg[i][3]};
+            size_t nx = (size_t)a.B * a.T * a.C;
+            /* data parallel when there is enough work: parts of at least
+             * SPLIT_MIN input values each (below, a fork and join costs more
+             * than a part's work; the ops then use the threads themselves) */
+            a.parts = threads[t] < MAX_PARTS ? threads[t] : MAX_PARTS;
+            while (a.parts > 1 && (a.parts > a.B || nx / (size_t)a.parts < SPLIT_MIN)) a.parts--;
             a.store = ag_store_new();
             a.g = ag_graph_new();
-            size_t nx = (size_t)a.B * a.T * a.C;
             a.x = malloc(nx * sizeof(ag_real));
-            if (!a.store || !a.g || !a.x || ag_mha_init(&a.mha, a.store, "attention", a.C, a.H, 1, 0, 1) != AG_OK ||
-                ag_norm_init(&a.norm, a.store, "norm", a.C) != AG_OK) {
-                fprintf(stderr, "bench: cannot build the attention block\n");
+            char err[256];
+            if (!a.store || !a.g || !a.x || attn_init(&a, 0, a.store) != AG_OK ||
+                !(a.team = ag_team_new(a.store, a.parts, attn_init, &a, err, sizeof err))) {
+                fprintf(stderr, "bench: cannot build the attention block%s%s\n", a.team ? "" : ": ", a.team ? "" : err);
                 exit(1);
             }
             ag_rng r;
@@ -340,9 +374,10 @@ static void bench_attention(const int *threads, int nthreads, const char *python
             ratio_cell(sp, sizeof sp, ok ? torch_ms[i] / ms : 0);
             if (ok) snprintf(tm, sizeof tm, "%.3f", torch_ms[i]);
             else snprintf(tm, sizeof tm, "-");
-            emit("| (%d, %d, %d, %d) | %d | %.3f | %s | %s | %gx |\n", a.B, a.T, a.C, a.H, threads[t], ms, tm, sp,
-                 target[i]);
+            emit("| (%d, %d, %d, %d) | %d | %d | %.3f | %s | %s | %gx |\n", a.B, a.T, a.C, a.H, threads[t], a.parts, ms,
+                 tm, sp, target[i]);
             free(a.x);
+            ag_team_free(a.team);
             ag_graph_free(a.g);
             ag_store_free(a.store);
         }

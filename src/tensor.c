@@ -42,7 +42,11 @@ void ag_set_requires_grad(ag_tensor *t, int on)
 
 ag_tensor *ag_set_name(ag_tensor *t, const char *name)
 {
-    if (t && name) snprintf(t->name, sizeof t->name, "%s", name);
+    if (t && name) { /* a bounded copy (no printf: models name tensors every step) */
+        size_t n = strnlen(name, sizeof t->name - 1);
+        memcpy(t->name, name, n);
+        t->name[n] = 0;
+    }
     return t;
 }
 

@@ -30,7 +30,7 @@
  * a tile never changes how it is computed, so the result does not depend
  * on the thread count at all.
  *
- * On AVX-512 the products of a toy attention head (N <= 16, K <= 64,
+ * On AVX-512 the products of a toy attention head (N <= 32, K <= 64,
  * M <= 64) take a kernel of their own with no packing or blocking
  * (gemm_head512; the same bits as the blocked kernel).  Elsewhere, products
  * too small to repay any of this (M N K < 256) take plain, vectorised loops
@@ -457,59 +457,84 @@ __attribute__((target("avx512f"))) static inline void transpose16(const __m512 r
     }
 }
 
-/* C = beta C + op(A) op(B) for N <= 16, K <= 64, M <= 64 (beta 0 or 1):
+/* C = beta C + op(A) op(B) for N <= 32, K <= 64, M <= 64 (beta 0 or 1):
  * the products of one head of a toy model, thousands of them a step.
- * op(B) goes to at most 64 vectors, one per k, zero beyond column N: rows
- * of B by masked loads, or (B transposed) 16 x 16 blocks transposed in
- * registers.  Then 12 rows of C at a time (the last block 4, 8 or 12): one
- * FMA per row and k, with A's element broadcast.  No packing buffers, no
+ * op(B) goes to at most 64 rows of one or two vectors (N <= 16 or 32),
+ * zero beyond column N: rows of B by masked loads, or (B transposed)
+ * 16 x 16 blocks transposed in registers.  Then 12 rows of C at a time
+ * (the last block 4, 8 or 12): one FMA per row, vector and k, with A's
+ * element broadcast.  No packing buffers, no
  * blocking: at these sizes the blocked product's bookkeeping costs more
  * than the arithmetic.  Each element of C is the same chain of FMAs (k
  * ascending, then + C when beta is 1) as in the blocked product: the
  * results are identical to the bit. */
-enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 accumulators */
+enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 (or 24) accumulators */
 
 /* mr <= R rows of C from R rows of A (a[i] = a0 + i rs; rows past mr
- * repeat row 0, computed and not stored): R accumulators in registers. */
+ * repeat row 0, computed and not stored): R NV accumulators in registers,
+ * bk[k NV + v] holding columns 16 v .. 16 v + 15 of op(B)'s row k. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-head_rows(const float *a0, size_t rs, size_t cs, const __m512 *bk, int K, int mr, __mmask16 mn, float beta, float *c0,
-          int ldc, const int R)
+head_rows(const float *a0, size_t rs, size_t cs, const __m512 *bk, int K, int mr, const __mmask16 *mn, float beta,
+          float *c0, int ldc, const int R, const int NV)
 {
     const float *a[HR];
 #pragma GCC unroll 12
     for (int i = 0; i < R; i++) a[i] = a0 + (size_t)(i < mr ? i : 0) * rs;
-    __m512 acc[HR];
+    __m512 acc[HR][2];
 #pragma GCC unroll 12
-    for (int i = 0; i < R; i++) acc[i] = _mm512_setzero_ps();
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
     for (int k = 0; k < K; k++) {
-        __m512 b = bk[k];
 #pragma GCC unroll 12
-        for (int i = 0; i < R; i++) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][(size_t)k * cs]), b, acc[i]);
+        for (int i = 0; i < R; i++) {
+            __m512 ak = _mm512_set1_ps(a[i][(size_t)k * cs]);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ak, bk[k * NV + v], acc[i][v]);
+        }
     }
     for (int i = 0; i < mr; i++) {
         float *c = c0 + (size_t)i * ldc;
-        if (beta != 0) acc[i] = _mm512_add_ps(acc[i], _mm512_maskz_loadu_ps(mn, c));
-        _mm512_mask_storeu_ps(c, mn, acc[i]);
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) {
+            __m512 r = acc[i][v];
+            if (beta != 0) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mn[v], c + 16 * v));
+            _mm512_mask_storeu_ps(c + 16 * v, mn[v], r);
+        }
     }
 }
 
-__attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, int M, int N, int K, const float *A,
-                                                                  int lda, const float *B, int ldb, float beta,
-                                                                  float *C, int ldc)
+/* The kernel for NV = 1 (N <= 16) or 2 (N <= 32) vectors of C per row. */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+          int ldc, const int NV)
 {
-    __m512 bk[64];
-    __mmask16 mn = (__mmask16)((1u << N) - 1);
+    __m512 bk[64 * 2];
+    __mmask16 mn[2];
+    for (int v = 0; v < NV; v++) {
+        int w = N - 16 * v; /* 1..16 for v < NV */
+        mn[v] = (__mmask16)(w >= 16 ? 0xFFFFu : (1u << w) - 1);
+    }
     if (!tb) {
-        for (int k = 0; k < K; k++) bk[k] = _mm512_maskz_loadu_ps(mn, B + (size_t)k * ldb);
+        for (int k = 0; k < K; k++)
+            for (int v = 0; v < NV; v++) bk[k * NV + v] = _mm512_maskz_loadu_ps(mn[v], B + (size_t)k * ldb + 16 * v);
     } else {
         for (int k0 = 0; k0 < K; k0 += 16) { /* B stored [N, K]: its rows are columns of op(B) */
             int kk = K - k0 < 16 ? K - k0 : 16;
             __mmask16 mk = (__mmask16)((1u << kk) - 1);
-            __m512 r[16];
+            for (int v = 0; v < NV; v++) {
+                __m512 r[16], t[16];
 #pragma GCC unroll 16
-            for (int j = 0; j < 16; j++)
-                r[j] = j < N ? _mm512_maskz_loadu_ps(mk, B + (size_t)j * ldb + k0) : _mm512_setzero_ps();
-            transpose16(r, bk + k0);
+                for (int j = 0; j < 16; j++)
+                    r[j] = 16 * v + j < N ? _mm512_maskz_loadu_ps(mk, B + (size_t)(16 * v + j) * ldb + k0)
+                                          : _mm512_setzero_ps();
+                if (NV == 1) { /* the columns go to bk in place */
+                    transpose16(r, bk + k0);
+                } else {
+                    transpose16(r, t);
+                    for (int k = 0; k < kk; k++) bk[(k0 + k) * NV + v] = t[k];
+                }
+            }
         }
     }
     size_t rs = ta ? 1 : (size_t)lda, cs = ta ? (size_t)lda : 1; /* element (i, k) of op(A): A[i rs + k cs] */
@@ -517,10 +542,18 @@ __attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, 
         int mr = M - i0 < HR ? M - i0 : HR;
         const float *a0 = A + (size_t)i0 * rs;
         float *c0 = C + (size_t)i0 * ldc;
-        if (mr <= 4) head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, 4);
-        else if (mr <= 8) head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, 8);
-        else head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, HR);
+        if (mr <= 4) head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, 4, NV);
+        else if (mr <= 8) head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, 8, NV);
+        else head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, HR, NV);
     }
+}
+
+__attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, int M, int N, int K, const float *A,
+                                                                  int lda, const float *B, int ldb, float beta,
+                                                                  float *C, int ldc)
+{
+    if (N <= 16) gemm_head(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 1);
+    else gemm_head(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 2);
 }
 #endif
 
@@ -630,7 +663,7 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
     }
     const isa *is = current();
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
-    if (is == &isa_avx512 && N <= 16 && K <= 64 && M <= 64 && (beta == 0 || beta == 1)) {
+    if (is == &isa_avx512 && N <= 32 && K <= 64 && M <= 64 && (beta == 0 || beta == 1)) {
         gemm_head512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }

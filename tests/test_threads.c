@@ -85,9 +85,10 @@ static void expect_near_reference(const ag_real *C, int ta, int tb, int M, int N
 }
 
 /* Sizes for every path of the gemm: blocked, and a toy attention head's
- * (N <= 16, K <= 64, M <= 64, its own kernel on AVX-512). */
+ * (N <= 32, K <= 64, M <= 64, its own kernel on AVX-512: one vector per
+ * row of C, or two from N = 17). */
 static const int kernel_shapes[][3] = {{37, 130, 300}, {10, 10, 16}, {10, 16, 10}, {32, 16, 32}, {64, 16, 64},
-                                       {7, 5, 33}};
+                                       {7, 5, 33},      {32, 32, 16}, {13, 17, 40}, {64, 32, 64}, {5, 29, 3}};
 enum { NSHAPES = sizeof kernel_shapes / sizeof kernel_shapes[0] };
 
 Test(threads, every_gemm_kernel_agrees_within_rounding)

@@ -228,8 +228,8 @@ int ag_seq2seq_team_size(const ag_seq2seq_team *t);
 /* The batch's loss, as ag_seq2seq_loss gives it (the mean cross-entropy of
  * its target tokens), into *loss, and its gradient added into the
  * parameters' gradients, as ag_backward would (ag_team_step).  The batch is
- * cut into min(n, B) runs of consecutive sentences that hold about as many
- * (source and target) tokens each; each part weighs its share of the target
+ * cut into min(n, B) runs of consecutive sentences of about equal work
+ * (a source token counts 1, a target token 2); each part weighs its share of the target
  * tokens.  With n = 1 it is ag_seq2seq_loss and ag_backward on g, bit for
  * bit.  Returns g's status; on failure ag_graph_error(g) names the problem
  * (and the worker and its sentences). */

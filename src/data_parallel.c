@@ -278,9 +278,11 @@ ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, 
     if (!g) return AG_ERR_ARG;
     if (!t) return ag_graph_fail(g, AG_ERR_ARG, "seq2seq_team_step: the team is NULL");
     if (loss) *loss = NAN;
-    /* The cuts give each part about the same number of source and target
-     * tokens, the work of a step.  Bad batches go to one worker, whose
-     * ag_seq2seq_loss names the problem. */
+    /* The cuts give each part about the same work: a source token's
+     * (encoder, and the cross-attention's keys and values) plus twice its
+     * target tokens' (decoder and output layer: at the defaults 80K and
+     * 174K multiply-adds a token, with a target vocabulary of 1225).  Bad
+     * batches go to one worker, whose ag_seq2seq_loss names the problem. */
     seq2seq_parts p = {.t = t, .src = src, .src_valid = src_valid, .tgt_in = tgt_in, .tgt_out = tgt_out, .S = S, .T = T};
     int nw = ag_team_size(t->team) < B ? ag_team_size(t->team) : B;
     if (nw > 1 && src_valid && tgt_out && T > 0 && T <= t->m->cfg.max_len) {
@@ -289,7 +291,7 @@ ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, 
             int k = 1;
             for (int b = 0; b < B; b++) {
                 long w = src_valid[b] < 0 ? 0 : src_valid[b] > S ? S : src_valid[b];
-                for (int i = 0; i < T; i++) w += tgt_out[(long)b * T + i] != 0;
+                for (int i = 0; i < T; i++) w += 2 * (tgt_out[(long)b * T + i] != 0);
                 if (pass == 0) work += w;
                 else
                     for (done += w; k < nw && done * nw >= work * k; k++) p.lo[k] = b + 1;

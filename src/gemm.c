@@ -428,7 +428,7 @@ static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, in
 /* 16 rows of 16 floats transposed in registers: o[c] = column c of r.  Four
  * rounds, each pairing vectors: 32-bit interleaves, 64-bit interleaves, then
  * two rounds of 128-bit lanes (a 4 x 4 transpose of 4 x 4 blocks). */
-__attribute__((target("avx512f"))) static inline void transpose16(const __m512 r[16], __m512 o[16])
+__attribute__((target("avx512f"), always_inline)) static inline void transpose16(const __m512 r[16], __m512 o[16])
 {
     __m512 t[16], u[16];
 #pragma GCC unroll 8

@@ -95,6 +95,7 @@ valgrind: all
 	$(VG) $(BUILD)/gradcheck --op layer_norm > /dev/null
 	head -n 200 examples/data/eng-fra.tsv > $(BUILD)/vg.tsv
 	$(VG) $(BUILD)/translate train --data $(BUILD)/vg.tsv --out $(BUILD)/vg.safetensors --epochs 1 --quiet
+	$(VG) $(BUILD)/translate train --data $(BUILD)/vg.tsv --out $(BUILD)/vg2.safetensors --epochs 1 --threads 2 --quiet
 	$(VG) $(BUILD)/translate run --model $(BUILD)/vg.safetensors "go ." > /dev/null
 	$(VG) $(BUILD)/translate eval --model $(BUILD)/vg.safetensors --data $(BUILD)/vg.tsv > /dev/null
 	@echo "valgrind: clean"

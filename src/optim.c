@@ -249,23 +249,15 @@ static void values_range(ag_store *s, size_t lo, size_t hi, piece_fn fn, void *c
     }
 }
 
-/* Values a streaming pass over the parameters must touch (read or
- * written) per value of work of src/threads.c.  These passes are bound by
- * memory and by moving cache lines between cores: on the machine this was
- * measured on, the translator's SGD step (380K parameters, 1.9M values
- * touched) took 0.36 ms on two threads and 0.12 ms on one, right after a
- * data-parallel backward; an SGD step over 4M parameters took 1.5 ms on
- * two threads and 2.3 ms on one.  So only passes over millions of
- * parameters are split. */
-enum { STREAM_VALUES_PER_WORK = 16 };
-
 /* fn over all the store's values, split in equal contiguous pieces among
  * the library's threads when the pass touches enough memory (`arrays`
- * arrays of the parameters' size, read or written) to repay a fork. */
+ * arrays of the parameters' size, read or written) to repay a fork: a
+ * training step's optimizer and clipping are otherwise the serial part of
+ * a data-parallel step (src/data_parallel.c). */
 static void for_values(ag_store *s, size_t arrays, piece_fn fn, void *ctx)
 {
     size_t n = ag_store_numel(s);
-    int nt = ag__threads_for(n * arrays / STREAM_VALUES_PER_WORK);
+    int nt = ag__threads_for(n * arrays);
     if (nt > 1) {
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (int k = 0; k < nt; k++) values_range(s, n * (size_t)k / (size_t)nt, n * (size_t)(k + 1) / (size_t)nt, fn, ctx);
@@ -393,7 +385,7 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
      * so that no step allocates) */
     enum { PART = 256 };
     double part[PART], sum = 0;
-    int nt = ag__threads_for(ag_store_numel(s) / STREAM_VALUES_PER_WORK);
+    int nt = ag__threads_for(ag_store_numel(s));
     for (int i0 = 0; i0 < np; i0 += PART) {
         int n = np - i0 < PART ? np - i0 : PART;
         if (nt > 1) {

@@ -457,7 +457,8 @@ typedef ag_status (*ag_team_init_fn)(void *ctx, int worker, ag_store *replica);
  * store), the mean loss of part k of the batch, and put in *weight its
  * share of the whole batch's loss (its share of the examples or tokens:
  * the weights of all parts sum to 1).  Weight 0 (and no error on g) skips
- * the part. */
+ * the part.  The parts are built at once, on different threads: fn must
+ * only build on its own g and s, and read (never write) what it shares. */
 typedef ag_tensor *(*ag_team_loss_fn)(void *ctx, ag_graph *g, ag_store *s, int part, int nparts,
                                       double *weight);
 /* n workers (1..256) for the parameters in s: init is called for k = 1..n-1
@@ -477,7 +478,9 @@ ag_store *ag_team_store(const ag_team *t, int worker); /* 0: the model's */
  * draws from g's stream, part k from a stream seeded by the k-th number
  * g's stream gives in this step.  nparts = 1 is fn on g and ag_backward,
  * bit for bit.  Returns g's status; on failure ag_graph_error(g) names
- * the problem (and the worker). */
+ * the problem (and the worker), the replicas are clean again, and s's
+ * gradients may hold part 0's share, as after a failed ag_backward: zero
+ * them before the next step. */
 ag_status ag_team_step(ag_team *t, ag_graph *g, int nparts, ag_team_loss_fn fn, void *ctx, double *loss);
 
 #include "attograd_io.h"    /* safetensors checkpoints */

@@ -35,11 +35,9 @@ enum { MAX_WORKERS = 256 }; /* as many as ag_set_threads allows */
 struct ag_team {
     int n;                            /* workers */
     ag_store *s;                      /* the model's parameters (worker 0's) */
-    int np;                           /* parameters of a replica, in its store's order */
-    ag_tensor **param;                /* [np]: the model's parameter of each name */
+    ag_tensor **param;                /* the model's parameter of each of a replica's, in its store's order */
     ag_store *rep[MAX_WORKERS];       /* rep[k], k > 0: worker k's parameters (borrowed values) */
     ag_graph *graph[MAX_WORKERS];     /* graph[k], k > 0: its graph (worker 0: the caller's) */
-    size_t numel;                     /* the replicas' values */
 };
 
 int ag_team_size(const ag_team *t) { return t ? t->n : 0; }
@@ -97,12 +95,11 @@ ag_team *ag_team_new(ag_store *s, int n, ag_team_init_fn init, void *ctx, char *
         }
     }
     if (n > 1) {
-        t->np = ag_store_count(t->rep[1]);
-        t->param = ag__calloc((size_t)(t->np ? t->np : 1), sizeof *t->param);
+        int np = ag_store_count(t->rep[1]);
+        t->param = ag__calloc((size_t)(np ? np : 1), sizeof *t->param);
         if (!t->param) goto nomem;
-        for (int p = 0; p < t->np; p++) {
+        for (int p = 0; p < np; p++) {
             t->param[p] = ag_store_find(s, ag_store_at(t->rep[1], p)->name);
-            t->numel += t->param[p]->size;
             for (int k = 2; k < n; k++)
                 if (strcmp(ag_store_at(t->rep[k], p)->name, ag_store_at(t->rep[1], p)->name)) {
                     snprintf(err, errlen, "team: replica %d's parameter %d is '%s', replica 1's '%s'", k, p,
@@ -119,24 +116,25 @@ fail:
     return NULL;
 }
 
-/* The sum, for the replicas' values [lo, hi) counted across their stores in
- * order: model gradient += worker 1's + worker 2's ... (in that order,
- * whichever thread does it), and each replica's back to zero.  With add = 0
- * (a worker failed) only the zeroing. */
-static void gather(ag_team *t, int nw, size_t lo, size_t hi, int add)
+/* The sum of the gradients over parameter i's elements [a, b): model's +=
+ * worker 1's + worker 2's ... (in that order, whichever thread does it),
+ * and each replica's back to zero.  Without `add` (a worker failed) only
+ * the zeroing. */
+typedef struct gather_job {
+    ag_team *t;
+    int nw, add;
+} gather_job;
+
+static void gather_piece(void *ctx, int i, ag_tensor *t1, size_t a, size_t b)
 {
-    size_t off = 0;
-    for (int p = 0; p < t->np && off < hi; off += t->param[p]->size, p++) {
-        size_t size = t->param[p]->size;
-        size_t a = lo > off ? lo - off : 0, b = hi - off < size ? hi - off : size;
-        if (a >= b) continue;
-        ag_real *dw = t->param[p]->grad;
-        for (int k = 1; k < nw; k++) {
-            ag_real *dwk = ag_store_at(t->rep[k], p)->grad;
-            if (add)
-                for (size_t i = a; i < b; i++) dw[i] += dwk[i];
-            memset(dwk + a, 0, (b - a) * sizeof(ag_real));
-        }
+    (void)t1;
+    const gather_job *j = ctx;
+    ag_real *dw = j->t->param[i]->grad;
+    for (int k = 1; k < j->nw; k++) {
+        ag_real *dwk = ag_store_at(j->t->rep[k], i)->grad;
+        if (j->add)
+            for (size_t e = a; e < b; e++) dw[e] += dwk[e];
+        memset(dwk + a, 0, (b - a) * sizeof(ag_real));
     }
 }
 
@@ -164,6 +162,7 @@ ag_status ag_team_step(ag_team *t, ag_graph *g, int nparts, ag_team_loss_fn fn, 
         ag_graph_seed(gw[k], ag_rng_next(ag__graph_rng(g)));
     }
     double part[MAX_WORKERS], weight[MAX_WORKERS];
+    size_t numel = ag_store_numel(t->rep[1]); /* the values the threads share out to sum */
     int failed = 0;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nparts) reduction(| : failed)
@@ -188,7 +187,9 @@ ag_status ag_team_step(ag_team *t, ag_graph *g, int nparts, ag_team_loss_fn fn, 
          * each thread a slice of the parameters */
         int ok = 1;
         for (int k = 0; k < nparts; k++) ok &= ag_graph_status(gw[k]) == AG_OK;
-        gather(t, nparts, t->numel * (size_t)id / (size_t)nt, t->numel * (size_t)(id + 1) / (size_t)nt, ok);
+        gather_job job = {t, nparts, ok};
+        ag__store_pieces(t->rep[1], numel * (size_t)id / (size_t)nt, numel * (size_t)(id + 1) / (size_t)nt,
+                         gather_piece, &job);
     }
     if (failed) {
         for (int k = 1; k < nparts; k++)
@@ -258,6 +259,22 @@ typedef struct seq2seq_parts {
     long tokens[MAX_WORKERS], total;
 } seq2seq_parts;
 
+/* Sentence b's target tokens (not <pad>). */
+static long target_tokens(const seq2seq_parts *p, int b)
+{
+    long n = 0;
+    for (int i = 0; i < p->T; i++) n += p->tgt_out[(long)b * p->T + i] != 0;
+    return n;
+}
+
+/* Sentence b's share of a step's work: its source tokens, and twice its
+ * target tokens. */
+static long sentence_work(const seq2seq_parts *p, int b)
+{
+    int v = p->src_valid[b];
+    return (v < 0 ? 0 : v > p->S ? p->S : v) + 2 * target_tokens(p, b);
+}
+
 static ag_tensor *seq2seq_part_loss(void *ctx, ag_graph *g, ag_store *s, int k, int nparts, double *weight)
 {
     (void)s;
@@ -287,22 +304,15 @@ ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, 
     int nw = ag_team_size(t->team) < B ? ag_team_size(t->team) : B;
     if (nw > 1 && src_valid && tgt_out && T > 0 && T <= t->m->cfg.max_len) {
         long work = 0, done = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            int k = 1;
-            for (int b = 0; b < B; b++) {
-                long w = src_valid[b] < 0 ? 0 : src_valid[b] > S ? S : src_valid[b];
-                for (int i = 0; i < T; i++) w += 2 * (tgt_out[(long)b * T + i] != 0);
-                if (pass == 0) work += w;
-                else
-                    for (done += w; k < nw && done * nw >= work * k; k++) p.lo[k] = b + 1;
-            }
-            if (pass == 1)
-                for (; k < nw; k++) p.lo[k] = B;
-        }
+        for (int b = 0; b < B; b++) work += sentence_work(&p, b);
+        int k = 1; /* lo[k]: after the sentence that brings the work done to k / nw of it */
+        for (int b = 0; b < B && k < nw; b++)
+            for (done += sentence_work(&p, b); k < nw && done * nw >= work * k; k++) p.lo[k] = b + 1;
+        for (; k < nw; k++) p.lo[k] = B;
         p.lo[0] = 0, p.lo[nw] = B;
-        for (int k = 0; k < nw; k++) {
+        for (k = 0; k < nw; k++) {
             p.tokens[k] = 0;
-            for (long i = (long)p.lo[k] * T; i < (long)p.lo[k + 1] * T; i++) p.tokens[k] += tgt_out[i] != 0;
+            for (int b = p.lo[k]; b < p.lo[k + 1]; b++) p.tokens[k] += target_tokens(&p, b);
             p.total += p.tokens[k];
         }
     }

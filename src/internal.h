@@ -72,6 +72,12 @@ size_t ag__arena_used(const ag_arena *a);
  * says which) when a name is missing from s or has another size. */
 ag_status ag__store_borrow(ag_store *r, const ag_store *s);
 
+/* The store's values [lo, hi), counted across its parameters in order, as
+ * pieces: fn(ctx, i, t, a, b) for elements [a, b) of parameter i, t, for
+ * each parameter the range meets.  Threads that share a pass take ranges. */
+typedef void (*ag_piece_fn)(void *ctx, int i, ag_tensor *t, size_t a, size_t b);
+void ag__store_pieces(ag_store *s, size_t lo, size_t hi, ag_piece_fn fn, void *ctx);
+
 /* From the graph's arena; on failure records AG_ERR_NOMEM and returns NULL. */
 void *ag__alloc(ag_graph *g, size_t bytes);
 

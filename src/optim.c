@@ -234,35 +234,20 @@ static const char *kind_name(int kind)
 
 /* ---- element-wise passes over every parameter, on the library's threads ---- */
 
-/* fn(ctx, i, t, a, b): elements [a, b) of parameter i, t. */
-typedef void (*piece_fn)(void *ctx, int i, ag_tensor *t, size_t a, size_t b);
-
-/* The store's values [lo, hi), counted across its parameters in order. */
-static void values_range(ag_store *s, size_t lo, size_t hi, piece_fn fn, void *ctx)
-{
-    size_t off = 0;
-    for (int i = 0; i < ag_store_count(s) && off < hi; i++) {
-        ag_tensor *t = ag_store_at(s, i);
-        size_t a = lo > off ? lo - off : 0, b = hi - off < t->size ? hi - off : t->size;
-        if (a < b) fn(ctx, i, t, a, b);
-        off += t->size;
-    }
-}
-
 /* fn over all the store's values, split in equal contiguous pieces among
  * the library's threads when the pass touches enough memory (`arrays`
  * arrays of the parameters' size, read or written) to repay a fork: a
  * training step's optimizer and clipping are otherwise the serial part of
  * a data-parallel step (src/data_parallel.c). */
-static void for_values(ag_store *s, size_t arrays, piece_fn fn, void *ctx)
+static void for_values(ag_store *s, size_t arrays, ag_piece_fn fn, void *ctx)
 {
     size_t n = ag_store_numel(s);
     int nt = ag__threads_for(n * arrays);
     if (nt > 1) {
 #pragma omp parallel for schedule(static) num_threads(nt)
-        for (int k = 0; k < nt; k++) values_range(s, n * (size_t)k / (size_t)nt, n * (size_t)(k + 1) / (size_t)nt, fn, ctx);
+        for (int k = 0; k < nt; k++) ag__store_pieces(s, n * (size_t)k / (size_t)nt, n * (size_t)(k + 1) / (size_t)nt, fn, ctx);
     } else {
-        values_range(s, 0, n, fn, ctx);
+        ag__store_pieces(s, 0, n, fn, ctx);
     }
 }
 

@@ -44,6 +44,10 @@ ag_tensor *ag_param(ag_store *s, const char *name, int ndim, const int *shape)
                  sizeof(((ag_tensor *)0)->name) - 1);
         return NULL;
     }
+    if (s->borrowed) { /* its values are another store's: a new one would have no owner */
+        snprintf(s->err, sizeof s->err, "param '%s': this store reads another store's values; add parameters there", name);
+        return NULL;
+    }
     if (ag_store_find(s, name)) {
         snprintf(s->err, sizeof s->err, "param: duplicate name '%s'", name);
         return NULL;
@@ -124,6 +128,17 @@ ag_status ag__store_borrow(ag_store *r, const ag_store *s)
     }
     r->borrowed = 1;
     return AG_OK;
+}
+
+void ag__store_pieces(ag_store *s, size_t lo, size_t hi, ag_piece_fn fn, void *ctx)
+{
+    size_t off = 0;
+    for (int i = 0; i < s->count && off < hi; i++) {
+        ag_tensor *t = s->items[i];
+        size_t a = lo > off ? lo - off : 0, b = hi - off < t->size ? hi - off : t->size;
+        if (a < b) fn(ctx, i, t, a, b);
+        off += t->size;
+    }
 }
 
 void ag_store_zero_grad(ag_store *s)

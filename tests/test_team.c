@@ -145,6 +145,11 @@ Test(team, bad_teams_and_steps_are_refused_with_a_message)
 
     ag_team *t = ag_team_new(s, 2, replica_init, &m, err, sizeof err);
     cr_assert_not_null(t, "%s", err);
+    /* a replica reads the model's values: no parameter of its own */
+    ag_store *r = ag_team_store(t, 1);
+    cr_assert_null(ag_param(r, "extra", AG_SHAPE(3)));
+    cr_assert_str_eq(ag_store_error(r), "param 'extra': this store reads another store's values; add parameters there");
+    cr_assert_null(ag_team_store(t, 2));
     ag_graph *g = ag_graph_new();
     double loss;
     cr_assert_eq(ag_team_step(t, g, 3, part_loss, &m, &loss), AG_ERR_ARG);

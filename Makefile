@@ -9,7 +9,7 @@ CFLAGS   ?= -O2 -g
 AG_FLAGS := -std=c11 -Wall -Wextra -Iinclude -Isrc -MMD -MP -D_POSIX_C_SOURCE=200809L -fopenmp
 LDLIBS   := -fopenmp -lm
 
-LIB_SRC  := $(wildcard src/*.c) $(wildcard ops/*.c)
+LIB_SRC  := $(wildcard src/*/*.c) $(wildcard ops/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 EXAMPLES := gradcheck attention_demo translate
 EX_BIN   := $(foreach e,$(EXAMPLES),$(if $(wildcard examples/$(e).c),$(BUILD)/$(e)))

@@ -4,7 +4,7 @@
  *   translate eval  --model MODEL --data FILE [--json FILE]
  *   translate run   --model MODEL [SENTENCE ...]     (stdin lines when none)
  *
- * The model is ag_seq2seq (src/seq2seq.c): an encoder-decoder Transformer
+ * The model is ag_seq2seq (src/nn/seq2seq.c): an encoder-decoder Transformer
  * built from attograd's primitive ops and trained by backpropagation.
  * Checkpoints are safetensors files: the parameters under PyTorch-style
  * names, the config and both vocabularies in __metadata__, and (with
@@ -573,7 +573,7 @@ static int cmd_train(const opts *o)
     }
     memcpy(ag_graph_rng(g), ts.graph_rng, sizeof ts.graph_rng);
     /* --threads N: each batch's sentences split among N workers, a thread
-     * each (src/data_parallel.c); N = 1 is the plain loss and backward */
+     * each (src/core/team.c); N = 1 is the plain loss and backward */
     team = ag_seq2seq_team_new(&m.net, m.store, o->threads, err, sizeof err);
     if (!team) {
         fprintf(stderr, "%s: %s\n", prog, err);

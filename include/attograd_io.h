@@ -1,7 +1,13 @@
 /* attograd_io.h: safetensors checkpoints (read, validate, write atomically).
- * Included by attograd.h; not meant to be included alone. */
+ * Included by attograd.h. */
 #ifndef ATTOGRAD_IO_H
 #define ATTOGRAD_IO_H
+
+#include "attograd_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -98,4 +104,7 @@ ag_status ag_store_save(const ag_store *s, const char *path, const char *const *
  * to ag_real); tensors of f that s does not have are ignored. */
 ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

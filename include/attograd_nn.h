@@ -19,6 +19,12 @@
 #ifndef ATTOGRAD_NN_H
 #define ATTOGRAD_NN_H
 
+#include "attograd_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <math.h>
 
 #define AG_MASK_NEG_INF (-INFINITY)
@@ -243,4 +249,7 @@ ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, 
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                             int S, int bos, int eos, int max_len, int *out, int *out_len);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -14,12 +14,18 @@
  *
  * Semantics are PyTorch's (torch.optim.SGD, Adam, AdamW, clip_grad_norm_)
  * with dampening 0, amsgrad off, maximize off; the update formulas are at
- * the top of src/optim.c.  The state (momentum, Adam m and v) is allocated
+ * the top of src/nn/optim.c.  The state (momentum, Adam m and v) is allocated
  * in one block when the optimizer is made, so a step never allocates.  The
  * store must not get new parameters after that: the step checks and fails.
  */
 #ifndef ATTOGRAD_OPTIM_H
 #define ATTOGRAD_OPTIM_H
+
+#include "attograd_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct ag_optim ag_optim;
 
@@ -98,4 +104,7 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm);
 double ag_lr_schedule(double base_lr, int64_t step, int64_t warmup, int64_t total,
                       const char *kind);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

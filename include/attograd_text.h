@@ -1,6 +1,5 @@
 /* attograd_text.h: sentence pairs, vocabularies, sequence encoding and BLEU
- * for the translation example.  Included by attograd.h; not meant to be
- * included alone.
+ * for the translation example.  Included by attograd.h.
  *
  * The pipeline is the one of d2l.ai's machine-translation chapter
  * (MTFraEng._preprocess, _tokenize, _build_arrays and bleu):
@@ -29,6 +28,12 @@
  */
 #ifndef ATTOGRAD_TEXT_H
 #define ATTOGRAD_TEXT_H
+
+#include "attograd_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- preprocessing and tokenizing ---------------------------------------- */
 
@@ -187,4 +192,7 @@ double ag_bleu(const char *const *pred, int len_pred, const char *const *label, 
 double ag_bleu_best(const char *const *pred, int len_pred, const char *const *const *refs,
                     const int *ref_lens, int nrefs, int k);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,5 +1,5 @@
 /* attograd_viz.h: pictures of graphs and attention (DOT, SVG).  Included by
- * attograd.h; not meant to be included alone.
+ * attograd.h.
  *
  *   ag_graph_write_dot   the tape (or the part of it that leads to one
  *                        tensor) as a Graphviz DOT file: render it with
@@ -18,6 +18,12 @@
  * characters, become '?'. */
 #ifndef ATTOGRAD_VIZ_H
 #define ATTOGRAD_VIZ_H
+
+#include "attograd_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- the graph as a picture (Graphviz DOT) ------------------------------ */
 
@@ -95,4 +101,7 @@ ag_status ag_svg_line_plot(const char *path, const char *title, const char *xlab
                            int nseries, const char *const *names, const double *const *y, const int *n,
                            char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

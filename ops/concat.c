@@ -11,7 +11,7 @@
  *           (each input gets back its own slice of dy)
  *
  * More than AG_MAX_SRC inputs.  A node keeps at most AG_MAX_SRC (3) inputs in
- * src[], and ag_backward (src/graph.c) finds the inputs of a live node only
+ * src[], and ag_backward (src/core/graph.c) finds the inputs of a live node only
  * through src[]: an input kept anywhere else would never get a gradient
  * buffer in its liveness pass, so it would never be differentiated.  Rather
  * than teach the engine about a side list, ag_concat with n > 3 builds a
@@ -24,7 +24,7 @@
  * once per level, which is cheap next to everything else in a step.
  *
  * iarg[0] = axis (non-negative). */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -22,7 +22,7 @@
  * targets (copied), and per row m and log(sum_v exp(x_v - m)) kept apart, so
  * that the backward's p_v = exp((x_v - m) - log sum) is as exact as the
  * forward (m + log sum would round away the small part when m is 1e4). */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,7 +36,7 @@ typedef struct saved {
     ag_real *expd;      /* [rows, V], exp(x_v - m): p_v = expd_v / exp(logsum) */
 } saved;
 
-/* src/elementwise.c: y_i = exp(x_i - shift), returns the sum (vectorised). */
+/* src/core/elementwise.c: y_i = exp(x_i - shift), returns the sum (vectorised). */
 
 ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
                             double label_smoothing)

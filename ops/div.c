@@ -7,7 +7,7 @@
  *
  * Division by zero follows IEEE 754, as in PyTorch: x / 0 is +-inf (0 / 0 is
  * NaN), and so are the gradients there. */
-#include "internal.h"
+#include "core/internal.h"
 
 static void div_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
 {

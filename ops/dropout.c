@@ -13,7 +13,7 @@
  * farg[0] = p.  aux = one byte per element, 1 where it was kept (scale_i =
  * 1 / (1 - p)) and 0 where dropped, or NULL for the identity.  The stream is the graph's (ag_graph_seed), so the
  * same seed gives the same mask. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
  * The ids are data, never differentiated; they are copied into the arena
  * (aux), so the caller's array may change after the call.  n is the product
  * of y's shape without its last axis. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 #include <string.h>

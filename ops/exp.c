@@ -7,7 +7,7 @@
  *
  * Large x overflows to +inf and very negative x underflows to 0, as libm
  * (and PyTorch) do. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

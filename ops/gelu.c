@@ -12,7 +12,7 @@
  * Written in PyTorch's order of operations (x * 0.5 * (1 + erf(x / sqrt 2))),
  * so that the double build agrees with torch.float64 to the last bit or
  * two. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

@@ -11,9 +11,9 @@
  *
  * The translator uses it to put the rows of the real tokens, computed packed
  * [n, C], back into the padded [B * T, C] layout that attention needs, with
- * zeros at the padding (src/seq2seq.c).  The indices are copied into the
+ * zeros at the padding (src/nn/seq2seq.c).  The indices are copied into the
  * arena (aux). */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 #include <string.h>

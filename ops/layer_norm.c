@@ -23,12 +23,12 @@
  *
  * src = {x, gain, bias}, NULL entries allowed.  farg[0] = eps.  aux holds
  * 2 values per row: mean[0..rows) then rstd[0..rows). */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <stdio.h>
 
-/* src/threads.c: threads for a loop touching about `work` values. */
+/* src/core/threads.c: threads for a loop touching about `work` values. */
 
 /* A gain or bias must be NULL or exactly [C]. */
 static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const char *what)

@@ -16,7 +16,7 @@
  * The gemm reads W as stored and packs the transpose itself.
  *
  * src = {x, W, b}; b may be NULL. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 

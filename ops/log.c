@@ -9,7 +9,7 @@
  * log(x < 0) = NaN.  The gradient there is what dy / x gives (+-inf at 0,
  * a finite number for x < 0); no error is recorded, since checking every
  * element would cost a pass and PyTorch does not either. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

@@ -10,7 +10,7 @@
  * backward: dx_i = dy_i - softmax(x)_i * sum_j dy_j,  softmax(x)_i = exp(y_i)
  *           (y_i = x_i - lse(x) and d lse / d x_i = softmax(x)_i).  A row
  *           that was all -inf gets a zero gradient. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

@@ -3,7 +3,7 @@
  *   x [...], mask broadcast to x's shape -> y (x's shape)
  *
  * forward:  y_i = (mask_i' == 0) ? value : x_i
- *           (i': i with mask's stretched axes at 0, as in src/elementwise.c)
+ *           (i': i with mask's stretched axes at 0, as in src/core/elementwise.c)
  * backward: dx_i += (mask_i' != 0) ? dy_i : 0
  *           (a filled element is a constant: no gradient reaches x there)
  *
@@ -12,7 +12,9 @@
  * writes only dx.  With value = -INFINITY before a softmax this is the usual
  * attention mask.  farg[0] = value; aux = one byte per element, 1 where x
  * was kept (so the backward does not depend on the mask tensor's data). */
-#include "internal.h"
+#include "core/internal.h"
+
+#include <math.h>
 
 #include <stdio.h>
 

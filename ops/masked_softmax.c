@@ -11,12 +11,12 @@
  *                    is the constant fill)
  *
  * The same values as softmax(masked_fill(scale(x, scale), mask, fill)), the
- * composition src/attention.c used to build, in one pass over the scores
+ * composition src/nn/attention.c used to build, in one pass over the scores
  * instead of three, and with one saved tensor instead of three.
  *
  * src = {x, mask}; the mask is data, never differentiated.  farg[0] = scale,
  * farg[1] = fill. */
-#include "internal.h"
+#include "core/internal.h"
 
 /* Let the compiler turn the selects below (mask ? a : b) into vector blends:
  * nothing here reads the floating-point exception flags, which is all that
@@ -28,7 +28,7 @@
 #include <math.h>
 #include <stdio.h>
 
-/* src/elementwise.c: y_i = exp(x_i - shift), returns the sum; src/threads.c:
+/* src/core/elementwise.c: y_i = exp(x_i - shift), returns the sum; src/core/threads.c:
  * threads for a loop touching about `work` values. */
 
 /* Where row r of x (rows of S values) starts in the mask, and the mask's

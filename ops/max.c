@@ -16,7 +16,7 @@
  *
  * aux = k*, one int per element of y, in the arena.
  * iarg[0] = axis (non-negative), iarg[1] = keepdim. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -11,9 +11,9 @@
  *
  * iarg[0] = axis (-1 for all axes: y is a scalar), iarg[1] = keepdim (the
  * same convention as ops/sum.c). */
-#include "internal.h"
+#include "core/internal.h"
 
-/* The loops live in src/elementwise.c (ag__reduce), shared with ops/sum.c. */
+/* The loops live in src/core/elementwise.c (ag__reduce), shared with ops/sum.c. */
 ag_tensor *ag_mean(ag_graph *g, ag_tensor *x, int axis, int keepdim)
 {
     return ag__reduce(g, AG_OP_MEAN, x, axis, keepdim, true);

@@ -3,7 +3,7 @@
  * forward:  y[i] = a[i'] * b[i'']
  * backward: da[i'] += dy[i] * b[i''],  db[i''] += dy[i] * a[i']
  *           (summed over the axes along which a or b was stretched) */
-#include "internal.h"
+#include "core/internal.h"
 
 static void mul_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
 {

@@ -4,7 +4,7 @@
  *
  * forward:  y[i] = -x[i]
  * backward: dx[i] -= dy[i] */
-#include "internal.h"
+#include "core/internal.h"
 
 static void neg_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {

@@ -14,7 +14,7 @@
  * strided loop of its own.
  *
  * iarg[0..ndim) = perm.  y is a copy (attograd has no views). */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 

@@ -8,7 +8,7 @@
  * At exactly x = 0 relu has a kink; its gradient there is taken as 0, as
  * PyTorch does.  A NaN input passes through as NaN (also as PyTorch), and
  * gets no gradient. */
-#include "internal.h"
+#include "core/internal.h"
 
 /* Let the compiler turn the selects below (mask ? a : b) into vector blends:
  * nothing here reads the floating-point exception flags, which is all that

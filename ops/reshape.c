@@ -14,7 +14,7 @@
  * the op that made them, so nothing can tell the difference, and a reshape
  * costs nothing.  (Its gradient is its own buffer: dx += dy keeps the rule
  * that every consumer adds its part.) */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 

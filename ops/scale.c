@@ -7,7 +7,7 @@
  *
  * In the float build s is rounded to float first, as PyTorch does when a
  * float tensor is multiplied by a Python number. */
-#include "internal.h"
+#include "core/internal.h"
 
 static void scale_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {

@@ -7,7 +7,7 @@
  *
  * In the float build c is rounded to float first, as PyTorch does when a
  * Python number is added to a float tensor. */
-#include "internal.h"
+#include "core/internal.h"
 
 static void shift_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {

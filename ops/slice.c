@@ -9,7 +9,7 @@
  * Needs 0 <= start, 0 <= len, start + len <= N; len 0 gives an empty
  * tensor.  iarg[0] = axis (non-negative), iarg[1] = start, iarg[2] = len.
  * y is a copy (attograd has no views). */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 

@@ -8,7 +8,7 @@
  *           masked) gives zeros, never NaN.
  * backward: dx_i = y_i * (dy_i - sum_j dy_j y_j)
  *           (the Jacobian diag(y) - y y^T applied to dy) */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

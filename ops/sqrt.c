@@ -9,7 +9,7 @@
  * (NaN when dy is 0 too), as in PyTorch.  sqrt(x < 0) is NaN (libm), and so
  * is its gradient.  Nothing is recorded as an error.  Keep inputs off 0
  * (add an eps first) when a finite gradient is needed. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

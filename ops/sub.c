@@ -3,7 +3,7 @@
  * forward:  y[i] = a[i'] - b[i'']        (i', i'': i with stretched axes at 0)
  * backward: da[i'] += dy[i],  db[i''] -= dy[i]
  *           (summing dy over the axes along which a or b was stretched) */
-#include "internal.h"
+#include "core/internal.h"
 
 static void sub_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
 {

@@ -6,9 +6,9 @@
  * backward: dx[o, n, i] += dy[o, i]             (every summand gets dy)
  *
  * iarg[0] = axis (-1 for all axes: y is a scalar), iarg[1] = keepdim. */
-#include "internal.h"
+#include "core/internal.h"
 
-/* The loops live in src/elementwise.c (ag__reduce), shared with ops/mean.c. */
+/* The loops live in src/core/elementwise.c (ag__reduce), shared with ops/mean.c. */
 ag_tensor *ag_sum(ag_graph *g, ag_tensor *x, int axis, int keepdim)
 {
     return ag__reduce(g, AG_OP_SUM, x, axis, keepdim, false);

@@ -7,7 +7,7 @@
  *
  * tanh saturates to +-1 for large |x| (no overflow), where the gradient
  * goes to 0. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

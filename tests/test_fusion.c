@@ -5,7 +5,7 @@
  *   masked_softmax  = softmax(masked_fill(scale(x, s), mask, fill))
  *   matmul_bt       = matmul(a, transpose(b, -1, -2)) */
 #include "common.h"
-#include "internal.h"
+#include "core/internal.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * in double, for every transpose combination, edge tiles and a depth that
  * crosses the KC block. */
 #include "common.h"
-#include "internal.h"
+#include "core/internal.h"
 
 static void reference(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                       double beta, const ag_real *C0, double *out)

@@ -16,7 +16,7 @@
  * The graph's arena takes memory in blocks of 1 MiB and more, so here a
  * step's activations cost one allocation or two, and an op's own arena
  * requests rarely meet the failure.  Built once by hand with the arena's
- * first block at 64 bytes and no growth (src/memory.c, ARENA_FIRST_BLOCK
+ * first block at 64 bytes and no growth (src/core/memory.c, ARENA_FIRST_BLOCK
  * and the doubling), the same sweeps reach every arena request of every op,
  * forward and backward (647 allocations for the training steps, 1444 for
  * the greedy decode), and pass under ASan and LeakSanitizer. */
@@ -87,7 +87,7 @@ static ag_status model_new(ag_seq2seq *m, ag_store **s, uint64_t seed, char *msg
 
 /* Model, optimizer and graph, then two training steps (forward, backward,
  * clipping, Adam), each on a reset graph; with workers > 1, each step's
- * batch split among a team's workers (src/data_parallel.c). */
+ * batch split among a team's workers (src/core/team.c). */
 static ag_status train_steps_on(int workers, outcome *o, char *msg, size_t msglen)
 {
     ag_seq2seq m;

@@ -1,11 +1,11 @@
 /* tests/test_seq2seq.c: the translator's loss runs its position-wise layers
- * on the real tokens only, packed [n, C] (src/seq2seq.c).  It must give the
+ * on the real tokens only, packed [n, C] (src/nn/seq2seq.c).  It must give the
  * loss and the gradients of the padded layout, where every position is
  * computed and the cross-entropy ignores the <pad> targets; and it must
  * pass finite differences on its own. */
 #include "common.h"
 
-#include "../src/internal.h"
+#include "nn/nn_internal.h"
 
 enum { B = 3, S = 5, T = 4, V = 9 };
 
@@ -186,7 +186,7 @@ Test(seq2seq, packed_loss_gradcheck_every_parameter)
 }
 #endif
 
-/* ---- data-parallel steps (src/data_parallel.c) ---------------------------- */
+/* ---- data-parallel steps (src/core/team.c) ---------------------------- */
 
 /* every parameter's gradient, in store order */
 static void grads_of(const ag_store *s, double *grads)

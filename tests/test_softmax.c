@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "internal.h" /* ag_op_table: to drive one backward with a chosen dy */
+#include "core/internal.h" /* ag_op_table: to drive one backward with a chosen dy */
 
 Test(softmax, softmax_of_1_2_3)
 {

@@ -1,4 +1,4 @@
-/* tests/test_team.c: data parallelism (src/data_parallel.c).  A step split
+/* tests/test_team.c: data parallelism (src/core/team.c).  A step split
  * among workers gives the loss and the gradients of one graph, up to the
  * order of sums; one part is one graph, bit for bit; replicas that do not
  * match the model are refused with a message.  The model: the attention

@@ -1,4 +1,4 @@
-/* tests/test_text.c: the translation data pipeline (src/text.c, src/bleu.c):
+/* tests/test_text.c: the translation data pipeline (src/text/text.c, src/text/bleu.c):
  * d2l's preprocessing, TSV pairs with bad lines, grouping by source, the
  * vocabulary, fixed-length encoding, BLEU, and allocation failures.
  *

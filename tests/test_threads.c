@@ -4,15 +4,15 @@
  *
  * The gemm sizes are chosen above the threshold where it splits its work
  * (~8M multiply-adds); the other tests lower the threshold of the other
- * kernels (src/threads.c, ~1M values) to 4K values, so that their threaded
+ * kernels (src/core/threads.c, ~1M values) to 4K values, so that their threaded
  * paths really run on small cases.  (Criterion runs each test in a process
  * of its own: the setting goes with it.) */
 #include "common.h"
-#include "internal.h"
+#include "core/internal.h"
 
 #include <string.h>
 
-/* src/gemm.c: force a micro-kernel by name, NULL for the CPU's choice. */
+/* src/core/gemm.c: force a micro-kernel by name, NULL for the CPU's choice. */
 
 Test(threads, the_count_is_set_clamped_and_read_back)
 {
@@ -208,7 +208,7 @@ Test(threads, a_step_after_the_first_allocates_nothing_with_two_threads)
 }
 
 /* Clipping and the optimizers' updates split the parameters' values among
- * threads (src/optim.c): the same bits as one thread, pieces cut inside
+ * threads (src/nn/optim.c): the same bits as one thread, pieces cut inside
  * parameters included. */
 static void optimizer_steps(int threads, int adam, ag_real **out, size_t *n_out)
 {
@@ -275,7 +275,7 @@ Test(threads, clipping_and_optimizers_give_the_same_bits_for_every_thread_count)
 
 Test(threads, a_team_step_after_the_first_allocates_nothing)
 {
-    /* src/data_parallel.c: two workers on two threads, and the optimizer */
+    /* src/core/team.c: two workers on two threads, and the optimizer */
     ag_set_threads(2);
     ag__thread_min_work = 4096;
     ag_store *s = ag_store_new();

@@ -1,4 +1,4 @@
-/* tests/test_viz.c: the picture writers (src/dot.c, src/svg.c).
+/* tests/test_viz.c: the picture writers (src/viz/dot.c, src/viz/svg.c).
  *
  * Each test writes into its own temporary directory and reads the file
  * back.  Graphviz (dot) checks that the DOT is accepted and xmllint that the

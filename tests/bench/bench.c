@@ -24,7 +24,7 @@
 #define _GNU_SOURCE
 #include "attograd.h"
 #include "../../examples/seq2seq_data.h" /* translate's dataset and batches */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -41,7 +41,7 @@
 #include <cblas.h>
 #endif
 
-/* src/gemm.c: the micro-kernel in use ("avx512", "avx2", "baseline"). */
+/* src/core/gemm.c: the micro-kernel in use ("avx512", "avx2", "baseline"). */
 
 /* ---- counting malloc -------------------------------------------------------- */
 
@@ -573,7 +573,7 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
     emit("translate train's defaults (batch %d, hidden %d, %d heads, ffn %d, %d + %d layers, dropout %g, SGD lr %g "
          "Nesterov momentum %g, clip %g), two epochs of %s (%d pairs); the second epoch is the steady state, "
          "the first also pays one-time costs (in brackets).  At N threads attograd splits each batch's sentences "
-         "among N workers, a thread each, as translate train --threads N does (src/data_parallel.c); PyTorch "
+         "among N workers, a thread each, as translate train --threads N does (src/core/team.c); PyTorch "
          "splits each op.  PyTorch: %s.\n\n",
          BATCH, HIDDEN, HEADS, FFN, LAYERS, LAYERS, DROPOUT, LR, MOMENTUM, CLIP, data_path, d.n,
          have_ref ? "tests/reference/translator.py train, two epochs, measured in the same run"

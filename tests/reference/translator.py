@@ -14,15 +14,15 @@ Run with Debian's PyTorch (apt-get install python3-torch), i.e. with
     /usr/bin/python3 tests/reference/translator.py split --data FILE
         --train TRAIN.tsv --test TEST.tsv [--every 10]
 
-It is the same program as examples/translate.c + src/seq2seq.c, written
+It is the same program as examples/translate.c + src/nn/seq2seq.c, written
 again with torch.nn, so that the C code can be checked against it:
 
-  * the data pipeline of src/text.c: d2l's preprocessing byte for byte (NBSP
+  * the data pipeline of src/text/text.c: d2l's preprocessing byte for byte (NBSP
     and U+202F -> ' ', ASCII and Latin-1 lowercasing, a space before , . ! ?),
     tokens split at ' ', the same bad-line rules, vocabularies with ids
     0..3 = <pad> <bos> <eos> <unk> and then the tokens seen >= min_freq times
     by decreasing count, ties in byte order;
-  * the model of src/seq2seq.c, parameter for parameter under the same names
+  * the model of src/nn/seq2seq.c, parameter for parameter under the same names
     ("encoder.blocks.0.attention.w_q.weight"): embeddings scaled by sqrt(C)
     plus sinusoidal positions, then dropout; post-norm encoder and decoder
     blocks (LayerNorm(x + dropout(sublayer(x)))); dropout on the attention
@@ -60,7 +60,7 @@ MAX_LINE = 4096  # AG_PAIRS_MAX_LINE
 
 
 # ---------------------------------------------------------------------------
-# text: src/text.c, on bytes
+# text: src/text/text.c, on bytes
 # ---------------------------------------------------------------------------
 
 def preprocess(s):
@@ -244,7 +244,7 @@ def st_write(path, tensors, meta):
 
 
 # ---------------------------------------------------------------------------
-# the model: src/seq2seq.c, src/transformer.c, src/attention.c
+# the model: src/nn/seq2seq.c, src/nn/transformer.c, src/nn/attention.c
 # (torch is imported in main, after the thread settings)
 # ---------------------------------------------------------------------------
 
@@ -599,7 +599,7 @@ def cmd_train(torch, a):
 
 
 def lr_schedule(base, step, warmup, total, kind):
-    """ag_lr_schedule of src/optim.c: linear warmup, then constant, linear or
+    """ag_lr_schedule of src/nn/optim.c: linear warmup, then constant, linear or
     cosine decay to 0 at `total`; noam is base * min(sqrt(w/s), s/w)."""
     s, w = float(step), float(warmup)
     if kind == "noam":

@@ -71,7 +71,7 @@ if diff <(grep '^epoch' "$tmp/a.log" | awk '{print $2, $4}') <(grep '^epoch' "$t
    cmp -s "$tmp/a.safetensors" "$tmp/b.safetensors"; then ok "same seed, same losses and weights"
 else no "two runs with seed 3 differ"; fi
 
-# 4b. --threads 2 splits each batch between two workers (src/data_parallel.c):
+# 4b. --threads 2 splits each batch between two workers (src/core/team.c):
 # its own numbers, the same run after run, resumed bit for bit too (the
 # second worker's dropout stream is drawn from the saved one), and close to
 # one thread's (another split of the sums, other dropout masks)

@@ -1,6 +1,6 @@
 /* transformer.c: Add&Norm, the feed-forward layer, sinusoidal positions and
  * the encoder and decoder blocks of the original Transformer (post-norm). */
-#include "internal.h"
+#include "nn/nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>

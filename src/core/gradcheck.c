@@ -6,7 +6,7 @@
  * (u = unit roundoff), so it means something in double precision (u ~ 1e-16,
  * eps = 1e-6: about 1e-10) and little in float.  Element i passes when
  *   |analytic_i - numeric_i| <= abs_tol + rel_tol * |numeric_i|. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

@@ -1,4 +1,4 @@
-/* data_parallel.c: one training step's batch on several threads.
+/* team.c: data parallelism: one training step's batch on several threads.
  *
  * A loss that is a mean over a batch is the weighted sum of its parts'
  * means.  Split the batch into parts k of weight w_k (part k's share of the
@@ -14,14 +14,14 @@
  * model's values in place and keep gradients of their own, which the end
  * of the step adds into the model's and zeroes again.
  *
- * Why not split each op across threads instead (src/threads.c does, for
+ * Why not split each op across threads instead (src/core/threads.c does, for
  * large ops): a toy step is hundreds of ops of a few microseconds, and
  * waking a sleeping helper costs tens of microseconds on a busy machine.
  * Here the threads meet twice a step: after the backward passes, and after
  * the sum of the gradients.
  *
  * Invariant: between steps every replica gradient is zero. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -201,123 +201,4 @@ ag_status ag_team_step(ag_team *t, ag_graph *g, int nparts, ag_team_loss_fn fn, 
     for (int k = 0; k < nparts; k++) sum += weight[k] * part[k];
     *loss = sum;
     return AG_OK;
-}
-
-/* ---- the translator's team ------------------------------------------------- */
-
-struct ag_seq2seq_team {
-    ag_team *team;
-    const ag_seq2seq *m;
-    ag_seq2seq rep[MAX_WORKERS]; /* rep[k], k > 0: worker k's model */
-};
-
-static ag_status seq2seq_init(void *ctx, int k, ag_store *replica)
-{
-    ag_seq2seq_team *st = ctx;
-    return ag_seq2seq_init(&st->rep[k], replica, &st->m->cfg, 0);
-}
-
-int ag_seq2seq_team_size(const ag_seq2seq_team *t) { return t ? ag_team_size(t->team) : 0; }
-
-void ag_seq2seq_team_free(ag_seq2seq_team *t)
-{
-    if (!t) return;
-    for (int k = 1; k < MAX_WORKERS; k++) ag_seq2seq_free(&t->rep[k]);
-    ag_team_free(t->team);
-    ag__free(t);
-}
-
-ag_seq2seq_team *ag_seq2seq_team_new(const ag_seq2seq *m, ag_store *s, int n, char *err, size_t errlen)
-{
-    char dummy[8];
-    if (!err || !errlen) err = dummy, errlen = sizeof dummy;
-    if (!m) {
-        snprintf(err, errlen, "team: the model is NULL");
-        return NULL;
-    }
-    ag_seq2seq_team *t = ag__calloc(1, sizeof *t);
-    if (!t) {
-        snprintf(err, errlen, "team: out of memory for %d workers", n);
-        return NULL;
-    }
-    t->m = m;
-    t->team = ag_team_new(s, n, seq2seq_init, t, err, errlen);
-    if (!t->team) {
-        ag_seq2seq_team_free(t);
-        return NULL;
-    }
-    return t;
-}
-
-/* One step's batch, cut into parts: part k is sentences [lo[k], lo[k + 1])
- * with tokens[k] target tokens. */
-typedef struct seq2seq_parts {
-    const ag_seq2seq_team *t;
-    const int *src, *src_valid, *tgt_in, *tgt_out;
-    int S, T;
-    int lo[MAX_WORKERS + 1];
-    long tokens[MAX_WORKERS], total;
-} seq2seq_parts;
-
-/* Sentence b's target tokens (not <pad>). */
-static long target_tokens(const seq2seq_parts *p, int b)
-{
-    long n = 0;
-    for (int i = 0; i < p->T; i++) n += p->tgt_out[(long)b * p->T + i] != 0;
-    return n;
-}
-
-/* Sentence b's share of a step's work: its source tokens, and twice its
- * target tokens. */
-static long sentence_work(const seq2seq_parts *p, int b)
-{
-    int v = p->src_valid[b];
-    return (v < 0 ? 0 : v > p->S ? p->S : v) + 2 * target_tokens(p, b);
-}
-
-static ag_tensor *seq2seq_part_loss(void *ctx, ag_graph *g, ag_store *s, int k, int nparts, double *weight)
-{
-    (void)s;
-    const seq2seq_parts *p = ctx;
-    const ag_seq2seq *m = k ? &p->t->rep[k] : p->t->m;
-    int b0 = p->lo[k], nb = p->lo[k + 1] - b0, S = p->S, T = p->T;
-    *weight = (double)p->tokens[k] / (double)p->total;
-    if (!p->tokens[k]) return NULL; /* only padding: skipped */
-    ag_tensor *l = ag_seq2seq_loss(g, m, p->src + (size_t)b0 * S, p->src_valid + b0, p->tgt_in + (size_t)b0 * T,
-                                   p->tgt_out + (size_t)b0 * T, nb, S, T);
-    if (nparts > 1) ag__graph_prefix(g, "sentences %d..%d of the batch: ", b0, b0 + nb - 1);
-    return l;
-}
-
-ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, const int *src_valid,
-                               const int *tgt_in, const int *tgt_out, int B, int S, int T, double *loss)
-{
-    if (!g) return AG_ERR_ARG;
-    if (!t) return ag_graph_fail(g, AG_ERR_ARG, "seq2seq_team_step: the team is NULL");
-    if (loss) *loss = NAN;
-    /* The cuts give each part about the same work: a source token's
-     * (encoder, and the cross-attention's keys and values) plus twice its
-     * target tokens' (decoder and output layer: at the defaults 80K and
-     * 174K multiply-adds a token, with a target vocabulary of 1225).  Bad
-     * batches go to one worker, whose ag_seq2seq_loss names the problem. */
-    seq2seq_parts p = {.t = t, .src = src, .src_valid = src_valid, .tgt_in = tgt_in, .tgt_out = tgt_out, .S = S, .T = T};
-    int nw = ag_team_size(t->team) < B ? ag_team_size(t->team) : B;
-    if (nw > 1 && src_valid && tgt_out && T > 0 && T <= t->m->cfg.max_len) {
-        long work = 0, done = 0;
-        for (int b = 0; b < B; b++) work += sentence_work(&p, b);
-        int k = 1; /* lo[k]: after the sentence that brings the work done to k / nw of it */
-        for (int b = 0; b < B && k < nw; b++)
-            for (done += sentence_work(&p, b); k < nw && done * nw >= work * k; k++) p.lo[k] = b + 1;
-        for (; k < nw; k++) p.lo[k] = B;
-        p.lo[0] = 0, p.lo[nw] = B;
-        for (k = 0; k < nw; k++) {
-            p.tokens[k] = 0;
-            for (int b = p.lo[k]; b < p.lo[k + 1]; b++) p.tokens[k] += target_tokens(&p, b);
-            p.total += p.tokens[k];
-        }
-    }
-    if (nw <= 1 || p.total == 0) { /* one part: the plain step */
-        nw = 1, p.lo[0] = 0, p.lo[1] = B, p.tokens[0] = p.total = 1;
-    }
-    return ag_team_step(t->team, g, nw, seq2seq_part_loss, &p, loss);
 }

@@ -17,7 +17,7 @@
  * ag__rows in internal.h).  The loss is the same number as with the
  * padded layout (tests/test_blocks.c compares them); only the float
  * rounding of sums over rows and the dropout draws (fewer rows) differ. */
-#include "internal.h"
+#include "nn/nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  *      tape (a parameter, or a tensor of another graph) as a node of its own.
  * Tensor ids in the file: "n<slot>" on the tape, "p<k>" off it, numbered in
  * the order they are met, so the same graph always gives the same file. */
-#include "viz.h"
+#include "viz/viz.h"
 
 #include <math.h>
 #include <stdio.h>

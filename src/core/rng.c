@@ -1,7 +1,7 @@
 /* rng.c: xoshiro256** (Blackman & Vigna), seeded through splitmix64.
  * Fast, small state, and the same numbers on every machine: the source of
  * every random draw in the library, so one seed reproduces a whole run. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
  * tensors that exist already, so creation order is a topological order and
  * backward is one loop from the newest node to the oldest: no recursion, no
  * sort, any depth. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* store.c: the parameter store.  Parameters and their gradients outlive every
  * graph: a model builds a fresh graph each step over the same store. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 

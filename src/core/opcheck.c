@@ -5,7 +5,7 @@
  * so dL/dy = w: every output element is weighed differently, and a backward
  * that mixes up elements is caught (with w = 1 a permutation bug would not
  * be). */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdio.h>
 

@@ -10,7 +10,7 @@
  * Threads (ag_set_threads) take pieces of a long run; a backward whose
  * inputs were stretched stays on one thread, since many outputs add into
  * one input element. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -49,7 +49,7 @@ bool ag__mask_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_ten
     return fits;
 }
 
-/* src/threads.c: threads for a loop touching about `work` values. */
+/* src/core/threads.c: threads for a loop touching about `work` values. */
 
 /* Start of piece t of nt of n elements, on a 16-element boundary (a cache
  * line of floats: threads never write the same line).  Element-wise ops

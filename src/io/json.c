@@ -8,14 +8,15 @@
  * Invariants: the parse never recurses (open containers sit on an explicit
  * stack bounded by AG__JSON_MAX_DEPTH); every decoded string is no longer
  * than its source text, so one pool of len + 1 bytes holds them all. */
-#include "json.h"
+#include "io/json.h"
 
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "attograd.h"
+#include "core/alloc.h"
 
 typedef struct parser {
     const char *s;

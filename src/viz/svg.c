@@ -8,7 +8,7 @@
  * never a position (heatmaps).  Caller text always passes through
  * ag__text_xml, so a token such as `<unk>` or `l'homme` cannot break the
  * XML. */
-#include "viz.h"
+#include "viz/viz.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -21,7 +21,10 @@
  * after ag_st_add; ag_st_save writes a temporary file beside the target and
  * renames it over the target only once it is complete and synced, so a
  * crash or an error never leaves a half-written checkpoint behind. */
-#include "internal.h"
+#include "attograd.h"
+#include "core/alloc.h"
+
+#include <string.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "io/json.h"
 
 _Static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE float and double expected");
 

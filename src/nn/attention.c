@@ -1,6 +1,6 @@
 /* attention.c: masks, scaled dot-product attention and multi-head attention,
  * composed from primitive ops only.  Their gradients come from autodiff. */
-#include "internal.h"
+#include "nn/nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>

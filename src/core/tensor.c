@@ -1,5 +1,5 @@
 /* tensor.c: leaf tensors on a graph, shapes as text, printing. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <stdio.h>

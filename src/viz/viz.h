@@ -8,7 +8,11 @@
 #ifndef AG_VIZ_H
 #define AG_VIZ_H
 
-#include "internal.h"
+#include "attograd.h"
+#include "core/alloc.h"
+
+#include <stdarg.h>
+#include <string.h>
 
 typedef struct ag__text {
     char *s;      /* NUL-terminated when len > 0 */

@@ -29,7 +29,8 @@
  * optimizer, sized for the store's parameters at that time; a step reads
  * and writes in place and never allocates.  Arithmetic is done in double
  * whatever ag_real is; state is stored as ag_real. */
-#include "internal.h"
+#include "nn/nn_internal.h"
+#include "attograd_optim.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -238,7 +239,7 @@ static const char *kind_name(int kind)
  * the library's threads when the pass touches enough memory (`arrays`
  * arrays of the parameters' size, read or written) to repay a fork: a
  * training step's optimizer and clipping are otherwise the serial part of
- * a data-parallel step (src/data_parallel.c). */
+ * a data-parallel step (src/core/team.c). */
 static void for_values(ag_store *s, size_t arrays, ag_piece_fn fn, void *ctx)
 {
     size_t n = ag_store_numel(s);

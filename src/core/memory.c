@@ -8,7 +8,7 @@
  * the last) when it does not fit.  Reset rewinds to the first block and keeps
  * them all: a step that asks for the same sizes in the same order as the one
  * before it is served from the same blocks and calls malloc zero times. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

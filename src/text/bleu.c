@@ -14,7 +14,10 @@
  *
  * Cost: O(len_pred * (len_pred + len_label) * n) per order, fine for
  * sentences. */
-#include "internal.h"
+#include "attograd.h"
+#include "core/alloc.h"
+
+#include <string.h>
 
 #include <math.h>
 

@@ -35,7 +35,7 @@
  * (gemm_head512; the same bits as the blocked kernel).  Elsewhere, products
  * too small to repay any of this (M N K < 256) take plain, vectorised loops
  * instead. */
-#include "internal.h"
+#include "core/internal.h"
 
 #include <pthread.h>
 
@@ -674,7 +674,7 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
     }
     job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is};
     /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
-     * core; M N K / 8 multiply-adds count as one "value" of src/threads.c) */
+     * core; M N K / 8 multiply-adds count as one "value" of src/core/threads.c) */
     int nt = ag__threads_for((size_t)((double)M * N * K / 8));
 #ifdef _OPENMP
     if (nt > 1) {

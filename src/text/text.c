@@ -17,7 +17,11 @@
  * Memory: each object is a few blocks from ag__malloc, sized by a measuring
  * pass first, so a parse either succeeds whole or frees everything and says
  * AG_ERR_NOMEM.  Nothing here recurses; sorting is qsort. */
-#include "internal.h"
+#include "attograd.h"
+#include "core/alloc.h"
+
+#include <stdarg.h>
+#include <string.h>
 
 #include <assert.h>
 #include <errno.h>

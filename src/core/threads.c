@@ -19,7 +19,7 @@
  * On a machine shared with other busy programs, run with
  * OMP_WAIT_POLICY=passive: a thread that has finished its share then sleeps
  * instead of spinning on a core its partner may need. */
-#include "internal.h"
+#include "core/internal.h"
 
 #ifdef _OPENMP
 #include <omp.h>

@@ -1,6 +1,6 @@
 /* op_table.c: the one list of primitive ops.  Adding an op is one enum line
  * in attograd.h, one file in ops/, and its declaration and table line here. */
-#include "internal.h"
+#include "core/internal.h"
 
 /* Each defined in ops/<name>.c. */
 extern const ag_op_desc ag_op_add;

@@ -1,6 +1,6 @@
 /* linear.c: the dense layer and layer norm as parameter holders over ops,
  * and the initializers they use. */
-#include "internal.h"
+#include "nn/nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,11 +1,14 @@
-/* internal.h: what the engine (src/) and the ops (ops/) share, never users.
+/* internal.h: what the engine (src/core/) and the ops (ops/) share, never users.
+ * The layers (src/nn/) use it too; io, text and viz use only the public
+ * headers and core/alloc.h.
  *
  * Prefixes: ag_ is public (attograd.h), ag__ is internal to the library,
  * plain static names are local to one file. */
 #ifndef AG_INTERNAL_H
 #define AG_INTERNAL_H
 
-#include "attograd.h"
+#include "attograd_core.h"
+#include "core/alloc.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,7 +28,7 @@ typedef struct ag_op_desc {
      * give src[0] and y one gradient buffer (see ag_backward), and the op's
      * backward leaves src[0] alone when it finds them shared. */
     bool grad_passes_to_src0;
-    const ag_op_case *cases; /* gradient-check cases (src/opcheck.c runs them) */
+    const ag_op_case *cases; /* gradient-check cases (src/core/opcheck.c runs them) */
     int ncases;
 } ag_op_desc;
 
@@ -49,11 +52,7 @@ struct ag_op_case {
 /* Indexed by ag_op_id; [AG_OP_LEAF] is a descriptor with no backward. */
 extern const ag_op_desc *const ag_op_table[AG_OP_COUNT];
 
-/* ---- memory -------------------------------------------------------------- */
-
-void *ag__malloc(size_t bytes); /* through the ag_set_allocator hook */
-void ag__free(void *p);
-void *ag__calloc(size_t n, size_t size); /* zeroed; NULL on overflow */
+/* ---- memory (the allocator hooks are in core/alloc.h) --------------------- */
 
 /* Arena: 64-byte aligned bump allocation in a chain of blocks.  Reset keeps
  * the blocks and reuses them in the same order, so a step that allocates what
@@ -120,7 +119,7 @@ void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep);
 /* Product of shape[0..n). */
 size_t ag__numel(int ndim, const int *shape);
 
-/* ---- element-wise engines (src/elementwise.c) ---------------------------- */
+/* ---- element-wise engines (src/core/elementwise.c) ---------------------------- */
 
 /* A binary op's kernels work on one run of n elements along the last axis.
  * sa, sb are 1 or 0 (0: that input is broadcast along the run).  The
@@ -168,7 +167,7 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim,
                               const int *from_shape, ag_real *dst,
                               int to_ndim, const int *to_shape);
 
-/* ---- matrix kernels (src/gemm.c) ----------------------------------------- */
+/* ---- matrix kernels (src/core/gemm.c) ----------------------------------------- */
 
 /* C[M,N] = beta * C + op(A) op(B), with op(A) [M,K], op(B) [K,N].  ta / tb
  * say the stored matrix is the transpose (A stored [K,M], lda its row
@@ -188,40 +187,9 @@ ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int
 /* softmax(mask == 0 ? fill : scale * x) over the last axis; mask may be NULL. */
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
 
-/* ---- packed rows: position-wise layers on real tokens only (src/attention.c) --
- *
- * A padded batch [B, T] holds sentence b's tokens at positions 0..len[b]-1
- * and padding after them.  Every position-wise layer (linear, layer norm,
- * dropout, relu, the residual adds) treats each position on its own, so it
- * can run on the n real rows alone, packed [n, C] sentence after sentence:
- * the padding's rows never reach the loss (attention masks them as keys,
- * the loss skips them as targets).  Only attention mixes positions; it
- * unpacks its q, k and v to [B, T, C] (zeros at the padding) and packs its
- * output again. */
-typedef struct ag__rows {
-    int B, T, n;
-    int *at; /* [n]: packed row i is position at[i] = b * T + t */
-} ag__rows;
-/* Rows of a batch whose sentence b has min(max(len[b], 0), T) real
- * positions; arena memory of g (NULL, with g in error, when out of it). */
-ag__rows *ag__rows_new(ag_graph *g, const int *len, int B, int T);
-/* [B, T, C] -> [n, C] (embedding) and [n, C] -> [B, T, C] (index_add). */
-ag_tensor *ag__pack(ag_graph *g, ag_tensor *x, const ag__rows *r);
-ag_tensor *ag__unpack(ag_graph *g, ag_tensor *x, const ag__rows *r);
-/* Multi-head attention and the blocks with packed inputs: x_q [rq->n, C]
- * when rq is given, else [B, T, C]; the same for x_kv and rkv, x and rows,
- * enc and enc_rows.  The public forwards are these with NULL rows. */
-ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
-                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights);
-ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
-                                  ag_tensor *src_mask, ag_tensor **weights);
-ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
-                                  ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
-                                  ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w);
-
 /* ---- shared kernels and threads ------------------------------------------ */
 
-/* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/elementwise.c). */
+/* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/core/elementwise.c). */
 ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
 /* dst [N, C] = 0, then dst[idx[i]] = src[i] for i < n, in one pass:
  * idx must be strictly increasing (ag__increasing). */
@@ -233,11 +201,11 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
 /* max_i x_i over n >= 0 values (-inf for none; NaNs are passed over). */
 ag_real ag__row_max(size_t n, const ag_real *x);
 /* How many threads a loop of `work` element-operations should use: 1 when
- * it is too small to repay a fork and join (src/threads.c). */
+ * it is too small to repay a fork and join (src/core/threads.c). */
 int ag__threads_for(size_t work);
-extern size_t ag__thread_min_work; /* below it, one thread (src/threads.c) */
+extern size_t ag__thread_min_work; /* below it, one thread (src/core/threads.c) */
 /* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
- * (for tests and benchmarks), NULL keeps the CPU's choice (src/gemm.c). */
+ * (for tests and benchmarks), NULL keeps the CPU's choice (src/core/gemm.c). */
 const char *ag__gemm_kernel(const char *force);
 
 /* ---- debugging hook used by ag_backward ---------------------------------- */

@@ -1,0 +1,6 @@
+# tests/layers/layers.mk: `make test` checks that every source file includes
+# only the headers its layer may use (tests/layers/check_layers.sh).
+.PHONY: layers-test
+layers-test:
+	bash tests/layers/check_layers.sh .
+test: layers-test

@@ -1,4 +1,4 @@
-/* linear.c: the dense layer and layer norm as parameter holders over ops,
+/* linear_layer.c: the dense layer and layer norm as parameter holders over ops,
  * and the initializers they use. */
 #include "nn/nn_internal.h"
 

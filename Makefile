@@ -108,5 +108,8 @@ clean:
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d) \
          $(wildcard $(BUILD)/f32/examples/*.d $(BUILD)/f64/examples/*.d)
 
+# Shared libraries, make install and make uninstall.
+include mk/install.mk
+
 # Targets that live beside their code (tests/bench/bench.mk, tests/fuzz/fuzz.mk, ...).
 -include $(wildcard tests/*/*.mk)

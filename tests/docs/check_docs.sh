@@ -17,7 +17,7 @@
 #   - any other block is file-scope code (declarations, functions): it is
 #     compiled as a file of its own, with the same includes in front.
 # Text that is not C goes in a plain ``` block.
-# Prints one line per block and 'N passed, N failed' last; exits 1 on a failure.
+# Prints one line per block and 'docs: N passed, N failed' last; exits 1 on a failure.
 set -u
 B=$(cd "${1:-build}" && pwd)
 shift
@@ -71,5 +71,5 @@ for md in "${files[@]}"; do
         fi
     done < "$d/list"
 done
-echo "$pass passed, $fail failed"
+echo "docs: $pass passed, $fail failed"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]

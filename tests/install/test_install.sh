@@ -8,7 +8,7 @@
 #     with attograd64 it builds against the double library and runs;
 #   - make uninstall leaves no file and no link behind.
 # pkg-config is installed with apt-get when missing (as root), as make test
-# does for Criterion.  Prints 'N passed, N failed' last; exits 1 on a failure.
+# does for Criterion.  Prints 'install: N passed, N failed' last; exits 1 on a failure.
 set -u
 B=$(cd "${1:-build}" && pwd)
 MAKE=${MAKE:-make}
@@ -91,5 +91,5 @@ left=$(find "$dest" ! -type d)
 if [ -z "$left" ]; then ok "nothing left after make uninstall (only the empty directories install made)"
 else no "left after make uninstall: $(echo $left)"; fi
 
-echo "$pass passed, $fail failed"
+echo "install: $pass passed, $fail failed"
 [ "$fail" = 0 ]

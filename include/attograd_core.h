@@ -100,7 +100,7 @@ const char *ag_status_name(ag_status s); /* "shape error", ... */
 /* Ops: the table of primitives                                               */
 /* ------------------------------------------------------------------------ */
 
-/* One enum line per op; ops/<name>.c implements it and src/op_table.c lists
+/* One enum line per op; ops/<name>.c implements it and src/core/op_table.c lists
  * it.  AG_OP_LEAF marks tensors that no op made (inputs, parameters). */
 typedef enum ag_op_id {
     AG_OP_LEAF = 0,
@@ -444,7 +444,7 @@ void ag_set_threads(int n);
 int ag_get_threads(void);
 
 /* Data parallelism: a training step's batch split among workers, a thread
- * each (src/data_parallel.c).  For toy models this beats splitting each op:
+ * each (src/core/team.c).  For toy models this beats splitting each op:
  * a step is hundreds of small ops, and the threads meet twice a step
  * instead of at every op.  Worker 0 works on the caller's graph and the
  * model's store; worker k > 0 on a graph of its own and a replica store:

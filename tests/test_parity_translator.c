@@ -44,8 +44,8 @@
  * its float64 ones here; a float32 computation in another order (attograd's)
  * differs by as much again.
  *   loss:        1e-5 relative in float, 1e-10 in double;
- *   parameters:  |got - want| <= 1e-4 + 1e-4 |want| in float (the issue's
- *                bound), 1e-10 + 1e-9 |want| in double;
+ *   parameters:  |got - want| <= 1e-4 + 1e-4 |want| in float (the bound
+ *                the parity contract asks), 1e-10 + 1e-9 |want| in double;
  *   gradients:   1e-6 + 1e-4 |want| in float (gradients are ~1e-3, so an
  *                absolute 1e-4 would say little), 1e-12 + 1e-9 |want| in
  *                double. */

@@ -36,7 +36,7 @@ static ag_status fail(parser *p, size_t at, const char *fmt, ...)
         if (n >= 0 && (size_t)n < p->errlen) {
             va_list ap;
             va_start(ap, fmt);
-            vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+            ag__verrf(p->err + n, p->errlen - (size_t)n, AG_ERR_FORMAT, fmt, ap);
             va_end(ap);
         }
     }

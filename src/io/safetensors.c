@@ -97,18 +97,6 @@ static float get_f32(const unsigned char *p)
 #define AG_PRINTF(a, b)
 #endif
 
-AG_PRINTF(4, 5)
-static ag_status errf(char *err, size_t errlen, ag_status st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
 /* A name from a file, fit for a message: at most ~48 bytes (cut on a UTF-8
  * character boundary, "..." appended) with control characters as '?'. */
 typedef struct shown {
@@ -220,7 +208,7 @@ static ag_status bad(const vctx *c, const char *fmt, ...)
         if (n >= 0 && (size_t)n < c->errlen) {
             va_list ap;
             va_start(ap, fmt);
-            vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+            ag__verrf(c->err + n, c->errlen - (size_t)n, AG_ERR_FORMAT, fmt, ap);
             va_end(ap);
         }
     }
@@ -229,8 +217,7 @@ static ag_status bad(const vctx *c, const char *fmt, ...)
 
 static ag_status oom(const vctx *c)
 {
-    errf(c->err, c->errlen, AG_ERR_NOMEM, "%s: out of memory", c->what);
-    return AG_ERR_NOMEM;
+    return ag__errf(c->err, c->errlen, AG_ERR_NOMEM, "%s: out of memory", c->what);
 }
 
 static const char *type_name(int type)
@@ -594,7 +581,7 @@ void ag_st_free(ag_st *f)
 ag_status ag_st_parse(const void *buf, size_t len, ag_st **out, char *err, size_t errlen)
 {
     if (!out || (!buf && len))
-        return errf(err, errlen, AG_ERR_ARG, "ag_st_parse: %s is NULL", out ? "buf" : "out");
+        return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_parse: %s is NULL", out ? "buf" : "out");
     *out = NULL;
     vctx c = {"safetensors buffer", NULL, NULL, err, errlen};
     ag_st *f = ag__calloc(1, sizeof *f);
@@ -623,12 +610,12 @@ static ag_status read_file(const char *path, unsigned char **out, size_t *len, c
     int fd;
     do fd = open(path, O_RDONLY | O_CLOEXEC);
     while (fd < 0 && errno == EINTR);
-    if (fd < 0) return errf(err, errlen, AG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return ag__errf(err, errlen, AG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     int e = fstat(fd, &sb) != 0 ? errno : S_ISDIR(sb.st_mode) ? EISDIR : 0;
     if (e) {
         close(fd);
-        return errf(err, errlen, AG_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+        return ag__errf(err, errlen, AG_ERR_IO, "%s: cannot read: %s", path, strerror(e));
     }
     /* room for the whole file plus one byte, so EOF is seen without growing */
     size_t cap = 4096;
@@ -637,12 +624,12 @@ static ag_status read_file(const char *path, unsigned char **out, size_t *len, c
     size_t used = 0;
     unsigned char *buf = ag__malloc(cap);
     ag_status st = AG_OK;
-    if (!buf) st = errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory (%zu bytes)", path, cap);
+    if (!buf) st = ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory (%zu bytes)", path, cap);
     while (!st) {
         if (used == cap) {
             unsigned char *nb = cap <= SIZE_MAX / 2 ? ag__malloc(2 * cap) : NULL;
             if (!nb) {
-                st = errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory (file larger than %zu bytes)", path, cap);
+                st = ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory (file larger than %zu bytes)", path, cap);
                 break;
             }
             memcpy(nb, buf, used);
@@ -652,7 +639,7 @@ static ag_status read_file(const char *path, unsigned char **out, size_t *len, c
         }
         ssize_t r = read(fd, buf + used, cap - used);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) st = errf(err, errlen, AG_ERR_IO, "%s: read failed: %s", path, strerror(errno));
+        if (r < 0) st = ag__errf(err, errlen, AG_ERR_IO, "%s: read failed: %s", path, strerror(errno));
         else if (r == 0) break;
         else used += (size_t)r;
     }
@@ -669,7 +656,7 @@ static ag_status read_file(const char *path, unsigned char **out, size_t *len, c
 ag_status ag_st_load(const char *path, ag_st **out, char *err, size_t errlen)
 {
     if (!out || !path)
-        return errf(err, errlen, AG_ERR_ARG, "ag_st_load: %s is NULL", out ? "path" : "out");
+        return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_load: %s is NULL", out ? "path" : "out");
     *out = NULL;
     unsigned char *bytes = NULL;
     size_t len = 0;
@@ -743,12 +730,12 @@ const char *ag_st_meta_key(const ag_st *f, int i)
 static ag_status find_real(const ag_st *f, const char *name, int *idx, char *err, size_t errlen)
 {
     shown s;
-    if (!f || !name) return errf(err, errlen, AG_ERR_ARG, "ag_st_read: file or name is NULL");
+    if (!f || !name) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_read: file or name is NULL");
     *idx = ag_st_find(f, name);
-    if (*idx < 0) return errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': not in the file", show(name, &s));
+    if (*idx < 0) return ag__errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': not in the file", show(name, &s));
     const char *d = f->t[*idx].dtype;
     if (strcmp(d, "F32") != 0 && strcmp(d, "F64") != 0)
-        return errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': dtype %s in file, F32 or F64 expected",
+        return ag__errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': dtype %s in file, F32 or F64 expected",
                     show(name, &s), d);
     return AG_OK;
 }
@@ -770,9 +757,9 @@ ag_status ag_st_read(const ag_st *f, const char *name, ag_real *dst, size_t n, c
     ag_status st = find_real(f, name, &i, err, errlen);
     if (st) return st;
     if (f->t[i].numel != n)
-        return errf(err, errlen, AG_ERR_SHAPE, "tensor '%s': %zu elements in file, %zu expected",
+        return ag__errf(err, errlen, AG_ERR_SHAPE, "tensor '%s': %zu elements in file, %zu expected",
                     show(name, &s), f->t[i].numel, n);
-    if (!dst && n) return errf(err, errlen, AG_ERR_ARG, "tensor '%s': dst is NULL", show(name, &s));
+    if (!dst && n) return ag__errf(err, errlen, AG_ERR_ARG, "tensor '%s': dst is NULL", show(name, &s));
     decode_real(f, &f->t[i], dst, n);
     return AG_OK;
 }
@@ -790,14 +777,14 @@ static ag_status shape_mismatch(const st_tensor *t, int ndim, const int *shape, 
 {
     char a[128], b[128];
     shown s;
-    return errf(err, errlen, AG_ERR_SHAPE, "tensor '%s': shape %s in file, %s expected", show(t->name, &s),
+    return ag__errf(err, errlen, AG_ERR_SHAPE, "tensor '%s': shape %s in file, %s expected", show(t->name, &s),
                 shape_str64(t->ndim, t->shape, a, sizeof a), ag_shape_str_n(ndim, shape, b, sizeof b));
 }
 
 ag_status ag_st_read_tensor(const ag_st *f, const char *name, ag_tensor *t, char *err, size_t errlen)
 {
     int i;
-    if (!t) return errf(err, errlen, AG_ERR_ARG, "ag_st_read_tensor: tensor is NULL");
+    if (!t) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_read_tensor: tensor is NULL");
     ag_status st = find_real(f, name, &i, err, errlen);
     if (st) return st;
     if (!same_shape(&f->t[i], t->ndim, t->shape)) return shape_mismatch(&f->t[i], t->ndim, t->shape, err, errlen);
@@ -808,22 +795,22 @@ ag_status ag_st_read_tensor(const ag_st *f, const char *name, ag_tensor *t, char
 ag_status ag_st_read_int(const ag_st *f, const char *name, int *dst, size_t n, char *err, size_t errlen)
 {
     shown s;
-    if (!f || !name) return errf(err, errlen, AG_ERR_ARG, "ag_st_read_int: file or name is NULL");
+    if (!f || !name) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_read_int: file or name is NULL");
     int i = ag_st_find(f, name);
-    if (i < 0) return errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': not in the file", show(name, &s));
+    if (i < 0) return ag__errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': not in the file", show(name, &s));
     const st_tensor *t = &f->t[i];
     if (strcmp(t->dtype, "I64") != 0 && strcmp(t->dtype, "I32") != 0)
-        return errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': dtype %s in file, I64 or I32 expected",
+        return ag__errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': dtype %s in file, I64 or I32 expected",
                     show(name, &s), t->dtype);
     if (t->numel != n)
-        return errf(err, errlen, AG_ERR_SHAPE, "tensor '%s': %zu elements in file, %zu expected",
+        return ag__errf(err, errlen, AG_ERR_SHAPE, "tensor '%s': %zu elements in file, %zu expected",
                     show(name, &s), t->numel, n);
-    if (!dst && n) return errf(err, errlen, AG_ERR_ARG, "tensor '%s': dst is NULL", show(name, &s));
+    if (!dst && n) return ag__errf(err, errlen, AG_ERR_ARG, "tensor '%s': dst is NULL", show(name, &s));
     const unsigned char *p = f->data + t->begin;
     for (size_t k = 0; k < n; k++) {
         int64_t v = t->dsize == 8 ? (int64_t)get_u64(p + 8 * k) : (int64_t)(int32_t)get_u32(p + 4 * k);
         if (v < INT_MIN || v > INT_MAX)
-            return errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': element %zu is %" PRId64 ", outside the range of int",
+            return ag__errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': element %zu is %" PRId64 ", outside the range of int",
                         show(name, &s), k, v);
         dst[k] = (int)v;
     }
@@ -1125,7 +1112,7 @@ static int sync_dir(const char *dir)
 
 ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t errlen)
 {
-    if (!w || !path || !*path) return errf(err, errlen, AG_ERR_ARG, "ag_st_save: writer or path is NULL or empty");
+    if (!w || !path || !*path) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_save: writer or path is NULL or empty");
 
     /* 8-byte length, then the header padded with spaces to a multiple of 8
      * (as the reference writer does: the data then starts 8-aligned) */
@@ -1133,7 +1120,7 @@ ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t 
     put_header(w, &s);
     size_t hlen = s.len, padded = (hlen + 7) / 8 * 8;
     if (padded > ST_MAX_HEADER)
-        return errf(err, errlen, AG_ERR_ARG, "%s: header of %zu bytes exceeds the limit of %u bytes", path,
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: header of %zu bytes exceeds the limit of %u bytes", path,
                     padded, ST_MAX_HEADER);
     /* every allocation first: once the temporary file exists, only I/O can fail */
     unsigned char *head = ag__malloc(8 + padded);
@@ -1143,7 +1130,7 @@ ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t 
         ag__free(head);
         ag__free(tmp);
         ag__free(dir);
-        return errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory preparing the header", path);
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory preparing the header", path);
     }
     put_u64(head, (uint64_t)padded);
     s = (sink){(char *)head + 8, 0};
@@ -1159,14 +1146,14 @@ ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t 
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
     if (fd < 0) {
-        st = errf(err, errlen, AG_ERR_IO, "%s: cannot create the temporary file '%s': %s", path, tmp,
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: cannot create the temporary file '%s': %s", path, tmp,
                   strerror(errno));
         goto out;
     }
     int bad_write = write_all(fd, head, 8 + padded);
     for (int i = 0; !bad_write && i < w->count; i++) bad_write = write_all(fd, w->t[i].bytes, w->t[i].nbytes);
     if (bad_write) {
-        st = errf(err, errlen, AG_ERR_IO, "%s: writing '%s' failed: %s", path, tmp, strerror(errno));
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: writing '%s' failed: %s", path, tmp, strerror(errno));
         close(fd);
         goto remove_tmp;
     }
@@ -1174,21 +1161,21 @@ ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t 
     do r = fsync(fd);
     while (r != 0 && errno == EINTR);
     if (r != 0) {
-        st = errf(err, errlen, AG_ERR_IO, "%s: fsync of '%s' failed: %s", path, tmp, strerror(errno));
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: fsync of '%s' failed: %s", path, tmp, strerror(errno));
         close(fd);
         goto remove_tmp;
     }
     /* after fsync, EINTR from close loses nothing (and the fd is gone) */
     if (close(fd) != 0 && errno != EINTR) {
-        st = errf(err, errlen, AG_ERR_IO, "%s: closing '%s' failed: %s", path, tmp, strerror(errno));
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: closing '%s' failed: %s", path, tmp, strerror(errno));
         goto remove_tmp;
     }
     if (rename(tmp, path) != 0) {
-        st = errf(err, errlen, AG_ERR_IO, "%s: renaming '%s' over it failed: %s", path, tmp, strerror(errno));
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: renaming '%s' over it failed: %s", path, tmp, strerror(errno));
         goto remove_tmp;
     }
     if (sync_dir(dir) != 0)
-        st = errf(err, errlen, AG_ERR_IO,
+        st = ag__errf(err, errlen, AG_ERR_IO,
                   "%s: written and renamed, but syncing its directory '%s' failed: %s (the new file may "
                   "not survive a crash)",
                   path, dir, strerror(errno));
@@ -1210,26 +1197,26 @@ ag_status ag_store_save(const ag_store *s, const char *path, const char *const *
                         char *err, size_t errlen)
 {
     shown sh;
-    if (!s || !path) return errf(err, errlen, AG_ERR_ARG, "ag_store_save: store or path is NULL");
+    if (!s || !path) return ag__errf(err, errlen, AG_ERR_ARG, "ag_store_save: store or path is NULL");
     if (n_meta < 0 || (n_meta > 0 && !meta_kv))
-        return errf(err, errlen, AG_ERR_ARG, "%s: %d metadata pairs given with %s", path, n_meta,
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: %d metadata pairs given with %s", path, n_meta,
                     meta_kv ? "a key/value array" : "no key/value array");
     ag_st_writer *w = ag_st_writer_new();
-    if (!w) return errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory", path);
+    if (!w) return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory", path);
     const char *dtype = sizeof(ag_real) == 8 ? "F64" : "F32";
     ag_status st = AG_OK;
     for (int i = 0; !st && i < ag_store_count(s); i++) {
         const ag_tensor *t = ag_store_at(s, i);
         st = ag_st_add(w, t->name, dtype, t->ndim, t->shape, t->data);
-        if (st == AG_ERR_NOMEM) errf(err, errlen, st, "%s: out of memory adding parameter '%s'", path, show(t->name, &sh));
-        else if (st) errf(err, errlen, st, "%s: parameter '%s': name is not valid UTF-8 or is reserved", path, show(t->name, &sh));
+        if (st == AG_ERR_NOMEM) ag__errf(err, errlen, st, "%s: out of memory adding parameter '%s'", path, show(t->name, &sh));
+        else if (st) ag__errf(err, errlen, st, "%s: parameter '%s': name is not valid UTF-8 or is reserved", path, show(t->name, &sh));
     }
     for (int i = 0; !st && i < n_meta; i++) {
         const char *k = meta_kv[2 * i], *v = meta_kv[2 * i + 1];
         st = ag_st_add_meta(w, k, v);
-        if (st == AG_ERR_NOMEM) errf(err, errlen, st, "%s: out of memory adding metadata", path);
+        if (st == AG_ERR_NOMEM) ag__errf(err, errlen, st, "%s: out of memory adding metadata", path);
         else if (st)
-            errf(err, errlen, st, "%s: metadata pair %d: key '%s' is NULL, repeated or not valid UTF-8 (or its value is)",
+            ag__errf(err, errlen, st, "%s: metadata pair %d: key '%s' is NULL, repeated or not valid UTF-8 (or its value is)",
                  path, i, k ? show(k, &sh) : "(null)");
     }
     if (!st) st = ag_st_save(w, path, err, errlen);
@@ -1239,7 +1226,7 @@ ag_status ag_store_save(const ag_store *s, const char *path, const char *const *
 
 ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen)
 {
-    if (!s || !f) return errf(err, errlen, AG_ERR_ARG, "ag_store_load: store or file is NULL");
+    if (!s || !f) return ag__errf(err, errlen, AG_ERR_ARG, "ag_store_load: store or file is NULL");
     /* check everything first: a failure must leave every parameter as it was */
     for (int i = 0; i < ag_store_count(s); i++) {
         const ag_tensor *t = ag_store_at(s, i);

@@ -31,20 +31,6 @@
 
 #include "attograd_text.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* FNV-1a over a token sequence, each token followed by a 0 byte so that
  * ["ab"] and ["a", "b"] differ. */
 static uint64_t hash_bytes(uint64_t h, const char *s, size_t n)
@@ -328,33 +314,27 @@ void ag_pairs_free(ag_pairs *p)
 ag_status ag_pairs_parse(const char *buf, size_t len, const char *name, ag_pairs **out,
                          char *err, size_t errlen)
 {
-    if (!out) {
-        set_err(err, errlen, "pairs: out is NULL");
-        return AG_ERR_ARG;
-    }
+    if (!out)
+        return ag__errf(err, errlen, AG_ERR_ARG, "pairs: out is NULL");
     *out = NULL;
     if (!name) name = "<memory>";
-    if (!buf && len > 0) {
-        set_err(err, errlen, "%s: buffer is NULL", name);
-        return AG_ERR_ARG;
-    }
+    if (!buf && len > 0)
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: buffer is NULL", name);
     ag_pairs *p = ag__calloc(1, sizeof *p);
-    if (!p) {
-        set_err(err, errlen, "%s: out of memory", name);
-        return AG_ERR_NOMEM;
-    }
+    if (!p)
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory", name);
     builder b = {0};
     if (parse_pass(buf, len, name, p, &b) != 0) {
-        set_err(err, errlen, "%s: more than %d lines", name, INT_MAX);
+        ag__errf(err, errlen, AG_ERR_FORMAT, "%s: more than %d lines", name, INT_MAX);
         ag_pairs_free(p);
         return AG_ERR_FORMAT;
     }
     if (b.npairs == 0) {
         if (p->n_skipped > 0)
-            set_err(err, errlen, "%s: no usable sentence pairs (%d line%s skipped; first: %s)",
-                    name, p->n_skipped, p->n_skipped == 1 ? "" : "s", p->warnings[0]);
+            ag__errf(err, errlen, AG_ERR_FORMAT, "%s: no usable sentence pairs (%d line%s skipped; first: %s)",
+                     name, p->n_skipped, p->n_skipped == 1 ? "" : "s", p->warnings[0]);
         else
-            set_err(err, errlen, "%s: no usable sentence pairs (the file is empty)", name);
+            ag__errf(err, errlen, AG_ERR_FORMAT, "%s: no usable sentence pairs (the file is empty)", name);
         ag_pairs_free(p);
         return AG_ERR_FORMAT;
     }
@@ -364,7 +344,7 @@ ag_status ag_pairs_parse(const char *buf, size_t len, const char *name, ag_pairs
     p->tok_ = ag__calloc(ntok, sizeof *p->tok_);
     p->text_ = ag__malloc(nbytes);
     if (!p->pairs || !p->tok_ || !p->text_) {
-        set_err(err, errlen, "%s: out of memory for %d sentence pairs", name, npairs);
+        ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory for %d sentence pairs", name, npairs);
         ag_pairs_free(p);
         return AG_ERR_NOMEM;
     }
@@ -381,10 +361,8 @@ static ag_status read_file(const char *path, char **data, size_t *len, char *err
 {
     *data = NULL, *len = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
-        return AG_ERR_IO;
-    }
+    if (!f)
+        return ag__errf(err, errlen, AG_ERR_IO, "%s: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     char *buf = ag__malloc(cap);
     if (!buf) goto nomem;
@@ -402,7 +380,7 @@ static ag_status read_file(const char *path, char **data, size_t *len, char *err
         if (got < want) break; /* end of file or an error: ferror says which */
     }
     if (ferror(f)) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
+        ag__errf(err, errlen, AG_ERR_IO, "%s: %s", path, strerror(errno ? errno : EIO));
         ag__free(buf);
         fclose(f);
         return AG_ERR_IO;
@@ -411,7 +389,7 @@ static ag_status read_file(const char *path, char **data, size_t *len, char *err
     *data = buf, *len = n;
     return AG_OK;
 nomem:
-    set_err(err, errlen, "%s: out of memory reading the file (%zu bytes so far)", path, n);
+    ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory reading the file (%zu bytes so far)", path, n);
     ag__free(buf);
     fclose(f);
     return AG_ERR_NOMEM;
@@ -420,10 +398,8 @@ nomem:
 ag_status ag_pairs_load(const char *path, ag_pairs **out, char *err, size_t errlen)
 {
     if (out) *out = NULL;
-    if (!path || !out) {
-        set_err(err, errlen, "pairs: %s is NULL", path ? "out" : "path");
-        return AG_ERR_ARG;
-    }
+    if (!path || !out)
+        return ag__errf(err, errlen, AG_ERR_ARG, "pairs: %s is NULL", path ? "out" : "path");
     char *data;
     size_t len;
     errno = 0;
@@ -448,25 +424,17 @@ void ag_groups_free(ag_groups *g)
 ag_status ag_groups_build(const ag_pairs *p, const int *idx, int nidx, ag_groups **out,
                           char *err, size_t errlen)
 {
-    if (!out) {
-        set_err(err, errlen, "groups: out is NULL");
-        return AG_ERR_ARG;
-    }
+    if (!out)
+        return ag__errf(err, errlen, AG_ERR_ARG, "groups: out is NULL");
     *out = NULL;
-    if (!p) {
-        set_err(err, errlen, "groups: pairs is NULL");
-        return AG_ERR_ARG;
-    }
+    if (!p)
+        return ag__errf(err, errlen, AG_ERR_ARG, "groups: pairs is NULL");
     if (!idx) nidx = p->n;
-    if (nidx < 0) {
-        set_err(err, errlen, "groups: %d indices", nidx);
-        return AG_ERR_ARG;
-    }
+    if (nidx < 0)
+        return ag__errf(err, errlen, AG_ERR_ARG, "groups: %d indices", nidx);
     for (int i = 0; idx && i < nidx; i++)
-        if (idx[i] < 0 || idx[i] >= p->n) {
-            set_err(err, errlen, "groups: index %d is pair %d, outside [0, %d)", i, idx[i], p->n);
-            return AG_ERR_ARG;
-        }
+        if (idx[i] < 0 || idx[i] >= p->n)
+            return ag__errf(err, errlen, AG_ERR_ARG, "groups: index %d is pair %d, outside [0, %d)", i, idx[i], p->n);
 
     /* The kept block: groups, then the reference pointers, pair indices and
      * lengths (at most one of each per pair).  The temporary block: the hash
@@ -480,8 +448,7 @@ ag_status ag_groups_build(const ag_pairs *p, const int *idx, int nidx, ag_groups
     int *tmp = ag__malloc((cap + 2 * n) * sizeof(int));
     if (!g || !keep || !tmp) {
         ag__free(g), ag__free(keep), ag__free(tmp);
-        set_err(err, errlen, "groups: out of memory for %d pairs", nidx);
-        return AG_ERR_NOMEM;
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "groups: out of memory for %d pairs", nidx);
     }
     g->storage_ = keep;
     g->groups = (ag_group *)keep;
@@ -653,23 +620,17 @@ static ag_status vocab_build(const seq_source *src, int nseq, int min_freq, ag_v
     for (int i = 0; i < nseq; i++) {
         int n;
         const char *const *t = seq_at(src, i, &n);
-        if (n < 0 || (n > 0 && !t)) {
-            set_err(err, errlen, "vocab: sequence %d has %d tokens%s", i, n, n > 0 ? " but is NULL" : "");
-            return AG_ERR_ARG;
-        }
+        if (n < 0 || (n > 0 && !t))
+            return ag__errf(err, errlen, AG_ERR_ARG, "vocab: sequence %d has %d tokens%s", i, n, n > 0 ? " but is NULL" : "");
         for (int j = 0; j < n; j++) {
-            if (!t[j] || !t[j][0] || strpbrk(t[j], " \n")) {
-                set_err(err, errlen, "vocab: sequence %d token %d is %s", i, j,
-                        !t[j] ? "NULL" : !t[j][0] ? "empty" : "holding a space or newline");
-                return AG_ERR_ARG;
-            }
+            if (!t[j] || !t[j][0] || strpbrk(t[j], " \n"))
+                return ag__errf(err, errlen, AG_ERR_ARG, "vocab: sequence %d token %d is %s", i, j,
+                                !t[j] ? "NULL" : !t[j][0] ? "empty" : "holding a space or newline");
         }
         total += (size_t)n;
     }
-    if (total > (size_t)INT_MAX - AG_N_SPECIAL) {
-        set_err(err, errlen, "vocab: %zu tokens, too many", total);
-        return AG_ERR_ARG;
-    }
+    if (total > (size_t)INT_MAX - AG_N_SPECIAL)
+        return ag__errf(err, errlen, AG_ERR_ARG, "vocab: %zu tokens, too many", total);
 
     /* count: a hash table of indices into `words` */
     size_t cap = table_cap(total);
@@ -677,8 +638,7 @@ static ag_status vocab_build(const seq_source *src, int nseq, int min_freq, ag_v
     int *table = ag__malloc(cap * sizeof *table);
     if (!words || !table) {
         ag__free(words), ag__free(table);
-        set_err(err, errlen, "vocab: out of memory counting %zu tokens", total);
-        return AG_ERR_NOMEM;
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "vocab: out of memory counting %zu tokens", total);
     }
     for (size_t i = 0; i < cap; i++) table[i] = -1;
     int nwords = 0;
@@ -712,8 +672,7 @@ static ag_status vocab_build(const seq_source *src, int nseq, int min_freq, ag_v
     ag_vocab *v = vocab_alloc(AG_N_SPECIAL + kept, bytes);
     if (!v) {
         ag__free(words);
-        set_err(err, errlen, "vocab: out of memory for %d tokens", AG_N_SPECIAL + kept);
-        return AG_ERR_NOMEM;
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "vocab: out of memory for %d tokens", AG_N_SPECIAL + kept);
     }
     for (int i = 0; i < AG_N_SPECIAL; i++) vocab_add(v, special[i], strlen(special[i]));
     for (int i = 0; i < kept; i++) {
@@ -729,15 +688,11 @@ static ag_status vocab_build(const seq_source *src, int nseq, int min_freq, ag_v
 ag_status ag_vocab_build(const char *const *const *seq, const int *len, int nseq, int min_freq,
                          ag_vocab **out, char *err, size_t errlen)
 {
-    if (!out) {
-        set_err(err, errlen, "vocab: out is NULL");
-        return AG_ERR_ARG;
-    }
+    if (!out)
+        return ag__errf(err, errlen, AG_ERR_ARG, "vocab: out is NULL");
     *out = NULL;
-    if (nseq < 0 || (nseq > 0 && (!seq || !len))) {
-        set_err(err, errlen, "vocab: %d sequences, or seq/len is NULL", nseq);
-        return AG_ERR_ARG;
-    }
+    if (nseq < 0 || (nseq > 0 && (!seq || !len)))
+        return ag__errf(err, errlen, AG_ERR_ARG, "vocab: %d sequences, or seq/len is NULL", nseq);
     seq_source src = {.seq = seq, .len = len};
     return vocab_build(&src, nseq, min_freq, out, err, errlen);
 }
@@ -745,15 +700,11 @@ ag_status ag_vocab_build(const char *const *const *seq, const int *len, int nseq
 ag_status ag_vocab_from_pairs(const ag_pairs *p, int side, int min_freq, ag_vocab **out,
                               char *err, size_t errlen)
 {
-    if (!out) {
-        set_err(err, errlen, "vocab: out is NULL");
-        return AG_ERR_ARG;
-    }
+    if (!out)
+        return ag__errf(err, errlen, AG_ERR_ARG, "vocab: out is NULL");
     *out = NULL;
-    if (!p || (side != AG_SOURCE && side != AG_TARGET)) {
-        set_err(err, errlen, "vocab: %s", !p ? "pairs is NULL" : "side is neither AG_SOURCE nor AG_TARGET");
-        return AG_ERR_ARG;
-    }
+    if (!p || (side != AG_SOURCE && side != AG_TARGET))
+        return ag__errf(err, errlen, AG_ERR_ARG, "vocab: %s", !p ? "pairs is NULL" : "side is neither AG_SOURCE nor AG_TARGET");
     seq_source src = {.pairs = p, .side = side};
     return vocab_build(&src, p->n, min_freq, out, err, errlen);
 }
@@ -774,30 +725,20 @@ size_t ag_vocab_serialize(const ag_vocab *v, char *buf, size_t buflen)
 
 ag_status ag_vocab_parse(const char *s, size_t len, ag_vocab **out, char *err, size_t errlen)
 {
-    if (!out) {
-        set_err(err, errlen, "vocab: out is NULL");
-        return AG_ERR_ARG;
-    }
+    if (!out)
+        return ag__errf(err, errlen, AG_ERR_ARG, "vocab: out is NULL");
     *out = NULL;
-    if (!s && len > 0) {
-        set_err(err, errlen, "vocab: string is NULL");
-        return AG_ERR_ARG;
-    }
+    if (!s && len > 0)
+        return ag__errf(err, errlen, AG_ERR_ARG, "vocab: string is NULL");
     size_t n = 1;
     for (size_t i = 0; i < len; i++) n += s[i] == '\n';
-    if (n > (size_t)INT_MAX) {
-        set_err(err, errlen, "vocab: %zu tokens, too many", n);
-        return AG_ERR_FORMAT;
-    }
-    if (n < AG_N_SPECIAL) {
-        set_err(err, errlen, "vocab: %zu tokens, fewer than the %d special ones", n, AG_N_SPECIAL);
-        return AG_ERR_FORMAT;
-    }
+    if (n > (size_t)INT_MAX)
+        return ag__errf(err, errlen, AG_ERR_FORMAT, "vocab: %zu tokens, too many", n);
+    if (n < AG_N_SPECIAL)
+        return ag__errf(err, errlen, AG_ERR_FORMAT, "vocab: %zu tokens, fewer than the %d special ones", n, AG_N_SPECIAL);
     ag_vocab *v = vocab_alloc((int)n, len + 1); /* n tokens + n NULs - (n-1) newlines */
-    if (!v) {
-        set_err(err, errlen, "vocab: out of memory for %zu tokens", n);
-        return AG_ERR_NOMEM;
-    }
+    if (!v)
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "vocab: out of memory for %zu tokens", n);
     size_t pos = 0;
     for (int id = 0; id < (int)n; id++) {
         const char *t = s + pos;
@@ -811,18 +752,18 @@ ag_status ag_vocab_parse(const char *s, size_t len, ag_vocab **out, char *err, s
         else if (utf8_bad_at((const unsigned char *)t, tl) < tl) why = "is not UTF-8";
         else if (id < AG_N_SPECIAL &&
                  (tl != strlen(special[id]) || memcmp(t, special[id], tl) != 0)) {
-            set_err(err, errlen, "vocab: token %d is '%.*s', want '%s'", id,
-                    (int)(tl < 40 ? tl : 40), t, special[id]);
+            ag__errf(err, errlen, AG_ERR_FORMAT, "vocab: token %d is '%.*s', want '%s'", id,
+                     (int)(tl < 40 ? tl : 40), t, special[id]);
             ag_vocab_free(v);
             return AG_ERR_FORMAT;
         } else if (vocab_add(v, t, tl) != 0) {
-            set_err(err, errlen, "vocab: token %d '%.*s' repeats token %d", id,
-                    (int)(tl < 40 ? tl : 40), t, v->table[vocab_slot(v, t, tl)]);
+            ag__errf(err, errlen, AG_ERR_FORMAT, "vocab: token %d '%.*s' repeats token %d", id,
+                     (int)(tl < 40 ? tl : 40), t, v->table[vocab_slot(v, t, tl)]);
             ag_vocab_free(v);
             return AG_ERR_FORMAT;
         }
         if (why) {
-            set_err(err, errlen, "vocab: token %d %s", id, why);
+            ag__errf(err, errlen, AG_ERR_FORMAT, "vocab: token %d %s", id, why);
             ag_vocab_free(v);
             return AG_ERR_FORMAT;
         }

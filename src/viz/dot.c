@@ -171,7 +171,7 @@ ag_status ag_graph_write_dot(const ag_graph *g, const ag_tensor *root, int flags
 {
     const char *what = "dot";
     if (!g || !path)
-        return ag__viz_fail(err, errlen, AG_ERR_ARG, "%s: %s is NULL", what, !g ? "the graph" : "the output path");
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: %s is NULL", what, !g ? "the graph" : "the output path");
     int n = ag_graph_node_count(g);
 
     ptrmap map = {0};
@@ -179,7 +179,7 @@ ag_status ag_graph_write_dot(const ag_graph *g, const ag_tensor *root, int flags
     if (!live || !map_init(&map, (size_t)n * (1 + AG_MAX_SRC) + 1)) {
         ag__free(live);
         map_free(&map);
-        return ag__viz_fail(err, errlen, AG_ERR_NOMEM, "%s: out of memory drawing %d nodes for '%s'", what, n, path);
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory drawing %d nodes for '%s'", what, n, path);
     }
     for (int i = 0; i < n; i++) map_put(&map, ag_graph_node(g, i), i);
 
@@ -191,7 +191,7 @@ ag_status ag_graph_write_dot(const ag_graph *g, const ag_tensor *root, int flags
             ag__free(live);
             map_free(&map);
             char sh[96];
-            return ag__viz_fail(err, errlen, AG_ERR_ARG,
+            return ag__errf(err, errlen, AG_ERR_ARG,
                                 "%s: '%s': the root tensor %s%s%s is not on the graph's tape", what, path,
                                 root->name[0] ? root->name : "", root->name[0] ? " " : "",
                                 ag_shape_str(root, sh, sizeof sh));

@@ -77,17 +77,6 @@ void ag__text_free(ag__text *t)
     *t = (ag__text){0};
 }
 
-ag_status ag__viz_fail(char *err, size_t errlen, ag_status s, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
 /* ---- caller text: UTF-8 checked, escaped ------------------------------------ */
 
 /* Length (1..4) of the well-formed UTF-8 character at p, or 0 when the bytes
@@ -192,11 +181,11 @@ static int write_all(int fd, const char *p, size_t n)
 
 ag_status ag__text_save(const ag__text *t, const char *what, const char *path, char *err, size_t errlen)
 {
-    if (!path || !*path) return ag__viz_fail(err, errlen, AG_ERR_ARG, "%s: the output path is NULL or empty", what);
-    if (t->nomem) return ag__viz_fail(err, errlen, AG_ERR_NOMEM, "%s: out of memory making '%s'", what, path);
+    if (!path || !*path) return ag__errf(err, errlen, AG_ERR_ARG, "%s: the output path is NULL or empty", what);
+    if (t->nomem) return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory making '%s'", what, path);
     size_t n = strlen(path) + 32;
     char *tmp = ag__malloc(n);
-    if (!tmp) return ag__viz_fail(err, errlen, AG_ERR_NOMEM, "%s: out of memory making '%s'", what, path);
+    if (!tmp) return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory making '%s'", what, path);
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
 
     ag_status st = AG_OK;
@@ -206,7 +195,7 @@ ag_status ag__text_save(const ag__text *t, const char *what, const char *path, c
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
     if (fd < 0) {
-        st = ag__viz_fail(err, errlen, AG_ERR_IO, "%s: cannot write '%s': %s", what, path, strerror(errno));
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: cannot write '%s': %s", what, path, strerror(errno));
         goto out;
     }
     int r = write_all(fd, t->s ? t->s : "", t->len);
@@ -215,19 +204,19 @@ ag_status ag__text_save(const ag__text *t, const char *what, const char *path, c
         while (r != 0 && errno == EINTR);
     }
     if (r != 0) {
-        st = ag__viz_fail(err, errlen, AG_ERR_IO, "%s: writing '%s' (as '%s') failed: %s", what, path, tmp,
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: writing '%s' (as '%s') failed: %s", what, path, tmp,
                           strerror(errno));
         close(fd);
         unlink(tmp);
         goto out;
     }
     if (close(fd) != 0 && errno != EINTR) {
-        st = ag__viz_fail(err, errlen, AG_ERR_IO, "%s: closing '%s' failed: %s", what, tmp, strerror(errno));
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: closing '%s' failed: %s", what, tmp, strerror(errno));
         unlink(tmp);
         goto out;
     }
     if (rename(tmp, path) != 0) {
-        st = ag__viz_fail(err, errlen, AG_ERR_IO, "%s: cannot write '%s' (renaming '%s' over it): %s", what,
+        st = ag__errf(err, errlen, AG_ERR_IO, "%s: cannot write '%s' (renaming '%s' over it): %s", what,
                           path, tmp, strerror(errno));
         unlink(tmp);
     }
@@ -335,11 +324,11 @@ ag_status ag_svg_heatmaps(const char *path, const ag_heatmap_spec *spec, char *e
 {
     const char *what = "heatmap";
     if (!spec || !spec->w)
-        return ag__viz_fail(err, errlen, AG_ERR_ARG, "%s: %s: the spec or its weights are NULL", what,
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: %s: the spec or its weights are NULL", what,
                             path ? path : "(null)");
     int R = spec->rows, C = spec->cols, P = spec->panels ? spec->panels : 1;
     if (R < 1 || C < 1 || P < 1 || R > 4096 || C > 4096 || P > 1024)
-        return ag__viz_fail(err, errlen, AG_ERR_ARG,
+        return ag__errf(err, errlen, AG_ERR_ARG,
                             "%s: %s: %d panels of %d x %d cells: each count must be >= 1 (and at most 4096 "
                             "rows/cols, 1024 panels)",
                             what, path ? path : "(null)", P, R, C);
@@ -520,18 +509,18 @@ ag_status ag_svg_attention(const char *path, const char *title, const ag_tensor 
                            const char *const *row_labels, const char *const *col_labels, char *err, size_t errlen)
 {
     if (!w)
-        return ag__viz_fail(err, errlen, AG_ERR_ARG, "heatmap: %s: the weights tensor is NULL",
+        return ag__errf(err, errlen, AG_ERR_ARG, "heatmap: %s: the weights tensor is NULL",
                             path ? path : "(null)");
     char sh[96];
     int nd = w->ndim;
     if (nd < 2 || nd > 4)
-        return ag__viz_fail(err, errlen, AG_ERR_SHAPE,
+        return ag__errf(err, errlen, AG_ERR_SHAPE,
                             "heatmap: %s: attention weights must be [B, H, T, S], [H, T, S] or [T, S], got %s",
                             path ? path : "(null)", ag_shape_str(w, sh, sizeof sh));
     int B = nd == 4 ? w->shape[0] : 1, H = nd >= 3 ? w->shape[nd - 3] : 1;
     int T = w->shape[nd - 2], S = w->shape[nd - 1];
     if (b < 0 || b >= B)
-        return ag__viz_fail(err, errlen, AG_ERR_SHAPE, "heatmap: %s: batch element %d out of range for %s",
+        return ag__errf(err, errlen, AG_ERR_SHAPE, "heatmap: %s: batch element %d out of range for %s",
                             path ? path : "(null)", b, ag_shape_str(w, sh, sizeof sh));
     ag_heatmap_spec s = {.title = title, .rows = T, .cols = S, .row_labels = row_labels, .col_labels = col_labels,
                          .panels = H, .w = w->data + (size_t)b * H * T * S};
@@ -549,13 +538,13 @@ ag_status ag_svg_line_plot(const char *path, const char *title, const char *xlab
 {
     const char *what = "plot";
     if (nseries < 1 || nseries > 64 || !y || !n)
-        return ag__viz_fail(err, errlen, AG_ERR_ARG, "%s: %s: need 1 to 64 series with their values and counts, got %d",
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: %s: need 1 to 64 series with their values and counts, got %d",
                             what, path ? path : "(null)", nseries);
     int N = 0;
     double lo = INFINITY, hi = -INFINITY;
     for (int s = 0; s < nseries; s++) {
         if (n[s] < 0 || (n[s] > 0 && !y[s]))
-            return ag__viz_fail(err, errlen, AG_ERR_ARG, "%s: %s: series %d has %d points and values %p", what,
+            return ag__errf(err, errlen, AG_ERR_ARG, "%s: %s: series %d has %d points and values %p", what,
                                 path ? path : "(null)", s, n[s], (const void *)y[s]);
         if (n[s] > N) N = n[s];
         for (int i = 0; i < n[s]; i++) {

@@ -43,11 +43,4 @@ int ag__text_chars(const char *s, int max_chars);
  * ("dot: cannot write 'x.dot': ..."). */
 ag_status ag__text_save(const ag__text *t, const char *what, const char *path, char *err, size_t errlen);
 
-/* printf into err (if any); returns s. */
-ag_status ag__viz_fail(char *err, size_t errlen, ag_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
 #endif

@@ -18,7 +18,11 @@ extern "C" {
  * then the byte buffer that data_offsets index (relative to its start). */
 typedef struct ag_st ag_st;
 
-/* Read and validate path (or a buffer of len bytes).  On failure returns a
+/* Read and validate path (or a buffer of len bytes).  path must be a
+ * regular file: a FIFO, device or directory is refused without blocking.
+ * The 8-byte header length is checked against the file's size, and the
+ * header against the data's size, before the data is read: memory is
+ * bounded by what the header declares.  On failure returns a
  * status (AG_ERR_IO, AG_ERR_FORMAT, AG_ERR_NOMEM), sets *out to NULL and
  * writes a message naming the file and what is wrong into err, e.g.
  *   "model.safetensors: tensor 'w': data_offsets [0, 12] hold 12 bytes, but
@@ -82,13 +86,18 @@ ag_status ag_st_add_int(ag_st_writer *w, const char *name, int ndim, const int *
 /* A __metadata__ pair; a key given twice, or a key or value that is not
  * UTF-8, is AG_ERR_ARG. */
 ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value);
-/* Write the file crash-safely: a temporary file "<path>.tmp.<pid>" in the
- * same directory, written fully (short writes and EINTR handled), fsync'd,
+/* Write the file crash-safely: path must be missing, a regular file or a
+ * symbolic link (a device, FIFO or directory is refused and left alone; a
+ * link is replaced by the new file, its target is not touched).  A new
+ * temporary file "<path>.tmp.<pid>.<16 hex digits>" is created beside it
+ * with O_EXCL, written fully (short writes and EINTR handled), fsync'd,
  * closed (checked), renamed over path, and the directory fsync'd.  On any
- * failure path is left as it was and the temporary file is removed; messages
- * name path and give strerror.  (Only a failure to sync the directory comes
- * after the rename: it is reported as AG_ERR_IO, path then holds the new
- * file.)  The header is padded with spaces to a multiple of 8 bytes, as the
+ * failure path is left as it was and the temporary file is removed (only
+ * ever one this call created); messages name path and give strerror.  (Only
+ * a failure to sync the directory comes after the rename: it is reported as
+ * AG_ERR_IO, path then holds the new file.)  Temporaries of killed runs are
+ * never removed by a later save: docs/errors.md says how to clean them.
+ * The header is padded with spaces to a multiple of 8 bytes, as the
  * reference writer does. */
 ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t errlen);
 
@@ -101,7 +110,10 @@ ag_status ag_store_save(const ag_store *s, const char *path, const char *const *
 /* Fill every parameter of s from the tensor of the same name in f; a
  * missing tensor, a shape or dtype that differs is an error naming it, and
  * then no parameter is changed.  F32 and F64 are both accepted (converted
- * to ag_real); tensors of f that s does not have are ignored. */
+ * to ag_real); tensors of f that s does not have are ignored.  A value that
+ * is NaN or infinite as ag_real is AG_ERR_NUMERIC ("tensor 'w': element 3
+ * is nan (weights must be finite)"): a model's weights must be finite.
+ * (ag_st_read and friends return stored values as they are.) */
 ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen);
 
 #ifdef __cplusplus

@@ -30,11 +30,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/file.h"
 #include "io/json.h"
 
 _Static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE float and double expected");
@@ -460,29 +462,35 @@ static ag_status check_tiling(const vctx *c, ag_st *f, uint32_t *order)
     return AG_OK;
 }
 
-/* Validate the file bytes[0..len) into f (whose data then points into bytes). */
-static ag_status validate(const vctx *c0, const unsigned char *bytes, size_t len, ag_st *f)
+/* The 8-byte header length n of a file of len bytes: at most
+ * ST_MAX_HEADER, and no more than the bytes that follow it.  Checked before
+ * anything is allocated, so a lying length costs nothing. */
+static ag_status check_header_length(const vctx *c, uint64_t len, const unsigned char first8[8], uint64_t *n)
+{
+    if (len < 8)
+        return bad(c, "file is %" PRIu64 " bytes, shorter than the 8-byte header length", len);
+    *n = get_u64(first8);
+    if (*n > ST_MAX_HEADER)
+        return bad(c, "header length %" PRIu64 " exceeds the limit of %u bytes", *n, ST_MAX_HEADER);
+    if (*n > len - 8)
+        return bad(c, "header length %" PRIu64 " runs past the end of the file (%" PRIu64 " bytes follow the "
+                      "length field)", *n, len - 8);
+    return AG_OK;
+}
+
+/* Validate the header hdr[0..n) of a file whose data buffer has data_len
+ * bytes into f (everything but f->data). */
+static ag_status validate(const vctx *c0, const unsigned char *hdr, size_t n, size_t data_len, ag_st *f)
 {
     vctx c = *c0;
-    if (len < 8)
-        return bad(&c, "file is %zu bytes, shorter than the 8-byte header length", len);
-    uint64_t n = get_u64(bytes);
-    if (n > ST_MAX_HEADER)
-        return bad(&c, "header length %" PRIu64 " exceeds the limit of %u bytes", n, ST_MAX_HEADER);
-    if (n > len - 8)
-        return bad(&c, "header length %" PRIu64 " runs past the end of the file (%zu bytes follow the "
-                       "length field)",
-                   n, len - 8);
-    const unsigned char *hdr = bytes + 8;
-    size_t at = ag__utf8_check(hdr, (size_t)n);
+    size_t at = ag__utf8_check(hdr, n);
     if (at != n)
         return bad(&c, "header is not valid UTF-8 (byte %zu of the header is 0x%02x)", at, hdr[at]);
-    f->data = hdr + n;
-    f->data_len = len - 8 - (size_t)n;
+    f->data_len = data_len;
 
     ag__json j;
     char jerr[160];
-    ag_status st = ag__json_parse((const char *)hdr, (size_t)n, &j, jerr, sizeof jerr);
+    ag_status st = ag__json_parse((const char *)hdr, n, &j, jerr, sizeof jerr);
     if (st == AG_ERR_NOMEM) return oom(&c);
     if (st) return bad(&c, "header is not valid JSON: %s", jerr);
     c.j = &j;
@@ -584,14 +592,18 @@ ag_status ag_st_parse(const void *buf, size_t len, ag_st **out, char *err, size_
         return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_parse: %s is NULL", out ? "buf" : "out");
     *out = NULL;
     vctx c = {"safetensors buffer", NULL, NULL, err, errlen};
+    const unsigned char *bytes = buf;
+    uint64_t n;
+    ag_status st = check_header_length(&c, len, bytes, &n);
+    if (st) return st;
     ag_st *f = ag__calloc(1, sizeof *f);
     if (!f) return oom(&c);
-    ag_status st = validate(&c, buf ? buf : "", len, f);
+    st = validate(&c, bytes + 8, (size_t)n, len - 8 - (size_t)n, f);
     if (!st) { /* keep a copy of the data: buf belongs to the caller */
         f->owned = ag__malloc(f->data_len);
         if (!f->owned) st = oom(&c);
         else {
-            if (f->data_len) memcpy(f->owned, f->data, f->data_len);
+            if (f->data_len) memcpy(f->owned, bytes + 8 + n, f->data_len);
             f->data = f->owned;
         }
     }
@@ -603,76 +615,39 @@ ag_status ag_st_parse(const void *buf, size_t len, ag_st **out, char *err, size_
     return AG_OK;
 }
 
-/* The whole of path into a fresh buffer. */
-static ag_status read_file(const char *path, unsigned char **out, size_t *len, char *err, size_t errlen)
-{
-    *out = NULL;
-    int fd;
-    do fd = open(path, O_RDONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) return ag__errf(err, errlen, AG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    int e = fstat(fd, &sb) != 0 ? errno : S_ISDIR(sb.st_mode) ? EISDIR : 0;
-    if (e) {
-        close(fd);
-        return ag__errf(err, errlen, AG_ERR_IO, "%s: cannot read: %s", path, strerror(e));
-    }
-    /* room for the whole file plus one byte, so EOF is seen without growing */
-    size_t cap = 4096;
-    if (S_ISREG(sb.st_mode) && sb.st_size > 0 && (uintmax_t)sb.st_size < SIZE_MAX - 1)
-        cap = (size_t)sb.st_size + 1;
-    size_t used = 0;
-    unsigned char *buf = ag__malloc(cap);
-    ag_status st = AG_OK;
-    if (!buf) st = ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory (%zu bytes)", path, cap);
-    while (!st) {
-        if (used == cap) {
-            unsigned char *nb = cap <= SIZE_MAX / 2 ? ag__malloc(2 * cap) : NULL;
-            if (!nb) {
-                st = ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory (file larger than %zu bytes)", path, cap);
-                break;
-            }
-            memcpy(nb, buf, used);
-            ag__free(buf);
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + used, cap - used);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) st = ag__errf(err, errlen, AG_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-        else if (r == 0) break;
-        else used += (size_t)r;
-    }
-    close(fd); /* read-only: nothing to lose */
-    if (st) {
-        ag__free(buf);
-        return st;
-    }
-    *out = buf;
-    *len = used;
-    return AG_OK;
-}
-
 ag_status ag_st_load(const char *path, ag_st **out, char *err, size_t errlen)
 {
     if (!out || !path)
         return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_load: %s is NULL", out ? "path" : "out");
     *out = NULL;
-    unsigned char *bytes = NULL;
-    size_t len = 0;
-    ag_status st = read_file(path, &bytes, &len, err, errlen);
-    if (st) return st;
     vctx c = {path, NULL, NULL, err, errlen};
-    ag_st *f = ag__calloc(1, sizeof *f);
-    if (!f) {
-        ag__free(bytes);
-        return oom(&c);
-    }
-    f->owned = bytes;
-    if ((st = validate(&c, bytes, len, f))) {
+    ag__file fh;
+    ag_status st = ag__file_open(&fh, path, err, errlen);
+    if (st) return st;
+    /* the length field, checked against the file's size before any allocation */
+    unsigned char first8[8] = {0};
+    uint64_t n = 0;
+    if (fh.size >= 8) st = ag__file_read_exact(&fh, first8, 8, err, errlen);
+    if (!st) st = check_header_length(&c, fh.size, first8, &n);
+    if (!st && fh.size - 8 - n >= SIZE_MAX)
+        st = ag__errf(err, errlen, AG_ERR_NOMEM, "%s: %" PRIu64 " bytes of data do not fit in memory", path,
+                      fh.size - 8 - n);
+    /* the header, validated against the data's size before the data is read */
+    unsigned char *hdr = st ? NULL : ag__malloc((size_t)n + 1);
+    ag_st *f = st ? NULL : ag__calloc(1, sizeof *f);
+    if (!st && (!hdr || !f)) st = oom(&c);
+    if (!st) st = ag__file_read_exact(&fh, hdr, (size_t)n, err, errlen);
+    if (!st) st = validate(&c, hdr, (size_t)n, (size_t)(fh.size - 8 - n), f);
+    ag__free(hdr);
+    /* the data: as many bytes as the tensors declared in the header take */
+    if (!st && !(f->owned = ag__malloc(f->data_len))) st = oom(&c);
+    if (!st) st = ag__file_read_exact(&fh, f->owned, f->data_len, err, errlen);
+    ag__file_close(&fh);
+    if (st) {
         ag_st_free(f);
         return st;
     }
+    f->data = f->owned;
     *out = f;
     return AG_OK;
 }
@@ -1060,56 +1035,6 @@ static void put_header(const ag_st_writer *w, sink *s)
 
 /* ---- writing the file -------------------------------------------------------- */
 
-/* All n bytes, through short writes and EINTR; -1 with errno set on error. */
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n > 0) {
-        size_t chunk = n > ((size_t)1 << 30) ? (size_t)1 << 30 : n;
-        ssize_t r = write(fd, p, chunk);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        if (r == 0) {
-            errno = EIO;
-            return -1;
-        }
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-/* The directory holding path ("." when path has no '/'), into a buffer of
- * strlen(path) + 2 bytes. */
-static void dir_of(const char *path, char *dir)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        strcpy(dir, ".");
-        return;
-    }
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-}
-
-/* fsync the directory dir, so that a rename in it is durable. */
-static int sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int r;
-    do r = fsync(fd);
-    while (r != 0 && errno == EINTR);
-    /* some file systems cannot sync a directory: nothing more to do there */
-    if (r != 0 && (errno == EINVAL || errno == ENOTSUP)) r = 0;
-    int e = errno;
-    close(fd);
-    errno = e;
-    return r;
-}
-
 ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t errlen)
 {
     if (!w || !path || !*path) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_save: writer or path is NULL or empty");
@@ -1121,71 +1046,25 @@ ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t 
     size_t hlen = s.len, padded = (hlen + 7) / 8 * 8;
     if (padded > ST_MAX_HEADER)
         return ag__errf(err, errlen, AG_ERR_ARG, "%s: header of %zu bytes exceeds the limit of %u bytes", path,
-                    padded, ST_MAX_HEADER);
-    /* every allocation first: once the temporary file exists, only I/O can fail */
+                        padded, ST_MAX_HEADER);
     unsigned char *head = ag__malloc(8 + padded);
-    char *tmp = ag__malloc(strlen(path) + 32);
-    char *dir = ag__malloc(strlen(path) + 2);
-    if (!head || !tmp || !dir) {
-        ag__free(head);
-        ag__free(tmp);
-        ag__free(dir);
-        return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory preparing the header", path);
+    ag__bytes *pieces = ag__calloc((size_t)w->count + 1, sizeof *pieces);
+    ag_status st = AG_OK;
+    if (!head || !pieces) {
+        st = ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory preparing the header", path);
+        goto out;
     }
     put_u64(head, (uint64_t)padded);
     s = (sink){(char *)head + 8, 0};
     put_header(w, &s);
     memset(head + 8 + hlen, ' ', padded - hlen);
-    snprintf(tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
-    dir_of(path, dir);
-
-    ag_status st = AG_OK;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) { /* a leftover of a crashed run with our pid */
-        unlink(tmp);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    }
-    if (fd < 0) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: cannot create the temporary file '%s': %s", path, tmp,
-                  strerror(errno));
-        goto out;
-    }
-    int bad_write = write_all(fd, head, 8 + padded);
-    for (int i = 0; !bad_write && i < w->count; i++) bad_write = write_all(fd, w->t[i].bytes, w->t[i].nbytes);
-    if (bad_write) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: writing '%s' failed: %s", path, tmp, strerror(errno));
-        close(fd);
-        goto remove_tmp;
-    }
-    int r;
-    do r = fsync(fd);
-    while (r != 0 && errno == EINTR);
-    if (r != 0) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: fsync of '%s' failed: %s", path, tmp, strerror(errno));
-        close(fd);
-        goto remove_tmp;
-    }
-    /* after fsync, EINTR from close loses nothing (and the fd is gone) */
-    if (close(fd) != 0 && errno != EINTR) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: closing '%s' failed: %s", path, tmp, strerror(errno));
-        goto remove_tmp;
-    }
-    if (rename(tmp, path) != 0) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: renaming '%s' over it failed: %s", path, tmp, strerror(errno));
-        goto remove_tmp;
-    }
-    if (sync_dir(dir) != 0)
-        st = ag__errf(err, errlen, AG_ERR_IO,
-                  "%s: written and renamed, but syncing its directory '%s' failed: %s (the new file may "
-                  "not survive a crash)",
-                  path, dir, strerror(errno));
-    goto out;
-remove_tmp:
-    unlink(tmp);
+    /* the file: the header, then each tensor's bytes in the order added */
+    pieces[0] = (ag__bytes){head, 8 + padded};
+    for (int i = 0; i < w->count; i++) pieces[i + 1] = (ag__bytes){w->t[i].bytes, w->t[i].nbytes};
+    st = ag__file_save(NULL, path, pieces, w->count + 1, err, errlen);
 out:
     ag__free(head);
-    ag__free(tmp);
-    ag__free(dir);
+    ag__free(pieces);
     return st;
 }
 
@@ -1224,6 +1103,25 @@ ag_status ag_store_save(const ag_store *s, const char *path, const char *const *
     return st;
 }
 
+/* A weight that is NaN or infinite once read as ag_real (an F64 value past
+ * float's range counts: it would load as inf) is an error naming the
+ * tensor: a model with one would run and print nonsense with status OK. */
+static ag_status check_finite(const ag_st *f, const st_tensor *t, char *err, size_t errlen)
+{
+    const unsigned char *p = f->data + t->begin;
+    for (size_t i = 0; i < t->numel; i++) {
+        double v = t->dsize == 4 ? (double)get_f32(p + 4 * i) : get_f64(p + 8 * i);
+        if (isfinite((ag_real)v)) continue;
+        shown s;
+        char what[48];
+        if (isfinite(v)) snprintf(what, sizeof what, "%g, beyond the range of %s", v, sizeof(ag_real) == 4 ? "float" : "double");
+        else snprintf(what, sizeof what, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        return ag__errf(err, errlen, AG_ERR_NUMERIC, "tensor '%s': element %zu is %s (weights must be finite)",
+                        show(t->name, &s), i, what);
+    }
+    return AG_OK;
+}
+
 ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen)
 {
     if (!s || !f) return ag__errf(err, errlen, AG_ERR_ARG, "ag_store_load: store or file is NULL");
@@ -1234,6 +1132,7 @@ ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen)
         ag_status st = find_real(f, t->name, &k, err, errlen);
         if (st) return st;
         if (!same_shape(&f->t[k], t->ndim, t->shape)) return shape_mismatch(&f->t[k], t->ndim, t->shape, err, errlen);
+        if ((st = check_finite(f, &f->t[k], err, errlen))) return st;
     }
     for (int i = 0; i < ag_store_count(s); i++) {
         ag_tensor *t = ag_store_at(s, i);

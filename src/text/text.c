@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "attograd_text.h"
+#include "io/file.h"
 
 /* FNV-1a over a token sequence, each token followed by a 0 byte so that
  * ["ab"] and ["a", "b"] differ. */
@@ -356,45 +357,6 @@ ag_status ag_pairs_parse(const char *buf, size_t len, const char *name, ag_pairs
     return AG_OK;
 }
 
-/* The whole file into a block from ag__malloc. */
-static ag_status read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
-{
-    *data = NULL, *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ag__errf(err, errlen, AG_ERR_IO, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = ag__malloc(cap);
-    if (!buf) goto nomem;
-    for (;;) {
-        if (n == cap) {
-            if (cap > SIZE_MAX / 2) goto nomem;
-            char *bigger = ag__malloc(cap * 2);
-            if (!bigger) goto nomem;
-            memcpy(bigger, buf, n);
-            ag__free(buf);
-            buf = bigger, cap *= 2;
-        }
-        size_t want = cap - n, got = fread(buf + n, 1, want, f);
-        n += got;
-        if (got < want) break; /* end of file or an error: ferror says which */
-    }
-    if (ferror(f)) {
-        ag__errf(err, errlen, AG_ERR_IO, "%s: %s", path, strerror(errno ? errno : EIO));
-        ag__free(buf);
-        fclose(f);
-        return AG_ERR_IO;
-    }
-    fclose(f);
-    *data = buf, *len = n;
-    return AG_OK;
-nomem:
-    ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory reading the file (%zu bytes so far)", path, n);
-    ag__free(buf);
-    fclose(f);
-    return AG_ERR_NOMEM;
-}
-
 ag_status ag_pairs_load(const char *path, ag_pairs **out, char *err, size_t errlen)
 {
     if (out) *out = NULL;
@@ -402,8 +364,7 @@ ag_status ag_pairs_load(const char *path, ag_pairs **out, char *err, size_t errl
         return ag__errf(err, errlen, AG_ERR_ARG, "pairs: %s is NULL", path ? "out" : "path");
     char *data;
     size_t len;
-    errno = 0;
-    ag_status st = read_file(path, &data, &len, err, errlen);
+    ag_status st = ag__file_read(path, &data, &len, err, errlen);
     if (st != AG_OK) return st;
     st = ag_pairs_parse(data, len, path, out, err, errlen);
     ag__free(data);

@@ -10,11 +10,8 @@
  * XML. */
 #include "viz/viz.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
-#include <unistd.h>
 
 /* ---- the text buffer ------------------------------------------------------ */
 
@@ -165,64 +162,11 @@ void ag__text_dot(ag__text *t, const char *s, int max_chars) { put_safe(t, s, ma
 
 /* ---- saving crash-safely ----------------------------------------------------- */
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 ag_status ag__text_save(const ag__text *t, const char *what, const char *path, char *err, size_t errlen)
 {
-    if (!path || !*path) return ag__errf(err, errlen, AG_ERR_ARG, "%s: the output path is NULL or empty", what);
     if (t->nomem) return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory making '%s'", what, path);
-    size_t n = strlen(path) + 32;
-    char *tmp = ag__malloc(n);
-    if (!tmp) return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory making '%s'", what, path);
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-
-    ag_status st = AG_OK;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) { /* left over by a crashed run with our pid */
-        unlink(tmp);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    }
-    if (fd < 0) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: cannot write '%s': %s", what, path, strerror(errno));
-        goto out;
-    }
-    int r = write_all(fd, t->s ? t->s : "", t->len);
-    if (r == 0) {
-        do r = fsync(fd);
-        while (r != 0 && errno == EINTR);
-    }
-    if (r != 0) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: writing '%s' (as '%s') failed: %s", what, path, tmp,
-                          strerror(errno));
-        close(fd);
-        unlink(tmp);
-        goto out;
-    }
-    if (close(fd) != 0 && errno != EINTR) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: closing '%s' failed: %s", what, tmp, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        st = ag__errf(err, errlen, AG_ERR_IO, "%s: cannot write '%s' (renaming '%s' over it): %s", what,
-                          path, tmp, strerror(errno));
-        unlink(tmp);
-    }
-out:
-    ag__free(tmp);
-    return st;
+    ag__bytes all = {t->s, t->len};
+    return ag__file_save(what, path, &all, 1, err, errlen);
 }
 
 /* ---- drawing helpers -------------------------------------------------------- */

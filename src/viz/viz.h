@@ -1,6 +1,6 @@
 /* viz.h: what the picture writers (dot.c, svg.c) share, private to the
  * library: a growing text buffer, the escaping of caller text for XML and
- * DOT, and crash-safe saving.  Defined in svg.c.
+ * DOT, and saving (through io/file.h).  Defined in svg.c.
  *
  * The buffer allocates through ag__malloc (the allocator hook).  Out of
  * memory is sticky: later appends do nothing and saving reports it, so a
@@ -10,6 +10,7 @@
 
 #include "attograd.h"
 #include "core/alloc.h"
+#include "io/file.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -38,9 +39,8 @@ void ag__text_dot(ag__text *t, const char *s, int max_chars);
 /* Characters (code points) of s as ag__text_xml would keep them. */
 int ag__text_chars(const char *s, int max_chars);
 
-/* Write t to path crash-safely (a temporary file in the same directory,
- * fsync'd, renamed over path).  what names the writer in messages
- * ("dot: cannot write 'x.dot': ..."). */
+/* Write t to path crash-safely (ag__file_save, io/file.h).  what names the
+ * writer in messages ("dot: x.dot: cannot create the temporary file ..."). */
 ag_status ag__text_save(const ag__text *t, const char *what, const char *path, char *err, size_t errlen);
 
 #endif

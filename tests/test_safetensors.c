@@ -425,17 +425,22 @@ Test(safetensors, writer_rejects_bad_arguments)
     const ag_real v[4] = {1, 2, 3, 4};
     cr_assert_eq(ag_st_add(w, "a", "F32", AG_SHAPE(4), v), AG_OK);
     cr_assert_eq(ag_st_add(w, "a", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "duplicate name");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'a': the name is given twice");
     cr_assert_eq(ag_st_add_int(w, "a", AG_SHAPE(1), (const int[]){1}), AG_ERR_ARG, "duplicate name (int)");
     cr_assert_eq(ag_st_add(w, "b", "F16", AG_SHAPE(4), v), AG_ERR_ARG, "unsupported dtype");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': dtype F16, F32 or F64 expected");
     cr_assert_eq(ag_st_add(w, "b", "F32", AG_SHAPE(-1), v), AG_ERR_ARG, "negative dimension");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': axis 0 of size -1 is negative");
     cr_assert_eq(ag_st_add(w, "b", "F32", AG_MAX_DIMS + 1, (const int[8]){1, 1, 1, 1, 1, 1, 1, 1}, v), AG_ERR_ARG,
                  "too many axes");
     cr_assert_eq(ag_st_add(w, "b", "F32", AG_SHAPE(4), NULL), AG_ERR_ARG, "no data");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': the data is NULL");
     cr_assert_eq(ag_st_add(w, "__metadata__", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "reserved name");
     cr_assert_eq(ag_st_add(w, "bad\xff", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "name not UTF-8");
     cr_assert_eq(ag_st_add(w, NULL, "F32", AG_SHAPE(4), v), AG_ERR_ARG, "NULL name");
     cr_assert_eq(ag_st_add_meta(w, "k", "v"), AG_OK);
     cr_assert_eq(ag_st_add_meta(w, "k", "other"), AG_ERR_ARG, "duplicate metadata key");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "key 'k' is given twice");
     cr_assert_eq(ag_st_add_meta(w, "k2", "\xc0\xaf"), AG_ERR_ARG, "value not UTF-8");
     cr_assert_eq(ag_st_add_meta(w, "k3", NULL), AG_ERR_ARG);
     /* a NULL dtype means ag_real's own */
@@ -717,7 +722,7 @@ Test(safetensors, store_save_rejects_bad_metadata)
     const char *meta[] = {"k", "1", "k", "2"};
     char err[512];
     cr_assert_eq(ag_store_save(s, path, meta, 2, err, sizeof err), AG_ERR_ARG);
-    cr_assert_not_null(strstr(err, "metadata pair 1: key 'k'"), "%s", err);
+    cr_assert_not_null(strstr(err, "metadata pair 1: key 'k' is given twice"), "%s", err);
     cr_assert_eq(ag_store_save(s, path, NULL, 1, err, sizeof err), AG_ERR_ARG);
     cr_assert_eq(count_entries(dir, NULL, 0), 0, "nothing written");
     ag_store_free(s);

@@ -1,5 +1,5 @@
 /* safetensors.h: what the three parts of the safetensors code share,
- * private to src/io/: the format's limits, a parsed file (struct ag_st),
+ * private to src/io/: the format's limits, a parsed file (struct ag_safetensors),
  * little-endian bytes, and names made fit for a message.
  *
  * The format (huggingface/safetensors):
@@ -38,12 +38,12 @@ typedef struct ag__st_tensor {
     const char *dtype;   /* "F32", ... (static strings) */
     int dsize;           /* bytes per element */
     int ndim;
-    int64_t *shape;      /* into ag_st.shapes */
+    int64_t *shape;      /* into ag_safetensors.shapes */
     size_t numel;
     uint64_t begin, end; /* byte range in the data buffer */
 } ag__st_tensor;
 
-struct ag_st {
+struct ag_safetensors {
     unsigned char *owned;      /* the bytes the data buffer lives in */
     const unsigned char *data; /* the data buffer */
     size_t data_len;
@@ -64,8 +64,8 @@ ag_status ag__st_header_length(const char *what, uint64_t len, const unsigned ch
 /* Check the header hdr[0..n) of a file whose data buffer has data_len
  * bytes, and fill f with it (everything but f->data and f->owned); every
  * rejection names WHAT (the path), the tensor and the offending values.
- * On failure f may hold blocks that ag_st_free releases. */
-ag_status ag__st_validate(const char *what, const unsigned char *hdr, size_t n, size_t data_len, ag_st *f,
+ * On failure f may hold blocks that ag_safetensors_free releases. */
+ag_status ag__st_validate(const char *what, const unsigned char *hdr, size_t n, size_t data_len, ag_safetensors *f,
                           char *err, size_t errlen);
 
 /* ---- little-endian bytes ------------------------------------------------ */

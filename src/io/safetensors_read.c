@@ -21,7 +21,7 @@ static ag_status oom(const char *what, char *err, size_t errlen)
 
 /* ---- loading ----------------------------------------------------------------- */
 
-void ag_st_free(ag_st *f)
+void ag_safetensors_free(ag_safetensors *f)
 {
     if (!f) return;
     ag__free(f->owned);
@@ -33,17 +33,17 @@ void ag_st_free(ag_st *f)
     ag__free(f);
 }
 
-ag_status ag_st_parse(const void *buf, size_t len, ag_st **out, char *err, size_t errlen)
+ag_status ag_safetensors_parse(const void *buf, size_t len, ag_safetensors **out, char *err, size_t errlen)
 {
     if (!out || (!buf && len))
-        return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_parse: %s is NULL", out ? "buf" : "out");
+        return ag__errf(err, errlen, AG_ERR_ARG, "ag_safetensors_parse: %s is NULL", out ? "buf" : "out");
     *out = NULL;
     const char *what = "safetensors buffer";
     const unsigned char *bytes = buf;
     uint64_t n;
     ag_status st = ag__st_header_length(what, len, bytes, &n, err, errlen);
     if (st) return st;
-    ag_st *f = ag__calloc(1, sizeof *f);
+    ag_safetensors *f = ag__calloc(1, sizeof *f);
     if (!f) return oom(what, err, errlen);
     st = ag__st_validate(what, bytes + 8, (size_t)n, len - 8 - (size_t)n, f, err, errlen);
     /* keep a copy of the data: buf belongs to the caller */
@@ -53,17 +53,17 @@ ag_status ag_st_parse(const void *buf, size_t len, ag_st **out, char *err, size_
         f->data = f->owned;
     }
     if (st) {
-        ag_st_free(f);
+        ag_safetensors_free(f);
         return st;
     }
     *out = f;
     return AG_OK;
 }
 
-ag_status ag_st_load(const char *path, ag_st **out, char *err, size_t errlen)
+ag_status ag_safetensors_load(const char *path, ag_safetensors **out, char *err, size_t errlen)
 {
     if (!out || !path)
-        return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_load: %s is NULL", out ? "path" : "out");
+        return ag__errf(err, errlen, AG_ERR_ARG, "ag_safetensors_load: %s is NULL", out ? "path" : "out");
     *out = NULL;
     ag__file fh;
     ag_status st = ag__file_open(&fh, path, err, errlen);
@@ -78,7 +78,7 @@ ag_status ag_st_load(const char *path, ag_st **out, char *err, size_t errlen)
                       fh.size - 8 - n);
     /* the header, validated against the data's size before the data is read */
     unsigned char *hdr = st ? NULL : ag__malloc((size_t)n + 1);
-    ag_st *f = st ? NULL : ag__calloc(1, sizeof *f);
+    ag_safetensors *f = st ? NULL : ag__calloc(1, sizeof *f);
     if (!st && (!hdr || !f)) st = oom(path, err, errlen);
     if (!st) st = ag__file_read_exact(&fh, hdr, (size_t)n, err, errlen);
     if (!st) st = ag__st_validate(path, hdr, (size_t)n, (size_t)(fh.size - 8 - n), f, err, errlen);
@@ -88,7 +88,7 @@ ag_status ag_st_load(const char *path, ag_st **out, char *err, size_t errlen)
     if (!st) st = ag__file_read_exact(&fh, f->owned, f->data_len, err, errlen);
     ag__file_close(&fh);
     if (st) {
-        ag_st_free(f);
+        ag_safetensors_free(f);
         return st;
     }
     f->data = f->owned;
@@ -98,24 +98,24 @@ ag_status ag_st_load(const char *path, ag_st **out, char *err, size_t errlen)
 
 /* ---- queries ---------------------------------------------------------------- */
 
-static const ag__st_tensor *at(const ag_st *f, int i)
+static const ag__st_tensor *at(const ag_safetensors *f, int i)
 {
     return (f && i >= 0 && i < f->count) ? &f->t[i] : NULL;
 }
 
-int ag_st_count(const ag_st *f) { return f ? f->count : 0; }
-const char *ag_st_name(const ag_st *f, int i) { return at(f, i) ? at(f, i)->name : NULL; }
-const char *ag_st_dtype(const ag_st *f, int i) { return at(f, i) ? at(f, i)->dtype : NULL; }
-int ag_st_ndim(const ag_st *f, int i) { return at(f, i) ? at(f, i)->ndim : -1; }
-const int64_t *ag_st_shape(const ag_st *f, int i) { return at(f, i) ? at(f, i)->shape : NULL; }
-size_t ag_st_numel(const ag_st *f, int i) { return at(f, i) ? at(f, i)->numel : 0; }
+int ag_safetensors_count(const ag_safetensors *f) { return f ? f->count : 0; }
+const char *ag_safetensors_name(const ag_safetensors *f, int i) { return at(f, i) ? at(f, i)->name : NULL; }
+const char *ag_safetensors_dtype(const ag_safetensors *f, int i) { return at(f, i) ? at(f, i)->dtype : NULL; }
+int ag_safetensors_ndim(const ag_safetensors *f, int i) { return at(f, i) ? at(f, i)->ndim : -1; }
+const int64_t *ag_safetensors_shape(const ag_safetensors *f, int i) { return at(f, i) ? at(f, i)->shape : NULL; }
+size_t ag_safetensors_numel(const ag_safetensors *f, int i) { return at(f, i) ? at(f, i)->numel : 0; }
 
-const void *ag_st_bytes(const ag_st *f, int i)
+const void *ag_safetensors_bytes(const ag_safetensors *f, int i)
 {
     return at(f, i) ? f->data + at(f, i)->begin : NULL;
 }
 
-int ag_st_find(const ag_st *f, const char *name)
+int ag_safetensors_find(const ag_safetensors *f, const char *name)
 {
     if (!f || !name) return -1;
     size_t lo = 0, hi = (size_t)f->count; /* binary search in by_name */
@@ -129,16 +129,16 @@ int ag_st_find(const ag_st *f, const char *name)
     return -1;
 }
 
-const char *ag_st_meta(const ag_st *f, const char *key)
+const char *ag_safetensors_meta(const ag_safetensors *f, const char *key)
 {
     for (int i = 0; f && key && i < f->nmeta; i++)
         if (strcmp(f->meta[2 * i], key) == 0) return f->meta[2 * i + 1];
     return NULL;
 }
 
-int ag_st_meta_count(const ag_st *f) { return f ? f->nmeta : 0; }
+int ag_safetensors_meta_count(const ag_safetensors *f) { return f ? f->nmeta : 0; }
 
-const char *ag_st_meta_key(const ag_st *f, int i)
+const char *ag_safetensors_meta_key(const ag_safetensors *f, int i)
 {
     return (f && i >= 0 && i < f->nmeta) ? f->meta[2 * i] : NULL;
 }
@@ -146,11 +146,11 @@ const char *ag_st_meta_key(const ag_st *f, int i)
 /* ---- reading values ----------------------------------------------------------- */
 
 /* Tensor `name` as a float tensor, or an error. */
-static ag_status find_real(const ag_st *f, const char *name, int *idx, char *err, size_t errlen)
+static ag_status find_real(const ag_safetensors *f, const char *name, int *idx, char *err, size_t errlen)
 {
     ag__shown s;
-    if (!f || !name) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_read: file or name is NULL");
-    *idx = ag_st_find(f, name);
+    if (!f || !name) return ag__errf(err, errlen, AG_ERR_ARG, "ag_safetensors_read: file or name is NULL");
+    *idx = ag_safetensors_find(f, name);
     if (*idx < 0) return ag__errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': not in the file", ag__st_show(name, &s));
     const char *d = f->t[*idx].dtype;
     if (strcmp(d, "F32") != 0 && strcmp(d, "F64") != 0)
@@ -160,7 +160,7 @@ static ag_status find_real(const ag_st *f, const char *name, int *idx, char *err
 }
 
 /* Decode n elements of an F32 or F64 tensor. */
-static void decode_real(const ag_st *f, const ag__st_tensor *t, ag_real *dst, size_t n)
+static void decode_real(const ag_safetensors *f, const ag__st_tensor *t, ag_real *dst, size_t n)
 {
     const unsigned char *p = f->data + t->begin;
     if (t->dsize == 4)
@@ -169,7 +169,7 @@ static void decode_real(const ag_st *f, const ag__st_tensor *t, ag_real *dst, si
         for (size_t i = 0; i < n; i++) dst[i] = (ag_real)ag__get_f64(p + 8 * i);
 }
 
-ag_status ag_st_read(const ag_st *f, const char *name, ag_real *dst, size_t n, char *err, size_t errlen)
+ag_status ag_safetensors_read(const ag_safetensors *f, const char *name, ag_real *dst, size_t n, char *err, size_t errlen)
 {
     int i;
     ag__shown s;
@@ -200,10 +200,10 @@ static ag_status shape_mismatch(const ag__st_tensor *t, int ndim, const int *sha
                 ag__st_shape_str(t->ndim, t->shape, a, sizeof a), ag_shape_str_n(ndim, shape, b, sizeof b));
 }
 
-ag_status ag_st_read_tensor(const ag_st *f, const char *name, ag_tensor *t, char *err, size_t errlen)
+ag_status ag_safetensors_read_tensor(const ag_safetensors *f, const char *name, ag_tensor *t, char *err, size_t errlen)
 {
     int i;
-    if (!t) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_read_tensor: tensor is NULL");
+    if (!t) return ag__errf(err, errlen, AG_ERR_ARG, "ag_safetensors_read_tensor: tensor is NULL");
     ag_status st = find_real(f, name, &i, err, errlen);
     if (st) return st;
     if (!same_shape(&f->t[i], t->ndim, t->shape)) return shape_mismatch(&f->t[i], t->ndim, t->shape, err, errlen);
@@ -211,11 +211,11 @@ ag_status ag_st_read_tensor(const ag_st *f, const char *name, ag_tensor *t, char
     return AG_OK;
 }
 
-ag_status ag_st_read_int(const ag_st *f, const char *name, int *dst, size_t n, char *err, size_t errlen)
+ag_status ag_safetensors_read_int(const ag_safetensors *f, const char *name, int *dst, size_t n, char *err, size_t errlen)
 {
     ag__shown s;
-    if (!f || !name) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_read_int: file or name is NULL");
-    int i = ag_st_find(f, name);
+    if (!f || !name) return ag__errf(err, errlen, AG_ERR_ARG, "ag_safetensors_read_int: file or name is NULL");
+    int i = ag_safetensors_find(f, name);
     if (i < 0) return ag__errf(err, errlen, AG_ERR_FORMAT, "tensor '%s': not in the file", ag__st_show(name, &s));
     const ag__st_tensor *t = &f->t[i];
     if (strcmp(t->dtype, "I64") != 0 && strcmp(t->dtype, "I32") != 0)
@@ -241,7 +241,7 @@ ag_status ag_st_read_int(const ag_st *f, const char *name, int *dst, size_t n, c
 /* A weight that is NaN or infinite once read as ag_real (an F64 value past
  * float's range counts: it would load as inf) is an error naming the
  * tensor: a model with one would run and print nonsense with status OK. */
-static ag_status check_finite(const ag_st *f, const ag__st_tensor *t, char *err, size_t errlen)
+static ag_status check_finite(const ag_safetensors *f, const ag__st_tensor *t, char *err, size_t errlen)
 {
     const unsigned char *p = f->data + t->begin;
     for (size_t i = 0; i < t->numel; i++) {
@@ -257,7 +257,7 @@ static ag_status check_finite(const ag_st *f, const ag__st_tensor *t, char *err,
     return AG_OK;
 }
 
-ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen)
+ag_status ag_store_load(ag_store *s, const ag_safetensors *f, char *err, size_t errlen)
 {
     if (!s || !f) return ag__errf(err, errlen, AG_ERR_ARG, "ag_store_load: store or file is NULL");
     /* check everything first: a failure must leave every parameter as it was */
@@ -271,7 +271,7 @@ ag_status ag_store_load(ag_store *s, const ag_st *f, char *err, size_t errlen)
     }
     for (int i = 0; i < ag_store_count(s); i++) {
         ag_tensor *t = ag_store_at(s, i);
-        decode_real(f, &f->t[ag_st_find(f, t->name)], t->data, t->size);
+        decode_real(f, &f->t[ag_safetensors_find(f, t->name)], t->data, t->size);
     }
     return AG_OK;
 }

@@ -176,7 +176,7 @@ static ag_status get_uint(const vctx *c, const char *tname, const char *field, u
 }
 
 /* __metadata__: an object of string -> string, each key once. */
-static ag_status check_meta(const vctx *c, uint32_t idx, ag_st *f)
+static ag_status check_meta(const vctx *c, uint32_t idx, ag_safetensors *f)
 {
     const ag__json_node *m = node(c, idx);
     ag__shown s;
@@ -238,7 +238,7 @@ static int cmp_name(const void *ctx, uint32_t a, uint32_t b)
 }
 
 /* The byte ranges, sorted by start, must tile [0, data_len) exactly. */
-static ag_status check_tiling(const vctx *c, ag_st *f, uint32_t *order)
+static ag_status check_tiling(const vctx *c, ag_safetensors *f, uint32_t *order)
 {
     ag__shown s, s2;
     for (int i = 0; i < f->count; i++) order[i] = (uint32_t)i;
@@ -430,7 +430,7 @@ static ag_status check_top_keys(const vctx *c, const ag__json_node *root, uint32
 
 /* Every tensor entry, in header order, into f->t; shape_at[i] gets tensor
  * i's shape node. */
-static ag_status check_tensors(const vctx *c, const ag__json_node *root, uint32_t meta_at, ag_st *f,
+static ag_status check_tensors(const vctx *c, const ag__json_node *root, uint32_t meta_at, ag_safetensors *f,
                                uint32_t *shape_at)
 {
     for (uint32_t k = root->first; k; k = node(c, k)->next) {
@@ -444,7 +444,7 @@ static ag_status check_tensors(const vctx *c, const ag__json_node *root, uint32_
 
 /* Keep what the queries need once the JSON is gone: the shapes, the
  * strings (the pool moves from the parse into f) and a by-name index. */
-static ag_status keep_index(const vctx *c, ag__json *j, ag_st *f, const uint32_t *shape_at)
+static ag_status keep_index(const vctx *c, ag__json *j, ag_safetensors *f, const uint32_t *shape_at)
 {
     size_t total_rank = 0;
     for (int i = 0; i < f->count; i++) total_rank += (size_t)f->t[i].ndim;
@@ -464,7 +464,7 @@ static ag_status keep_index(const vctx *c, ag__json *j, ag_st *f, const uint32_t
 }
 
 /* The parsed header j, checked into f as a list of named steps. */
-static ag_status check_header(const vctx *c, ag__json *j, ag_st *f)
+static ag_status check_header(const vctx *c, ag__json *j, ag_safetensors *f)
 {
     const ag__json_node *root = &j->nodes[0];
     if (root->type != AG__JSON_OBJECT) return bad(c, "header is %s, not a JSON object", type_name(root->type));
@@ -483,7 +483,7 @@ static ag_status check_header(const vctx *c, ag__json *j, ag_st *f)
     return st;
 }
 
-ag_status ag__st_validate(const char *what, const unsigned char *hdr, size_t n, size_t data_len, ag_st *f,
+ag_status ag__st_validate(const char *what, const unsigned char *hdr, size_t n, size_t data_len, ag_safetensors *f,
                           char *err, size_t errlen)
 {
     vctx c = {what, (const char *)hdr, NULL, err, errlen};

@@ -4,11 +4,12 @@
  *
  * Invariant: a writer holds only what validated: each add either succeeds
  * whole or leaves the writer as it was, so whatever is saved is a file
- * that ag_st_load accepts. */
+ * that ag_safetensors_load accepts. */
 #include "io/safetensors.h"
 
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "io/file.h"
@@ -23,16 +24,38 @@ typedef struct w_tensor {
     unsigned char *bytes; /* little-endian, owned */
 } w_tensor;
 
-struct ag_st_writer {
+struct ag_safetensors_writer {
     w_tensor *t;
     int count, cap;
     char **meta; /* key0, value0, key1, ... (owned) */
     int nmeta, mcap; /* pairs */
+    char err[256];   /* why the last failed add failed, "" if none has */
 };
 
-ag_st_writer *ag_st_writer_new(void) { return ag__calloc(1, sizeof(ag_st_writer)); }
+const char *ag_safetensors_writer_error(const ag_safetensors_writer *w)
+{
+    return w ? w->err : "safetensors writer is NULL";
+}
 
-void ag_st_writer_free(ag_st_writer *w)
+/* The reason of a failed add, kept on w (when there is one); returns st. */
+static ag_status fail(ag_safetensors_writer *w, ag_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static ag_status fail(ag_safetensors_writer *w, ag_status st, const char *fmt, ...)
+{
+    if (!w) return st;
+    va_list ap;
+    va_start(ap, fmt);
+    ag__verrf(w->err, sizeof w->err, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+ag_safetensors_writer *ag_safetensors_writer_new(void) { return ag__calloc(1, sizeof(ag_safetensors_writer)); }
+
+void ag_safetensors_writer_free(ag_safetensors_writer *w)
 {
     if (!w) return;
     for (int i = 0; i < w->count; i++) {
@@ -74,23 +97,43 @@ static int valid_utf8(const char *s)
     return ag__utf8_check((const unsigned char *)s, n) == n;
 }
 
+/* The name and shape of a new tensor of dsize-byte elements, checked:
+ * *numel gets its element count. */
+static ag_status check_new_tensor(ag_safetensors_writer *w, const char *name, int dsize, int ndim,
+                                  const int *shape, const void *data, size_t *numel)
+{
+    ag__shown sh;
+    if (!w) return AG_ERR_ARG;
+    if (!name) return fail(w, AG_ERR_ARG, "add: the name is NULL");
+    if (!valid_utf8(name)) return fail(w, AG_ERR_ARG, "tensor '%s': the name is not UTF-8", ag__st_show(name, &sh));
+    if (strcmp(name, "__metadata__") == 0) return fail(w, AG_ERR_ARG, "tensor '__metadata__': the name is reserved");
+    if (ndim < 0 || ndim > AG_MAX_DIMS || (ndim && !shape))
+        return fail(w, AG_ERR_ARG, "tensor '%s': %d axes%s (at most %d)", ag__st_show(name, &sh), ndim,
+                    ndim > 0 && !shape ? " and a NULL shape" : "", AG_MAX_DIMS);
+    *numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || (shape[i] && *numel > SIZE_MAX / (size_t)dsize / (size_t)shape[i]))
+            return fail(w, AG_ERR_ARG, "tensor '%s': axis %d of size %d is %s", ag__st_show(name, &sh), i, shape[i],
+                        shape[i] < 0 ? "negative" : "too large");
+        *numel *= (size_t)shape[i];
+    }
+    if (*numel && !data) return fail(w, AG_ERR_ARG, "tensor '%s': the data is NULL", ag__st_show(name, &sh));
+    for (int i = 0; i < w->count; i++)
+        if (strcmp(w->t[i].name, name) == 0)
+            return fail(w, AG_ERR_ARG, "tensor '%s': the name is given twice", ag__st_show(name, &sh));
+    return AG_OK;
+}
+
 /* A new entry for a tensor of dsize-byte elements; its bytes to be filled. */
-static ag_status add_entry(ag_st_writer *w, const char *name, const char *dtype, int dsize, int ndim,
+static ag_status add_entry(ag_safetensors_writer *w, const char *name, const char *dtype, int dsize, int ndim,
                            const int *shape, const void *data, w_tensor **out)
 {
-    if (!w || !name || !valid_utf8(name) || strcmp(name, "__metadata__") == 0) return AG_ERR_ARG;
-    if (ndim < 0 || ndim > AG_MAX_DIMS || (ndim && !shape)) return AG_ERR_ARG;
-    size_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0) return AG_ERR_ARG;
-        if (shape[i] && numel > SIZE_MAX / (size_t)dsize / (size_t)shape[i]) return AG_ERR_ARG;
-        numel *= (size_t)shape[i];
-    }
-    if (numel && !data) return AG_ERR_ARG;
-    for (int i = 0; i < w->count; i++)
-        if (strcmp(w->t[i].name, name) == 0) return AG_ERR_ARG;
+    size_t numel = 0;
+    ag_status st = check_new_tensor(w, name, dsize, ndim, shape, data, &numel);
+    if (st) return st;
+    ag__shown sh;
     w_tensor *arr = reserve(w->t, &w->cap, w->count, sizeof *w->t);
-    if (!arr) return AG_ERR_NOMEM;
+    if (!arr) return fail(w, AG_ERR_NOMEM, "tensor '%s': out of memory", ag__st_show(name, &sh));
     w->t = arr;
     w_tensor e = {0};
     e.name = dup_str(name);
@@ -99,7 +142,7 @@ static ag_status add_entry(ag_st_writer *w, const char *name, const char *dtype,
     if (!e.name || !e.bytes) {
         ag__free(e.name);
         ag__free(e.bytes);
-        return AG_ERR_NOMEM;
+        return fail(w, AG_ERR_NOMEM, "tensor '%s': out of memory for %zu bytes", ag__st_show(name, &sh), e.nbytes);
     }
     e.dtype = dtype;
     e.ndim = ndim;
@@ -109,12 +152,16 @@ static ag_status add_entry(ag_st_writer *w, const char *name, const char *dtype,
     return AG_OK;
 }
 
-ag_status ag_st_add(ag_st_writer *w, const char *name, const char *dtype, int ndim, const int *shape,
+ag_status ag_safetensors_add(ag_safetensors_writer *w, const char *name, const char *dtype, int ndim, const int *shape,
                     const ag_real *data)
 {
     if (!dtype) dtype = sizeof(ag_real) == 8 ? "F64" : "F32";
     int f64 = strcmp(dtype, "F64") == 0;
-    if (!f64 && strcmp(dtype, "F32") != 0) return AG_ERR_ARG;
+    if (!f64 && strcmp(dtype, "F32") != 0) {
+        ag__shown sh;
+        return fail(w, AG_ERR_ARG, "tensor '%s': dtype %s, F32 or F64 expected", name ? ag__st_show(name, &sh) : "(null)",
+                    dtype);
+    }
     w_tensor *e;
     ag_status st = add_entry(w, name, f64 ? "F64" : "F32", f64 ? 8 : 4, ndim, shape, data, &e);
     if (st) return st;
@@ -135,7 +182,7 @@ ag_status ag_st_add(ag_st_writer *w, const char *name, const char *dtype, int nd
     return AG_OK;
 }
 
-ag_status ag_st_add_int(ag_st_writer *w, const char *name, int ndim, const int *shape, const int *data)
+ag_status ag_safetensors_add_int(ag_safetensors_writer *w, const char *name, int ndim, const int *shape, const int *data)
 {
     w_tensor *e;
     ag_status st = add_entry(w, name, "I64", 8, ndim, shape, data, &e);
@@ -144,16 +191,21 @@ ag_status ag_st_add_int(ag_st_writer *w, const char *name, int ndim, const int *
     return AG_OK;
 }
 
-ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value)
+ag_status ag_safetensors_add_meta(ag_safetensors_writer *w, const char *key, const char *value)
 {
-    if (!w || !key || !value || !valid_utf8(key) || !valid_utf8(value)) return AG_ERR_ARG;
+    ag__shown sh;
+    if (!w) return AG_ERR_ARG;
+    if (!key || !value) return fail(w, AG_ERR_ARG, "metadata: the %s is NULL", key ? "value" : "key");
+    if (!valid_utf8(key)) return fail(w, AG_ERR_ARG, "key '%s' is not UTF-8", ag__st_show(key, &sh));
+    if (!valid_utf8(value)) return fail(w, AG_ERR_ARG, "key '%s': the value is not UTF-8", ag__st_show(key, &sh));
     for (int i = 0; i < w->nmeta; i++)
-        if (strcmp(w->meta[2 * i], key) == 0) return AG_ERR_ARG;
+        if (strcmp(w->meta[2 * i], key) == 0)
+            return fail(w, AG_ERR_ARG, "key '%s' is given twice", ag__st_show(key, &sh));
     /* mcap counts pairs; the array holds 2 * mcap strings */
     if (w->nmeta == w->mcap) {
         int cap = w->mcap;
         char **n = reserve(w->meta, &cap, w->nmeta, 2 * sizeof *w->meta);
-        if (!n) return AG_ERR_NOMEM;
+        if (!n) return fail(w, AG_ERR_NOMEM, "key '%s': out of memory", ag__st_show(key, &sh));
         w->meta = n;
         w->mcap = cap;
     }
@@ -161,7 +213,7 @@ ag_status ag_st_add_meta(ag_st_writer *w, const char *key, const char *value)
     if (!k || !v) {
         ag__free(k);
         ag__free(v);
-        return AG_ERR_NOMEM;
+        return fail(w, AG_ERR_NOMEM, "key '%s': out of memory", ag__st_show(key, &sh));
     }
     w->meta[2 * w->nmeta] = k;
     w->meta[2 * w->nmeta + 1] = v;
@@ -214,7 +266,7 @@ static void put_json_string(sink *s, const char *str)
 
 /* {"__metadata__":{...},"name":{"dtype":..,"shape":[..],"data_offsets":[b,e]},...}
  * with tensors in insertion order, their data laid out in the same order. */
-static void put_header(const ag_st_writer *w, sink *s)
+static void put_header(const ag_safetensors_writer *w, sink *s)
 {
     char num[64];
     put(s, "{", 1);
@@ -253,9 +305,9 @@ static void put_header(const ag_st_writer *w, sink *s)
 
 /* ---- writing the file -------------------------------------------------------- */
 
-ag_status ag_st_save(const ag_st_writer *w, const char *path, char *err, size_t errlen)
+ag_status ag_safetensors_save(const ag_safetensors_writer *w, const char *path, char *err, size_t errlen)
 {
-    if (!w || !path || !*path) return ag__errf(err, errlen, AG_ERR_ARG, "ag_st_save: writer or path is NULL or empty");
+    if (!w || !path || !*path) return ag__errf(err, errlen, AG_ERR_ARG, "ag_safetensors_save: writer or path is NULL or empty");
 
     /* 8-byte length, then the header padded with spaces to a multiple of 8
      * (as the reference writer does: the data then starts 8-aligned) */
@@ -291,31 +343,23 @@ out:
 ag_status ag_store_save(const ag_store *s, const char *path, const char *const *meta_kv, int n_meta,
                         char *err, size_t errlen)
 {
-    ag__shown sh;
     if (!s || !path) return ag__errf(err, errlen, AG_ERR_ARG, "ag_store_save: store or path is NULL");
     if (n_meta < 0 || (n_meta > 0 && !meta_kv))
         return ag__errf(err, errlen, AG_ERR_ARG, "%s: %d metadata pairs given with %s", path, n_meta,
-                    meta_kv ? "a key/value array" : "no key/value array");
-    ag_st_writer *w = ag_st_writer_new();
+                        meta_kv ? "a key/value array" : "no key/value array");
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     if (!w) return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory", path);
     const char *dtype = sizeof(ag_real) == 8 ? "F64" : "F32";
     ag_status st = AG_OK;
     for (int i = 0; !st && i < ag_store_count(s); i++) {
         const ag_tensor *t = ag_store_at(s, i);
-        st = ag_st_add(w, t->name, dtype, t->ndim, t->shape, t->data);
-        if (st == AG_ERR_NOMEM) ag__errf(err, errlen, st, "%s: out of memory adding parameter '%s'", path, ag__st_show(t->name, &sh));
-        else if (st) ag__errf(err, errlen, st, "%s: parameter '%s': name is not valid UTF-8 or is reserved", path, ag__st_show(t->name, &sh));
+        st = ag_safetensors_add(w, t->name, dtype, t->ndim, t->shape, t->data);
     }
-    for (int i = 0; !st && i < n_meta; i++) {
-        const char *k = meta_kv[2 * i], *v = meta_kv[2 * i + 1];
-        st = ag_st_add_meta(w, k, v);
-        if (st == AG_ERR_NOMEM) ag__errf(err, errlen, st, "%s: out of memory adding metadata", path);
-        else if (st)
-            ag__errf(err, errlen, st, "%s: metadata pair %d: key '%s' is NULL, repeated or not valid UTF-8 (or its value is)",
-                 path, i, k ? ag__st_show(k, &sh) : "(null)");
-    }
-    if (!st) st = ag_st_save(w, path, err, errlen);
-    ag_st_writer_free(w);
+    int pair = 0;
+    for (; !st && pair < n_meta; pair++) st = ag_safetensors_add_meta(w, meta_kv[2 * pair], meta_kv[2 * pair + 1]);
+    if (st && pair) ag__errf(err, errlen, st, "%s: metadata pair %d: %s", path, pair - 1, w->err);
+    else if (st) ag__errf(err, errlen, st, "%s: %s", path, w->err);
+    else st = ag_safetensors_save(w, path, err, errlen);
+    ag_safetensors_writer_free(w);
     return st;
 }
-

@@ -43,11 +43,7 @@ static ag_status fail(parser *p, size_t at, const char *fmt, ...)
     return AG_ERR_FORMAT;
 }
 
-static ag_status nomem(parser *p)
-{
-    if (p->err && p->errlen) snprintf(p->err, p->errlen, "out of memory");
-    return AG_ERR_NOMEM;
-}
+static ag_status nomem(parser *p) { return ag__errf(p->err, p->errlen, AG_ERR_NOMEM, "out of memory"); }
 
 /* A printable rendering of the byte at p->at, for "unexpected 'x'". */
 static const char *show_byte(const parser *p, char buf[16])

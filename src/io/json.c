@@ -43,7 +43,11 @@ static ag_status fail(parser *p, size_t at, const char *fmt, ...)
     return AG_ERR_FORMAT;
 }
 
-static ag_status nomem(parser *p) { return ag__errf(p->err, p->errlen, AG_ERR_NOMEM, "out of memory"); }
+static ag_status nomem(parser *p)
+{
+    ag__errf(p->err, p->errlen, AG_ERR_NOMEM, "out of memory");
+    return AG_ERR_NOMEM; /* a constant: callers' flow analysis sees it is not AG_OK */
+}
 
 /* A printable rendering of the byte at p->at, for "unexpected 'x'". */
 static const char *show_byte(const parser *p, char buf[16])

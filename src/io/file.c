@@ -177,7 +177,7 @@ static int create_temp(const saving *s, char *tmp, size_t tmplen)
         do fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         while (fd < 0 && errno == EINTR);
         if (fd >= 0) return fd;
-        if (errno != EEXIST) break; /* someone else's file: draw another name */
+        if (errno != EEXIST) break; /* (EEXIST: someone else's file, never ours to touch: draw again) */
     }
     fail(s, AG_ERR_IO, "%s: cannot create the temporary file '%s': %s", s->path, tmp, strerror(errno));
     return -1;
@@ -250,7 +250,8 @@ ag_status ag__file_save(const char *what, const char *path, const ag__bytes *pie
 {
     saving s = {what, path, err, errlen};
     if (!path || !*path) return fail(&s, AG_ERR_ARG, "the output path is NULL or empty");
-    if (n < 0 || (n && !pieces)) return fail(&s, AG_ERR_ARG, "%s: %d pieces to write at %p", path, n, (const void *)pieces);
+    if (n < 0 || (n && !pieces))
+        return fail(&s, AG_ERR_ARG, "%s: %d pieces to write at %p", path, n, (const void *)pieces);
     /* every allocation first: once the temporary exists, only I/O can fail */
     size_t tmplen = strlen(path) + 48;
     char *tmp = ag__malloc(tmplen), *dir = ag__malloc(strlen(path) + 2);

@@ -10,8 +10,9 @@
  *   ag_svg_line_plot     curves such as the loss per epoch
  *
  * The writers need nothing but the C library.  Every file is written
- * crash-safely: to "<path>.tmp.<pid>" first, then renamed over path, so a
- * reader never sees half a picture.  Failures return a status and write a
+ * crash-safely, as ag_st_save writes a checkpoint (attograd_io.h): to a new
+ * "<path>.tmp.<pid>.<random>" first, then renamed over path, so a reader
+ * never sees half a picture; a device or FIFO at path is refused.  Failures return a status and write a
  * message naming the path into err (errlen bytes, always NUL-terminated;
  * err may be NULL).  Text from the caller (token labels, names, titles) is
  * escaped for the format; bytes that are not valid UTF-8, and control

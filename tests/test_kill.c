@@ -184,6 +184,14 @@ Test(kill, a_killed_save_leaves_the_old_or_the_new_checkpoint_whole, .timeout = 
         int entries = count_entries(dir, tmp, sizeof tmp);
         cr_assert(entries == 1 || (entries == 2 && tmp[0]), "round %d: %d entries in the directory", rounds, entries);
         if (tmp[0]) {
+            /* a stale temporary is recognised by its name (docs/errors.md):
+             * model.safetensors.tmp.<pid of the killed saver>.<16 hex digits> */
+            int tmp_pid = 0, end = 0;
+            char hex[17] = "";
+            sscanf(tmp, "model.safetensors.tmp.%d.%16[0-9a-f]%n", &tmp_pid, hex, &end);
+            cr_assert(tmp_pid == (int)pid && strlen(hex) == 16 && tmp[end] == '\0',
+                      "round %d: the temporary '%s' is not named <path>.tmp.%d.<16 hex digits>", rounds, tmp,
+                      (int)pid);
             char *p = join(dir, tmp);
             cr_assert_eq(unlink(p), 0);
             free(p);

@@ -4,6 +4,8 @@
  * The parity fixtures are tests/reference/optim.txt, written by
  * tests/reference/make_optim_fixtures.py (torch.optim, float64); the tests
  * run from the repository root. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,10 +117,10 @@ static void check_against_pytorch(const char *case_name)
     expect_close(ag_store_at(s, 0)->data, fx.want[0][0], 6, 0, 0, "p0 at step 0");
     expect_close(ag_store_at(s, 1)->data, fx.want[0][1], 4, 0, 0, "p1 at step 0");
     ag_optim *o = make_optim(s, c);
-    cr_assert_not_null(o, "%s", ag_optim_last_error());
+    cr_assert_not_null(o, "%s", ag_store_error(s));
     for (int k = 1; k <= NSTEPS; k++) {
         set_grads(s, k);
-        cr_assert_eq(ag_optim_step(o), AG_OK, "%s", ag_optim_last_error());
+        cr_assert_eq(ag_optim_step(o), AG_OK, "%s", ag_optim_error(o));
         char what[64];
         for (int p = 0; p < 2; p++) {
             snprintf(what, sizeof what, "%s step %d p%d", case_name, k, p);
@@ -254,7 +256,8 @@ Test(optim, restored_state_and_steps_continue_the_same_run)
     /* a negative step count is refused */
     ag_optim_set_steps(r, -4);
     cr_assert_eq(ag_optim_steps(r), 3);
-    cr_assert(strstr(ag_optim_last_error(), "-4"), "%s", ag_optim_last_error());
+    cr_assert(strstr(ag_optim_error(r), "-4"), "%s", ag_optim_error(r));
+    cr_assert_str_empty(ag_optim_error(a));
     ag_optim_free(a);
     ag_optim_free(b);
     ag_optim_free(r);
@@ -263,25 +266,29 @@ Test(optim, restored_state_and_steps_continue_the_same_run)
     ag_store_free(sc);
 }
 
-/* The constructor returns NULL and the message names the bad value. */
+/* The constructor returns NULL and the store's message names the bad value;
+ * so does the thread's deprecated copy. */
 #define EXPECT_REJECTED(call, text)                                                               \
     do {                                                                                          \
         ag_optim *o_ = (call);                                                                    \
         cr_assert_null(o_, #call " should fail");                                                 \
-        cr_assert(strstr(ag_optim_last_error(), (text)), #call ": message '%s' lacks '%s'",       \
-                  ag_optim_last_error(), (text));                                                 \
+        cr_assert(strstr(ag_store_error(s), (text)), #call ": message '%s' lacks '%s'",           \
+                  ag_store_error(s), (text));                                                     \
+        cr_assert_str_eq(ag_optim_last_error(), ag_store_error(s));                               \
     } while (0)
 
 Test(optim, constructors_reject_bad_arguments)
 {
     ag_store *s = fixture_store();
-    EXPECT_REJECTED(ag_sgd_new(NULL, 0.1, 0, 0, 0), "store is NULL");
+    cr_assert_null(ag_sgd_new(NULL, 0.1, 0, 0, 0));
+    cr_assert(strstr(ag_optim_last_error(), "sgd: store is NULL"), "%s", ag_optim_last_error());
+    cr_assert_null(ag_adam_new(NULL, 1e-3, 0.9, 0.999, 1e-8, 0, 0));
+    cr_assert(strstr(ag_optim_last_error(), "adam: store is NULL"), "%s", ag_optim_last_error());
     EXPECT_REJECTED(ag_sgd_new(s, -0.1, 0, 0, 0), "lr = -0.1");
     EXPECT_REJECTED(ag_sgd_new(s, NAN, 0, 0, 0), "lr = nan");
     EXPECT_REJECTED(ag_sgd_new(s, 0.1, -0.5, 0, 0), "momentum = -0.5");
     EXPECT_REJECTED(ag_sgd_new(s, 0.1, 0.9, -1, 0), "weight_decay = -1");
     EXPECT_REJECTED(ag_sgd_new(s, 0.1, 0, 0, 1), "nesterov needs momentum");
-    EXPECT_REJECTED(ag_adam_new(NULL, 1e-3, 0.9, 0.999, 1e-8, 0, 0), "store is NULL");
     EXPECT_REJECTED(ag_adam_new(s, -1e-3, 0.9, 0.999, 1e-8, 0, 0), "lr = -0.001");
     EXPECT_REJECTED(ag_adam_new(s, 1e-3, 1.0, 0.999, 1e-8, 0, 0), "beta1 = 1 is outside [0, 1)");
     EXPECT_REJECTED(ag_adam_new(s, 1e-3, 0.9, -0.1, 1e-8, 0, 1), "beta2 = -0.1");
@@ -299,8 +306,8 @@ Test(optim, step_fails_when_the_store_grew)
     cr_assert_not_null(late);
     set_grads(s, 1);
     cr_assert_eq(ag_optim_step(o), AG_ERR_STATE);
-    cr_assert(strstr(ag_optim_last_error(), "3 parameters"), "%s", ag_optim_last_error());
-    cr_assert(strstr(ag_optim_last_error(), "made for 2"), "%s", ag_optim_last_error());
+    cr_assert(strstr(ag_optim_error(o), "3 parameters"), "%s", ag_optim_error(o));
+    cr_assert(strstr(ag_optim_error(o), "made for 2"), "%s", ag_optim_error(o));
     cr_assert_eq(ag_optim_steps(o), 0);
     expect_close(ag_store_at(s, 0)->data, P0, 6, 0, 0, "p0 untouched");
     ag_optim_free(o);
@@ -315,7 +322,7 @@ Test(optim, step_refuses_a_bad_learning_rate)
     set_grads(s, 1);
     ag_optim_set_lr(o, NAN);
     cr_assert_eq(ag_optim_step(o), AG_ERR_ARG);
-    cr_assert(strstr(ag_optim_last_error(), "sgd: lr = nan"), "%s", ag_optim_last_error());
+    cr_assert(strstr(ag_optim_error(o), "sgd: lr = nan"), "%s", ag_optim_error(o));
     ag_optim_set_lr(o, -1);
     cr_assert_eq(ag_optim_step(o), AG_ERR_ARG);
     expect_close(ag_store_at(s, 0)->data, P0, 6, 0, 0, "p0 untouched");
@@ -338,7 +345,7 @@ Test(optim, a_step_allocates_nothing)
         cr_assert_eq(ag_clip_grad_norm(s, 1.0, &norm), AG_OK);
         for (int i = 0; i < 3; i++) {
             ag_optim_set_lr(opts[i], ag_lr_schedule(1e-2, k, 2, 10, "cosine"));
-            cr_assert_eq(ag_optim_step(opts[i]), AG_OK, "%s", ag_optim_last_error());
+            cr_assert_eq(ag_optim_step(opts[i]), AG_OK, "%s", ag_optim_error(opts[i]));
         }
     }
     cr_assert_eq(ag_alloc_count(), before, "%llu allocations in 5 steps",
@@ -420,7 +427,7 @@ Test(optim, clip_refuses_a_nan_or_inf_gradient_and_leaves_grads_alone)
     double norm = 0;
     cr_assert_eq(ag_clip_grad_norm(s, 1.0, &norm), AG_ERR_NUMERIC);
     cr_assert(isnan(norm));
-    cr_assert(strstr(ag_optim_last_error(), "'b'"), "%s", ag_optim_last_error());
+    cr_assert(strstr(ag_store_error(s), "'b'"), "%s", ag_store_error(s));
     expect_close(ag_store_at(s, 0)->grad, ((double[]){3, 0}), 2, 0, 0, "da untouched");
     cr_assert(isnan((double)b->grad[0]));
     b->grad[0] = (ag_real)INFINITY;
@@ -470,6 +477,27 @@ Test(optim, schedule_cosine_and_noam)
     cr_assert_float_eq(ag_lr_schedule(6e-4, 64000, 4000, 0, "noam"), 1.5e-4, 1e-18);
 }
 
+Test(optim, schedule_check_names_the_bad_argument)
+{
+    char err[128];
+    cr_assert_eq(ag_lr_schedule_check(10, 110, "cosine", err, sizeof err), AG_OK);
+    cr_assert_eq(ag_lr_schedule_check(4000, 0, "noam", NULL, 0), AG_OK);
+    cr_assert_eq(ag_lr_schedule_check(10, 110, "cosin", err, sizeof err), AG_ERR_ARG);
+    cr_assert(strstr(err, "unknown kind 'cosin'"), "%s", err);
+    cr_assert_eq(ag_lr_schedule_check(10, 10, "linear", err, sizeof err), AG_ERR_ARG);
+    cr_assert(strstr(err, "total = 10 must exceed warmup = 10"), "%s", err);
+    cr_assert_eq(ag_lr_schedule_check(0, 10, "noam", err, sizeof err), AG_ERR_ARG);
+    cr_assert(strstr(err, "'noam': warmup = 0"), "%s", err);
+    cr_assert_eq(ag_lr_schedule_check(-1, 10, "constant", err, sizeof err), AG_ERR_ARG);
+    cr_assert_eq(ag_lr_schedule_check(1, 10, NULL, NULL, 0), AG_ERR_ARG);
+    /* a message longer than the buffer is cut and still NUL-terminated */
+    char tiny[8];
+    memset(tiny, 'x', sizeof tiny);
+    cr_assert_eq(ag_lr_schedule_check(10, 110, "cosin", tiny, sizeof tiny), AG_ERR_ARG);
+    cr_assert_str_eq(tiny, "lr_sche");
+}
+
+/* The deprecated ag_optim_last_error still reports a schedule's reason. */
 Test(optim, schedule_errors_give_nan_and_a_message)
 {
     cr_assert(isnan(ag_lr_schedule(1, 5, 10, 110, "cosin")));
@@ -482,4 +510,52 @@ Test(optim, schedule_errors_give_nan_and_a_message)
     cr_assert(strstr(ag_optim_last_error(), "total = 10"), "%s", ag_optim_last_error());
     cr_assert(isnan(ag_lr_schedule(1, 5, 0, 10, "noam")));
     cr_assert(strstr(ag_optim_last_error(), "noam"), "%s", ag_optim_last_error());
+}
+
+/* ---- errors belong to their object and their thread ---------------------- */
+
+/* Each thread fails its own optimizer over its own store many times with a
+ * message of its own: each optimizer's, store's and thread's reason must be
+ * exactly its own (with one shared buffer they would mix). */
+#define ERR_ROUNDS 2000
+typedef struct err_job {
+    ag_store *s;
+    ag_optim *o;
+    double lr; /* a bad lr, different per thread */
+    int mixed; /* rounds whose message was another thread's */
+} err_job;
+
+static void *fail_repeatedly(void *arg)
+{
+    err_job *j = arg;
+    char want[64];
+    snprintf(want, sizeof want, "sgd: lr = %g must be finite and >= 0", j->lr);
+    for (int r = 0; r < ERR_ROUNDS; r++) {
+        ag_optim_set_lr(j->o, j->lr);
+        if (ag_optim_step(j->o) != AG_ERR_ARG) j->mixed++;
+        if (strcmp(ag_optim_error(j->o), want) != 0 || strcmp(ag_optim_last_error(), want) != 0) j->mixed++;
+        if (ag_sgd_new(j->s, j->lr, 0, 0, 0) != NULL) j->mixed++;
+        if (strstr(ag_store_error(j->s), want + 5) == NULL) j->mixed++; /* "lr = ..." */
+    }
+    return NULL;
+}
+
+Test(optim, errors_stay_with_their_optimizer_and_thread)
+{
+    err_job jobs[2] = {{.lr = -1}, {.lr = -2}};
+    for (int k = 0; k < 2; k++) {
+        jobs[k].s = fixture_store();
+        jobs[k].o = ag_sgd_new(jobs[k].s, 0.1, 0, 0, 0);
+        cr_assert_not_null(jobs[k].o);
+        cr_assert_str_empty(ag_optim_error(jobs[k].o));
+    }
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) cr_assert_eq(pthread_create(&th[k], NULL, fail_repeatedly, &jobs[k]), 0);
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(jobs[k].mixed, 0, "thread %d saw %d wrong messages", k, jobs[k].mixed);
+        ag_optim_free(jobs[k].o);
+        ag_store_free(jobs[k].s);
+    }
+    cr_assert_str_eq(ag_optim_error(NULL), "optimizer is NULL");
 }

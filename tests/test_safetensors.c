@@ -1,12 +1,14 @@
 /* tests/test_safetensors.c: checkpoints: the reader's checks (a generated
  * corpus of corrupt files, each with its own message), round trips, the
  * store as a checkpoint, crash-safe saving, and allocation failures. */
+#define _DEFAULT_SOURCE /* mknod, makedev: a device node for the save tests */
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "common.h"
 #include "failing_alloc.h"
@@ -423,17 +425,22 @@ Test(safetensors, writer_rejects_bad_arguments)
     const ag_real v[4] = {1, 2, 3, 4};
     cr_assert_eq(ag_st_add(w, "a", "F32", AG_SHAPE(4), v), AG_OK);
     cr_assert_eq(ag_st_add(w, "a", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "duplicate name");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'a': the name is given twice");
     cr_assert_eq(ag_st_add_int(w, "a", AG_SHAPE(1), (const int[]){1}), AG_ERR_ARG, "duplicate name (int)");
     cr_assert_eq(ag_st_add(w, "b", "F16", AG_SHAPE(4), v), AG_ERR_ARG, "unsupported dtype");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': dtype F16, F32 or F64 expected");
     cr_assert_eq(ag_st_add(w, "b", "F32", AG_SHAPE(-1), v), AG_ERR_ARG, "negative dimension");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': axis 0 of size -1 is negative");
     cr_assert_eq(ag_st_add(w, "b", "F32", AG_MAX_DIMS + 1, (const int[8]){1, 1, 1, 1, 1, 1, 1, 1}, v), AG_ERR_ARG,
                  "too many axes");
     cr_assert_eq(ag_st_add(w, "b", "F32", AG_SHAPE(4), NULL), AG_ERR_ARG, "no data");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': the data is NULL");
     cr_assert_eq(ag_st_add(w, "__metadata__", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "reserved name");
     cr_assert_eq(ag_st_add(w, "bad\xff", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "name not UTF-8");
     cr_assert_eq(ag_st_add(w, NULL, "F32", AG_SHAPE(4), v), AG_ERR_ARG, "NULL name");
     cr_assert_eq(ag_st_add_meta(w, "k", "v"), AG_OK);
     cr_assert_eq(ag_st_add_meta(w, "k", "other"), AG_ERR_ARG, "duplicate metadata key");
+    cr_assert_str_eq(ag_safetensors_writer_error(w), "key 'k' is given twice");
     cr_assert_eq(ag_st_add_meta(w, "k2", "\xc0\xaf"), AG_ERR_ARG, "value not UTF-8");
     cr_assert_eq(ag_st_add_meta(w, "k3", NULL), AG_ERR_ARG);
     /* a NULL dtype means ag_real's own */
@@ -500,14 +507,14 @@ Test(safetensors, save_under_a_regular_file_fails_and_changes_nothing)
     rm_dir(dir);
 }
 
-Test(safetensors, save_over_a_directory_fails_and_removes_the_temporary_file)
+Test(safetensors, save_over_a_directory_fails_and_leaves_no_temporary_file)
 {
     char *dir = make_tmpdir("st"), *path = join(dir, "target");
     cr_assert_eq(mkdir(path, 0755), 0);
     ag_st_writer *w = writer_of(4, 0);
     char err[512];
     cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_ERR_IO);
-    cr_assert_not_null(strstr(err, "renaming"), "%s", err);
+    cr_assert_not_null(strstr(err, "it is a directory, not a regular file"), "%s", err);
     cr_assert_not_null(strstr(err, path), "%s", err);
     struct stat sb;
     cr_assert_eq(stat(path, &sb), 0);
@@ -715,7 +722,7 @@ Test(safetensors, store_save_rejects_bad_metadata)
     const char *meta[] = {"k", "1", "k", "2"};
     char err[512];
     cr_assert_eq(ag_store_save(s, path, meta, 2, err, sizeof err), AG_ERR_ARG);
-    cr_assert_not_null(strstr(err, "metadata pair 1: key 'k'"), "%s", err);
+    cr_assert_not_null(strstr(err, "metadata pair 1: key 'k' is given twice"), "%s", err);
     cr_assert_eq(ag_store_save(s, path, NULL, 1, err, sizeof err), AG_ERR_ARG);
     cr_assert_eq(count_entries(dir, NULL, 0), 0, "nothing written");
     ag_store_free(s);
@@ -850,4 +857,255 @@ Test(safetensors, every_allocation_failure_is_reported_without_leaks)
     free(bytes);
     free(path);
     rm_dir(dir);
+}
+
+/* ---- paths that are not plain files ------------------------------------------------ */
+
+/* A save aimed at something that is not a regular file refuses, names what
+ * it is, and leaves it as it was: a FIFO here, a device below. */
+Test(safetensors, save_refuses_a_fifo_or_a_device_and_leaves_it_alone)
+{
+    char *dir = make_tmpdir("st"), *fifo = join(dir, "pipe");
+    cr_assert_eq(mkfifo(fifo, 0644), 0, "mkfifo: %s", strerror(errno));
+    ag_st_writer *w = writer_of(4, 0);
+    char err[512];
+    cr_assert_eq(ag_st_save(w, fifo, err, sizeof err), AG_ERR_IO);
+    cr_assert_not_null(strstr(err, "it is a FIFO, not a regular file"), "%s", err);
+    struct stat sb;
+    cr_assert_eq(lstat(fifo, &sb), 0);
+    cr_assert(S_ISFIFO(sb.st_mode), "the FIFO was replaced");
+    cr_assert_eq(count_entries(dir, NULL, 0), 1, "no temporary file left");
+    /* /dev/full: refused before any temporary is made in /dev */
+    cr_assert_eq(ag_st_save(w, "/dev/full", err, sizeof err), AG_ERR_IO);
+    cr_assert_not_null(strstr(err, "/dev/full: cannot write: it is a character device"), "%s", err);
+    cr_assert_eq(stat("/dev/full", &sb), 0);
+    cr_assert(S_ISCHR(sb.st_mode), "/dev/full is no longer a device");
+    ag_st_writer_free(w);
+    free(fifo);
+    rm_dir(dir);
+}
+
+/* As root a device node can be made in a scratch directory: a save there
+ * must not replace it (with the old rename it did). */
+Test(safetensors, save_refuses_a_device_node)
+{
+    if (geteuid() != 0) {
+        cr_log_warn("not root: a device node cannot be made, the case is skipped");
+        return;
+    }
+    char *dir = make_tmpdir("st"), *dev = join(dir, "full");
+    if (mknod(dev, S_IFCHR | 0666, makedev(1, 7)) != 0) {
+        cr_log_warn("mknod: %s: the case is skipped", strerror(errno));
+        free(dev);
+        rm_dir(dir);
+        return;
+    }
+    ag_st_writer *w = writer_of(4, 0);
+    char err[512];
+    cr_assert_eq(ag_st_save(w, dev, err, sizeof err), AG_ERR_IO);
+    cr_assert_not_null(strstr(err, "character device"), "%s", err);
+    struct stat sb;
+    cr_assert_eq(lstat(dev, &sb), 0);
+    cr_assert(S_ISCHR(sb.st_mode), "the device node was replaced by a regular file");
+    cr_assert_eq(count_entries(dir, NULL, 0), 1);
+    ag_st_writer_free(w);
+    free(dev);
+    rm_dir(dir);
+}
+
+/* A symbolic link at the path is replaced by the new file; the file it
+ * pointed to is not touched (a save writes only in the directory named). */
+Test(safetensors, save_replaces_a_symlink_and_not_its_target)
+{
+    char *dir = make_tmpdir("st"), *real = join(dir, "real"), *link = join(dir, "link"),
+         *dangling = join(dir, "dangling");
+    write_bytes(real, "precious", 8);
+    cr_assert_eq(symlink("real", link), 0);
+    cr_assert_eq(symlink("nowhere", dangling), 0);
+    ag_st_writer *w = writer_of(4, 7);
+    char err[512];
+    cr_assert_eq(ag_st_save(w, link, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_st_save(w, dangling, err, sizeof err), AG_OK, "%s", err);
+    struct stat sb;
+    for (int i = 0; i < 2; i++) {
+        const char *p = i ? dangling : link;
+        cr_assert_eq(lstat(p, &sb), 0);
+        cr_assert(S_ISREG(sb.st_mode), "%s is still a link", p);
+        ag_st *f;
+        cr_assert_eq(ag_st_load(p, &f, err, sizeof err), AG_OK, "%s", err);
+        ag_real v[4];
+        cr_assert_eq(ag_st_read(f, "x", v, 4, err, sizeof err), AG_OK, "%s", err);
+        cr_assert_eq(v[3], (ag_real)10);
+        ag_st_free(f);
+    }
+    cr_assert(file_equals(real, "precious", 8), "the link's target changed");
+    cr_assert_eq(count_entries(dir, NULL, 0), 3, "real, link, dangling and no temporary");
+    ag_st_writer_free(w);
+    free(real);
+    free(link);
+    free(dangling);
+    rm_dir(dir);
+}
+
+/* Another writer with our pid (another container, another NFS host) has
+ * its temporary "<path>.tmp.<pid>" beside the target: a save must neither
+ * delete nor reuse it. */
+Test(safetensors, save_leaves_another_writers_temporary_alone)
+{
+    char *dir = make_tmpdir("st"), *path = join(dir, "model.safetensors");
+    char theirs[512];
+    snprintf(theirs, sizeof theirs, "%s.tmp.%ld", path, (long)getpid());
+    write_bytes(theirs, "their half-written model", 24);
+    ag_st_writer *w = writer_of(4, 0);
+    char err[512], tmp[256];
+    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    cr_assert(file_equals(theirs, "their half-written model", 24), "the other writer's file was touched");
+    cr_assert_eq(count_entries(dir, tmp, sizeof tmp), 2, "ours renamed away, theirs kept");
+    cr_assert_str_eq(tmp, strrchr(theirs, '/') + 1);
+    ag_st *f;
+    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    ag_st_free(f);
+    ag_st_writer_free(w);
+    free(path);
+    rm_dir(dir);
+}
+
+/* A FIFO with no writer as a checkpoint: refused at once, never a hang
+ * (the timeout fails the test if the open blocks). */
+Test(safetensors, load_refuses_a_fifo_without_blocking, .timeout = 10)
+{
+    char *dir = make_tmpdir("st"), *fifo = join(dir, "pipe");
+    cr_assert_eq(mkfifo(fifo, 0644), 0, "mkfifo: %s", strerror(errno));
+    ag_st *f = (ag_st *)1;
+    char err[512];
+    cr_assert_eq(ag_st_load(fifo, &f, err, sizeof err), AG_ERR_IO);
+    cr_assert_null(f);
+    cr_assert_not_null(strstr(err, "not a regular file (a FIFO)"), "%s", err);
+    cr_assert_not_null(strstr(err, fifo), "%s", err);
+    free(fifo);
+    rm_dir(dir);
+}
+
+/* ---- memory bounded by what the file holds ------------------------------------------ */
+
+static size_t largest_request;
+static void *note_alloc(size_t n, void *user)
+{
+    (void)user;
+    if (n > largest_request) largest_request = n;
+    return malloc(n);
+}
+static void note_release(void *p, void *user)
+{
+    (void)user;
+    free(p);
+}
+
+/* A sparse file of `size` bytes that starts with the 8-byte length n and
+ * then header (may be NULL). */
+static void sparse_file(const char *path, uint64_t n, const char *header, off_t size)
+{
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)(n >> (8 * i));
+    FILE *fp = fopen(path, "wb");
+    cr_assert_not_null(fp);
+    cr_assert_eq(fwrite(len, 1, 8, fp), 8u);
+    if (header) cr_assert_eq(fwrite(header, 1, strlen(header), fp), strlen(header));
+    cr_assert_eq(fclose(fp), 0);
+    cr_assert_eq(truncate(path, size), 0, "truncate: %s", strerror(errno));
+}
+
+/* 64 MiB files whose header does not justify their size are rejected after
+ * reading at most their header: no allocation near the file's size. */
+Test(safetensors, load_checks_the_header_before_reading_the_data)
+{
+    const off_t big = (off_t)64 << 20;
+    char *dir = make_tmpdir("st"), *path = join(dir, "sparse.safetensors");
+    char err[512];
+    ag_st *f;
+    ag_set_allocator(&(ag_allocator){note_alloc, note_release, NULL});
+
+    /* a header length past the end of the file */
+    sparse_file(path, (uint64_t)big, NULL, big);
+    largest_request = 0;
+    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_ERR_FORMAT);
+    cr_assert_not_null(strstr(err, "runs past the end of the file"), "%s", err);
+    cr_assert_lt(largest_request, (size_t)4096, "allocated %zu bytes for a header it refused", largest_request);
+
+    /* a small honest header, then 64 MiB of zeros no tensor claims */
+    const char *hdr = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    sparse_file(path, strlen(hdr), hdr, big);
+    largest_request = 0;
+    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_ERR_FORMAT);
+    cr_assert_not_null(strstr(err, "trailing bytes after the last tensor"), "%s", err);
+    cr_assert_lt(largest_request, (size_t)65536, "allocated %zu bytes for a file it refused", largest_request);
+    ag_set_allocator(NULL);
+    free(path);
+    rm_dir(dir);
+}
+
+/* ---- weights that are not finite ---------------------------------------------------- */
+
+/* A checkpoint whose tensor "layer.w" [2, 2] of dtype holds bad at element 2,
+ * beside a good "a" [2]. */
+static unsigned char *bad_weights(int f64, double bad, size_t *len)
+{
+    char hdr[256];
+    int ws = f64 ? 8 : 4;
+    snprintf(hdr, sizeof hdr,
+             "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+             "\"layer.w\":{\"dtype\":\"%s\",\"shape\":[2,2],\"data_offsets\":[8,%d]}}",
+             f64 ? "F64" : "F32", 8 + 4 * ws);
+    unsigned char data[40];
+    const float one = 1;
+    memcpy(data, &one, 4);
+    memcpy(data + 4, &one, 4);
+    for (int i = 0; i < 4; i++) {
+        double v = i == 2 ? bad : 2;
+        float fv = (float)v;
+        memcpy(data + 8 + i * ws, f64 ? (const void *)&v : (const void *)&fv, (size_t)ws);
+    }
+    return file_of(hdr, data, (size_t)(8 + 4 * ws), len); /* little-endian hosts */
+}
+
+/* A checkpoint with a NaN, an inf, or (in float) an F64 value past float's
+ * range is refused by ag_store_load with the tensor's name, and the store
+ * keeps its old values. */
+Test(safetensors, store_load_refuses_non_finite_weights_naming_the_tensor)
+{
+    const struct {
+        int f64;
+        double bad;
+        const char *says; /* NULL: accepted */
+    } cases[] = {
+        {0, NAN, "element 2 is nan"},
+        {0, -INFINITY, "element 2 is -inf"},
+        {1, INFINITY, "element 2 is inf"},
+        {1, 1e300, sizeof(ag_real) == 4 ? "element 2 is 1e+300, beyond the range of float" : NULL},
+        {1, 1e30, NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t len;
+        unsigned char *bytes = bad_weights(cases[c].f64, cases[c].bad, &len);
+        char err[512];
+        ag_st *f;
+        cr_assert_eq(ag_st_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
+        ag_store *s = ag_store_new();
+        ag_tensor *a = ag_param(s, "a", AG_SHAPE(2)), *w = ag_param(s, "layer.w", AG_SHAPE(2, 2));
+        for (int i = 0; i < 4; i++) w->data[i] = 5;
+        a->data[0] = 5;
+        ag_status st = ag_store_load(s, f, err, sizeof err);
+        if (cases[c].says) {
+            cr_assert_eq(st, AG_ERR_NUMERIC, "case %zu: %s", c, err);
+            cr_assert_not_null(strstr(err, "tensor 'layer.w'"), "%s", err);
+            cr_assert_not_null(strstr(err, cases[c].says), "%s", err);
+            cr_assert(a->data[0] == 5 && w->data[0] == 5, "case %zu: the store changed", c);
+        } else {
+            cr_assert_eq(st, AG_OK, "case %zu: %s", c, err);
+            cr_assert_eq(w->data[2], (ag_real)cases[c].bad);
+        }
+        ag_st_free(f);
+        ag_store_free(s);
+        free(bytes);
+    }
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -450,6 +451,24 @@ Test(text, pairs_io_errors_name_the_file)
     cr_assert_eq(ag_pairs_load("/tmp", &p, err, sizeof err), AG_ERR_IO);
     snprintf(want, sizeof want, "/tmp: %s", strerror(EISDIR));
     cr_assert_str_eq(err, want);
+}
+
+/* A FIFO with no writer as the data file is refused at once (the timeout
+ * fails the test if opening it blocks), and so is a device. */
+Test(text, pairs_load_refuses_a_fifo_without_blocking, .timeout = 10)
+{
+    char fifo[64], err[512];
+    snprintf(fifo, sizeof fifo, "/tmp/ag_text_fifo_%ld", (long)getpid());
+    unlink(fifo);
+    cr_assert_eq(mkfifo(fifo, 0644), 0, "mkfifo: %s", strerror(errno));
+    ag_pairs *p = (ag_pairs *)1;
+    ag_status st = ag_pairs_load(fifo, &p, err, sizeof err);
+    unlink(fifo);
+    cr_assert_eq(st, AG_ERR_IO, "%s", err);
+    cr_assert_null(p);
+    cr_assert_not_null(strstr(err, "not a regular file (a FIFO)"), "%s", err);
+    cr_assert_eq(ag_pairs_load("/dev/null", &p, err, sizeof err), AG_ERR_IO);
+    cr_assert_not_null(strstr(err, "/dev/null: not a regular file (a character device)"), "%s", err);
 }
 
 /* ---- grouping ------------------------------------------------------------- */

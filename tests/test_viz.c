@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -557,9 +558,37 @@ Test(viz, heatmap_errors)
     cr_assert_eq(ag_svg_heatmaps(path, NULL, err, sizeof err), AG_ERR_ARG);
     snprintf(path, sizeof path, "%s/missing/h.svg", dir);
     cr_assert_eq(ag_svg_heatmap(path, NULL, NULL, 1, NULL, 1, w, err, sizeof err), AG_ERR_IO);
-    expect_has(err, "heatmap: cannot write '");
+    expect_has(err, "heatmap: ");
+    expect_has(err, "cannot create the temporary file");
     expect_has(err, path);
     cr_assert_eq(count_entries(dir, NULL, 0), 0);
+}
+
+/* A picture aimed at a FIFO or a device is refused, and the FIFO stays one
+ * (svg and dot save through the same crash-safe writer as checkpoints). */
+Test(viz, pictures_refuse_a_fifo_or_a_device_target)
+{
+    char path[160], err[256];
+    const ag_real w[1] = {1};
+    snprintf(path, sizeof path, "%s/pipe", dir);
+    cr_assert_eq(mkfifo(path, 0644), 0, "mkfifo: %s", strerror(errno));
+    cr_assert_eq(ag_svg_heatmap(path, NULL, NULL, 1, NULL, 1, w, err, sizeof err), AG_ERR_IO);
+    expect_has(err, "heatmap: ");
+    expect_has(err, "it is a FIFO, not a regular file");
+    ag_graph *g = ag_graph_new();
+    ag_exp(g, ag_tensor_new(g, AG_SHAPE(2)));
+    cr_assert_eq(ag_graph_write_dot(g, NULL, 0, path, err, sizeof err), AG_ERR_IO);
+    expect_has(err, "dot: ");
+    struct stat sb;
+    cr_assert_eq(lstat(path, &sb), 0);
+    cr_assert(S_ISFIFO(sb.st_mode), "the FIFO was replaced");
+    cr_assert_eq(ag_graph_write_dot(g, NULL, 0, "/dev/full", err, sizeof err), AG_ERR_IO);
+    expect_has(err, "character device");
+    cr_assert_eq(stat("/dev/full", &sb), 0);
+    cr_assert(S_ISCHR(sb.st_mode));
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(count_entries(dir, NULL, 0), 0, "no temporary file left");
+    ag_graph_free(g);
 }
 
 /* ---- line plots ------------------------------------------------------------------ */
@@ -629,7 +658,8 @@ Test(viz, line_plot_errors)
     const int n[1] = {2}, bad[1] = {-1};
     snprintf(path, sizeof path, "%s/no/dir/loss.svg", dir);
     cr_assert_eq(ag_svg_line_plot(path, NULL, NULL, NULL, 1, NULL, y, n, err, sizeof err), AG_ERR_IO);
-    expect_has(err, "plot: cannot write '");
+    expect_has(err, "plot: ");
+    expect_has(err, "cannot create the temporary file");
     expect_has(err, path);
     cr_assert_eq(ag_svg_line_plot(path, NULL, NULL, NULL, 0, NULL, y, n, err, sizeof err), AG_ERR_ARG);
     cr_assert_eq(ag_svg_line_plot(path, NULL, NULL, NULL, 1, NULL, y, bad, err, sizeof err), AG_ERR_ARG);

@@ -71,7 +71,7 @@ ag_status ag_graph_fail(ag_graph *g, ag_status s, const char *fmt, ...)
     if (g->status == AG_OK) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(g->err, sizeof g->err, fmt, ap);
+        ag__verrf(g->err, sizeof g->err, s, fmt, ap);
         va_end(ap);
         g->status = s;
     }
@@ -84,7 +84,7 @@ void ag__graph_prefix(ag_graph *g, const char *fmt, ...)
     char head[ERR_LEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(head, sizeof head, fmt, ap);
+    ag__verrf(head, sizeof head, AG_OK, fmt, ap);
     va_end(ap);
     size_t h = strlen(head); /* < ERR_LEN */
     memmove(g->err + h, g->err, ERR_LEN - 1 - h); /* the message's end may fall off */

@@ -70,6 +70,9 @@ size_t ag__arena_used(const ag_arena *a);
  * values.  For data-parallel workers.  AG_ERR_SHAPE (ag_store_error(r)
  * says which) when a name is missing from s or has another size. */
 ag_status ag__store_borrow(ag_store *r, const ag_store *s);
+/* Put msg in s's error message (ag_store_error), for the calls of other
+ * modules that act on a store (the optimizers, clipping). */
+void ag__store_set_error(ag_store *s, const char *msg);
 
 /* The store's values [lo, hi), counted across its parameters in order, as
  * pieces: fn(ctx, i, t, a, b) for elements [a, b) of parameter i, t, for

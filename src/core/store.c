@@ -27,6 +27,11 @@ void ag_store_free(ag_store *s)
 
 const char *ag_store_error(const ag_store *s) { return s ? s->err : "store is NULL"; }
 
+void ag__store_set_error(ag_store *s, const char *msg)
+{
+    if (s) snprintf(s->err, sizeof s->err, "%s", msg);
+}
+
 ag_tensor *ag_store_find(const ag_store *s, const char *name)
 {
     if (!s || !name) return NULL;

@@ -61,10 +61,8 @@ void ag_team_free(ag_team *t)
 
 ag_team *ag_team_new(ag_store *s, int n, ag_team_init_fn init, void *ctx, char *err, size_t errlen)
 {
-    char dummy[8];
-    if (!err || !errlen) err = dummy, errlen = sizeof dummy;
     if (!s || (n > 1 && !init) || n < 1 || n > MAX_WORKERS) {
-        snprintf(err, errlen, "team: %s",
+        ag__errf(err, errlen, AG_ERR_ARG, "team: %s",
                  !s ? "the store is NULL"
                     : n < 1 || n > MAX_WORKERS ? "the number of workers must be 1..256" : "no init function");
         return NULL;
@@ -80,17 +78,17 @@ ag_team *ag_team_new(ag_store *s, int n, ag_team_init_fn init, void *ctx, char *
         /* the same parameters by name and size; their initial values are
          * thrown away when they borrow the model's */
         if (init(ctx, k, t->rep[k]) != AG_OK) {
-            snprintf(err, errlen, "team: replica %d: %s", k,
+            ag__errf(err, errlen, AG_ERR_ARG, "team: replica %d: %s", k,
                      *ag_store_error(t->rep[k]) ? ag_store_error(t->rep[k]) : "init failed");
             goto fail;
         }
         if (k > 1 && ag_store_count(t->rep[k]) != ag_store_count(t->rep[1])) {
-            snprintf(err, errlen, "team: replica %d has %d parameters, replica 1 %d", k, ag_store_count(t->rep[k]),
-                     ag_store_count(t->rep[1]));
+            ag__errf(err, errlen, AG_ERR_SHAPE, "team: replica %d has %d parameters, replica 1 %d", k,
+                     ag_store_count(t->rep[k]), ag_store_count(t->rep[1]));
             goto fail;
         }
         if (ag__store_borrow(t->rep[k], s) != AG_OK) {
-            snprintf(err, errlen, "team: %s", ag_store_error(t->rep[k]));
+            ag__errf(err, errlen, AG_ERR_SHAPE, "team: %s", ag_store_error(t->rep[k]));
             goto fail;
         }
     }
@@ -102,15 +100,15 @@ ag_team *ag_team_new(ag_store *s, int n, ag_team_init_fn init, void *ctx, char *
             t->param[p] = ag_store_find(s, ag_store_at(t->rep[1], p)->name);
             for (int k = 2; k < n; k++)
                 if (strcmp(ag_store_at(t->rep[k], p)->name, ag_store_at(t->rep[1], p)->name)) {
-                    snprintf(err, errlen, "team: replica %d's parameter %d is '%s', replica 1's '%s'", k, p,
-                             ag_store_at(t->rep[k], p)->name, ag_store_at(t->rep[1], p)->name);
+                    ag__errf(err, errlen, AG_ERR_SHAPE, "team: replica %d's parameter %d is '%s', replica 1's '%s'",
+                             k, p, ag_store_at(t->rep[k], p)->name, ag_store_at(t->rep[1], p)->name);
                     goto fail;
                 }
         }
     }
     return t;
 nomem:
-    snprintf(err, errlen, "team: out of memory for %d workers", n);
+    ag__errf(err, errlen, AG_ERR_NOMEM, "team: out of memory for %d workers", n);
 fail:
     ag_team_free(t);
     return NULL;

@@ -36,7 +36,7 @@ static ag_status fail(parser *p, size_t at, const char *fmt, ...)
         if (n >= 0 && (size_t)n < p->errlen) {
             va_list ap;
             va_start(ap, fmt);
-            vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+            ag__verrf(p->err + n, p->errlen - (size_t)n, AG_ERR_FORMAT, fmt, ap);
             va_end(ap);
         }
     }
@@ -45,8 +45,8 @@ static ag_status fail(parser *p, size_t at, const char *fmt, ...)
 
 static ag_status nomem(parser *p)
 {
-    if (p->err && p->errlen) snprintf(p->err, p->errlen, "out of memory");
-    return AG_ERR_NOMEM;
+    ag__errf(p->err, p->errlen, AG_ERR_NOMEM, "out of memory");
+    return AG_ERR_NOMEM; /* a constant: callers' flow analysis sees it is not AG_OK */
 }
 
 /* A printable rendering of the byte at p->at, for "unexpected 'x'". */

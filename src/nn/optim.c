@@ -36,6 +36,7 @@
 #include <stdio.h>
 
 enum { OPT_SGD, OPT_ADAM, OPT_ADAMW };
+enum { ERR_LEN = 256 };
 
 struct ag_optim {
     ag_store *store;
@@ -47,23 +48,36 @@ struct ag_optim {
     int64_t steps;
     size_t *sizes;   /* [nparams] element count of each parameter */
     ag_real **state; /* [nparams * nstate] buffer `which` of param i at i * nstate + which */
+    char err[ERR_LEN]; /* why the last call on this optimizer failed, "" if none */
 };
 
-static char last_err[256];
+/* Why a call failed.  The reason sticks to the object the call acted on:
+ * the optimizer (ag_optim_error) for a step, the store (ag_store_error) for
+ * a constructor or a clip; a schedule acts on none (ag_lr_schedule_check
+ * takes the caller's buffer).  Each thread also keeps a copy of its own last
+ * reason for the deprecated ag_optim_last_error(). */
+static _Thread_local char last_err[ERR_LEN];
 
 const char *ag_optim_last_error(void) { return last_err; }
 
-static void set_error(const char *fmt, ...)
+const char *ag_optim_error(const ag_optim *o) { return o ? o->err : "optimizer is NULL"; }
+
+/* Format the reason into the thread's copy, then onto o and/or s (either
+ * may be NULL); returns st. */
+static ag_status fail(ag_optim *o, ag_store *s, ag_status st, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
-static void set_error(const char *fmt, ...)
+static ag_status fail(ag_optim *o, ag_store *s, ag_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_err, sizeof last_err, fmt, ap);
+    ag__verrf(last_err, sizeof last_err, st, fmt, ap);
     va_end(ap);
+    if (o) memcpy(o->err, last_err, sizeof o->err);
+    if (s) ag__store_set_error(s, last_err);
+    return st;
 }
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -82,7 +96,7 @@ static ag_optim *optim_alloc(ag_store *s, const char *who, int nstate)
         size_t n = ag_store_at(s, i)->size;
         for (int w = 0; w < nstate; w++) {
             if (n > (SIZE_MAX - total) / sizeof(ag_real)) {
-                set_error("%s: state for %zu parameters does not fit in memory", who, ag_store_numel(s));
+                fail(NULL, s, AG_ERR_NOMEM, "%s: state for %zu parameters does not fit in memory", who, ag_store_numel(s));
                 return NULL;
             }
             total += n * sizeof(ag_real);
@@ -90,7 +104,7 @@ static ag_optim *optim_alloc(ag_store *s, const char *who, int nstate)
     }
     unsigned char *block = ag__calloc(1, total);
     if (!block) {
-        set_error("%s: out of memory for %zu bytes of state", who, total);
+        fail(NULL, s, AG_ERR_NOMEM, "%s: out of memory for %zu bytes of state", who, total);
         return NULL;
     }
     ag_optim *o = (ag_optim *)block;
@@ -111,32 +125,32 @@ static ag_optim *optim_alloc(ag_store *s, const char *who, int nstate)
 }
 
 /* A hyperparameter that must be finite and >= 0; false (error set) if not. */
-static bool nonneg(const char *who, const char *what, double v)
+static bool nonneg(ag_store *s, const char *who, const char *what, double v)
 {
     if (isfinite(v) && v >= 0) return true;
-    set_error("%s: %s = %g must be finite and >= 0", who, what, v);
+    fail(NULL, s, AG_ERR_ARG, "%s: %s = %g must be finite and >= 0", who, what, v);
     return false;
 }
 
 /* A beta that must lie in [0, 1); false (error set) if not. */
-static bool unit(const char *who, const char *what, double v)
+static bool unit(ag_store *s, const char *who, const char *what, double v)
 {
     if (v >= 0 && v < 1) return true;
-    set_error("%s: %s = %g is outside [0, 1)", who, what, v);
+    fail(NULL, s, AG_ERR_ARG, "%s: %s = %g is outside [0, 1)", who, what, v);
     return false;
 }
 
 ag_optim *ag_sgd_new(ag_store *s, double lr, double momentum, double weight_decay, int nesterov)
 {
     if (!s) {
-        set_error("sgd: store is NULL");
+        fail(NULL, NULL, AG_ERR_ARG, "sgd: store is NULL");
         return NULL;
     }
-    if (!nonneg("sgd", "lr", lr) || !nonneg("sgd", "momentum", momentum) ||
-        !nonneg("sgd", "weight_decay", weight_decay))
+    if (!nonneg(s, "sgd", "lr", lr) || !nonneg(s, "sgd", "momentum", momentum) ||
+        !nonneg(s, "sgd", "weight_decay", weight_decay))
         return NULL;
     if (nesterov && momentum == 0) {
-        set_error("sgd: nesterov needs momentum > 0 (momentum = %g)", momentum);
+        fail(NULL, s, AG_ERR_ARG, "sgd: nesterov needs momentum > 0 (momentum = %g)", momentum);
         return NULL;
     }
     ag_optim *o = optim_alloc(s, "sgd", momentum > 0 ? 1 : 0);
@@ -154,11 +168,11 @@ ag_optim *ag_adam_new(ag_store *s, double lr, double beta1, double beta2, double
 {
     const char *who = decoupled ? "adamw" : "adam";
     if (!s) {
-        set_error("%s: store is NULL", who);
+        fail(NULL, NULL, AG_ERR_ARG, "%s: store is NULL", who);
         return NULL;
     }
-    if (!nonneg(who, "lr", lr) || !unit(who, "beta1", beta1) || !unit(who, "beta2", beta2) ||
-        !nonneg(who, "eps", eps) || !nonneg(who, "weight_decay", weight_decay))
+    if (!nonneg(s, who, "lr", lr) || !unit(s, who, "beta1", beta1) || !unit(s, who, "beta2", beta2) ||
+        !nonneg(s, who, "eps", eps) || !nonneg(s, who, "weight_decay", weight_decay))
         return NULL;
     ag_optim *o = optim_alloc(s, who, 2);
     if (!o) return NULL;
@@ -264,28 +278,22 @@ static void update_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
 
 ag_status ag_optim_step(ag_optim *o)
 {
-    if (!o) {
-        set_error("optim_step: optimizer is NULL");
-        return AG_ERR_ARG;
-    }
+    if (!o) return fail(NULL, NULL, AG_ERR_ARG, "optim_step: optimizer is NULL");
     const char *who = kind_name(o->kind);
     int np = ag_store_count(o->store);
     if (np != o->nparams) {
-        set_error("%s: the store has %d parameters but the optimizer was made for %d "
-                  "(make the optimizer after the last ag_param)", who, np, o->nparams);
-        return AG_ERR_STATE;
+        return fail(o, NULL, AG_ERR_STATE,
+                    "%s: the store has %d parameters but the optimizer was made for %d "
+                    "(make the optimizer after the last ag_param)", who, np, o->nparams);
     }
     for (int i = 0; i < np; i++) {
         const ag_tensor *t = ag_store_at(o->store, i);
-        if (t->size != o->sizes[i] || !t->grad) {
-            set_error("%s: parameter %d '%s' changed since the optimizer was made", who, i, t->name);
-            return AG_ERR_STATE;
-        }
+        if (t->size != o->sizes[i] || !t->grad)
+            return fail(o, NULL, AG_ERR_STATE, "%s: parameter %d '%s' changed since the optimizer was made",
+                        who, i, t->name);
     }
-    if (!(isfinite(o->lr) && o->lr >= 0)) {
-        set_error("%s: lr = %g must be finite and >= 0", who, o->lr);
-        return AG_ERR_ARG;
-    }
+    if (!(isfinite(o->lr) && o->lr >= 0))
+        return fail(o, NULL, AG_ERR_ARG, "%s: lr = %g must be finite and >= 0", who, o->lr);
     o->steps++;
     /* every value is updated on its own: any split gives the same bits */
     for_values(o->store, (size_t)(3 + 2 * o->nstate), update_piece, o);
@@ -305,7 +313,7 @@ void ag_optim_set_steps(ag_optim *o, int64_t steps)
 {
     if (!o) return;
     if (steps < 0) {
-        set_error("%s: set_steps: steps = %lld is negative", kind_name(o->kind), (long long)steps);
+        fail(o, NULL, AG_ERR_ARG, "%s: set_steps: steps = %lld is negative", kind_name(o->kind), (long long)steps);
         return;
     }
     o->steps = steps;
@@ -357,14 +365,8 @@ static void scale_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
 ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
 {
     if (total_norm) *total_norm = 0;
-    if (!s) {
-        set_error("clip_grad_norm: store is NULL");
-        return AG_ERR_ARG;
-    }
-    if (isnan(max_norm)) {
-        set_error("clip_grad_norm: max_norm is nan");
-        return AG_ERR_ARG;
-    }
+    if (!s) return fail(NULL, NULL, AG_ERR_ARG, "clip_grad_norm: store is NULL");
+    if (isnan(max_norm)) return fail(NULL, s, AG_ERR_ARG, "clip_grad_norm: max_norm is nan");
     int np = ag_store_count(s), bad = -1;
     /* one sum per parameter, whichever thread computes it, added up in
      * order: the same norm for any thread count (PART parameters at a time,
@@ -389,11 +391,11 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
     if (total_norm) *total_norm = norm;
     if (!isfinite(norm)) {
         if (bad >= 0)
-            set_error("clip_grad_norm: gradient norm is %g: parameter '%s' has a non-finite gradient",
-                      norm, ag_store_at(s, bad)->name);
-        else
-            set_error("clip_grad_norm: gradient norm overflows (sum of squares is %g)", sum);
-        return AG_ERR_NUMERIC;
+            return fail(NULL, s, AG_ERR_NUMERIC,
+                        "clip_grad_norm: gradient norm is %g: parameter '%s' has a non-finite gradient", norm,
+                        ag_store_at(s, bad)->name);
+        return fail(NULL, s, AG_ERR_NUMERIC, "clip_grad_norm: gradient norm overflows (sum of squares is %g)",
+                    sum);
     }
     if (max_norm <= 0 || norm <= max_norm) return AG_OK;
     double coef = max_norm / (norm + 1e-6);
@@ -414,37 +416,43 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
  *             base_lr * sqrt(warmup) * min(step^-0.5, step * warmup^-1.5), the
  *             schedule of "Attention Is All You Need" with d_model^-0.5
  *             replaced by the peak base_lr; it has its own warmup. */
+
+/* The arguments of a schedule, checked: AG_OK, or AG_ERR_ARG with the reason
+ * in err. */
+static ag_status schedule_args(int64_t step, int64_t warmup, int64_t total, const char *kind, char *err,
+                               size_t errlen)
+{
+    if (!kind) return ag__errf(err, errlen, AG_ERR_ARG, "lr_schedule: kind is NULL");
+    const bool decays = strcmp(kind, "linear") == 0 || strcmp(kind, "cosine") == 0;
+    const bool noam = strcmp(kind, "noam") == 0;
+    if (!decays && !noam && strcmp(kind, "constant") != 0)
+        return ag__errf(err, errlen, AG_ERR_ARG, "lr_schedule: unknown kind '%s' (constant, linear, cosine, noam)",
+                        kind);
+    if (step < 1 || warmup < 0)
+        return ag__errf(err, errlen, AG_ERR_ARG,
+                        "lr_schedule '%s': step = %lld (counts from 1), warmup = %lld (must be >= 0)", kind,
+                        (long long)step, (long long)warmup);
+    if (noam && warmup < 1)
+        return ag__errf(err, errlen, AG_ERR_ARG, "lr_schedule 'noam': warmup = %lld must be >= 1",
+                        (long long)warmup);
+    if (decays && total <= warmup)
+        return ag__errf(err, errlen, AG_ERR_ARG, "lr_schedule '%s': total = %lld must exceed warmup = %lld", kind,
+                        (long long)total, (long long)warmup);
+    return AG_OK;
+}
+
+ag_status ag_lr_schedule_check(int64_t warmup, int64_t total, const char *kind, char *err, size_t errlen)
+{
+    return schedule_args(1, warmup, total, kind, err, errlen);
+}
+
 double ag_lr_schedule(double base_lr, int64_t step, int64_t warmup, int64_t total, const char *kind)
 {
-    if (!kind) {
-        set_error("lr_schedule: kind is NULL");
-        return NAN;
-    }
-    if (step < 1 || warmup < 0) {
-        set_error("lr_schedule '%s': step = %lld (counts from 1), warmup = %lld (must be >= 0)",
-                  kind, (long long)step, (long long)warmup);
-        return NAN;
-    }
+    if (schedule_args(step, warmup, total, kind, last_err, sizeof last_err)) return NAN;
     const double s = (double)step, w = (double)warmup;
-    if (strcmp(kind, "noam") == 0) {
-        if (warmup < 1) {
-            set_error("lr_schedule 'noam': warmup = %lld must be >= 1", (long long)warmup);
-            return NAN;
-        }
-        return base_lr * fmin(sqrt(w / s), s / w);
-    }
-    const bool decays = strcmp(kind, "linear") == 0 || strcmp(kind, "cosine") == 0;
-    if (!decays && strcmp(kind, "constant") != 0) {
-        set_error("lr_schedule: unknown kind '%s' (constant, linear, cosine, noam)", kind);
-        return NAN;
-    }
-    if (decays && total <= warmup) {
-        set_error("lr_schedule '%s': total = %lld must exceed warmup = %lld", kind,
-                  (long long)total, (long long)warmup);
-        return NAN;
-    }
+    if (strcmp(kind, "noam") == 0) return base_lr * fmin(sqrt(w / s), s / w);
     if (step <= warmup) return base_lr * s / w;
-    if (!decays) return base_lr;
+    if (strcmp(kind, "constant") == 0) return base_lr;
     if (step >= total) return 0;
     double progress = (s - w) / ((double)total - w); /* in (0, 1) */
     if (kind[0] == 'l') return base_lr * (1 - progress);

@@ -166,85 +166,106 @@ static void emit_node(ag__text *o, const ag_tensor *t, int id, int ntape, int ki
     ag__text_puts(o, "\"];\n");
 }
 
+/* Mark in live the nodes to draw: all of them, or root (node top) and the
+ * nodes it was computed from (a walk down the tape, which is in
+ * topological order, so one pass finds them all). */
+static void mark_live(const ag_graph *g, const ptrmap *map, int top, int all, unsigned char *live)
+{
+    if (all) {
+        memset(live, 1, (size_t)top + 1);
+        return;
+    }
+    live[top] = 1;
+    for (int i = top; i >= 0; i--) {
+        if (!live[i]) continue;
+        const ag_tensor *t = ag_graph_node(g, i);
+        for (int k = 0; k < t->nsrc; k++) {
+            int j = t->src[k] ? map_get(map, t->src[k]) : -1;
+            if (j >= 0) live[j] = 1;
+        }
+    }
+}
+
+/* What the caption counts. */
+typedef struct tally {
+    int ops, inputs, params;
+} tally;
+
+/* The live nodes up to top, each with its inputs that are not on the tape
+ * (parameters and strangers, numbered n, n + 1, ... in map) and its edges. */
+static tally draw_nodes(ag__text *o, const ag_graph *g, ptrmap *map, const unsigned char *live, int top,
+                        int is_root_top, int flags)
+{
+    int n = ag_graph_node_count(g), next_off = n;
+    tally c = {0, 0, 0};
+    for (int i = 0; i <= top; i++) {
+        if (!live[i]) continue;
+        const ag_tensor *t = ag_graph_node(g, i);
+        for (int k = 0; k < t->nsrc; k++) {
+            const ag_tensor *s = t->src[k];
+            if (!s || map_get(map, s) >= 0) continue;
+            map_put(map, s, next_off);
+            emit_node(o, s, next_off++, n, s->is_param ? KIND_PARAM : KIND_OTHER, 0, flags);
+            c.params += s->is_param != 0;
+        }
+        int kind = t->op != AG_OP_LEAF ? KIND_OP : t->is_param ? KIND_PARAM : KIND_INPUT;
+        emit_node(o, t, i, n, kind, is_root_top && i == top, flags);
+        c.ops += kind == KIND_OP;
+        c.inputs += kind == KIND_INPUT;
+        for (int k = 0; k < t->nsrc; k++) {
+            if (!t->src[k]) continue;
+            int j = map_get(map, t->src[k]);
+            ag__text_printf(o, "  %c%d -> n%d;\n", j < n ? 'n' : 'p', j < n ? j : j - n, i);
+        }
+    }
+    return c;
+}
+
+/* The caption: what is drawn, and the graph's error if it has one. */
+static void draw_caption(ag__text *o, const ag_graph *g, tally c)
+{
+    ag__text_printf(o, "  labelloc=b;\n  fontname=\"Helvetica\";\n  fontsize=12;\n"
+                       "  label=\"%d op%s, %d input%s (green), %d parameter%s (orange)",
+                    c.ops, c.ops == 1 ? "" : "s", c.inputs, c.inputs == 1 ? "" : "s", c.params,
+                    c.params == 1 ? "" : "s");
+    if (ag_graph_status(g) != AG_OK) {
+        ag__text_puts(o, "\\ngraph error: ");
+        ag__text_dot(o, ag_graph_error(g), 200);
+    }
+    ag__text_puts(o, "\";\n}\n");
+}
+
 ag_status ag_graph_write_dot(const ag_graph *g, const ag_tensor *root, int flags, const char *path, char *err,
                              size_t errlen)
 {
     const char *what = "dot";
     if (!g || !path)
-        return ag__viz_fail(err, errlen, AG_ERR_ARG, "%s: %s is NULL", what, !g ? "the graph" : "the output path");
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: %s is NULL", what, !g ? "the graph" : "the output path");
     int n = ag_graph_node_count(g);
-
     ptrmap map = {0};
     unsigned char *live = ag__calloc((size_t)n + 1, 1);
     if (!live || !map_init(&map, (size_t)n * (1 + AG_MAX_SRC) + 1)) {
         ag__free(live);
         map_free(&map);
-        return ag__viz_fail(err, errlen, AG_ERR_NOMEM, "%s: out of memory drawing %d nodes for '%s'", what, n, path);
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory drawing %d nodes for '%s'", what, n, path);
     }
     for (int i = 0; i < n; i++) map_put(&map, ag_graph_node(g, i), i);
-
-    /* which nodes to draw: all, or the root and what it was computed from */
-    int top = n - 1;
-    if (root) {
-        top = map_get(&map, root);
-        if (top < 0) {
-            ag__free(live);
-            map_free(&map);
-            char sh[96];
-            return ag__viz_fail(err, errlen, AG_ERR_ARG,
-                                "%s: '%s': the root tensor %s%s%s is not on the graph's tape", what, path,
-                                root->name[0] ? root->name : "", root->name[0] ? " " : "",
-                                ag_shape_str(root, sh, sizeof sh));
-        }
-        live[top] = 1;
-        for (int i = top; i >= 0; i--) {
-            if (!live[i]) continue;
-            const ag_tensor *t = ag_graph_node(g, i);
-            for (int k = 0; k < t->nsrc; k++) {
-                int j = t->src[k] ? map_get(&map, t->src[k]) : -1;
-                if (j >= 0) live[j] = 1;
-            }
-        }
-    } else
-        memset(live, 1, (size_t)n);
-
+    int top = root ? map_get(&map, root) : n - 1;
+    if (top < 0 && root) {
+        ag__free(live);
+        map_free(&map);
+        char sh[96];
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: '%s': the root tensor %s%s%s is not on the graph's tape", what,
+                        path, root->name[0] ? root->name : "", root->name[0] ? " " : "",
+                        ag_shape_str(root, sh, sizeof sh));
+    }
+    mark_live(g, &map, top, !root, live);
     ag__text o = {0};
     ag__text_puts(&o, "digraph attograd {\n"
                       "  rankdir=TB;\n"
                       "  node [fontname=\"Helvetica\", fontsize=11, margin=\"0.12,0.05\"];\n"
                       "  edge [color=\"#666666\", arrowsize=0.7];\n");
-    int ops = 0, inputs = 0, params = 0, next_off = n;
-    for (int i = 0; i <= top; i++) {
-        if (!live[i]) continue;
-        const ag_tensor *t = ag_graph_node(g, i);
-        /* inputs that are not on the tape: parameters and strangers */
-        for (int k = 0; k < t->nsrc; k++) {
-            const ag_tensor *s = t->src[k];
-            if (!s || map_get(&map, s) >= 0) continue;
-            map_put(&map, s, next_off);
-            emit_node(&o, s, next_off++, n, s->is_param ? KIND_PARAM : KIND_OTHER, 0, flags);
-            params += s->is_param != 0;
-        }
-        int kind = t->op != AG_OP_LEAF ? KIND_OP : t->is_param ? KIND_PARAM : KIND_INPUT;
-        emit_node(&o, t, i, n, kind, root && i == top, flags);
-        ops += kind == KIND_OP;
-        inputs += kind == KIND_INPUT;
-        for (int k = 0; k < t->nsrc; k++) {
-            if (!t->src[k]) continue;
-            int j = map_get(&map, t->src[k]);
-            ag__text_printf(&o, "  %c%d -> n%d;\n", j < n ? 'n' : 'p', j < n ? j : j - n, i);
-        }
-    }
-    /* the caption: what is drawn, and the graph's error if it has one */
-    ag__text_printf(&o, "  labelloc=b;\n  fontname=\"Helvetica\";\n  fontsize=12;\n"
-                        "  label=\"%d op%s, %d input%s (green), %d parameter%s (orange)",
-                    ops, ops == 1 ? "" : "s", inputs, inputs == 1 ? "" : "s", params, params == 1 ? "" : "s");
-    if (ag_graph_status(g) != AG_OK) {
-        ag__text_puts(&o, "\\ngraph error: ");
-        ag__text_dot(&o, ag_graph_error(g), 200);
-    }
-    ag__text_puts(&o, "\";\n}\n");
-
+    draw_caption(&o, g, draw_nodes(&o, g, &map, live, top, root != NULL, flags));
     ag_status st = ag__text_save(&o, what, path, err, errlen);
     ag__text_free(&o);
     ag__free(live);

@@ -1,6 +1,7 @@
-/* viz.h: what the picture writers (dot.c, svg.c) share, private to the
- * library: a growing text buffer, the escaping of caller text for XML and
- * DOT, and crash-safe saving.  Defined in svg.c.
+/* viz.h: what the picture writers (dot.c, svg.c, heatmap.c) share, private
+ * to the library: a growing text buffer, the escaping of caller text for
+ * XML and DOT, and saving (through io/file.h), defined in buffer.c; and the
+ * SVG primitives, defined in svg.c.
  *
  * The buffer allocates through ag__malloc (the allocator hook).  Out of
  * memory is sticky: later appends do nothing and saving reports it, so a
@@ -10,6 +11,7 @@
 
 #include "attograd.h"
 #include "core/alloc.h"
+#include "io/file.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -38,16 +40,29 @@ void ag__text_dot(ag__text *t, const char *s, int max_chars);
 /* Characters (code points) of s as ag__text_xml would keep them. */
 int ag__text_chars(const char *s, int max_chars);
 
-/* Write t to path crash-safely (a temporary file in the same directory,
- * fsync'd, renamed over path).  what names the writer in messages
- * ("dot: cannot write 'x.dot': ..."). */
+/* Write t to path crash-safely (ag__file_save, io/file.h).  what names the
+ * writer in messages ("dot: x.dot: cannot create the temporary file ..."). */
 ag_status ag__text_save(const ag__text *t, const char *what, const char *path, char *err, size_t errlen);
 
-/* printf into err (if any); returns s. */
-ag_status ag__viz_fail(char *err, size_t errlen, ag_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
+/* ---- SVG primitives (svg.c) ------------------------------------------------ */
+
+/* The XML prolog, <svg> of w x h pixels on a white background, and
+ * <title> when title is not NULL. */
+void ag__svg_open(ag__text *t, double w, double h, const char *title);
+/* <text> at (x, y) with anchor start|middle|end and extra attributes (or
+ * NULL), s escaped and cut to max_chars (0: all). */
+void ag__svg_text(ag__text *t, double x, double y, double font, const char *anchor, const char *extra,
+                  const char *s, int max_chars);
+/* Rough width of s (cut to max_chars) at font size font: only to make
+ * room for labels. */
+double ag__svg_text_width(const char *s, int max_chars, double font);
+/* "#rrggbb" of the viridis map at t in [0, 1] (clamped; NaN gives 0). */
+void ag__svg_viridis(double t, char hex[8]);
+/* The <stop> elements of a gradient through the viridis samples. */
+void ag__svg_viridis_stops(ag__text *t);
+/* A round tick step (1, 2 or 5 times a power of ten) giving about target
+ * intervals over range; the decimals it needs (0.05 -> 2, 5 -> 0). */
+double ag__svg_nice_step(double range, int target);
+int ag__svg_step_decimals(double step);
 
 #endif

@@ -180,8 +180,8 @@ static int read_field(const ag_st *f, const char *path, const meta_field *fl, ch
     char want[128];
     describe(fl, want, sizeof want);
     if (!v) fprintf(stderr, "%s: %s: metadata '%s' is missing, want %s\n", prog, path, fl->key, want);
-    else fprintf(stderr, "%s: %s: metadata '%s' is '%.60s%s', want %s\n", prog, path, fl->key, v,
-                 strlen(v) > 60 ? "..." : "", want);
+    else fprintf(stderr, "%s: %s: metadata '%s' is '%.80s%s', want %s\n", prog, path, fl->key, v,
+                 strlen(v) > 80 ? "..." : "", want);
     return 1;
 }
 

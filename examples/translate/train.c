@@ -66,16 +66,19 @@ static void on_stop_signal(int sig)
 }
 
 /* From here on SIGINT and SIGTERM ask the loop to stop after its step; a
- * second one has its default effect (SA_RESETHAND). */
+ * second one has its default effect (SA_RESETHAND).  A signal the caller
+ * ignores (a shell's background job ignores SIGINT) stays ignored. */
 static void catch_stop_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | SA_RESETHAND;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART | SA_RESETHAND;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 /* ---- setting up ------------------------------------------------------------ */

@@ -260,13 +260,13 @@ static void want(expect *e, const char *name, int d0, int d1)
     }
     const int64_t *s = ag_st_shape(e->f, i);
     if (ag_st_ndim(e->f, i) == nd && s[0] == d0 && (nd == 1 || s[1] == d1)) return;
-    char got[160] = "[";
+    char got[160] = "[", need[64];
     for (int k = 0; k < ag_st_ndim(e->f, i) && strlen(got) < 120; k++)
         snprintf(got + strlen(got), sizeof got - strlen(got), "%s%" PRId64, k ? ", " : "", s[k]);
-    fprintf(stderr,
-            "%s: %s: tensor '%s' is %s], but the metadata (vocabularies %d and %d tokens, hidden %d, ffn %d) "
-            "makes it [%d%s%.0d]\n",
-            prog, e->path, name, got, c->src_vocab, c->tgt_vocab, c->hidden, c->ffn, d0, d1 ? ", " : "", d1);
+    if (nd == 1) snprintf(need, sizeof need, "[%d]", d0);
+    else snprintf(need, sizeof need, "[%d, %d]", d0, d1);
+    fprintf(stderr, "%s: %s: tensor '%s' is %s], but the metadata (vocabularies %d and %d tokens, hidden %d, ffn %d) "
+            "makes it %s\n", prog, e->path, name, got, c->src_vocab, c->tgt_vocab, c->hidden, c->ffn, need);
     e->bad = 1;
 }
 

@@ -275,6 +275,11 @@ run "resume: the saved values are no conflict" 0 "" train --data "$tmp/tiny.tsv"
 run "resume: no flags, the saved model" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/resumed2.safetensors" \
     --resume "$tmp/good.safetensors" --epochs 2 --quiet --warmup 0 --batch 16
 cmp -s "$tmp/resumed.safetensors" "$tmp/resumed2.safetensors" && no "resume: --warmup/--batch made no difference" || ok
+# the vocabularies were built with the saved min_freq: a resumed run keeps it
+run "train with --min-freq 1" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/mf1.safetensors" "${small[@]}" --min-freq 1
+run "resume it without --min-freq" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/mf1r.safetensors" \
+    --resume "$tmp/mf1.safetensors" --epochs 2 --quiet
+if grep -aq '"min_freq":"1"' "$tmp/mf1r.safetensors"; then ok; else no "resume rewrote the saved min_freq 1"; fi
 [ -s "$tmp/resumed2.safetensors" ] && ok || no "resume without flags wrote no model"
 
 # set_meta IN OUT KEY VALUE: IN with metadata KEY set to VALUE (KEY must be in it)

@@ -19,7 +19,7 @@
  * loop checks it after each step, saves there and exits 128 + signal. */
 #define _XOPEN_SOURCE 700 /* SA_RESTART, SA_RESETHAND */
 #include "translate.h"
-#include "../seq2seq_data.h" /* dataset, batch: id arrays */
+#include "seq2seq_data.h" /* dataset, batch: id arrays */
 
 #include <errno.h>
 #include <math.h>

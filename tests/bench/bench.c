@@ -23,7 +23,7 @@
  * the least disturbed. */
 #define _GNU_SOURCE
 #include "attograd.h"
-#include "../../examples/seq2seq_data.h" /* translate's dataset and batches */
+#include "../../examples/translate/seq2seq_data.h" /* translate's dataset and batches */
 #include "core/internal.h"
 
 #include <errno.h>

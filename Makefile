@@ -11,7 +11,7 @@ LDLIBS   := -fopenmp -lm
 
 LIB_SRC  := $(wildcard src/*/*.c) $(wildcard ops/*.c)
 TEST_SRC := $(wildcard tests/*.c)
-EXAMPLES := gradcheck attention_demo translate
+EXAMPLES := gradcheck attention_demo # and translate: examples/translate/translate.mk
 EX_BIN   := $(foreach e,$(EXAMPLES),$(if $(wildcard examples/$(e).c),$(BUILD)/$(e)))
 
 LIB32 := $(BUILD)/libattograd.a
@@ -193,6 +193,6 @@ clean:
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d) \
          $(wildcard $(BUILD)/f32/examples/*.d $(BUILD)/f64/examples/*.d)
 
-
-# Targets that live beside their code (tests/bench/bench.mk, tests/fuzz/fuzz.mk, ...).
--include $(wildcard tests/*/*.mk)
+# Targets that live beside their code (tests/bench/bench.mk, tests/fuzz/fuzz.mk,
+# examples/translate/translate.mk, ...).
+-include $(wildcard tests/*/*.mk examples/*/*.mk)

@@ -74,7 +74,7 @@ static double load_scalar(const ag_st *f, const char *name)
 }
 
 /* The translator's model, its config and vocabularies from the checkpoint's
- * metadata, its weights from the checkpoint (as examples/translate.c's
+ * metadata, its weights from the checkpoint (as examples/translate/checkpoint.c's
  * load_model). */
 typedef struct tiny {
     ag_st *ckpt;

@@ -23,7 +23,7 @@
  * the least disturbed. */
 #define _GNU_SOURCE
 #include "attograd.h"
-#include "../../examples/seq2seq_data.h" /* translate's dataset and batches */
+#include "../../examples/translate/seq2seq_data.h" /* translate's dataset and batches */
 #include "core/internal.h"
 
 #include <errno.h>
@@ -387,7 +387,7 @@ static void bench_attention(const int *threads, int nthreads, const char *python
 
 /* ---- 3. translator training ----------------------------------------------------- */
 
-/* translate train's defaults (examples/translate.c). */
+/* translate train's defaults (examples/translate/cli.c). */
 enum { BATCH = 64, HIDDEN = 64, HEADS = 4, FFN = 128, LAYERS = 2, MAX_LEN = 10, MIN_FREQ = 2 };
 #define DROPOUT 0.1
 #define LR 0.3 /* the cosine schedule's peak; the value does not change the speed */

@@ -10,11 +10,22 @@
 #   - a model file of the wrong kind (a valid safetensors file that is not a
 #     translator, a truncated model, a text file, an empty file, a
 #     directory, a missing file, broken metadata) is exit 1 with a message
-#     naming the file, never a crash.
+#     naming the file, never a crash;
+#   - run reads stdin lines of any length and skips, with a warning naming
+#     the line, what the data reader refuses (NUL, invalid UTF-8, over 4096
+#     bytes); exit 1 when no line is good;
+#   - --resume: a flag that conflicts with the model is exit 2 naming it and
+#     both values; every training-state field of the metadata is checked;
+#   - a small file whose metadata declares a huge model is refused before
+#     the model is built (time and memory bounded by the file);
+#   - a model too large for the memory is reported as out of memory.
+# SANITIZED=1 (an ASan build) leaves out the two checks that limit or
+# measure memory.
 # Prints 'N passed, N failed' as its last line; exits 1 on any failure.
 set -u
 B=${1:-build}
 T=$B/translate
+SANITIZED=${SANITIZED:-0}
 if [ ! -x "$T" ]; then
     echo "test_cli: $T not found (make $T first)"
     echo "0 passed, 1 failed"
@@ -209,6 +220,124 @@ for cfg in "8 0 1 10|metadata 'heads' is '0'" "10 4 1 10|metadata hidden 10 is n
     st_file "$tmp/m6.safetensors" "$(meta "$1" "$2" "$3" "$4" "$V")"
     run "config $1 $2 $3 $4" 1 "m6.safetensors: $want" run --model "$tmp/m6.safetensors" "go ."
 done
+
+# ---- run: lines as the data reader takes them ------------------------------------------
+in_has() { # in_has NAME TEXT: TEXT is in what the last run_in printed on stderr
+    if grep -qF -- "$2" "$tmp/err"; then ok; else no "$1: '$2' not in: $(head -c 400 "$tmp/err")"; fi
+}
+run_in() { # run_in NAME WANT_STATUS INPUT ARGS...: run with stdin from INPUT
+    local name=$1 want=$2 input=$3
+    shift 3
+    timeout 60 "$T" "$@" < "$input" > "$tmp/out" 2> "$tmp/err"
+    local got=$?
+    if [ "$got" = "$want" ]; then ok; else no "$name: exit $got, want $want ($(head -c 300 "$tmp/err"))"; fi
+}
+"$T" run --model "$tmp/good.safetensors" "go ." "i lost ." > "$tmp/two.txt" 2>&1
+words=$(for i in $(seq 1000); do printf 'go . '; done) # 5000 bytes of good UTF-8
+{
+    printf 'go .\n'                    # 1
+    printf '%s\n' "$words"             # 2: longer than a line may be
+    printf 'caf\xe9 .\n'               # 3
+    printf 'go\0 .\n'                  # 4
+    printf 'i lost .\r\n'              # 5: a CRLF line
+} > "$tmp/lines.txt"
+run_in "run: stdin with bad lines" 0 "$tmp/lines.txt" run --model "$tmp/good.safetensors"
+if [ "$(wc -l < "$tmp/out")" = 5 ] && [ "$(sed -n 1p "$tmp/out")" = "$(sed -n 1p "$tmp/two.txt")" ] &&
+   [ "$(sed -n 5p "$tmp/out")" = "$(sed -n 2p "$tmp/two.txt")" ] && [ -z "$(sed -n 2,4p "$tmp/out" | tr -d '\n')" ]
+then ok; else no "run: 5 lines in, want 5 out (lines 2-4 empty): $(head -c 300 "$tmp/out")"; fi
+in_has "run: stdin" "stdin:2: line is 5000 bytes long, more than 4096; line skipped"
+in_has "run: stdin" "stdin:3: invalid UTF-8 at column 4; line skipped"
+in_has "run: stdin" "stdin:4: NUL byte at column 3; line skipped"
+printf '%s\n' "$(head -c 3000 /dev/zero | tr '\0' 'a')" > "$tmp/long_word.txt"
+run_in "run: a 3000-byte line" 0 "$tmp/long_word.txt" run --model "$tmp/good.safetensors"
+[ "$(wc -l < "$tmp/out")" = 1 ] && ok || no "run: one 3000-byte line gave $(wc -l < "$tmp/out") lines"
+printf 'caf\xe9\n\xff\n' > "$tmp/all_bad.txt"
+run_in "run: no good line" 1 "$tmp/all_bad.txt" run --model "$tmp/good.safetensors"
+in_has "run: no good line" "no line to translate (2 skipped)"
+run "run: a bad argument" 0 "argument 2: invalid UTF-8 at column 4; line skipped" \
+    run --model "$tmp/good.safetensors" "go ." "$(printf 'caf\xe9')" "i lost ."
+if [ "$(sed -n 1p "$tmp/out")" = "$(sed -n 1p "$tmp/two.txt")" ] && [ -z "$(sed -n 2p "$tmp/out")" ] &&
+   [ "$(sed -n 3p "$tmp/out")" = "$(sed -n 2p "$tmp/two.txt")" ]
+then ok; else no "run: a bad argument in the middle: $(head -c 300 "$tmp/out")"; fi
+
+# ---- --resume: flags against the model, and its training state -------------------------
+resume=(train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors" --resume "$tmp/good.safetensors" --epochs 2 --quiet)
+run "resume: conflicting architecture" 2 "--hidden 64 conflicts with --resume $tmp/good.safetensors, saved with hidden 8" \
+    "${resume[@]}" --hidden 64 --layers 3
+in_has "resume: conflicts" "--layers 3 conflicts with --resume $tmp/good.safetensors, saved with layers 1"
+for flag in "--heads 4|heads 2" "--ffn 16|ffn 8" "--max-len 12|max_len 10" "--dropout 0.2|dropout 0.1" \
+            "--min-freq 1|min_freq 2" "--optimizer adam|optimizer sgd"; do
+    set -- ${flag%%|*}
+    run "resume: $1 $2" 2 "$1 $2 conflicts with --resume $tmp/good.safetensors, saved with ${flag#*|}" "${resume[@]}" "$1" "$2"
+done
+run "resume: the saved values are no conflict" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/resumed.safetensors" \
+    --resume "$tmp/good.safetensors" --epochs 2 --quiet --hidden 8 --heads 2 --ffn 8 --layers 1 --min-freq 2 --optimizer sgd
+run "resume: no flags, the saved model" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/resumed2.safetensors" \
+    --resume "$tmp/good.safetensors" --epochs 2 --quiet --warmup 0 --batch 16
+cmp -s "$tmp/resumed.safetensors" "$tmp/resumed2.safetensors" && no "resume: --warmup/--batch made no difference" || ok
+# the vocabularies were built with the saved min_freq: a resumed run keeps it
+run "train with --min-freq 1" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/mf1.safetensors" "${small[@]}" --min-freq 1
+run "resume it without --min-freq" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/mf1r.safetensors" \
+    --resume "$tmp/mf1.safetensors" --epochs 2 --quiet
+if grep -aq '"min_freq":"1"' "$tmp/mf1r.safetensors"; then ok; else no "resume rewrote the saved min_freq 1"; fi
+[ -s "$tmp/resumed2.safetensors" ] && ok || no "resume without flags wrote no model"
+
+# set_meta IN OUT KEY VALUE: IN with metadata KEY set to VALUE (KEY must be in it)
+set_meta() {
+    local n h
+    n=$(od -An -t u8 -N 8 "$1" | tr -d ' ')
+    h=$(tail -c +9 "$1" | head -c "$n" | sed "s/\"$3\":\"[^\"]*\"/\"$3\":\"$4\"/")
+    st_file "$2" "$h"
+    tail -c +$((9 + n)) "$1" >> "$2"
+}
+set_meta "$tmp/good.safetensors" "$tmp/same.safetensors" epoch 1
+run "set_meta keeps a model whole" 0 "" run --model "$tmp/same.safetensors" "go ."
+for kv in "optimizer_steps|abc|a whole number from 0 to 9007199254740992" "optimizer_steps|-1|" \
+          "optimizer_steps|9223372036854775807|" "optimizer_steps||" "optimizer_steps| 4|" "optimizer_steps|4x|" \
+          "epoch|-1|a whole number from 0 to 100000" "epoch|one|" "min_freq|0|a whole number from 1 to 1000000" \
+          "optimizer|rmsprop|one of: sgd adam" "data_rng|00|64 hex digits" \
+          "graph_rng|zz3ca29a09bb0ad5e7ad1e0e5fe1ca4b7f2a3c70dc0a1bd4d6dc3e8bb95b4fe1|64 hex digits"; do
+    IFS='|' read -r key val want <<< "$kv"
+    set_meta "$tmp/good.safetensors" "$tmp/meta.safetensors" "$key" "$val"
+    run "resume: metadata $key '$val'" 1 "meta.safetensors: metadata '$key' is '$val', want $want" \
+        train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors" --resume "$tmp/meta.safetensors" --epochs 2 --quiet
+done
+for val in "" abc 1 -0.1 nan inf 0.1x; do
+    set_meta "$tmp/good.safetensors" "$tmp/meta.safetensors" dropout "$val"
+    run "run: metadata dropout '$val'" 1 "meta.safetensors: metadata 'dropout' is '$val', want a number in [0, 1)" \
+        run --model "$tmp/meta.safetensors" "go ."
+done
+
+# ---- a small file that declares a huge model -------------------------------------------------
+# 100,004 tokens at hidden 1024 would be 2 x 400 MB of embeddings alone: the
+# tensors are compared with what the metadata implies before anything is built.
+vocab=$(printf '<pad>\n<bos>\n<eos>\n<unk>\n'; seq 1 100000 | sed 's/^/w/')
+vocab=$(printf '%s' "$vocab" | awk 'BEGIN { ORS = "" } { if (NR > 1) printf "\\n"; print }')
+st_file "$tmp/huge.safetensors" "$(printf '{"__metadata__":{"format":"attograd-translator-1","src_vocab":"%s","tgt_vocab":"%s","hidden":"1024","heads":"8","ffn":"4096","layers":"6","max_len":"512","dropout":"0.1"},"encoder.embedding.weight":{"dtype":"F32","shape":[2500,8],"data_offsets":[0,80000]}}' "$vocab" "$vocab")" 80000
+size=$(wc -c < "$tmp/huge.safetensors")
+want="tensor 'encoder.embedding.weight' is [2500, 8], but the metadata (vocabularies 100004 and 100004 tokens, hidden 1024, ffn 4096) makes it [100004, 1024]"
+if [ "$SANITIZED" = 1 ] || [ ! -x /usr/bin/time ]; then
+    run "a huge model declared by a small file" 1 "$want" run --model "$tmp/huge.safetensors" "go ."
+else
+    /usr/bin/time -f '%M %e' -o "$tmp/time" "$T" run --model "$tmp/huge.safetensors" "go ." > /dev/null 2> "$tmp/err"
+    rc=$?
+    read -r kb secs < <(tail -n 1 "$tmp/time")
+    [ "$rc" = 1 ] && ok || no "a huge model declared by a small file: exit $rc"
+    in_has "a huge model declared by a small file" "$want"
+    # the file is read, its vocabularies parsed: a few times its size, never the model's
+    if [ "$kb" -lt $((16 * size / 1024 + 16384)) ]; then ok
+    else no "a $size-byte file that declares a huge model took $kb KB (max RSS)"; fi
+    echo "cli: a $size-byte file declaring a 100k vocabulary at hidden 1024: refused in $secs s, max RSS $kb KB"
+fi
+
+# ---- out of memory is said so ---------------------------------------------------------------
+if [ "$SANITIZED" != 1 ]; then
+    (ulimit -v 300000; exec timeout 60 "$T" train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors" --hidden 4096 \
+        --heads 4 --ffn 16384 --layers 64 --quiet) > /dev/null 2> "$tmp/err"
+    rc=$?
+    if [ "$rc" = 1 ] && grep -q "cannot build the model: .*out of memory" "$tmp/err" && ! grep -q "bad argument" "$tmp/err"
+    then ok; else no "a model larger than the memory: exit $rc, $(head -c 300 "$tmp/err")"; fi
+fi
 
 [ -e "$tmp/never.safetensors" ] && no "a refused model led to a written model"
 echo "cli: $pass passed, $fail failed"

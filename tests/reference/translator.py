@@ -14,7 +14,7 @@ Run with Debian's PyTorch (apt-get install python3-torch), i.e. with
     /usr/bin/python3 tests/reference/translator.py split --data FILE
         --train TRAIN.tsv --test TEST.tsv [--every 10]
 
-It is the same program as examples/translate.c + src/nn/seq2seq.c, written
+It is the same program as examples/translate/ + src/nn/seq2seq.c, written
 again with torch.nn, so that the C code can be checked against it:
 
   * the data pipeline of src/text/text.c: d2l's preprocessing byte for byte (NBSP
@@ -28,7 +28,7 @@ again with torch.nn, so that the C code can be checked against it:
     blocks (LayerNorm(x + dropout(sublayer(x)))); dropout on the attention
     weights; masked scores filled with -inf; a final dense layer; the loss is
     the cross-entropy averaged over the target tokens that are not <pad>;
-  * the training loop of examples/translate.c: a shuffle per epoch, batches
+  * the training loop of examples/translate/: a shuffle per epoch, batches
     trimmed to their longest source and target, clip_grad_norm_, SGD with
     momentum or Adam with betas (0.9, 0.98) and eps 1e-9; and its `evaluate`:
     greedy decoding, exact match, d2l's BLEU (k = 2, the best over the
@@ -428,7 +428,7 @@ def define_model(torch):
 
 
 # ---------------------------------------------------------------------------
-# data as id tensors, batches (examples/translate.c)
+# data as id tensors, batches (examples/translate/)
 # ---------------------------------------------------------------------------
 
 class Dataset:
@@ -473,7 +473,7 @@ def dataset_loss(torch, model, d, B):
 
 
 def evaluate(torch, model, pairs, sv, tv, L):
-    """examples/translate.c's evaluate: greedy translations of the distinct
+    """examples/translate/'s evaluate: greedy translations of the distinct
     sources (in order of first appearance), scored against all their
     references.  Returns (sources, exact, bleu, ceiling)."""
     groups = collections.OrderedDict()
@@ -529,7 +529,7 @@ def cmd_train(torch, a):
         opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=a.weight_decay,
                               nesterov=a.nesterov and momentum > 0)
     # translate's schedule: a warmup longer than the run is cut to a tenth of
-    # it; noam needs at least 1 (examples/translate.c, ag_lr_schedule)
+    # it; noam needs at least 1 (examples/translate/, ag_lr_schedule)
     nbatches = (d.n + a.batch - 1) // a.batch
     total_steps, warmup = a.epochs * nbatches, a.warmup
     if warmup >= total_steps:

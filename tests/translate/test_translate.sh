@@ -3,11 +3,14 @@
 #   - training on a tiny file makes the loss fall;
 #   - a checkpoint loads back (run and eval work on it, the same outputs twice);
 #   - 2 epochs + --resume to 4 epochs equals 4 epochs straight, bit for bit;
-#   - the same seed gives the same losses, run after run, with --threads 2 too.
+#   - the same seed gives the same losses, run after run, with --threads 2 too;
+#   - SIGINT / SIGTERM during training: exit 130 / 143, a checkpoint at --out,
+#     and --resume from it gives the uninterrupted run's model, bit for bit.
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=${1:-build}
 T=$B/translate
+SANITIZED=${SANITIZED:-0} # 1: an ASan + UBSan build (UBSan exits 87)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
@@ -100,6 +103,69 @@ else no "--threads 2: epoch 4 loss $t4 far from one thread's $l4"; fi
     --lr 0.003 "${small[@]}" "${flat[@]}" > /dev/null 2>&1
 if [ -s "$tmp/d4.safetensors" ] && cmp -s "$tmp/d4.safetensors" "$tmp/dr.safetensors"; then ok "adam: resume == straight"
 else no "adam resume differs"; fi
+
+# 6. a signal during training: the step ends, the checkpoint goes to --out,
+# exit 128 + signal; resumed, the run ends with the model an uninterrupted
+# run makes.  The signal is sent once the first epoch is logged (the loop is
+# running), so it lands inside a later epoch, whatever the machine's load;
+# both runs then stop at the end of the epoch after the one it stopped in.
+# SIGTERM's run uses two threads.
+head -n 1500 examples/data/eng-fra.tsv > "$tmp/sig.tsv"
+for sig in INT TERM; do
+    want=130 more=()
+    [ "$sig" = TERM ] && want=143 more=(--threads 2)
+    # (job control on: a background job of a script would otherwise ignore SIGINT)
+    set -m
+    "$T" train --data "$tmp/sig.tsv" --out "$tmp/k_$sig.safetensors" --epochs 400 "${small[@]}" "${more[@]}" \
+        > "$tmp/k_$sig.log" 2>&1 &
+    pid=$!
+    set +m
+    for _ in $(seq 1200); do
+        grep -q '^epoch 1/' "$tmp/k_$sig.log" && break
+        kill -0 "$pid" 2> /dev/null || break
+        sleep 0.05
+    done
+    kill -"$sig" "$pid"
+    wait "$pid"
+    rc=$?
+    n=$(grep -o 'stopped \(in\|after\) epoch [0-9]*' "$tmp/k_$sig.log" | awk '{print $NF}')
+    if [ "$rc" = "$want" ] && [ -n "$n" ] && [ -s "$tmp/k_$sig.safetensors" ]; then
+        ok "SIG$sig: exit $rc, $(grep -o 'stopped.*pairs\|stopped after epoch [0-9]*' "$tmp/k_$sig.log")"
+    else
+        no "SIG$sig: exit $rc (want $want): $(tail -n 2 "$tmp/k_$sig.log")"
+        continue
+    fi
+    stop=$((n + 1))
+    "$T" train --data "$tmp/sig.tsv" --resume "$tmp/k_$sig.safetensors" --out "$tmp/kr_$sig.safetensors" --epochs 400 \
+        --stop-after "$stop" "${small[@]}" "${more[@]}" > "$tmp/kr_$sig.log" 2>&1
+    "$T" train --data "$tmp/sig.tsv" --out "$tmp/ks_$sig.safetensors" --epochs 400 --stop-after "$stop" "${small[@]}" \
+        "${more[@]}" > "$tmp/ks_$sig.log" 2>&1
+    if [ -s "$tmp/ks_$sig.safetensors" ] && cmp -s "$tmp/ks_$sig.safetensors" "$tmp/kr_$sig.safetensors"; then
+        ok "SIG$sig: resumed to epoch $stop == straight to epoch $stop (identical files)"
+    else no "SIG$sig: resumed differs from straight: $(tail -n 2 "$tmp/kr_$sig.log")"; fi
+    l1=$(grep "^epoch $stop/" "$tmp/ks_$sig.log" | awk '{print $4}')
+    l2=$(grep "^epoch $stop/" "$tmp/kr_$sig.log" | awk '{print $4}')
+    if [ -n "$l1" ] && [ "$l1" = "$l2" ]; then ok "SIG$sig: epoch $stop loss equal: $l1"
+    else no "SIG$sig: epoch $stop loss $l1, resumed $l2"; fi
+done
+if "$T" run --model "$tmp/k_INT.safetensors" "go ." > /dev/null 2>&1; then ok "an interrupted checkpoint runs"
+else no "run on an interrupted checkpoint failed"; fi
+
+# 7. an error inside the epoch loop (a diverging run): exit 1, no model, and
+# nothing leaked (under valgrind when it is installed; SANITIZED=1 says the
+# binary is an ASan build, whose leak check is on)
+div=("$T" train --data "$tmp/tiny.tsv" --out "$tmp/div.safetensors" --epochs 4 "${small[@]}" --lr 100 --clip 0
+     --schedule constant --warmup 0)
+if [ "$SANITIZED" != 1 ] && command -v valgrind > /dev/null; then
+    div=(valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite -q "${div[@]}")
+fi
+"${div[@]}" > "$tmp/div.log" 2>&1
+rc=$?
+why=$(grep -o 'epoch [0-9]*.*\(gradient norm\|loss\) is [a-z-]*' "$tmp/div.log" | head -n 1)
+if [ "$rc" = 1 ] && [ -n "$why" ] && [ ! -e "$tmp/div.safetensors" ]; then ok "a diverging run stops: $why"
+elif [ "$SANITIZED" = 1 ] && [ "$rc" = 87 ] && grep -q 'src/core/elementwise.c.*runtime error' "$tmp/div.log"; then
+    echo "skip a diverging run: UBSan stops it first in the library ($(grep -o 'elementwise.c.*' "$tmp/div.log" | head -n 1))"
+else no "a diverging run: exit $rc, $(grep -v '^epoch' "$tmp/div.log" | head -n 12)"; fi
 
 echo "translate: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,5 +1,5 @@
-/* examples/seq2seq_data.h: sentence pairs as id arrays, and batches cut from
- * them, for the translator (examples/translate.c) and its benchmark
+/* examples/translate/seq2seq_data.h: sentence pairs as id arrays, and
+ * batches cut from them, for the translator (train.c) and its benchmark
  * (tests/bench/bench.c), so that both train on exactly the same batches. */
 #ifndef SEQ2SEQ_DATA_H
 #define SEQ2SEQ_DATA_H

@@ -1,0 +1,217 @@
+/* examples/translate/cli.c: translate's command line: flags, usage, and
+ * main, which parses them and hands them to a command.
+ *
+ *   translate train --data FILE --out MODEL [--test FILE] [options]
+ *   translate eval  --model MODEL --data FILE [--json FILE]
+ *   translate run   --model MODEL [SENTENCE ...]     (stdin lines when none)
+ *
+ * Invariant: a bad flag or value is exit 2 with a message and the usage,
+ * before any work starts; the options a command sees are in range.
+ *
+ * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage (a flag that
+ * conflicts with the model given to --resume too), 130 / 143 training
+ * stopped by SIGINT / SIGTERM after saving a checkpoint to --out. */
+#include "translate.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *prog = "translate";
+
+void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s train --data FILE --out MODEL [--test FILE] [--epochs N] [--batch 64]\n"
+            "                [--optimizer sgd|adam] [--lr X] [--momentum X] [--[no-]nesterov] [--weight-decay X] [--clip X]\n"
+            "                [--schedule constant|linear|cosine|noam] [--warmup STEPS]\n"
+            "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1]\n"
+            "                [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
+            "                [--json FILE] [--plot LOSS.svg] [--stop-after N] [--quiet]\n"
+            "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
+            "       %s run --model MODEL [--attention DIR] [--threads N] [SENTENCE ...]\n"
+            "\n"
+            "train: --resume takes the architecture, --min-freq and --optimizer from the model; giving\n"
+            "  one of them with another value is exit 2.  SIGINT or SIGTERM (Ctrl-C) ends the current\n"
+            "  step, saves a checkpoint to --out that --resume continues bit for bit, and exits 130 or\n"
+            "  143; a second signal stops at once (--out then holds the last complete file).\n"
+            "run: with no SENTENCE, translates each line of stdin (any length) to one line of output.\n"
+            "  A line the data reader would refuse (a NUL byte, invalid UTF-8, more than %d bytes)\n"
+            "  gets a warning naming its line and an empty output line; exit 1 if no line was good.\n",
+            prog, prog, prog, AG_PAIRS_MAX_LINE);
+}
+
+int bad(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "%s: ", prog);
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    return 2;
+}
+
+/* Whole number in [lo, hi]. */
+static int parse_int(const char *flag, const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s needs a whole number from %ld to %ld, got '%s'\n", prog, flag, lo, hi, s);
+        usage(stderr);
+        return 2;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Finite real in [lo, hi] (hi_open: < hi). */
+static int parse_real(const char *flag, const char *s, double lo, double hi, int hi_open, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi || (hi_open && v >= hi)) {
+        fprintf(stderr, "%s: %s needs a number in [%g, %g%s, got '%s'\n", prog, flag, lo, hi, hi_open ? ")" : "]",
+                s);
+        usage(stderr);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The flags --resume checks against the model, by name. */
+static unsigned given_bit(const char *flag)
+{
+    static const struct {
+        const char *flag;
+        unsigned bit;
+    } bits[] = {{"--hidden", GIVEN_HIDDEN},   {"--heads", GIVEN_HEADS},     {"--ffn", GIVEN_FFN},
+                {"--layers", GIVEN_LAYERS},   {"--max-len", GIVEN_MAX_LEN}, {"--dropout", GIVEN_DROPOUT},
+                {"--min-freq", GIVEN_MIN_FREQ}, {"--optimizer", GIVEN_OPTIMIZER}};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        if (!strcmp(flag, bits[i].flag)) return bits[i].bit;
+    return 0;
+}
+
+/* One flag f with value v into o.  Returns 0 or the exit status. */
+static int parse_flag(const char *f, const char *v, opts *o)
+{
+    int tmp, rc = 0;
+    if (!strcmp(f, "--data")) o->data = v;
+    else if (!strcmp(f, "--test")) o->test = v;
+    else if (!strcmp(f, "--out")) o->out = v;
+    else if (!strcmp(f, "--model")) o->model = v;
+    else if (!strcmp(f, "--resume")) o->resume = v;
+    else if (!strcmp(f, "--json")) o->json = v;
+    else if (!strcmp(f, "--plot")) o->plot = v;
+    else if (!strcmp(f, "--attention")) o->attention = v;
+    else if (!strcmp(f, "--epochs")) rc = parse_int(f, v, 1, EPOCHS_MAX, &o->epochs);
+    else if (!strcmp(f, "--stop-after")) rc = parse_int(f, v, 1, EPOCHS_MAX, &o->stop_after);
+    else if (!strcmp(f, "--batch")) rc = parse_int(f, v, 1, 65536, &o->batch);
+    else if (!strcmp(f, "--hidden")) rc = parse_int(f, v, 1, HIDDEN_MAX, &o->hidden);
+    else if (!strcmp(f, "--heads")) rc = parse_int(f, v, 1, HEADS_MAX, &o->heads);
+    else if (!strcmp(f, "--ffn")) rc = parse_int(f, v, 1, FFN_MAX, &o->ffn);
+    else if (!strcmp(f, "--layers")) rc = parse_int(f, v, 1, LAYERS_MAX, &o->layers);
+    else if (!strcmp(f, "--max-len")) rc = parse_int(f, v, MAX_LEN_MIN, MAX_LEN_MAX, &o->max_len);
+    else if (!strcmp(f, "--min-freq")) rc = parse_int(f, v, 1, MIN_FREQ_MAX, &o->min_freq);
+    else if (!strcmp(f, "--threads")) rc = parse_int(f, v, 1, 256, &o->threads);
+    else if (!strcmp(f, "--seed")) {
+        rc = parse_int(f, v, 0, INT_MAX, &tmp);
+        o->seed = (uint64_t)tmp;
+    } else if (!strcmp(f, "--lr")) rc = parse_real(f, v, 1e-12, 100, 0, &o->lr);
+    else if (!strcmp(f, "--momentum")) rc = parse_real(f, v, 0, 1, 1, &o->momentum);
+    else if (!strcmp(f, "--weight-decay")) rc = parse_real(f, v, 0, 1, 0, &o->weight_decay);
+    else if (!strcmp(f, "--clip")) rc = parse_real(f, v, 0, 1e6, 0, &o->clip);
+    else if (!strcmp(f, "--dropout")) rc = parse_real(f, v, 0, 1, 1, &o->dropout);
+    else if (!strcmp(f, "--warmup")) rc = parse_int(f, v, 0, INT_MAX, &o->warmup);
+    else if (!strcmp(f, "--schedule")) {
+        if (strcmp(v, "constant") && strcmp(v, "linear") && strcmp(v, "cosine") && strcmp(v, "noam"))
+            return bad("--schedule must be constant, linear, cosine or noam, got '%s'%s", v, "");
+        o->schedule = v;
+    } else if (!strcmp(f, "--optimizer")) {
+        if (strcmp(v, "sgd") && strcmp(v, "adam")) return bad("--optimizer must be sgd or adam, got '%s'%s", v, "");
+        o->optimizer = v;
+    } else return bad("unknown flag '%s'%s", f, "");
+    o->given |= given_bit(f);
+    return rc;
+}
+
+/* Parse argv[first..]; positional arguments (run's sentences) are collected
+ * in pos.  Returns 0, -1 for --help, or the exit status. */
+static int parse(int argc, char **argv, int first, opts *o, char **pos, int *npos)
+{
+    *o = (opts){.epochs = 50, .batch = 64, .hidden = 64, .heads = 4, .ffn = 128, .layers = 2, .max_len = 10,
+                .min_freq = 2, .threads = 1, .lr = -1, .momentum = -1, .clip = 1.0, .dropout = 0.1,
+                .optimizer = "sgd", .schedule = "cosine", .warmup = 400, .nesterov = 1};
+    *npos = 0;
+    for (int i = first; i < argc; i++) {
+        const char *f = argv[i];
+        if (f[0] != '-' || !f[1]) {
+            pos[(*npos)++] = argv[i];
+            continue;
+        }
+        if (!strcmp(f, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(f, "--nesterov") || !strcmp(f, "--no-nesterov")) {
+            o->nesterov = f[2] == 'n' && f[3] == 'e';
+            continue;
+        }
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            usage(stdout);
+            return -1;
+        }
+        if (i + 1 >= argc) return bad("%s needs a value%s", f, "");
+        int rc = parse_flag(f, argv[++i], o);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int load_pairs(const char *path, ag_pairs **p)
+{
+    char err[512];
+    if (ag_pairs_load(path, p, err, sizeof err) != AG_OK) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    for (int i = 0; i < (*p)->n_warnings_kept; i++) fprintf(stderr, "%s: warning: %s\n", prog, (*p)->warnings[i]);
+    if ((*p)->n_skipped > (*p)->n_warnings_kept)
+        fprintf(stderr, "%s: warning: %s: %d more lines skipped\n", prog, path,
+                (*p)->n_skipped - (*p)->n_warnings_kept);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    opts o;
+    char **pos = malloc((size_t)argc * sizeof *pos);
+    int npos = 0, rc;
+    if (!pos) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 1;
+    }
+    rc = parse(argc, argv, 2, &o, pos, &npos);
+    if (rc) rc = rc < 0 ? 0 : rc;
+    else if (strcmp(cmd, "run") && npos > 0) rc = bad("unexpected argument '%s' for %s", pos[0], cmd);
+    else if (!strcmp(cmd, "train")) rc = cmd_train(&o);
+    else if (!strcmp(cmd, "eval")) rc = cmd_eval(&o);
+    else if (!strcmp(cmd, "run")) rc = cmd_run(&o, pos, npos);
+    else rc = bad("unknown command '%s'%s", cmd, "");
+    free(pos);
+    return rc;
+}

@@ -1,0 +1,231 @@
+/* examples/translate/run.c: translate run: the sentences given as arguments,
+ * or each line of stdin, translated to one output line each; with
+ * --attention DIR, every layer's attention drawn for each sentence.
+ *
+ * Input is held to the data reader's rules (ag_pairs_load): a line of more
+ * than AG_PAIRS_MAX_LINE bytes, with a NUL byte or with invalid UTF-8 is
+ * skipped with a warning "stdin:LINE: why; line skipped" (for arguments
+ * "argument N: ..."), and answered by an empty output line, so that output
+ * line i always answers input line i.  A line of any length is read as one
+ * line, in bounded memory.  Exit 1 when no line was good. */
+#include "translate.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- input lines ------------------------------------------------------------- */
+
+/* Offset of the first byte of s[0..n) that does not begin a well-formed
+ * UTF-8 sequence (RFC 3629: no overlong form, no surrogate, nothing past
+ * U+10FFFF), or n: the data reader's rule. */
+static size_t utf8_bad_at(const unsigned char *s, size_t n)
+{
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* smallest code point per length */
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        int len = c < 0x80 ? 1 : c >> 5 == 6 ? 2 : c >> 4 == 14 ? 3 : c >> 3 == 30 ? 4 : 0;
+        if (!len || n - i < (size_t)len) return i;
+        uint32_t cp = len == 1 ? c : c & (0x7Fu >> len);
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+            cp = cp << 6 | (s[i + k] & 0x3Fu);
+        }
+        if (cp < least[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+        i += (size_t)len;
+    }
+    return n;
+}
+
+/* Why the data reader would refuse line s[0..n), in why; NULL when it
+ * would not. */
+static const char *line_problem(const char *s, size_t n, char *why, size_t len)
+{
+    const char *nul = n <= AG_PAIRS_MAX_LINE ? memchr(s, '\0', n) : NULL;
+    size_t bad = n <= AG_PAIRS_MAX_LINE && !nul ? utf8_bad_at((const unsigned char *)s, n) : n;
+    if (n > AG_PAIRS_MAX_LINE) snprintf(why, len, "line is %zu bytes long, more than %d", n, AG_PAIRS_MAX_LINE);
+    else if (nul) snprintf(why, len, "NUL byte at column %zu", (size_t)(nul - s) + 1);
+    else if (bad < n) snprintf(why, len, "invalid UTF-8 at column %zu", bad + 1);
+    else return NULL;
+    return why;
+}
+
+/* The next line of f, its '\n' and a final '\r' removed: its first
+ * AG_PAIRS_MAX_LINE + 1 bytes into buf (NUL-terminated), its full length in
+ * *n.  Returns 0 at the end of the input. */
+static int read_line(FILE *f, char buf[AG_PAIRS_MAX_LINE + 2], size_t *n)
+{
+    int c, last = 0;
+    size_t len = 0;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (len <= AG_PAIRS_MAX_LINE) buf[len] = (char)c;
+        len++, last = c;
+    }
+    if (c == EOF && len == 0) return 0;
+    if (last == '\r') len--;
+    buf[len <= AG_PAIRS_MAX_LINE ? len : AG_PAIRS_MAX_LINE + 1] = '\0';
+    *n = len;
+    return 1;
+}
+
+/* ---- attention pictures --------------------------------------------------------- */
+
+/* Heatmaps of every layer's attention for sentence i: dir/<i>-encoder-<l>.svg
+ * (source x source), dir/<i>-decoder-<l>.svg (causal, target x target) and
+ * dir/<i>-cross-<l>.svg (target x source). */
+static int write_attention(const model *m, ag_graph *g, const char *dir, int index, const char *const *src, int ns,
+                           const char *const *out, int no)
+{
+    int L = m->cfg.max_len, S, valid, T = no + 1 < L ? no + 1 : L;
+    int ids[MAX_LEN_MAX], tin[MAX_LEN_MAX];
+    char err[512], path[4096], title[256];
+    ag_encode(m->sv, src, ns, L, ids, &valid);
+    S = valid;
+    /* decoder input: <bos> + the output; labels: what each position reads */
+    const char *src_lab[MAX_LEN_MAX], *tgt_lab[MAX_LEN_MAX];
+    for (int s = 0; s < S; s++) src_lab[s] = s < ns ? src[s] : "<eos>";
+    tin[0] = AG_BOS;
+    tgt_lab[0] = "<bos>";
+    for (int t = 1; t < T; t++) tin[t] = ag_vocab_id(m->tv, out[t - 1]), tgt_lab[t] = out[t - 1];
+    ag_graph_reset(g);
+    ag_seq2seq_weights w;
+    ag_seq2seq_trace(g, &m->net, ids, &valid, 1, S, tin, T, &w);
+    if (ag_graph_status(g) != AG_OK) {
+        fprintf(stderr, "%s: attention: %s\n", prog, ag_graph_error(g));
+        return 1;
+    }
+    for (int l = 0; l < w.layers; l++) {
+        struct {
+            const char *kind, *what;
+            const ag_tensor *t;
+            const char *const *rows, *const *cols;
+        } maps[3] = {{"encoder", "encoder self-attention", w.enc_self[l], src_lab, src_lab},
+                     {"decoder", "decoder causal self-attention", w.dec_self[l], tgt_lab, tgt_lab},
+                     {"cross", "cross-attention (rows: target, columns: source)", w.dec_cross[l], tgt_lab, src_lab}};
+        for (int k = 0; k < 3; k++) {
+            snprintf(path, sizeof path, "%s/%d-%s-%d.svg", dir, index, maps[k].kind, l);
+            snprintf(title, sizeof title, "layer %d %s", l, maps[k].what);
+            if (ag_svg_attention(path, title, maps[k].t, 0, maps[k].rows, maps[k].cols, err, sizeof err) != AG_OK) {
+                fprintf(stderr, "%s: %s\n", prog, err);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- translating -------------------------------------------------------------- */
+
+/* Translate lines[0..n) (UTF-8, checked) in one batch and print one line
+ * each; the pictures of line i are numbered first + i. */
+static int run_sentences(const model *m, ag_graph *g, char **lines, int n, const char *attention_dir, int first)
+{
+    int rc = 1;
+    char **bufs = calloc((size_t)n, sizeof *bufs);
+    const char ***toks = calloc((size_t)n, sizeof *toks);
+    int *lens = calloc((size_t)n, sizeof(int)), *olen = calloc((size_t)n, sizeof(int));
+    const char ***out = calloc((size_t)n, sizeof *out);
+    if (!bufs || !toks || !lens || !olen || !out) goto nomem;
+    for (int i = 0; i < n; i++) {
+        size_t cap = 2 * strlen(lines[i]) + 2;
+        bufs[i] = malloc(cap);
+        toks[i] = malloc(MAX_LEN_MAX * sizeof(char *));
+        out[i] = malloc((size_t)m->cfg.max_len * sizeof(char *));
+        if (!bufs[i] || !toks[i] || !out[i]) goto nomem;
+        ag_text_preprocess(lines[i], bufs[i], cap);
+        /* more tokens than positions are cut by the encoding anyway */
+        int k = ag_text_tokenize(bufs[i], (char **)toks[i], MAX_LEN_MAX);
+        lens[i] = k < 0 ? MAX_LEN_MAX : k;
+    }
+    if (translate_batch(m, g, (const char *const *const *)toks, lens, n, out, olen)) goto free_all;
+    for (int i = 0; i < n; i++) {
+        for (int t = 0; t < olen[i]; t++) printf("%s%s", t ? " " : "", out[i][t]);
+        printf("\n");
+    }
+    fflush(stdout);
+    for (int i = 0; attention_dir && i < n; i++)
+        if (write_attention(m, g, attention_dir, first + i, toks[i], lens[i], out[i], olen[i])) goto free_all;
+    rc = 0;
+    goto free_all;
+nomem:
+    fprintf(stderr, "%s: out of memory translating %d sentences\n", prog, n);
+free_all:
+    for (int i = 0; bufs && i < n; i++) {
+        free(bufs[i]);
+        if (toks) free(toks[i]);
+        if (out) free(out[i]);
+    }
+    free(bufs), free(toks), free(lens), free(olen), free(out);
+    return rc;
+}
+
+/* The good arguments in one batch; a bad one gets a warning and an empty
+ * line, in its place. */
+static int run_arguments(const model *m, ag_graph *g, char **sentences, int n, const char *dir, int *good,
+                         int *skipped)
+{
+    char why[128];
+    for (int at = 0; at < n;) {
+        int end = at; /* [at, end): a run of good ones */
+        while (end < n && !line_problem(sentences[end], strlen(sentences[end]), why, sizeof why)) end++;
+        if (end > at && run_sentences(m, g, sentences + at, end - at, dir, at)) return 1;
+        *good += end - at;
+        if (end < n) {
+            fprintf(stderr, "%s: warning: argument %d: %s; line skipped\n", prog, end + 1, why);
+            printf("\n");
+            ++*skipped;
+        }
+        at = end + 1;
+    }
+    return 0;
+}
+
+/* Each line of stdin, one at a time (a pipe gets its answers as it goes). */
+static int run_stdin(const model *m, ag_graph *g, const char *dir, int *good, int *skipped)
+{
+    static char line[AG_PAIRS_MAX_LINE + 2];
+    char why[128];
+    size_t n;
+    for (int k = 0; read_line(stdin, line, &n); k++) {
+        if (line_problem(line, n, why, sizeof why)) {
+            fprintf(stderr, "%s: warning: stdin:%d: %s; line skipped\n", prog, k + 1, why);
+            printf("\n");
+            ++*skipped;
+            continue;
+        }
+        char *one[1] = {line};
+        if (run_sentences(m, g, one, 1, dir, k)) return 1;
+        ++*good;
+    }
+    if (ferror(stdin)) {
+        fprintf(stderr, "%s: stdin: %s\n", prog, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_run(const opts *o, char **sentences, int n)
+{
+    if (!o->model) return bad("run needs --model MODEL%s%s", "", "");
+    model m;
+    ag_set_threads(o->threads);
+    if (o->attention && mkdir(o->attention, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "%s: --attention %s: %s\n", prog, o->attention, strerror(errno));
+        return 1;
+    }
+    if (load_model(&m, o->model, NULL)) return 1;
+    ag_graph *g = ag_graph_new();
+    int rc = 1, good = 0, skipped = 0;
+    if (!g) fprintf(stderr, "%s: out of memory\n", prog);
+    else if (n > 0) rc = run_arguments(&m, g, sentences, n, o->attention, &good, &skipped);
+    else rc = run_stdin(&m, g, o->attention, &good, &skipped);
+    fflush(stdout);
+    if (rc == 0 && good == 0 && skipped > 0) {
+        fprintf(stderr, "%s: no line to translate (%d skipped)\n", prog, skipped);
+        rc = 1;
+    }
+    ag_graph_free(g);
+    model_free(&m);
+    return rc;
+}

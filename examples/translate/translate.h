@@ -1,0 +1,117 @@
+/* examples/translate/translate.h: what the translator's files share.
+ *
+ *   cli.c         flags, usage, messages and main: parse, then dispatch
+ *   checkpoint.c  the model file: build, save, and load with every metadata
+ *                 field checked (one table) against the tensors' shapes
+ *   train.c       translate train: the training loop as a list of steps
+ *   eval.c        greedy decoding of many sentences; translate eval
+ *   run.c         translate run: sentences from argv or stdin, pictures
+ *
+ * The model is ag_seq2seq (src/nn/seq2seq.c); a checkpoint is a safetensors
+ * file holding its parameters, its config and vocabularies in __metadata__,
+ * and, when written by train, the optimizer's state and the random streams,
+ * so that --resume continues bit for bit. */
+#ifndef TRANSLATE_H
+#define TRANSLATE_H
+
+#include "attograd.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define FORMAT "attograd-translator-1"
+
+/* The ranges of the flags, which a model file's metadata must keep too: a
+ * hostile file cannot ask for a model that takes hours to build. */
+enum {
+    HIDDEN_MAX = 4096, HEADS_MAX = 256, FFN_MAX = 16384, LAYERS_MAX = 64,
+    MAX_LEN_MIN = 2, MAX_LEN_MAX = 512, EPOCHS_MAX = 100000, MIN_FREQ_MAX = 1000000,
+};
+
+/* ---- cli.c ------------------------------------------------------------ */
+
+/* Flags a user gave, for --resume to tell a conflict from a default. */
+enum {
+    GIVEN_HIDDEN = 1 << 0, GIVEN_HEADS = 1 << 1, GIVEN_FFN = 1 << 2, GIVEN_LAYERS = 1 << 3,
+    GIVEN_MAX_LEN = 1 << 4, GIVEN_DROPOUT = 1 << 5, GIVEN_MIN_FREQ = 1 << 6, GIVEN_OPTIMIZER = 1 << 7,
+};
+
+typedef struct opts {
+    const char *data, *test, *out, *model, *resume, *json, *plot, *attention;
+    int epochs, stop_after, batch, hidden, heads, ffn, layers, max_len, min_freq, threads, nesterov, warmup;
+    double lr, momentum, clip, dropout, weight_decay;
+    const char *optimizer, *schedule;
+    uint64_t seed;
+    int quiet;
+    unsigned given; /* GIVEN_* */
+} opts;
+
+extern const char *prog;
+void usage(FILE *f);
+/* "prog: <fmt with a and b>", the usage on stderr; returns 2. */
+int bad(const char *fmt, const char *a, const char *b);
+/* Read a data file, its warnings (skipped lines) on stderr.  0 or 1. */
+int load_pairs(const char *path, ag_pairs **p);
+
+/* ---- checkpoint.c -------------------------------------------------------- */
+
+typedef struct model {
+    ag_seq2seq_config cfg;
+    ag_vocab *sv, *tv;
+    ag_store *store;
+    ag_seq2seq net;
+    int has_net;
+} model;
+
+/* Where a run is, saved beside the weights so that --resume continues it.
+ * The shuffle of epoch `epoch` is drawn from data_rng; pairs_done > 0 when
+ * the run stopped inside that epoch (a signal), with the epoch's loss so far
+ * in loss_sum (sum of loss * tokens) and tokens. */
+typedef struct train_state {
+    int epoch;               /* epochs completed */
+    int pairs_done;          /* of the shuffled epoch `epoch` */
+    int min_freq;            /* the vocabularies' */
+    const char *optimizer;   /* "sgd" or "adam" (a static string) */
+    int64_t optimizer_steps;
+    ag_rng data_rng;         /* shuffling, as at the start of epoch `epoch` */
+    uint64_t graph_rng[4];   /* dropout */
+    double loss_sum;
+    int64_t tokens;
+} train_state;
+
+/* The store and the model for m->cfg, parameters drawn from seed; `from`
+ * names the config's source in messages.  0 or 1. */
+int model_build(model *m, uint64_t seed, const char *from);
+void model_free(model *m);
+/* Config, vocabularies and weights from path, the metadata checked against
+ * the tensors before anything is built.  With keep, the open file goes to
+ * *keep for load_train_state and optimizer_load.  0 or 1. */
+int load_model(model *m, const char *path, ag_st **keep);
+/* The training state of a checkpoint, every field checked.  0 or 1. */
+int load_train_state(const ag_st *f, const char *path, train_state *ts);
+/* The optimizer's moments and step count from f.  0 or 1. */
+int optimizer_load(ag_optim *opt, const model *m, const ag_st *f, const char *path, int64_t steps);
+/* Save m (and, with opt and ts, what --resume needs) crash-safely.  0 or 1. */
+int save_model(const model *m, ag_optim *opt, const train_state *ts, const char *path);
+
+/* ---- eval.c ------------------------------------------------------------- */
+
+typedef struct metrics {
+    int sources;
+    double exact, bleu, ceiling;
+} metrics;
+
+/* Translate n token lists; out_tok[i] gets up to max_len token strings
+ * (pointers into the vocabulary), out_len[i] their count.  0 or 1. */
+int translate_batch(const model *m, ag_graph *g, const char *const *const *src, const int *src_len, int n,
+                    const char ***out_tok, int *out_len);
+/* Exact match, BLEU and its ceiling over the distinct sources of p.  0 or 1. */
+int evaluate(const model *m, ag_graph *g, const ag_pairs *p, metrics *r);
+
+/* ---- the commands: each returns the exit status --------------------------- */
+
+int cmd_train(const opts *o);
+int cmd_eval(const opts *o);
+int cmd_run(const opts *o, char **sentences, int n);
+
+#endif

@@ -135,6 +135,7 @@ typedef enum ag_op_id {
     AG_OP_LINEAR,
     AG_OP_MASKED_SOFTMAX,
     AG_OP_INDEX_ADD,
+    AG_OP_GELU_TANH,
     AG_OP_COUNT
 } ag_op_id;
 
@@ -301,6 +302,8 @@ ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_tanh(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_relu(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_gelu(ag_graph *g, ag_tensor *x); /* x * Phi(x), erf form */
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's tanh form */
+ag_tensor *ag_gelu_tanh(ag_graph *g, ag_tensor *x);
 
 /* Batched matrix product: a [..., M, K] @ b [..., K, N] -> [..., M, N]; the
  * batch axes broadcast.  A 1-d b is not promoted: give shapes of rank >= 2. */

@@ -373,6 +373,20 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p);
  * NaN).  Returns a scalar. */
 ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets,
                             int ignore_index, double label_smoothing);
+/* How the per-row losses are combined: their mean over the rows not
+ * ignored (0, ag_cross_entropy's), their sum, or none (one loss per row,
+ * shape logits.shape[:-1], 0 for an ignored row), as PyTorch's
+ * reduction="mean" | "sum" | "none". */
+typedef enum ag_reduction {
+    AG_REDUCTION_MEAN = 0,
+    AG_REDUCTION_SUM,
+    AG_REDUCTION_NONE
+} ag_reduction;
+/* ag_cross_entropy with a reduction: a scalar for mean and sum, logits
+ * [..., V] -> [...] for none (per-token losses). */
+ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *targets,
+                               int ignore_index, double label_smoothing,
+                               ag_reduction reduction);
 
 /* ------------------------------------------------------------------------ */
 /* Gradient checking                                                          */

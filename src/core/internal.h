@@ -71,6 +71,15 @@ size_t ag__arena_used(const ag_arena *a);
  * says which) when a name is missing from s or has another size. */
 ag_status ag__store_borrow(ag_store *r, const ag_store *s);
 
+/* Record why a layer's init failed on the store (ag_store_error(s)); the
+ * message replaces the previous one.  Returns st, for `return
+ * ag__store_fail(s, AG_ERR_ARG, ...)`.  s may be NULL (nothing recorded). */
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* The store's values [lo, hi), counted across its parameters in order, as
  * pieces: fn(ctx, i, t, a, b) for elements [a, b) of parameter i, t, for
  * each parameter the range meets.  Threads that share a pass take ranges. */

@@ -44,6 +44,20 @@ Test(gelu_tanh, differs_from_the_erf_form_by_less_than_5e_4)
     ag_graph_free(g);
 }
 
+Test(gelu_tanh, far_from_zero_it_is_x_or_zero_and_its_gradient_finite)
+{
+    /* x (1 + c x^2) overflows the exponential at |x| = 1e4: y = x (or -0) */
+    static const ag_real x[] = {-1e4, -30, 30, 1e4};
+    ag_graph *g = ag_graph_new();
+    ag_tensor *t = ag_tensor_from(g, AG_SHAPE(4), x);
+    ag_set_requires_grad(t, 1);
+    ag_tensor *y = ag_gelu_tanh(g, t);
+    cr_assert_eq(ag_backward(g, ag_sum_all(g, y)), AG_OK, "%s", ag_graph_error(g));
+    expect_close(y->data, ((double[]){0, 0, 30, 1e4}), 4, 1e-30, 0, "y");
+    expect_close(t->grad, ((double[]){0, 0, 1, 1}), 4, 1e-30, 0, "dx");
+    ag_graph_free(g);
+}
+
 Test(gelu_tanh, null_input_names_the_op)
 {
     ag_graph *g = ag_graph_new();

@@ -262,6 +262,16 @@ Test(blocks, init_errors_say_what_was_wrong)
     expect_init_error(s, ag_linear_init(&l, s, longname, 2, 3, 1, 1), AG_ERR_ARG, "is longer than 63 bytes");
     cr_assert_eq(ag_layernorm_init(&n, s, "ln", 4), AG_OK);
     expect_init_error(s, ag_layernorm_init(&n, s, "ln", 4), AG_ERR_ARG, "duplicate name 'ln.weight'");
+    ag_seq2seq sq;
+    ag_seq2seq_config cfg = {.src_vocab = 10, .tgt_vocab = 10, .hidden = 6, .heads = 4, .ffn = 8, .layers = 1,
+                             .max_len = 5};
+    expect_init_error(s, ag_seq2seq_init(&sq, s, &cfg, 1), AG_ERR_SHAPE, "seq2seq: hidden = 6 is not a multiple of heads = 4");
+    cfg.heads = 2, cfg.tgt_vocab = 3;
+    expect_init_error(s, ag_seq2seq_init(&sq, s, &cfg, 1), AG_ERR_ARG, "vocabularies of 10 and 3 tokens");
+    cfg.tgt_vocab = 10, cfg.dropout = 1.5;
+    expect_init_error(s, ag_seq2seq_init(&sq, s, &cfg, 1), AG_ERR_ARG, "seq2seq: dropout = 1.5 must be in [0, 1)");
+    cfg.dropout = 0, cfg.layers = 0;
+    expect_init_error(s, ag_seq2seq_init(&sq, s, &cfg, 1), AG_ERR_ARG, "layers 0");
     ag_store_free(s);
 }
 

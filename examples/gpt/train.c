@@ -123,7 +123,7 @@ static int write_plot(const opts *o, const history *h)
     return 0;
 }
 
-static int write_json(const opts *o, const history *h, int64_t steps, double seconds, double tokens_per_s)
+static int write_json(const opts *o, const history *h, int64_t steps, double seconds, double ms_per_step)
 {
     FILE *f = fopen(o->json, "w");
     if (!f) {
@@ -132,8 +132,8 @@ static int write_json(const opts *o, const history *h, int64_t steps, double sec
     }
     double loss = h->n ? h->loss[h->n - 1] : NAN, val = h->n ? h->val_loss[h->n - 1] : NAN;
     fprintf(f, "{\"steps\": %lld, \"loss\": %.6f, \"val_loss\": %.6f, \"val_bits_per_char\": %.6f, "
-               "\"seconds\": %.3f, \"tokens_per_second\": %.1f, \"history\": [",
-            (long long)steps, loss, val, val / log(2.0), seconds, tokens_per_s);
+               "\"seconds\": %.3f, \"ms_per_step\": %.3f, \"history\": [",
+            (long long)steps, loss, val, val / log(2.0), seconds, ms_per_step);
     for (int i = 0; i < h->n; i++)
         fprintf(f, "%s{\"step\": %lld, \"loss\": %.6f, \"val_loss\": %.6f}", i ? ", " : "", (long long)h->step[i],
                 h->loss[i], h->val_loss[i]);
@@ -191,13 +191,15 @@ int cmd_train(const opts *o)
         printf("%zu characters (%d distinct), %zu for training; %zu parameters; steps %lld..%d\n", n, m.voc.V, split,
                ag_store_numel(m.store), (long long)ts.step + 1, o->steps);
 
-    double t0 = now(), interval_loss = 0;
+    double t0 = now(), step_seconds = 0, interval_loss = 0; /* step_seconds: the steps alone, no evaluation */
     int in_interval = 0;
     int64_t first = ts.step;
     for (; ts.step < o->steps; ts.step++) {
         next_batch(&ts.data_rng, ids, split, B, T, x, y);
-        double loss;
-        if (train_step(&m, g, opt, x, y, B, o->clip, &loss) != AG_OK) {
+        double loss, t_step = now();
+        ag_status st = train_step(&m, g, opt, x, y, B, o->clip, &loss);
+        step_seconds += now() - t_step;
+        if (st != AG_OK) {
             fprintf(stderr, "%s: step %lld: %s%s\n", prog, (long long)ts.step + 1,
                     ag_graph_status(g) != AG_OK ? ag_graph_error(g) : ag_optim_last_error(),
                     ag_graph_status(g) != AG_OK ? "" : " (optimizer)");
@@ -211,10 +213,10 @@ int cmd_train(const opts *o)
             fprintf(stderr, "%s: held-out loss: %s\n", prog, ag_graph_error(g));
             goto done;
         }
-        double seconds = now() - t0, tps = (double)(ts.step + 1 - first) * B * T / (seconds > 0 ? seconds : 1);
+        double ms = 1e3 * step_seconds / (double)(ts.step + 1 - first);
         if (!o->quiet)
-            printf("step %5lld  loss %.4f  held-out %.4f (%.3f bits/char)  %.0f chars/s\n", (long long)ts.step + 1,
-                   interval_loss / in_interval, val, val / log(2.0), tps);
+            printf("step %5lld  loss %.4f  held-out %.4f (%.3f bits/char)  %.2f ms/step\n", (long long)ts.step + 1,
+                   interval_loss / in_interval, val, val / log(2.0), ms);
         if (history_add(&h, ts.step + 1, interval_loss / in_interval, val)) {
             fprintf(stderr, "%s: out of memory\n", prog);
             goto done;
@@ -226,8 +228,8 @@ int cmd_train(const opts *o)
     if (model_save(&m, opt, &ts, o->out)) goto done;
     if (!o->quiet) printf("wrote %s\n", o->out);
     if (o->plot && write_plot(o, &h)) goto done;
-    double tps = (double)(ts.step - first) * B * T / (seconds > 0 ? seconds : 1);
-    if (o->json && write_json(o, &h, ts.step, seconds, tps)) goto done;
+    double ms = ts.step > first ? 1e3 * step_seconds / (double)(ts.step - first) : 0;
+    if (o->json && write_json(o, &h, ts.step, seconds, ms)) goto done;
     rc = 0;
 done:
     history_free(&h);

@@ -128,5 +128,5 @@ printf 'a' > "$tmp/one.txt"
 run "one character of text" 1 "at least 2" train --data "$tmp/one.txt" --out "$tmp/never.safetensors"
 if [ -e "$tmp/never.safetensors" ]; then no "a failed run wrote a model"; else ok; fi
 
-echo "$pass passed, $fail failed"
+echo "gpt: $pass passed, $fail failed"
 [ "$fail" = 0 ]

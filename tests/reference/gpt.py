@@ -13,7 +13,7 @@ text pipeline, and one training step written out as a parity fixture.
     # torch to one thread)
     /usr/bin/python3 tests/reference/gpt.py train --data examples/data/eng-fra.tsv [--steps 2000]
         [--batch 32] [--context 32] [--hidden 64] [--heads 4] [--ffn 256] [--layers 2]
-        [--activation gelu|gelu_tanh|relu] [--untied] [--lr 1e-3] [--clip 1.0] [--seed 0]
+        [--activation gelu|gelu_tanh|relu] [--untied] [--dropout 0] [--lr 1e-3] [--clip 1.0] [--seed 0]
         [--threads N] [--eval-every 100]
 
 The model: x = tokens[ids] + positions[t]; per block x = x + attention(norm1(x)),
@@ -75,9 +75,9 @@ def define_model(torch):
     nn, F = torch.nn, torch.nn.functional
 
     class Attention(nn.Module):
-        def __init__(self, C, H):
+        def __init__(self, C, H, dropout):
             super().__init__()
-            self.H = H
+            self.H, self.dropout = H, dropout
             self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(C, C) for _ in range(4))
 
         def forward(self, x):
@@ -87,6 +87,7 @@ def define_model(torch):
             scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.H)
             causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
             p = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+            p = F.dropout(p, self.dropout, self.training)  # on the attention weights, as ag_mha
             return self.w_o((p @ v).transpose(1, 2).reshape(B, T, C))
 
     class FFN(nn.Module):
@@ -100,14 +101,16 @@ def define_model(torch):
             return self.dense2(self.act(self.dense1(x)))
 
     class Block(nn.Module):
-        def __init__(self, C, H, Fw, activation):
+        def __init__(self, C, H, Fw, activation, dropout):
             super().__init__()
-            self.attention, self.norm1 = Attention(C, H), nn.LayerNorm(C)
+            self.dropout = dropout
+            self.attention, self.norm1 = Attention(C, H, dropout), nn.LayerNorm(C)
             self.ffn, self.norm2 = FFN(C, Fw, activation), nn.LayerNorm(C)
 
         def forward(self, x):
-            x = x + self.attention(self.norm1(x))  # pre-norm: the residual stream is never normalised
-            return x + self.ffn(self.norm2(x))
+            drop = lambda t: F.dropout(t, self.dropout, self.training)  # noqa: E731
+            x = x + drop(self.attention(self.norm1(x)))  # pre-norm: the residual stream is never normalised
+            return x + drop(self.ffn(self.norm2(x)))
 
     class Embedding(nn.Module):
         def __init__(self, V, C, T):
@@ -123,7 +126,7 @@ def define_model(torch):
             self.cfg = cfg
             C = cfg["hidden"]
             self.embedding = Embedding(cfg["vocab"], C, cfg["context"])
-            self.blocks = nn.ModuleList(Block(C, cfg["heads"], cfg["ffn"], cfg["activation"])
+            self.blocks = nn.ModuleList(Block(C, cfg["heads"], cfg["ffn"], cfg["activation"], cfg["dropout"])
                                         for _ in range(cfg["layers"]))
             self.norm = nn.LayerNorm(C)
             self.head = nn.Linear(C, cfg["vocab"], bias=False) if cfg["untied"] else None
@@ -141,7 +144,7 @@ def define_model(torch):
                     nn.init.normal_(p, 0, 0.02 / math.sqrt(2 * self.cfg["layers"]) if residual else 0.02)
 
         def forward(self, ids):
-            x = self.embedding(ids)
+            x = F.dropout(self.embedding(ids), self.cfg["dropout"], self.training)
             for b in self.blocks:
                 x = b(x)
             x = self.norm(x)
@@ -165,8 +168,9 @@ def load_c_model(torch, path, dtype):
     chars = bytes(int(c) for c in meta["vocab"].split(","))
     cfg = dict(vocab=len(chars), context=int(meta["context"]), hidden=int(meta["hidden"]),
                heads=int(meta["heads"]), ffn=int(meta["ffn"]), layers=int(meta["layers"]),
-               untied=int(meta["untied"]), activation=meta["activation"])
+               untied=int(meta["untied"]), activation=meta["activation"], dropout=float(meta["dropout"]))
     model = define_model(torch)(cfg).to(dtype)
+    model.eval()  # the step is taken without dropout
     names = [n for n, _ in model.named_parameters()]
     stored = [n for n in tensors if not n.startswith("optimizer.")]
     assert sorted(names) == sorted(stored), set(names) ^ set(stored)
@@ -249,7 +253,7 @@ def cmd_train(torch, a):
     ids = torch.tensor([index[c] for c in text], dtype=torch.long)
     split = held_out_start(len(ids), a.context)
     cfg = dict(vocab=len(chars), context=a.context, hidden=a.hidden, heads=a.heads, ffn=a.ffn, layers=a.layers,
-               untied=int(a.untied), activation=a.activation)
+               untied=int(a.untied), activation=a.activation, dropout=a.dropout)
     model = define_model(torch)(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
     print("%d characters (%d distinct), %d for training; %d parameters" %
@@ -270,7 +274,9 @@ def cmd_train(torch, a):
         interval += float(loss)
         n_interval += 1
         if step % a.eval_every == 0 or step == a.steps:
+            model.eval()
             val = held_out_loss(torch, model, ids[split:], T, B)
+            model.train()
             print("step %5d  loss %.4f  held-out %.4f (%.3f bits/char)  %.2f ms/step" %
                   (step, interval / n_interval, val, val / math.log(2), 1e3 * step_seconds / step))
             interval, n_interval = 0.0, 0
@@ -296,6 +302,7 @@ def main(argv):
     t.add_argument("--layers", type=int, default=2)
     t.add_argument("--activation", choices=("gelu", "gelu_tanh", "relu"), default="gelu")
     t.add_argument("--untied", action="store_true")
+    t.add_argument("--dropout", type=float, default=0.0)
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--clip", type=float, default=1.0)
     t.add_argument("--seed", type=int, default=0)

@@ -22,12 +22,13 @@ ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int 
                          uint64_t seed)
 {
     memset(f, 0, sizeof *f);
+    if (!prefix) return ag__store_fail(s, AG_ERR_ARG, "ffn: prefix is NULL");
     if (act != AG_ACT_RELU && act != AG_ACT_GELU && act != AG_ACT_GELU_TANH)
         return ag__store_fail(s, AG_ERR_ARG, "ffn '%s': activation %d is not relu (%d), gelu (%d) or gelu_tanh (%d)",
-                              prefix ? prefix : "(null)", (int)act, AG_ACT_RELU, AG_ACT_GELU, AG_ACT_GELU_TANH);
+                              prefix, (int)act, AG_ACT_RELU, AG_ACT_GELU, AG_ACT_GELU_TANH);
     f->activation = act;
     char name[64];
-    snprintf(name, sizeof name, "%s.dense1", prefix ? prefix : "(null)");
+    snprintf(name, sizeof name, "%s.dense1", prefix);
     ag_status st = ag_linear_init(&f->dense1, s, name, C, F, 1, seed);
     if (st != AG_OK) return st;
     snprintf(name, sizeof name, "%s.dense2", prefix);
@@ -90,12 +91,11 @@ static void xavier_mha(ag_mha *m, uint64_t seed)
 static ag_status block_config(ag_store *s, const char *prefix, const ag_block_config *cfg, ag_block_config *out)
 {
     *out = cfg ? *cfg : (ag_block_config){0};
+    if (!prefix) return ag__store_fail(s, AG_ERR_ARG, "block: prefix is NULL");
     if (out->pre_norm != 0 && out->pre_norm != 1)
-        return ag__store_fail(s, AG_ERR_ARG, "block '%s': pre_norm is %d, want 0 or 1", prefix ? prefix : "(null)",
-                              out->pre_norm);
+        return ag__store_fail(s, AG_ERR_ARG, "block '%s': pre_norm is %d, want 0 or 1", prefix, out->pre_norm);
     if (out->causal != 0 && out->causal != 1)
-        return ag__store_fail(s, AG_ERR_ARG, "block '%s': causal is %d, want 0 or 1", prefix ? prefix : "(null)",
-                              out->causal);
+        return ag__store_fail(s, AG_ERR_ARG, "block '%s': causal is %d, want 0 or 1", prefix, out->causal);
     return AG_OK;
 }
 

@@ -120,7 +120,7 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
 /* ---- Add&Norm, feed-forward, positions ----------------------------------- */
 
 /* Post-norm residual: layer_norm(x + dropout(y)). */
-ag_tensor *ag_add_norm(ag_graph *g, const ag_norm *n, ag_tensor *x, ag_tensor *y, double p_drop);
+ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop);
 
 /* The feed-forward layer's activation. */
 typedef enum ag_activation {

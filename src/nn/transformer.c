@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 
-ag_tensor *ag_add_norm(ag_graph *g, const ag_norm *n, ag_tensor *x, ag_tensor *y, double p_drop)
+ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop)
 {
     if (p_drop > 0 && ag_graph_training(g)) y = ag_dropout(g, y, p_drop);
     return ag_layernorm_forward(g, n, ag_add(g, x, y));

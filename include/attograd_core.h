@@ -135,6 +135,7 @@ typedef enum ag_op_id {
     AG_OP_LINEAR,
     AG_OP_MASKED_SOFTMAX,
     AG_OP_INDEX_ADD,
+    AG_OP_GELU_TANH,
     AG_OP_COUNT
 } ag_op_id;
 
@@ -301,6 +302,8 @@ ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_tanh(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_relu(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_gelu(ag_graph *g, ag_tensor *x); /* x * Phi(x), erf form */
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's tanh form */
+ag_tensor *ag_gelu_tanh(ag_graph *g, ag_tensor *x);
 
 /* Batched matrix product: a [..., M, K] @ b [..., K, N] -> [..., M, N]; the
  * batch axes broadcast.  A 1-d b is not promoted: give shapes of rank >= 2. */
@@ -370,6 +373,20 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p);
  * NaN).  Returns a scalar. */
 ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets,
                             int ignore_index, double label_smoothing);
+/* How the per-row losses are combined: their mean over the rows not
+ * ignored (0, ag_cross_entropy's), their sum, or none (one loss per row,
+ * shape logits.shape[:-1], 0 for an ignored row), as PyTorch's
+ * reduction="mean" | "sum" | "none". */
+typedef enum ag_reduction {
+    AG_REDUCTION_MEAN = 0,
+    AG_REDUCTION_SUM,
+    AG_REDUCTION_NONE
+} ag_reduction;
+/* ag_cross_entropy with a reduction: a scalar for mean and sum, logits
+ * [..., V] -> [...] for none (per-token losses). */
+ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *targets,
+                               int ignore_index, double label_smoothing,
+                               ag_reduction reduction);
 
 /* ------------------------------------------------------------------------ */
 /* Gradient checking                                                          */

@@ -70,9 +70,15 @@ size_t ag__arena_used(const ag_arena *a);
  * values.  For data-parallel workers.  AG_ERR_SHAPE (ag_store_error(r)
  * says which) when a name is missing from s or has another size. */
 ag_status ag__store_borrow(ag_store *r, const ag_store *s);
-/* Put msg in s's error message (ag_store_error), for the calls of other
- * modules that act on a store (the optimizers, clipping). */
-void ag__store_set_error(ag_store *s, const char *msg);
+/* Record why a call that acts on a store failed (a layer's init, an
+ * optimizer's constructor, clipping): ag_store_error(s) gives it; the
+ * message replaces the previous one.  Returns st, for `return
+ * ag__store_fail(s, AG_ERR_ARG, ...)`.  s may be NULL (nothing recorded). */
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* The store's values [lo, hi), counted across its parameters in order, as
  * pieces: fn(ctx, i, t, a, b) for elements [a, b) of parameter i, t, for

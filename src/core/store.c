@@ -2,6 +2,7 @@
  * graph: a model builds a fresh graph each step over the same store. */
 #include "core/internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 struct ag_store {
@@ -27,9 +28,14 @@ void ag_store_free(ag_store *s)
 
 const char *ag_store_error(const ag_store *s) { return s ? s->err : "store is NULL"; }
 
-void ag__store_set_error(ag_store *s, const char *msg)
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...)
 {
-    if (s) snprintf(s->err, sizeof s->err, "%s", msg);
+    if (!s) return st;
+    va_list ap;
+    va_start(ap, fmt);
+    ag__verrf(s->err, sizeof s->err, st, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 ag_tensor *ag_store_find(const ag_store *s, const char *name)

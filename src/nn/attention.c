@@ -73,8 +73,12 @@ ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, 
                       uint64_t seed)
 {
     memset(m, 0, sizeof *m);
-    if (!s || !prefix || C <= 0 || H <= 0) return AG_ERR_ARG;
-    if (C % H != 0) return AG_ERR_SHAPE;
+    if (!s || !prefix || C <= 0 || H <= 0)
+        return ag__store_fail(s, AG_ERR_ARG, "mha '%s': %s (C %d, H %d: both must be >= 1)",
+                              prefix ? prefix : "(null)", prefix ? "bad size" : "prefix is NULL", C, H);
+    if (C % H != 0)
+        return ag__store_fail(s, AG_ERR_SHAPE, "mha '%s': width C = %d is not a multiple of the heads H = %d",
+                              prefix, C, H);
     m->C = C;
     m->H = H;
     m->dropout = dropout;
@@ -166,6 +170,12 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__
     if (rq) q = ag__unpack(g, q, rq);
     if (rkv) k = ag__unpack(g, k, rkv), v = ag__unpack(g, v, rkv);
     double p = ag_graph_training(g) ? m->dropout : 0;
+    /* causal: key s is allowed for query t when s <= t, with the caller's
+     * mask too (both 0/1: their product allows what both allow) */
+    if (m->causal && q && k) {
+        ag_tensor *causal = ag_causal_mask(g, q->shape[1], k->shape[1]);
+        mask = mask ? ag_mul(g, mask, causal) : causal;
+    }
     /* split the heads, attend in every head at once (one batched matmul over
      * [B, H]), and put the heads side by side again */
     ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);

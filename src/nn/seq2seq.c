@@ -25,17 +25,25 @@
 ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed)
 {
     memset(m, 0, sizeof *m);
-    if (!s || !cfg || cfg->src_vocab < 4 || cfg->tgt_vocab < 4 || cfg->hidden <= 0 || cfg->heads <= 0 ||
-        cfg->ffn <= 0 || cfg->layers <= 0 || cfg->max_len <= 0 || !(cfg->dropout >= 0 && cfg->dropout < 1))
-        return AG_ERR_ARG;
-    if (cfg->hidden % cfg->heads) return AG_ERR_SHAPE;
+    if (!s || !cfg) return ag__store_fail(s, AG_ERR_ARG, "seq2seq: %s is NULL", cfg ? "the store" : "the config");
+    if (cfg->src_vocab < 4 || cfg->tgt_vocab < 4)
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: vocabularies of %d and %d tokens, need >= 4 (the specials)",
+                              cfg->src_vocab, cfg->tgt_vocab);
+    if (cfg->hidden <= 0 || cfg->heads <= 0 || cfg->ffn <= 0 || cfg->layers <= 0 || cfg->max_len <= 0)
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: hidden %d, heads %d, ffn %d, layers %d, max_len %d: each must "
+                              "be >= 1", cfg->hidden, cfg->heads, cfg->ffn, cfg->layers, cfg->max_len);
+    if (!(cfg->dropout >= 0 && cfg->dropout < 1))
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: dropout = %g must be in [0, 1)", cfg->dropout);
+    if (cfg->hidden % cfg->heads)
+        return ag__store_fail(s, AG_ERR_SHAPE, "seq2seq: hidden = %d is not a multiple of heads = %d", cfg->hidden,
+                              cfg->heads);
     m->cfg = *cfg;
     int C = cfg->hidden;
     m->enc = ag__calloc((size_t)cfg->layers, sizeof *m->enc);
     m->dec = ag__calloc((size_t)cfg->layers, sizeof *m->dec);
     if (!m->enc || !m->dec) {
         ag_seq2seq_free(m);
-        return AG_ERR_NOMEM;
+        return ag__store_fail(s, AG_ERR_NOMEM, "seq2seq: out of memory for %d layers", cfg->layers);
     }
     m->src_embedding = ag_param(s, "encoder.embedding.weight", AG_SHAPE(cfg->src_vocab, C));
     m->tgt_embedding = ag_param(s, "decoder.embedding.weight", AG_SHAPE(cfg->tgt_vocab, C));

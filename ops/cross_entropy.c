@@ -72,8 +72,8 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
     }
     ag_tensor *y = ag__node(g, AG_OP_CROSS_ENTROPY, 0, NULL, 1, &logits);
     if (!y) return NULL;
-    y->iarg[0] = ignore_index;
-    y->farg[0] = ls;
+    ag__impl(y)->iarg[0] = ignore_index;
+    ag__impl(y)->farg[0] = ls;
     saved *sv = ag__alloc(g, sizeof *sv);
     int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
     double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
@@ -82,7 +82,7 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
     double *logsum = mx + (rows ? rows : 1);
     if (rows) memcpy(tg, targets, rows * sizeof(int));
     *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = logsum, .expd = ex};
-    y->aux = sv;
+    ag__impl(y)->aux = sv;
 
     double total = 0;
     for (size_t r = 0; r < rows; r++) {
@@ -120,9 +120,9 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
     bool fresh; /* nothing in dx yet: store, and zero the rows we skip */
     ag_real *dx = ag__grad_fresh(g, logits, &fresh);
     if (!dx) return;
-    const saved *sv = y->aux;
-    int V = logits->shape[logits->ndim - 1], ignore = y->iarg[0];
-    double ls = y->farg[0], dloss = sv->count ? (double)y->grad[0] / (double)sv->count : 0;
+    const saved *sv = ag__impl(y)->aux;
+    int V = logits->shape[logits->ndim - 1], ignore = ag__impl(y)->iarg[0];
+    double ls = ag__impl(y)->farg[0], dloss = sv->count ? (double)y->grad[0] / (double)sv->count : 0;
     for (size_t r = 0; r < sv->rows; r++) {
         int t = sv->targets[r];
         double m = sv->max[r], logsum = sv->logsum[r];

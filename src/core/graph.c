@@ -169,6 +169,13 @@ bool ag__ok(ag_graph *g, const char *op, int n, ...)
     return ok;
 }
 
+bool ag__given(ag_graph *g, const char *fn, const char *what, const void *p)
+{
+    if (!g || g->status != AG_OK) return false;
+    if (!p) ag_graph_fail(g, AG_ERR_ARG, "%s: %s is NULL", fn, what);
+    return p != NULL;
+}
+
 size_t ag__numel(int ndim, const int *shape)
 {
     size_t n = 1;

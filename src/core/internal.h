@@ -114,6 +114,15 @@ void *ag__alloc(ag_graph *g, size_t bytes);
  * NULL", see ag__usable). */
 bool ag__ok(ag_graph *g, const char *op, int n, ...);
 
+/* p, an argument of fn that is not a tensor (a layer, a model, an array),
+ * is not NULL; otherwise records "fn: what is NULL" (AG_ERR_ARG) on g.
+ * Returns false when p is NULL or g is NULL or in error. */
+bool ag__given(ag_graph *g, const char *fn, const char *what, const void *p);
+
+/* Record a printf-style message as s's error (ag_store_error) and return
+ * st; with s NULL, only returns st.  For the layers' _init functions. */
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* t may be an input of an op on g: store-owned, or made on g since its last
  * reset.  Otherwise records "op: input k 'name' [shape] was made before
  * ag_graph_reset" (or "is from another graph") and returns false. */

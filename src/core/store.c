@@ -38,6 +38,16 @@ void ag_store_free(ag_store *s)
 
 const char *ag_store_error(const ag_store *s) { return s ? s->err : "store is NULL"; }
 
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...)
+{
+    if (!s) return st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
 ag_tensor *ag_store_find(const ag_store *s, const char *name)
 {
     if (!s || !name) return NULL;

@@ -72,9 +72,13 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
 ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias, double dropout,
                       uint64_t seed)
 {
+    if (!m || !prefix) return ag__store_fail(s, AG_ERR_ARG, "mha_init: %s is NULL", m ? "prefix" : "layer");
     memset(m, 0, sizeof *m);
-    if (!s || !prefix || C <= 0 || H <= 0) return AG_ERR_ARG;
-    if (C % H != 0) return AG_ERR_SHAPE;
+    if (!s) return AG_ERR_ARG;
+    if (C <= 0 || H <= 0)
+        return ag__store_fail(s, AG_ERR_ARG, "mha_init '%s': C %d and H %d must be positive", prefix, C, H);
+    if (C % H != 0)
+        return ag__store_fail(s, AG_ERR_SHAPE, "mha_init '%s': C %d is not a multiple of H %d", prefix, C, H);
     m->C = C;
     m->H = H;
     m->dropout = dropout;
@@ -178,5 +182,7 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__
 ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
                   ag_tensor **weights)
 {
+    if (weights) *weights = NULL;
+    if (!ag__given(g, "mha_forward", "layer", m)) return NULL;
     return ag__mha_rows(g, m, x_q, NULL, x_kv, NULL, mask, fill, weights);
 }

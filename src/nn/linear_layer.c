@@ -33,8 +33,11 @@ static ag_status make(ag_store *s, ag_tensor **t, const char *prefix, const char
 ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
                          uint64_t seed)
 {
+    if (!l || !prefix) return ag__store_fail(s, AG_ERR_ARG, "linear_init: %s is NULL", l ? "prefix" : "layer");
     memset(l, 0, sizeof *l);
-    if (!s || !prefix || in <= 0 || out <= 0) return AG_ERR_ARG;
+    if (!s) return AG_ERR_ARG;
+    if (in <= 0 || out <= 0)
+        return ag__store_fail(s, AG_ERR_ARG, "linear_init '%s': in %d and out %d must be positive", prefix, in, out);
     l->in = in;
     l->out = out;
     ag_status st = make(s, &l->weight, prefix, "weight", AG_SHAPE(out, in));
@@ -50,6 +53,7 @@ ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, 
 /* y = x W^T + b:  x [..., in] -> [..., out], one op (ops/linear.c) */
 ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
 {
+    if (!ag__given(g, "linear_forward", "layer", l)) return NULL;
     if (!ag__ok(g, "linear", 1, x)) return NULL;
     if (x->ndim < 1 || x->shape[x->ndim - 1] != l->in) {
         char a[96], b[96];
@@ -62,8 +66,10 @@ ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
 
 ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)
 {
+    if (!n || !prefix) return ag__store_fail(s, AG_ERR_ARG, "norm_init: %s is NULL", n ? "prefix" : "layer");
     memset(n, 0, sizeof *n);
-    if (!s || !prefix || C <= 0) return AG_ERR_ARG;
+    if (!s) return AG_ERR_ARG;
+    if (C <= 0) return ag__store_fail(s, AG_ERR_ARG, "norm_init '%s': C %d must be positive", prefix, C);
     n->eps = 1e-5;
     ag_status st = make(s, &n->weight, prefix, "weight", AG_SHAPE(C));
     if (st == AG_OK) st = make(s, &n->bias, prefix, "bias", AG_SHAPE(C));
@@ -74,5 +80,6 @@ ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)
 
 ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x)
 {
+    if (!ag__given(g, "norm_forward", "layer", n)) return NULL;
     return ag_layer_norm(g, x, n->weight, n->bias, n->eps);
 }

@@ -7,12 +7,14 @@
 
 ag_tensor *ag_add_norm(ag_graph *g, const ag_norm *n, ag_tensor *x, ag_tensor *y, double p_drop)
 {
+    if (!ag__given(g, "add_norm", "layer", n)) return NULL;
     if (p_drop > 0 && ag_graph_training(g)) y = ag_dropout(g, y, p_drop);
     return ag_norm_forward(g, n, ag_add(g, x, y));
 }
 
 ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed)
 {
+    if (!f || !prefix) return ag__store_fail(s, AG_ERR_ARG, "ffn_init: %s is NULL", f ? "prefix" : "layer");
     char name[64];
     snprintf(name, sizeof name, "%s.dense1", prefix);
     ag_status st = ag_linear_init(&f->dense1, s, name, C, F, 1, seed);
@@ -23,6 +25,7 @@ ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, 
 
 ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x)
 {
+    if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
     return ag_linear_forward(g, &f->dense2, ag_relu(g, ag_linear_forward(g, &f->dense1, x)));
 }
 
@@ -64,6 +67,7 @@ static void xavier_mha(ag_mha *m, uint64_t seed)
 ag_status ag_encoder_block_init(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
                                 double dropout, uint64_t seed)
 {
+    if (!b || !prefix) return ag__store_fail(s, AG_ERR_ARG, "encoder_block_init: %s is NULL", b ? "prefix" : "block");
     char name[64];
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
@@ -83,6 +87,7 @@ ag_status ag_encoder_block_init(ag_encoder_block *b, ag_store *s, const char *pr
 ag_status ag_decoder_block_init(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
                                 double dropout, uint64_t seed)
 {
+    if (!b || !prefix) return ag__store_fail(s, AG_ERR_ARG, "decoder_block_init: %s is NULL", b ? "prefix" : "block");
     char name[64];
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
@@ -127,6 +132,8 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
 ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,
                                     ag_tensor **weights)
 {
+    if (weights) *weights = NULL;
+    if (!ag__given(g, "encoder_block_forward", "block", b)) return NULL;
     return ag__encoder_block_rows(g, b, x, NULL, src_mask, weights);
 }
 
@@ -134,5 +141,8 @@ ag_tensor *ag_decoder_block_forward(ag_graph *g, const ag_decoder_block *b, ag_t
                                     ag_tensor *self_mask, ag_tensor *src_mask, ag_tensor **self_w,
                                     ag_tensor **cross_w)
 {
+    if (self_w) *self_w = NULL;
+    if (cross_w) *cross_w = NULL;
+    if (!ag__given(g, "decoder_block_forward", "block", b)) return NULL;
     return ag__decoder_block_rows(g, b, x, NULL, enc, NULL, self_mask, src_mask, self_w, cross_w);
 }

@@ -115,7 +115,7 @@ const char *ag_status_name(ag_status s); /* "shape error", ... */
 /* Ops: the table of primitives                                               */
 /* ------------------------------------------------------------------------ */
 
-/* One enum line per op; ops/<name>.c implements it and src/op_table.c lists
+/* One enum line per op; ops/<name>.c implements it and src/core/op_table.c lists
  * it.  AG_OP_LEAF marks tensors that no op made (inputs, parameters). */
 typedef enum ag_op_id {
     AG_OP_LEAF = 0,
@@ -169,7 +169,7 @@ struct ag_tensor {
     int shape[AG_MAX_DIMS];    /* shape[ndim..] are 1 */
     size_t size;               /* product of the shape (1 for a scalar) */
     ag_real *data;             /* size values, row-major, contiguous */
-    ag_real *grad;             /* d loss / d data, or NULL before backward */
+    ag_real *grad;             /* d loss / d data, or NULL (see ag_backward) */
     int op;                    /* ag_op_id that made it */
     int nsrc;                  /* number of tensor inputs */
     ag_tensor *src[AG_MAX_SRC];/* tensor inputs, in the op's order */
@@ -517,7 +517,7 @@ void ag_set_threads(int n);
 int ag_get_threads(void);
 
 /* Data parallelism: a training step's batch split among workers, a thread
- * each (src/data_parallel.c).  For toy models this beats splitting each op:
+ * each (src/core/team.c).  For toy models this beats splitting each op:
  * a step is hundreds of small ops, and the threads meet twice a step
  * instead of at every op.  Worker 0 works on the caller's graph and the
  * model's store; worker k > 0 on a graph of its own and a replica store:

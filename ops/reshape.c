@@ -12,8 +12,9 @@
  *
  * y shares x's values instead of copying them: tensors never change after
  * the op that made them, so nothing can tell the difference, and a reshape
- * costs nothing.  (Its gradient is its own buffer: dx += dy keeps the rule
- * that every consumer adds its part.) */
+ * costs nothing.  (Backward gives y's gradient buffer to x when y is x's
+ * newest consumer, src/core/graph.c; otherwise dx += dy, as every consumer
+ * adds its part.) */
 #include "core/internal.h"
 
 #include <limits.h>

@@ -187,9 +187,11 @@ struct ag_tensor {
 int ag_tensor_iarg(const ag_tensor *t, int i);
 double ag_tensor_farg(const ag_tensor *t, int i);
 
-/* Leaves on a graph (they live until ag_graph_reset: a tensor kept across a
- * reset is refused by the next op it is given to, with an error that names
- * it; keep constants in a store with ag_store_constant).  Zero-filled, or copied
+/* Leaves on a graph.  They live until ag_graph_reset, like every tensor of
+ * the graph: an op given a tensor from before the last reset refuses it
+ * with an error that names it (always in the step right after that reset;
+ * a tensor kept unused through two or more steps can alias a new one).
+ * Keep constants in a store instead, with ag_store_constant.  Zero-filled, or copied
  * from data (size values, row-major).  A leaf gets a gradient only after
  * ag_set_requires_grad(t, 1). */
 ag_tensor *ag_tensor_new(ag_graph *g, int ndim, const int *shape);

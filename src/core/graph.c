@@ -1,9 +1,12 @@
 /* graph.c: the tape of one step, its sticky error, and reverse-mode autodiff.
  *
- * Invariant: the tape lists nodes in creation order.  An op can only use
+ * Invariants: the tape lists nodes in creation order.  An op can only use
  * tensors that exist already, so creation order is a topological order and
  * backward is one loop from the newest node to the oldest: no recursion, no
- * sort, any depth. */
+ * sort, any depth.  Every tensor made on a graph carries the graph and its
+ * epoch (resets so far), and an op takes only tensors of its own graph and
+ * epoch, or store-owned ones: a tensor that outlived its step is refused by
+ * name, never read as whatever took its place. */
 #include "core/internal.h"
 
 #include <math.h>

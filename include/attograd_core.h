@@ -28,7 +28,9 @@
  * Ownership.  A graph owns one arena: every tensor an op returns, and every
  * gradient backward makes, lives there until ag_graph_reset() or
  * ag_graph_free().  Parameters live in an ag_store, which survives resets;
- * their gradients accumulate in the store until ag_store_zero_grad().
+ * their gradients accumulate in the store until ag_store_zero_grad().  A
+ * graph's tensor kept past a reset is refused by the ops it is given to;
+ * values every step reuses (a mask) go in the store: ag_store_constant().
  *
  * Errors never abort.  The first error on a graph (a bad shape, a bad axis,
  * out of memory) sticks to it, with a message naming the op and the shapes,
@@ -41,7 +43,8 @@
  * Makefile builds both: build/libattograd.a (float, for training) and
  * build/libattograd64.a (double, for finite-difference gradient checks and
  * float64 parity with PyTorch).  One code path, two scalar types: every
- * kernel is written once.
+ * kernel is written once.  A program compiled for one precision does not
+ * link with the other's library (see ag_graph_new below).
  *
  * Layout.  Every tensor is contiguous and row-major: the last axis is the
  * fastest, so every kernel sees plain arrays.  reshape shares its input's

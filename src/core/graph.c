@@ -140,10 +140,17 @@ static const char *name_str(const ag_tensor *t, char *buf, size_t len)
     return buf;
 }
 
-bool ag__usable(ag_graph *g, const char *op, int k, const ag_tensor *t)
+/* Store-owned, or made on g in its current epoch: ag__usable's test. */
+static inline bool fresh_here(const ag_graph *g, const ag_tensor *t)
 {
     const ag__tensor_impl *n = ag__impl(t);
-    if (!n->graph || (n->graph == g && n->epoch == g->epoch)) return true;
+    return !n->graph || (n->graph == g && n->epoch == g->epoch);
+}
+
+bool ag__usable(ag_graph *g, const char *op, int k, const ag_tensor *t)
+{
+    if (fresh_here(g, t)) return true;
+    const ag__tensor_impl *n = ag__impl(t);
     char name[80], shape[96];
     ag_graph_fail(g, AG_ERR_ARG, "%s: input %d%s %s %s", op, k, name_str(t, name, sizeof name),
                   ag_shape_str(t, shape, sizeof shape),
@@ -164,7 +171,7 @@ bool ag__ok(ag_graph *g, const char *op, int n, ...)
         if (!t) {
             ag_graph_fail(g, AG_ERR_ARG, "%s: input %d is NULL", op, i);
             ok = false;
-        } else {
+        } else if (!fresh_here(g, t)) {
             ok = ag__usable(g, op, i, t);
         }
     }
@@ -252,7 +259,7 @@ ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
         return NULL;
     }
     for (int i = 0; i < nsrc; i++)
-        if (src[i] && !ag__usable(g, name, i, src[i])) return NULL;
+        if (src[i] && !fresh_here(g, src[i]) && !ag__usable(g, name, i, src[i])) return NULL;
     ag__tensor_impl *n = header_new(g);
     if (!n) return NULL;
     ag_tensor *t = &n->pub;

@@ -23,12 +23,12 @@
  * never see.  ag__impl(t) reaches it from the public pointer. */
 typedef struct ag__tensor_impl {
     ag_tensor pub;             /* first: a tensor's address is its impl's */
-    int iarg[AG_MAX_DIMS + 2]; /* integer arguments of the op (axis, perm) */
-    double farg[2];            /* real arguments of the op (scale, eps, p) */
-    void *aux;                 /* op-owned saved state, in the arena */
     ag_graph *graph;           /* the graph it was made on; NULL: store-owned */
     uint32_t epoch;            /* the graph's reset count when it was made */
     int slot;                  /* its index on the tape (-1: not on one) */
+    int iarg[AG_MAX_DIMS + 2]; /* integer arguments of the op (axis, perm) */
+    double farg[2];            /* real arguments of the op (scale, eps, p) */
+    void *aux;                 /* op-owned saved state, in the arena */
     /* backward's bookkeeping (src/core/graph.c) */
     ag_real *own;              /* an intermediate's gradient buffer, reused by each backward */
     ag_real *kept;             /* ag_retain_grad: its gradient summed over backward calls */

@@ -318,6 +318,33 @@ Test(stale, a_tensor_kept_across_a_reset_is_refused_by_name)
     ag_graph_free(g);
 }
 
+/* The report's case: a causal mask made once before the training loop.  The
+ * first step uses it; the second refuses it by name, where it used to read
+ * the scores tensor that took its place and make attention uniform. */
+Test(stale, a_causal_mask_made_before_the_loop_is_refused_in_the_second_step)
+{
+    ag_store *s = ag_store_new();
+    ag_mha m;
+    cr_assert_eq(ag_mha_init(&m, s, "mha", 8, 2, 1, 0, 1), AG_OK);
+    ag_tensor *x = ag_param(s, "x", AG_SHAPE(1, 4, 8));
+    ag_init_uniform(x, -1, 1, 2);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *mask = ag_causal_mask(g, 4, 4);
+    for (int step = 0; step < 2; step++) {
+        if (step) ag_graph_reset(g);
+        ag_tensor *y = ag_mha_forward(g, &m, x, x, mask, AG_MASK_NEG_INF, NULL);
+        if (step == 0) {
+            cr_assert_not_null(y, "%s", ag_graph_error(g));
+        } else {
+            cr_assert_null(y);
+            cr_assert_not_null(strstr(ag_graph_error(g), "'causal_mask' [4, 4] was made before ag_graph_reset"),
+                               "%s", ag_graph_error(g));
+        }
+    }
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
 Test(stale, is_caught_in_every_step_of_a_loop_and_after_a_double_reset)
 {
     ag_graph *g = ag_graph_new();

@@ -202,31 +202,43 @@ Test(backward, an_add_of_a_leaf_shows_its_own_gradient)
     ag_graph_free(g);
 }
 
-/* Add&Norm's residual s = x + f(x), then layer_norm(s): s's retained grad
- * is d loss / d s, as a backward from s as a leaf gives it. */
-Test(backward, the_residual_of_add_norm_keeps_its_own_gradient)
+/* Add&Norm's residual s = x + f(x) inside ag_add_norm (layer_norm(s)): its
+ * grad is NULL (its buffer went to x) or, retained, d loss / d s exactly as
+ * a backward from s's values as a leaf gives it. */
+Test(backward, the_residual_of_add_norm_shows_its_own_gradient_or_null)
 {
     ag_store *s = ag_store_new();
     ag_tensor *w = ag_param(s, "w", AG_SHAPE(4, 4));
     ag_init_uniform(w, -1, 1, 5);
+    ag_norm norm;
+    cr_assert_eq(ag_norm_init(&norm, s, "norm", 4), AG_OK);
+    ag_init_uniform(norm.weight, 0.5, 1.5, 6);
     ag_graph *g = ag_graph_new();
-    ag_real xs[8] = {0.1, -0.2, 0.3, 0.7, -1, 0.5, 0.25, -0.125};
-    ag_tensor *x = ag_tanh(g, ag_matmul(g, ag_tensor_from(g, AG_SHAPE(2, 4), xs), w));
-    ag_tensor *res = ag_add(g, x, ag_relu(g, ag_matmul(g, x, w)));
-    ag_retain_grad(res);
-    ag_tensor *u = ag_tensor_from(g, AG_SHAPE(2, 4), (ag_real[]){1, -2, 3, 0.5, 2, 1, -1, 0.25});
-    ag_tensor *loss = ag_sum_all(g, ag_mul(g, ag_layer_norm(g, res, NULL, NULL, 1e-5), u));
-    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
-    ag_real got[8];
-    memcpy(got, res->grad, sizeof got);
-    /* the same head from res's values as a leaf */
-    ag_graph *h = ag_graph_new();
-    ag_tensor *r = ag_tensor_from(h, AG_SHAPE(2, 4), res->data);
-    ag_set_requires_grad(r, 1);
-    ag_tensor *u2 = ag_tensor_from(h, AG_SHAPE(2, 4), u->data);
-    cr_assert_eq(ag_backward(h, ag_sum_all(h, ag_mul(h, ag_layer_norm(h, r, NULL, NULL, 1e-5), u2))), AG_OK);
-    for (int i = 0; i < 8; i++) cr_assert_eq(got[i], r->grad[i], "dres[%d] %g, want %g", i, (double)got[i], (double)r->grad[i]);
-    ag_graph_free(h);
+    ag_real xs[8] = {0.1, -0.2, 0.3, 0.7, -1, 0.5, 0.25, -0.125}, us[8] = {1, -2, 3, 0.5, 2, 1, -1, 0.25};
+    for (int retain = 0; retain < 2; retain++) {
+        ag_graph_reset(g);
+        ag_tensor *x = ag_tanh(g, ag_matmul(g, ag_tensor_from(g, AG_SHAPE(2, 4), xs), w));
+        ag_tensor *y = ag_add_norm(g, &norm, x, ag_relu(g, ag_matmul(g, x, w)), 0);
+        ag_tensor *res = y->src[0]; /* layer_norm's input: the residual sum */
+        cr_assert_eq(res->op, AG_OP_ADD);
+        if (retain) ag_retain_grad(res);
+        ag_tensor *loss = ag_sum_all(g, ag_mul(g, y, ag_tensor_from(g, AG_SHAPE(2, 4), us)));
+        cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
+        if (!retain) {
+            cr_assert_null(res->grad, "the residual lent its buffer to x: it must not show x's gradient");
+            continue;
+        }
+        /* the same head from res's values as a leaf */
+        ag_graph *h = ag_graph_new();
+        ag_tensor *r = ag_tensor_from(h, AG_SHAPE(2, 4), res->data);
+        ag_set_requires_grad(r, 1);
+        ag_store_zero_grad(s);
+        ag_tensor *l2 = ag_sum_all(h, ag_mul(h, ag_norm_forward(h, &norm, r), ag_tensor_from(h, AG_SHAPE(2, 4), us)));
+        cr_assert_eq(ag_backward(h, l2), AG_OK, "%s", ag_graph_error(h));
+        for (int i = 0; i < 8; i++)
+            cr_assert_eq(res->grad[i], r->grad[i], "dres[%d] %g, want %g", i, (double)res->grad[i], (double)r->grad[i]);
+        ag_graph_free(h);
+    }
     ag_graph_free(g);
     ag_store_free(s);
 }

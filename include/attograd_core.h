@@ -194,9 +194,9 @@ double ag_tensor_farg(const ag_tensor *t, int i);
  * the graph: an op given a tensor from before the last reset refuses it
  * with an error that names it (always in the step right after that reset;
  * a tensor kept unused through two or more steps can alias a new one).
- * Keep constants in a store instead, with ag_store_constant.  Zero-filled, or copied
- * from data (size values, row-major).  A leaf gets a gradient only after
- * ag_set_requires_grad(t, 1). */
+ * Keep constants in a store instead, with ag_store_constant.  Zero-filled,
+ * or copied from data (size values, row-major).  A leaf gets a gradient
+ * only after ag_set_requires_grad(t, 1). */
 ag_tensor *ag_tensor_new(ag_graph *g, int ndim, const int *shape);
 ag_tensor *ag_tensor_from(ag_graph *g, int ndim, const int *shape,
                           const ag_real *data);
@@ -259,7 +259,8 @@ size_t ag_graph_arena_used(const ag_graph *g);  /* bytes in use now */
  *     sharing it).  ag_retain_grad keeps an intermediate's own gradient.
  * The tape may grow after a backward: a later call visits only the nodes
  * its own loss depends on.  Returns AG_ERR_SHAPE for a non-scalar loss,
- * the graph's error when it has one. */
+ * AG_ERR_ARG for a loss that is not on g's tape (of another graph, or from
+ * before the last reset), the graph's error when it has one. */
 ag_status ag_backward(ag_graph *g, ag_tensor *loss);
 
 /* Backward from a tensor y of any shape, given dy = d out / d y (y->size

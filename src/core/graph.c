@@ -472,7 +472,6 @@ static bool check_finite_on(void)
     return v && v[0] && strcmp(v, "0") != 0;
 }
 
-
 /* ---- backward ------------------------------------------------------------ */
 
 /* Gradient buffers.  A leaf's gradient (a graph input's, a parameter's)

@@ -91,9 +91,9 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     int per_row = reduction == AG_REDUCTION_NONE;
     ag_tensor *y = ag__node(g, AG_OP_CROSS_ENTROPY, per_row ? logits->ndim - 1 : 0, logits->shape, 1, &logits);
     if (!y) return NULL;
-    y->iarg[0] = ignore_index;
-    y->iarg[1] = (int)reduction;
-    y->farg[0] = ls;
+    ag__impl(y)->iarg[0] = ignore_index;
+    ag__impl(y)->iarg[1] = (int)reduction;
+    ag__impl(y)->farg[0] = ls;
     saved *sv = ag__alloc(g, sizeof *sv);
     int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
     double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
@@ -102,7 +102,7 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     double *logsum = mx + (rows ? rows : 1);
     if (rows) memcpy(tg, targets, rows * sizeof(int));
     *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = logsum, .expd = ex};
-    y->aux = sv;
+    ag__impl(y)->aux = sv;
 
     double total = 0;
     for (size_t r = 0; r < rows; r++) {
@@ -145,10 +145,10 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
     bool fresh; /* nothing in dx yet: store, and zero the rows we skip */
     ag_real *dx = ag__grad_fresh(g, logits, &fresh);
     if (!dx) return;
-    const saved *sv = y->aux;
-    int V = logits->shape[logits->ndim - 1], ignore = y->iarg[0];
-    ag_reduction reduction = (ag_reduction)y->iarg[1];
-    double ls = y->farg[0];
+    const saved *sv = ag__impl(y)->aux;
+    int V = logits->shape[logits->ndim - 1], ignore = ag__impl(y)->iarg[0];
+    ag_reduction reduction = (ag_reduction)ag__impl(y)->iarg[1];
+    double ls = ag__impl(y)->farg[0];
     /* the weight of each row's loss in y: 1 / count (mean), 1 (sum), or y's own row (none) */
     double dloss = reduction == AG_REDUCTION_SUM    ? (double)y->grad[0]
                    : reduction == AG_REDUCTION_MEAN ? (sv->count ? (double)y->grad[0] / (double)sv->count : 0)

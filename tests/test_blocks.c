@@ -252,8 +252,8 @@ Test(blocks, init_errors_say_what_was_wrong)
     expect_init_error(s, ag_encoder_block_init_ex(&e, s, "enc", 4, 2, 8, 0, &(ag_block_config){.pre_norm = 2}, 1),
                       AG_ERR_ARG, "block 'enc': pre_norm is 2");
     expect_init_error(s, ag_encoder_block_init(&e, s, "enc", 6, 4, 8, 0, 1), AG_ERR_SHAPE, "not a multiple");
-    expect_init_error(s, ag_encoder_block_init(&e, s, NULL, 4, 2, 8, 0, 1), AG_ERR_ARG, "block: prefix is NULL");
-    expect_init_error(s, ag_ffn_init(&f, s, NULL, 4, 8, 1), AG_ERR_ARG, "ffn: prefix is NULL");
+    expect_init_error(s, ag_encoder_block_init(&e, s, NULL, 4, 2, 8, 0, 1), AG_ERR_ARG, "encoder_block_init: prefix is NULL");
+    expect_init_error(s, ag_ffn_init(&f, s, NULL, 4, 8, 1), AG_ERR_ARG, "ffn_init: prefix is NULL");
     expect_init_error(s, ag_embedding_layer_init(&emb, s, "emb", 5, 4, 0, AG_POS_LEARNED, 1), AG_ERR_ARG,
                       "learned positions need max_len >= 1, got 0");
     expect_init_error(s, ag_embedding_layer_init(&emb, s, "emb", 0, 4, 3, AG_POS_LEARNED, 1), AG_ERR_ARG,

@@ -246,16 +246,16 @@ ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd, double
     if (!ag__ok(g, ag_op_name(op), 1, x)) return NULL;
     ag_tensor *y = ag__node(g, op, x->ndim, x->shape, 1, &x);
     if (!y) return NULL;
-    y->farg[0] = farg0;
+    ag__impl(y)->farg[0] = farg0;
     int nt = ag__threads_for(x->size);
     if (nt > 1) { /* a piece per thread */
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (int t = 0; t < nt; t++) {
             size_t i0 = piece(x->size, t, nt), i1 = piece(x->size, t + 1, nt);
-            fwd(i1 - i0, x->data + i0, y->data + i0, y->farg);
+            fwd(i1 - i0, x->data + i0, y->data + i0, ag__impl(y)->farg);
         }
     } else {
-        fwd(x->size, x->data, y->data, y->farg);
+        fwd(x->size, x->data, y->data, ag__impl(y)->farg);
     }
     return y;
 }
@@ -266,7 +266,7 @@ static void unary_bwd_range(ag_unary_bwd bwd, const ag_tensor *x, const ag_tenso
 {
     for (size_t p0 = i0; p0 < i1; p0 += ZERO_PIECE) {
         size_t p1 = i1 - p0 < ZERO_PIECE ? i1 : p0 + ZERO_PIECE;
-        bwd(p1 - p0, x->data + p0, y->data + p0, y->grad + p0, zero_piece(dx, fresh, p0, p1), y->farg);
+        bwd(p1 - p0, x->data + p0, y->data + p0, y->grad + p0, zero_piece(dx, fresh, p0, p1), ag__impl(y)->farg);
     }
 }
 
@@ -535,8 +535,8 @@ ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, 
     }
     ag_tensor *y = ag__node(g, op, nd, shape, 1, &x);
     if (!y) return NULL;
-    y->iarg[0] = a;
-    y->iarg[1] = a >= 0 && keepdim;
+    ag__impl(y)->iarg[0] = a;
+    ag__impl(y)->iarg[1] = a >= 0 && keepdim;
     for (size_t o = 0; o < outer; o++) {
         ag_real *yo = y->data + o * inner;
         if (inner == 1) { /* a contiguous run: summed in vector lanes */
@@ -562,7 +562,7 @@ void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average)
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
     size_t outer, n, inner;
-    reduce_split(x, y->iarg[0], &outer, &n, &inner);
+    reduce_split(x, ag__impl(y)->iarg[0], &outer, &n, &inner);
     /* y[o, i] = sum_k x[o, k, i] (/ n)  ->  dx[o, k, i] += dy[o, i] (/ n) */
     for (size_t o = 0; o < outer; o++) {
         const ag_real *dyo = y->grad + o * inner;

@@ -12,7 +12,34 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
+
+/* ---- the private side of a tensor --------------------------------------- */
+
+/* Every tensor the library makes (a graph's node, a store's parameter or
+ * constant) is an ag__tensor_impl: the public view that users read comes
+ * first, then the op's plumbing and backward's bookkeeping, which users
+ * never see.  ag__impl(t) reaches it from the public pointer. */
+typedef struct ag__tensor_impl {
+    ag_tensor pub;             /* first: a tensor's address is its impl's */
+    ag_graph *graph;           /* the graph it was made on; NULL: store-owned */
+    uint32_t epoch;            /* the graph's reset count when it was made */
+    int slot;                  /* its index on the tape (-1: not on one) */
+    int iarg[AG_MAX_DIMS + 2]; /* integer arguments of the op (axis, perm) */
+    double farg[2];            /* real arguments of the op (scale, eps, p) */
+    void *aux;                 /* op-owned saved state, in the arena */
+    /* backward's bookkeeping (src/core/graph.c) */
+    ag_real *own;              /* an intermediate's gradient buffer, reused by each backward */
+    ag_real *kept;             /* ag_retain_grad: its gradient summed over backward calls */
+    uint32_t pass;             /* the backward call that last gave it a buffer */
+    bool unset;                /* its buffer is reserved, nothing written yet */
+    bool lent;                 /* its buffer went to its input (grad passes to src0) */
+    bool retain;               /* ag_retain_grad was called on it */
+    bool constant;             /* a store constant: never requires grad */
+} ag__tensor_impl;
+
+static inline ag__tensor_impl *ag__impl(const ag_tensor *t) { return (ag__tensor_impl *)(uintptr_t)t; }
 
 /* ---- one descriptor per op --------------------------------------------- */
 
@@ -91,9 +118,24 @@ void *ag__alloc(ag_graph *g, size_t bytes);
 
 /* ---- building nodes ------------------------------------------------------ */
 
-/* true when g has no error and none of the n inputs is NULL (a NULL input on
- * a graph with no error records "op: input i is NULL"). */
+/* true when g has no error and each of the n inputs is usable (a NULL or
+ * unusable input on a graph with no error records why: "op: input i is
+ * NULL", see ag__usable). */
 bool ag__ok(ag_graph *g, const char *op, int n, ...);
+
+/* p, an argument of fn that is not a tensor (a layer, a model, an array),
+ * is not NULL; otherwise records "fn: what is NULL" (AG_ERR_ARG) on g.
+ * Returns false when p is NULL or g is NULL or in error. */
+bool ag__given(ag_graph *g, const char *fn, const char *what, const void *p);
+
+/* Record a printf-style message as s's error (ag_store_error) and return
+ * st; with s NULL, only returns st.  For the layers' _init functions. */
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* t may be an input of an op on g: store-owned, or made on g since its last
+ * reset.  Otherwise records "op: input k 'name' [shape] was made before
+ * ag_graph_reset" (or "is from another graph") and returns false. */
+bool ag__usable(ag_graph *g, const char *op, int k, const ag_tensor *t);
 
 /* A new node of `op` with the given shape and inputs: data is allocated
  * (uninitialised), the node goes on the tape, and requires_grad is set when
@@ -125,8 +167,13 @@ void ag__graph_prefix(ag_graph *g, const char *fmt, ...) __attribute__((format(p
  * 32-bit uniform per element (two per 64-bit draw of r). */
 void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep);
 
-/* Product of shape[0..n). */
+/* Product of shape[0..n), for (parts of) the shapes of existing tensors,
+ * whose product is known to fit. */
 size_t ag__numel(int ndim, const int *shape);
+/* The product of a shape given by a caller, in *size; false when an entry
+ * is negative or the values would not fit in memory (more than
+ * SIZE_MAX / sizeof(ag_real) of them: the product could wrap around). */
+bool ag__shape_size(int ndim, const int *shape, size_t *size);
 
 /* ---- element-wise engines (src/core/elementwise.c) ---------------------------- */
 
@@ -190,8 +237,8 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
 /* Batched matmul (b transposed when tb) whose operands in `heads` are in
  * attention's heads layout: stored [B, T, H, D], read as [B, H, T, D]
- * (ops/matmul.c).  MM_Y: the output is written [B, M, H, N]. */
-enum { MM_A = 1, MM_B = 2, MM_Y = 4 };
+ * (ops/matmul.c).  AG__MM_Y: the output is written [B, M, H, N]. */
+enum { AG__MM_A = 1, AG__MM_B = 2, AG__MM_Y = 4 };
 ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads);
 /* softmax(mask == 0 ? fill : scale * x) over the last axis; mask may be NULL. */
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
@@ -217,8 +264,10 @@ extern size_t ag__thread_min_work; /* below it, one thread (src/core/threads.c) 
  * (for tests and benchmarks), NULL keeps the CPU's choice (src/core/gemm.c). */
 const char *ag__gemm_kernel(const char *force);
 
-/* ---- debugging hook used by ag_backward ---------------------------------- */
-extern int ag__broken_op;
-extern double ag__broken_factor;
+/* For the gradient checker's test of itself: backward on g multiplies the
+ * gradient flowing into every backward of op `op` by `factor`; op <= 0
+ * restores the plain op table.  Nothing is checked in backward's loop: g's
+ * op table is a copy with that op's backward wrapped. */
+void ag__graph_break(ag_graph *g, int op, double factor);
 
 #endif /* AG_INTERNAL_H */

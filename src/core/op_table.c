@@ -1,5 +1,6 @@
 /* op_table.c: the one list of primitive ops.  Adding an op is one enum line
- * in attograd.h, one file in ops/, and its declaration and table line here. */
+ * in attograd_core.h, one file in ops/, and its declaration and table line
+ * here. */
 #include "core/internal.h"
 
 /* Each defined in ops/<name>.c. */

@@ -11,6 +11,7 @@
 ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
                                   int max_len, ag_positions kind, uint64_t seed)
 {
+    if (!e) return ag__store_fail(s, AG_ERR_ARG, "embedding_layer_init: layer is NULL");
     memset(e, 0, sizeof *e);
     const char *p = prefix ? prefix : "(null)";
     if (!s || !prefix || V <= 0 || C <= 0)
@@ -37,7 +38,7 @@ ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char
 /* x[b, t] = tokens[ids[b, t]] + positions[t]:  [B, T, C] + [T, C] (broadcast over B) */
 ag_tensor *ag_embedding_layer_forward(ag_graph *g, const ag_embedding_layer *e, const int *ids, int B, int T)
 {
-    if (!ag__ok(g, "embedding_layer", 0)) return NULL;
+    if (!ag__given(g, "embedding_layer_forward", "layer", e)) return NULL;
     if (B < 1 || T < 1 || !ids) {
         ag_graph_fail(g, AG_ERR_ARG, "embedding_layer: ids %s for B %d, T %d (want B, T >= 1)",
                       ids ? "given" : "NULL", B, T);
@@ -60,7 +61,8 @@ ag_tensor *ag_embedding_layer_forward(ag_graph *g, const ag_embedding_layer *e, 
  * embedding.  One linear op without bias, [..., C] x [V, C] -> [..., V]. */
 ag_tensor *ag_embedding_layer_logits(ag_graph *g, const ag_embedding_layer *e, ag_tensor *x)
 {
-    if (!ag__ok(g, "embedding_layer_logits", 1, x)) return NULL;
+    if (!ag__given(g, "embedding_layer_logits", "layer", e) || !ag__ok(g, "embedding_layer_logits", 1, x))
+        return NULL;
     if (x->ndim < 1 || x->shape[x->ndim - 1] != e->C) {
         char a[96];
         ag_graph_fail(g, AG_ERR_SHAPE, "embedding_layer_logits: input %s does not end in C = %d features",

@@ -65,6 +65,7 @@ static void init_gpt2(ag_gpt *m, uint64_t seed)
 
 ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t seed)
 {
+    if (!m) return ag__store_fail(s, AG_ERR_ARG, "gpt_init: model is NULL");
     memset(m, 0, sizeof *m);
     if (!s || !cfg) return ag__store_fail(s, AG_ERR_ARG, "gpt: %s is NULL", cfg ? "the store" : "the config");
     ag_status st = check_config(s, cfg);

@@ -36,6 +36,7 @@ static ag_status make(ag_store *s, ag_tensor **t, const char *prefix, const char
 ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
                          uint64_t seed)
 {
+    if (!l || !prefix) return ag__store_fail(s, AG_ERR_ARG, "linear_init: %s is NULL", l ? "prefix" : "layer");
     memset(l, 0, sizeof *l);
     if (!s || !prefix || in <= 0 || out <= 0)
         return ag__store_fail(s, AG_ERR_ARG, "linear '%s': %s (in %d, out %d: both must be >= 1)",
@@ -55,6 +56,7 @@ ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, 
 /* y = x W^T + b:  x [..., in] -> [..., out], one op (ops/linear.c) */
 ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
 {
+    if (!ag__given(g, "linear_forward", "layer", l)) return NULL;
     if (!ag__ok(g, "linear", 1, x)) return NULL;
     if (x->ndim < 1 || x->shape[x->ndim - 1] != l->in) {
         char a[96], b[96];
@@ -67,6 +69,7 @@ ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
 
 ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, int C)
 {
+    if (!n || !prefix) return ag__store_fail(s, AG_ERR_ARG, "layernorm_init: %s is NULL", n ? "prefix" : "layer");
     memset(n, 0, sizeof *n);
     if (!s || !prefix || C <= 0)
         return ag__store_fail(s, AG_ERR_ARG, "layernorm '%s': %s (C %d must be >= 1)", prefix ? prefix : "(null)",
@@ -81,6 +84,7 @@ ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, in
 
 ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x)
 {
+    if (!ag__given(g, "layernorm_forward", "layer", n)) return NULL;
     return ag_layer_norm(g, x, n->weight, n->bias, n->eps);
 }
 

@@ -24,6 +24,7 @@
 
 ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed)
 {
+    if (!m || !cfg) return ag__store_fail(s, AG_ERR_ARG, "seq2seq_init: %s is NULL", m ? "config" : "model");
     memset(m, 0, sizeof *m);
     if (!s || !cfg) return ag__store_fail(s, AG_ERR_ARG, "seq2seq: %s is NULL", cfg ? "the store" : "the config");
     if (cfg->src_vocab < 4 || cfg->tgt_vocab < 4)
@@ -148,18 +149,22 @@ static ag_tensor *decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_te
 ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                              int S, ag_tensor **src_mask)
 {
+    if (src_mask) *src_mask = NULL;
+    if (!ag__given(g, "seq2seq_encode", "model", m)) return NULL;
     return encode(g, m, src, src_valid, B, S, NULL, src_mask, NULL);
 }
 
 ag_tensor *ag_seq2seq_decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
                              const int *tgt_in, int B, int T)
 {
+    if (!ag__given(g, "seq2seq_decode", "model", m)) return NULL;
     return decode(g, m, enc, src_mask, tgt_in, B, T, NULL);
 }
 
 ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B, int S,
                             const int *tgt_in, int T, ag_seq2seq_weights *w)
 {
+    if (!ag__given(g, "seq2seq_trace", "model", m) || !ag__given(g, "seq2seq_trace", "weights", w)) return NULL;
     memset(w, 0, sizeof *w);
     w->layers = m->cfg.layers < AG_SEQ2SEQ_MAX_LAYERS ? m->cfg.layers : AG_SEQ2SEQ_MAX_LAYERS;
     int training = ag_graph_training(g);
@@ -174,7 +179,7 @@ ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, co
 ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,
                            const int *tgt_in, const int *tgt_out, int B, int S, int T)
 {
-    if (!ag__ok(g, "seq2seq_loss", 0)) return NULL;
+    if (!ag__given(g, "seq2seq_loss", "model", m)) return NULL;
     if (!src || !src_valid || !tgt_in || !tgt_out || B <= 0 || S <= 0 || T <= 0) {
         ag_graph_fail(g, AG_ERR_ARG, "seq2seq_loss: a batch of B %d, S %d, T %d with %s", B, S, T,
                       src && src_valid && tgt_in && tgt_out ? "every array" : "a NULL array");
@@ -212,6 +217,9 @@ ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, con
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                             int S, int bos, int eos, int max_len, int *out, int *out_len)
 {
+    if (!g) return AG_ERR_ARG;
+    if (!ag__given(g, "seq2seq_greedy", "model", m) || !ag__given(g, "seq2seq_greedy", "out", out))
+        return ag_graph_status(g) ? ag_graph_status(g) : AG_ERR_ARG;
     if (max_len > m->cfg.max_len) max_len = m->cfg.max_len;
     int *prefix = ag__calloc((size_t)B * (size_t)max_len, sizeof(int));
     unsigned char *done = ag__calloc((size_t)B, 1);

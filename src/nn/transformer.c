@@ -14,6 +14,7 @@
 
 ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop)
 {
+    if (!ag__given(g, "add_norm", "layer", n)) return NULL;
     if (p_drop > 0 && ag_graph_training(g)) y = ag_dropout(g, y, p_drop);
     return ag_layernorm_forward(g, n, ag_add(g, x, y));
 }
@@ -21,8 +22,8 @@ ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tens
 ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
                          uint64_t seed)
 {
+    if (!f || !prefix) return ag__store_fail(s, AG_ERR_ARG, "ffn_init: %s is NULL", f ? "prefix" : "layer");
     memset(f, 0, sizeof *f);
-    if (!prefix) return ag__store_fail(s, AG_ERR_ARG, "ffn: prefix is NULL");
     if (act != AG_ACT_RELU && act != AG_ACT_GELU && act != AG_ACT_GELU_TANH)
         return ag__store_fail(s, AG_ERR_ARG, "ffn '%s': activation %d is not relu (%d), gelu (%d) or gelu_tanh (%d)",
                               prefix, (int)act, AG_ACT_RELU, AG_ACT_GELU, AG_ACT_GELU_TANH);
@@ -43,6 +44,7 @@ ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, 
 /* dense2(act(dense1(x))) */
 ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x)
 {
+    if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
     ag_tensor *h = ag_linear_forward(g, &f->dense1, x);
     switch (f->activation) {
     case AG_ACT_GELU: h = ag_gelu(g, h); break;
@@ -102,6 +104,7 @@ static ag_status block_config(ag_store *s, const char *prefix, const ag_block_co
 ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
                                    double dropout, const ag_block_config *cfg, uint64_t seed)
 {
+    if (!b || !prefix) return ag__store_fail(s, AG_ERR_ARG, "encoder_block_init: %s is NULL", b ? "prefix" : "block");
     char name[64];
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
@@ -123,6 +126,7 @@ ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char 
 ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
                                    double dropout, const ag_block_config *cfg, uint64_t seed)
 {
+    if (!b || !prefix) return ag__store_fail(s, AG_ERR_ARG, "decoder_block_init: %s is NULL", b ? "prefix" : "block");
     char name[64];
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
@@ -160,6 +164,7 @@ ag_status ag_decoder_block_init(ag_decoder_block *b, ag_store *s, const char *pr
 ag_status ag_decoder_only_block_init(ag_decoder_only_block *b, ag_store *s, const char *prefix, int C, int H,
                                      int F, double dropout, const ag_block_config *cfg, uint64_t seed)
 {
+    if (!b) return ag__store_fail(s, AG_ERR_ARG, "decoder_only_block_init: block is NULL");
     ag_block_config c = cfg ? *cfg : (ag_block_config){0};
     c.causal = 1;
     return ag_encoder_block_init_ex(b, s, prefix, C, H, F, dropout, &c, seed);
@@ -212,6 +217,8 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
 ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,
                                     ag_tensor **weights)
 {
+    if (weights) *weights = NULL;
+    if (!ag__given(g, "encoder_block_forward", "block", b)) return NULL;
     return ag__encoder_block_rows(g, b, x, NULL, src_mask, weights);
 }
 
@@ -219,11 +226,16 @@ ag_tensor *ag_decoder_block_forward(ag_graph *g, const ag_decoder_block *b, ag_t
                                     ag_tensor *self_mask, ag_tensor *src_mask, ag_tensor **self_w,
                                     ag_tensor **cross_w)
 {
+    if (self_w) *self_w = NULL;
+    if (cross_w) *cross_w = NULL;
+    if (!ag__given(g, "decoder_block_forward", "block", b)) return NULL;
     return ag__decoder_block_rows(g, b, x, NULL, enc, NULL, self_mask, src_mask, self_w, cross_w);
 }
 
 ag_tensor *ag_decoder_only_block_forward(ag_graph *g, const ag_decoder_only_block *b, ag_tensor *x,
                                          ag_tensor **weights)
 {
+    if (weights) *weights = NULL;
+    if (!ag__given(g, "decoder_only_block_forward", "block", b)) return NULL;
     return ag__encoder_block_rows(g, b, x, NULL, NULL, weights);
 }

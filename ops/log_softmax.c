@@ -6,7 +6,8 @@
  * forward:  m = max_j x_j;  y_i = x_i - m - log(sum_j exp(x_j - m))
  *           (the row max keeps exp from overflowing; the largest term of the
  *           sum is exp(0) = 1, so the log is finite).  A row that is all
- *           -inf gives -inf everywhere, never NaN.
+ *           -inf gives -inf everywhere, never NaN; a row holding a NaN or
+ *           +inf gives NaN everywhere (as in PyTorch).
  * backward: dx_i = dy_i - softmax(x)_i * sum_j dy_j,  softmax(x)_i = exp(y_i)
  *           (y_i = x_i - lse(x) and d lse / d x_i = softmax(x)_i).  A row
  *           that was all -inf gets a zero gradient. */
@@ -45,10 +46,9 @@ static void log_softmax_backward(ag_graph *g, ag_tensor *y)
     for (size_t r = 0; r < rows; r++) {
         const ag_real *yr = y->data + r * n, *dyr = y->grad + r * n;
         ag_real *dxr = dx + r * n;
-        /* a live row has max_i y_i = -log(sum) > -inf; a masked row has none */
-        ag_real m = -INFINITY;
-        for (size_t i = 0; i < n; i++) m = yr[i] > m ? yr[i] : m;
-        if (m == -INFINITY) continue;
+        /* a live row has max_i y_i = -log(sum) > -inf; a masked row has
+         * none; a row with a NaN or +inf input is NaN (and so its dx) */
+        if (ag__row_max(n, yr) == -INFINITY) continue;
         ag_real sdy = 0; /* sum_j dy_j */
         for (size_t i = 0; i < n; i++) sdy += dyr[i];
         /* y_i = x_i - m - log(sum_j exp(x_j - m)):

@@ -4,7 +4,8 @@
  *
  * forward, per row:  z_j = mask_j != 0 ? scale * x_j : fill
  *                    y_j = exp(z_j - max_k z_k) / sum_k exp(z_k - max_k z_k)
- *                    (a row whose z are all -inf gives zeros, never NaN)
+ *                    (a row whose z are all -inf gives zeros, never NaN; a
+ *                    NaN or +inf z makes the row NaN)
  * backward, per row: dz_j = y_j (dy_j - sum_k dy_k y_k)     (softmax's)
  *                    dx_j += mask_j != 0 ? scale * dz_j : 0
  *                    (z_j = scale x_j where the mask keeps j; elsewhere z_j

@@ -5,7 +5,8 @@
  * forward:  m = max_j x_j;  y_i = exp(x_i - m) / sum_j exp(x_j - m)
  *           (subtracting the row max changes nothing mathematically and
  *           keeps exp from overflowing).  A row that is all -inf (every key
- *           masked) gives zeros, never NaN.
+ *           masked) gives zeros, never NaN; a row holding a NaN or +inf
+ *           gives NaN everywhere, as in PyTorch.
  * backward: dx_i = y_i * (dy_i - sum_j dy_j y_j)
  *           (the Jacobian diag(y) - y y^T applied to dy) */
 #include "core/internal.h"

@@ -288,6 +288,12 @@ void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
 
 /* ---- exp over a row (softmax and its fused forms) ----------------------- */
 
+/* The larger of m and v, and NaN when either is: a NaN, once in a running
+ * max, stays there (v > NaN and v != v are both false).  A row max that is
+ * NaN makes every exp(x - max) NaN, so a NaN anywhere in a row of softmax,
+ * log-softmax or cross-entropy spreads to the whole row, as in PyTorch. */
+static inline ag_real max_nan(ag_real m, ag_real v) { return v > m || v != v ? v : m; }
+
 #ifndef AG_DOUBLE
 /* Here only, a * b + c may be one fused multiply-add where the clone's
  * instruction set has one (the polynomial below is a chain of them): the
@@ -299,11 +305,15 @@ void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
 /* exp for float as a polynomial (Cephes' expf: e^x = 2^n e^r, |r| <= ln2/2,
  * e^r by a degree-7 polynomial; at most 2 ulp off), written so that the
  * compiler can keep it in vector registers: no calls, no branches.  Below
- * -87.3 (where float's e^x is subnormal) and at -inf it gives 0. */
+ * -87.3 (where float's e^x is subnormal) and at -inf it gives 0; NaN gives
+ * NaN.  n is clamped to [-127, 127] by comparisons that a NaN fails, so it
+ * is a small whole number for every x and the conversion and shift that
+ * build 2^n are defined: a NaN x reaches the result through r instead. */
 static inline float exp_poly(float x)
 {
     float t = x * 1.44269504088896341f; /* x / ln 2 */
-    t = t < -127.0f ? -127.0f : t > 127.0f ? 127.0f : t;
+    t = t > -127.0f ? t : -127.0f; /* NaN -> -127 */
+    t = t < 127.0f ? t : 127.0f;
     float n = (t + 12582912.0f) - 12582912.0f; /* round to nearest: 1.5 * 2^23 */
     float r = x - n * 0.693359375f - n * -2.12194440e-4f; /* x - n ln 2, ln 2 in two parts */
     float p = 1.9875691500e-4f;
@@ -376,11 +386,11 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
     for (size_t l = 0; l < 16 * (size_t)NV; l++) e[l] = l < n ? zr[l] : -INFINITY;
     for (int l = 0; l < 16; l++) t[l] = e[l];
     for (int v = 1; v < NV; v++)
-        for (int l = 0; l < 16; l++) t[l] = e[16 * v + l] > t[l] ? e[16 * v + l] : t[l];
-    for (int l = 0; l < 8; l++) t[l] = t[l + 8] > t[l] ? t[l + 8] : t[l];
-    for (int l = 0; l < 4; l++) t[l] = t[l + 4] > t[l] ? t[l + 4] : t[l];
-    for (int l = 0; l < 2; l++) t[l] = t[l + 2] > t[l] ? t[l + 2] : t[l];
-    float m = t[1] > t[0] ? t[1] : t[0];
+        for (int l = 0; l < 16; l++) t[l] = max_nan(t[l], e[16 * v + l]);
+    for (int l = 0; l < 8; l++) t[l] = max_nan(t[l], t[l + 8]);
+    for (int l = 0; l < 4; l++) t[l] = max_nan(t[l], t[l + 4]);
+    for (int l = 0; l < 2; l++) t[l] = max_nan(t[l], t[l + 2]);
+    float m = max_nan(t[0], t[1]);
     if (m == -INFINITY) { /* every key masked with -inf */
         memset(yr, 0, n * sizeof(float));
         return;
@@ -401,7 +411,9 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
 #endif
 
 /* softmax over each of `rows` rows of n values z (z may be y):
- *   y = exp(z - max) / sum exp(z - max);  a row of all -inf gives zeros.
+ *   y = exp(z - max) / sum exp(z - max);  a row of all -inf gives zeros;
+ *   a NaN or +inf in a row makes the whole row NaN (the max is NaN, or
+ *   inf - inf is).
  * A row of 64 or fewer floats (attention's rows at toy sizes) stays in
  * vector registers from end to end (softmax_short); longer ones take
  * ag__row_max and ag__exp_sum. */
@@ -461,8 +473,9 @@ void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, cons
     if (N > next) memset(dst + next * C, 0, (N - next) * C * sizeof(ag_real));
 }
 
-/* The largest of n values, in 16 running maxima (vector lanes): the max
- * does not depend on the order, so this is the same value as a plain loop. */
+/* The largest of n values (NaN if any is NaN), in 16 running maxima
+ * (vector lanes): the max does not depend on the order, so this is the
+ * same value as a plain loop. */
 #if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
@@ -472,15 +485,12 @@ ag_real ag__row_max(size_t n, const ag_real *x)
     for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) {
-            ag_real v = x[i + l];
-            lane[l] = v > lane[l] ? v : lane[l];
-        }
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+        for (int l = 0; l < 16; l++) lane[l] = max_nan(lane[l], x[i + l]);
+    for (; i < n; i++) m = max_nan(m, x[i]);
     for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 vector steps */
 #pragma GCC unroll 8
-        for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
-    return lane[0] > m ? lane[0] : m;
+        for (int l = 0; l < w; l++) lane[l] = max_nan(lane[l], lane[l + w]);
+    return max_nan(m, lane[0]);
 }
 
 /* ---- reductions ------------------------------------------------------------

@@ -252,9 +252,9 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
 void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, const int *idx, size_t n);
 bool ag__increasing(const int *idx, size_t n);
 /* y = softmax(z) over `rows` rows of n values; z may be y (a row of all
- * -inf gives zeros). */
+ * -inf gives zeros; a row holding a NaN or +inf gives NaNs). */
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
-/* max_i x_i over n >= 0 values (-inf for none; NaNs are passed over). */
+/* max_i x_i over n >= 0 values (-inf for none; NaN if any is NaN). */
 ag_real ag__row_max(size_t n, const ag_real *x);
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/core/threads.c). */

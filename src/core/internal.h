@@ -256,6 +256,17 @@ bool ag__increasing(const int *idx, size_t n);
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
 /* max_i x_i over n >= 0 values (-inf for none; NaN if any is NaN). */
 ag_real ag__row_max(size_t n, const ag_real *x);
+#ifndef AG_DOUBLE
+/* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
+ * vectorised and within a few ulp (src/core/elementwise.c); and gelu's
+ * backward, dx += dy (Phi(x) + x phi(x)), which reads Phi(x) = y / x off
+ * the forward's output y. */
+void ag__exp_floats(size_t n, const float *x, float *y);
+void ag__log_floats(size_t n, const float *x, float *y);
+void ag__tanh_floats(size_t n, const float *x, float *y);
+void ag__gelu_floats(size_t n, const float *x, float *y);
+void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx);
+#endif
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/core/threads.c). */
 int ag__threads_for(size_t work);

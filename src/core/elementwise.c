@@ -646,7 +646,7 @@ static void reduce_split(const ag_tensor *x, int axis, size_t *outer, size_t *n,
 /* x[0] + ... + x[n-1] in 16 partial sums (one per vector lane of floats),
  * added up in a fixed order: the same result on every run, and no chain of
  * n dependent additions. */
-static ag_real sum_run(size_t n, const ag_real *x)
+ag_real ag__sum(size_t n, const ag_real *x)
 {
     ag_real lane[16] = {0}, s = 0;
     size_t i = 0;
@@ -654,6 +654,18 @@ static ag_real sum_run(size_t n, const ag_real *x)
 #pragma omp simd
         for (int l = 0; l < 16; l++) lane[l] += x[i + l];
     for (; i < n; i++) s += x[i];
+    for (int l = 0; l < 16; l++) s += lane[l];
+    return s;
+}
+
+/* a[0] b[0] + ... + a[n-1] b[n-1], summed as ag__sum does. */
+ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b)
+{
+    ag_real lane[16] = {0}, s = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) lane[l] += a[i + l] * b[i + l];
+    for (; i < n; i++) s += a[i] * b[i];
     for (int l = 0; l < 16; l++) s += lane[l];
     return s;
 }
@@ -685,7 +697,7 @@ ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, 
     for (size_t o = 0; o < outer; o++) {
         ag_real *yo = y->data + o * inner;
         if (inner == 1) { /* a contiguous run: summed in vector lanes */
-            yo[0] = sum_run(n, x->data + o * n);
+            yo[0] = ag__sum(n, x->data + o * n);
         } else { /* inner sums side by side, each in order */
             for (size_t i = 0; i < inner; i++) yo[i] = 0;
             for (size_t k = 0; k < n; k++) {

@@ -254,6 +254,10 @@ bool ag__increasing(const int *idx, size_t n);
 /* y = softmax(z) over `rows` rows of n values; z may be y (a row of all
  * -inf gives zeros; a row holding a NaN or +inf gives NaNs). */
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
+/* sum_i x_i and sum_i a_i b_i over n >= 0 values, in 16 partial sums
+ * added in a fixed order (vectorised; the same on every run). */
+ag_real ag__sum(size_t n, const ag_real *x);
+ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b);
 /* max_i x_i over n >= 0 values (-inf for none; NaN if any is NaN). */
 ag_real ag__row_max(size_t n, const ag_real *x);
 #ifndef AG_DOUBLE

@@ -333,27 +333,35 @@ AG_INLINE float horner(float x, const float *c, int n)
 }
 
 /* e^x = 2^n e^r with n = round(x / ln 2), |r| <= ln2 / 2, e^r by Cephes'
- * degree-7 polynomial.  x is clamped to [-104, 89] first, outside which
- * float's e^x rounds to 0 or overflows, so that n is a small whole number
- * for every input (a NaN is clamped too, then put back at the end); 2^n
- * is built as 2^(n/2) 2^(n - n/2), two factors in float's normal range,
- * so that results down to the subnormals are rounded once.
+ * degree-7 polynomial.  x is clamped first to where e^x is neither 0 nor
+ * inf, so that n is a small whole number (a NaN passes the clamps and makes
+ * the result NaN through r).  With `subnormals` (a constant
+ * where it is called), 2^n is built as 2^(n/2) 2^(n - n/2), two factors in
+ * float's normal range, so that results down to the smallest subnormal
+ * are rounded once; without, a result below FLT_MIN (x < -87.3) is 0, and
+ * the work is less (softmax's exps, where such a term is nothing beside
+ * the row's largest, 1).
  * e^r = 1 + r + r^2 (c0 r^5 + ... + c5), |r| <= ln2 / 2 (Cephes) */
 static const float exp_c[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
                                1.6666665459e-1f, 5.0000001201e-1f};
-AG_INLINE float exp_f(float x)
+AG_INLINE float exp_core(float x, int subnormals)
 {
-    float xc = x > -104.0f ? x : -104.0f; /* NaN -> -104 */
-    xc = xc < 89.0f ? xc : 89.0f;
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2): 1.5 * 2^23 */
-    float r = xc - n * 0.693359375f - n * -2.12194440e-4f;              /* x - n ln 2, ln 2 in two parts */
+    float lo = subnormals ? -104.0f : -88.0f; /* n = -150, or -127: 2^n is 0 */
+    float xc = x < lo ? lo : x;               /* a NaN stays */
+    xc = xc > 89.0f ? 89.0f : xc;
+    float t = xc * 1.44269504088896341f + 12582912.0f; /* x / ln 2 + 1.5 * 2^23: rounded to a whole number */
+    float n = t - 12582912.0f;
+    float r = xc - n * 0.693359375f - n * -2.12194440e-4f; /* x - n ln 2, ln 2 in two parts */
     float p = horner(r, exp_c, 6);
     p = p * r * r + r + 1.0f;
-    int32_t k = (int32_t)n, k1 = k / 2; /* k in [-150, 129] */
+    /* n as an integer, read off t's low bits (defined for every t, NaN
+     * too: a NaN's p is NaN, whatever scale it meets) */
+    int32_t k = (int32_t)(bits_of(t) - 0x4b400000u), k1 = subnormals ? k / 2 : 0; /* k in [-150, 129] */
     float s1 = f_from_bits((uint32_t)(k1 + 127) << 23), s2 = f_from_bits((uint32_t)(k - k1 + 127) << 23);
-    float y = p * s1 * s2;
-    return x != x ? x : y;
+    return subnormals ? p * s1 * s2 : p * s2; /* 2^(k + 127 = 0) is read as 0 */
 }
+
+AG_INLINE float exp_f(float x) { return exp_core(x, 1); }
 
 /* log x = e ln 2 + log(1 + f) for x = (1 + f) 2^e, 1 + f in [sqrt(1/2),
  * sqrt(2)); log(1 + f) = f - f^2/2 + f^3 P(f), P of degree 7.  A subnormal
@@ -453,7 +461,7 @@ void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float 
  * max, stays there (v > NaN and v != v are both false).  A row max that is
  * NaN makes every exp(x - max) NaN, so a NaN anywhere in a row of softmax,
  * log-softmax or cross-entropy spreads to the whole row, as in PyTorch. */
-static inline ag_real max_nan(ag_real m, ag_real v) { return v > m || v != v ? v : m; }
+AG_INLINE ag_real max_nan(ag_real m, ag_real v) { return v > m || v != v ? v : m; }
 
 #ifndef AG_DOUBLE
 /* Here only, a * b + c may be one fused multiply-add where the clone's
@@ -485,19 +493,19 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
     size_t i = 0;
     for (; i + 32 <= n; i += 32) { /* two independent vectors in flight */
 #pragma omp simd
-        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_f(x[i + l] - shift);
+        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_core(x[i + l] - shift, 0);
 #pragma omp simd
-        for (int l = 0; l < 16; l++) lane2[l] += y[i + 16 + l] = exp_f(x[i + 16 + l] - shift);
+        for (int l = 0; l < 16; l++) lane2[l] += y[i + 16 + l] = exp_core(x[i + 16 + l] - shift, 0);
     }
     for (; i + 16 <= n; i += 16)
 #pragma omp simd
-        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_f(x[i + l] - shift);
+        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_core(x[i + l] - shift, 0);
     for (int l = 0; l < 16; l++) lane[l] += lane2[l];
     if (i < n) {
         ag_real xt[16], yt[16];
         for (int l = 0; l < 16; l++) xt[l] = i + l < n ? x[i + l] : -INFINITY;
 #pragma omp simd
-        for (int l = 0; l < 16; l++) lane[l] += yt[l] = exp_f(xt[l] - shift);
+        for (int l = 0; l < 16; l++) lane[l] += yt[l] = exp_core(xt[l] - shift, 0);
         for (size_t l = 0; i + l < n; l++) y[i + l] = yt[l];
     }
     /* the lanes in pairs: 8 + 4 + 2 + 1 additions in 4 vector steps */
@@ -531,7 +539,7 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
         return;
     }
 #pragma omp simd
-    for (int l = 0; l < 16 * NV; l++) e[l] = exp_f(e[l] - m);
+    for (int l = 0; l < 16 * NV; l++) e[l] = exp_core(e[l] - m, 0);
     for (int l = 0; l < 16; l++) t[l] = e[l];
     for (int v = 1; v < NV; v++)
         for (int l = 0; l < 16; l++) t[l] += e[16 * v + l];

@@ -457,11 +457,19 @@ void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float 
 
 /* ---- exp over a row (softmax and its fused forms) ----------------------- */
 
-/* The larger of m and v, and NaN when either is: a NaN, once in a running
- * max, stays there (v > NaN and v != v are both false).  A row max that is
- * NaN makes every exp(x - max) NaN, so a NaN anywhere in a row of softmax,
- * log-softmax or cross-entropy spreads to the whole row, as in PyTorch. */
-AG_INLINE ag_real max_nan(ag_real m, ag_real v) { return v > m || v != v ? v : m; }
+/* NaN and +inf in a row of softmax, log-softmax or cross-entropy: the row
+ * max passes NaNs over (one vector max an element), and the exps still
+ * see them: exp(NaN - max) is NaN, and so is exp(inf - inf) when the max
+ * is +inf; the row's sum is then NaN and so is every output, as in
+ * PyTorch.  The one row this misses is one with nothing above -inf but a
+ * NaN, whose max is -inf, the mark of a fully masked row: there, and only
+ * there (a rare branch), the row is searched for a NaN. */
+static bool has_nan(size_t n, const ag_real *x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != x[i]) return true;
+    return false;
+}
 
 #ifndef AG_DOUBLE
 /* Here only, a * b + c may be one fused multiply-add where the clone's
@@ -529,13 +537,14 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
     for (size_t l = 0; l < 16 * (size_t)NV; l++) e[l] = l < n ? zr[l] : -INFINITY;
     for (int l = 0; l < 16; l++) t[l] = e[l];
     for (int v = 1; v < NV; v++)
-        for (int l = 0; l < 16; l++) t[l] = max_nan(t[l], e[16 * v + l]);
-    for (int l = 0; l < 8; l++) t[l] = max_nan(t[l], t[l + 8]);
-    for (int l = 0; l < 4; l++) t[l] = max_nan(t[l], t[l + 4]);
-    for (int l = 0; l < 2; l++) t[l] = max_nan(t[l], t[l + 2]);
-    float m = max_nan(t[0], t[1]);
-    if (m == -INFINITY) { /* every key masked with -inf */
-        memset(yr, 0, n * sizeof(float));
+        for (int l = 0; l < 16; l++) t[l] = e[16 * v + l] > t[l] ? e[16 * v + l] : t[l];
+    for (int l = 0; l < 8; l++) t[l] = t[l + 8] > t[l] ? t[l + 8] : t[l];
+    for (int l = 0; l < 4; l++) t[l] = t[l + 4] > t[l] ? t[l + 4] : t[l];
+    for (int l = 0; l < 2; l++) t[l] = t[l + 2] > t[l] ? t[l + 2] : t[l];
+    float m = t[1] > t[0] ? t[1] : t[0];
+    if (m == -INFINITY) { /* every key masked with -inf, or NaNs among them */
+        float fill = has_nan(n, zr) ? NAN : 0;
+        for (size_t l = 0; l < n; l++) yr[l] = fill;
         return;
     }
 #pragma omp simd
@@ -555,8 +564,7 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
 
 /* softmax over each of `rows` rows of n values z (z may be y):
  *   y = exp(z - max) / sum exp(z - max);  a row of all -inf gives zeros;
- *   a NaN or +inf in a row makes the whole row NaN (the max is NaN, or
- *   inf - inf is).
+ *   a NaN or +inf in a row makes the whole row NaN (see has_nan).
  * A row of 64 or fewer floats (attention's rows at toy sizes) stays in
  * vector registers from end to end (softmax_short); longer ones take
  * ag__row_max and ag__exp_sum. */
@@ -616,9 +624,10 @@ void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, cons
     if (N > next) memset(dst + next * C, 0, (N - next) * C * sizeof(ag_real));
 }
 
-/* The largest of n values (NaN if any is NaN), in 16 running maxima
- * (vector lanes): the max does not depend on the order, so this is the
- * same value as a plain loop. */
+/* The largest of n values, in 16 running maxima (vector lanes): the max
+ * does not depend on the order, so this is the same value as a plain
+ * loop.  NaNs are passed over, but a row of nothing above -inf that holds
+ * a NaN gives NaN: it is not a fully masked row (see has_nan). */
 #if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
@@ -628,12 +637,16 @@ ag_real ag__row_max(size_t n, const ag_real *x)
     for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) lane[l] = max_nan(lane[l], x[i + l]);
-    for (; i < n; i++) m = max_nan(m, x[i]);
+        for (int l = 0; l < 16; l++) {
+            ag_real v = x[i + l];
+            lane[l] = v > lane[l] ? v : lane[l];
+        }
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
     for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 vector steps */
 #pragma GCC unroll 8
-        for (int l = 0; l < w; l++) lane[l] = max_nan(lane[l], lane[l + w]);
-    return max_nan(m, lane[0]);
+        for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
+    m = lane[0] > m ? lane[0] : m;
+    return m == -INFINITY && has_nan(n, x) ? NAN : m;
 }
 
 /* ---- reductions ------------------------------------------------------------

@@ -258,7 +258,9 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
  * added in a fixed order (vectorised; the same on every run). */
 ag_real ag__sum(size_t n, const ag_real *x);
 ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b);
-/* max_i x_i over n >= 0 values (-inf for none; NaN if any is NaN). */
+/* max_i x_i over n >= 0 values (-inf for none).  NaNs are passed over,
+ * except in a row with nothing above -inf: there a NaN gives NaN, so that
+ * the row is not taken for a fully masked one. */
 ag_real ag__row_max(size_t n, const ag_real *x);
 #ifndef AG_DOUBLE
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),

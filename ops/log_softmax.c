@@ -59,9 +59,11 @@ static void log_softmax_backward(ag_graph *g, ag_tensor *y)
     for (size_t r = 0; r < rows; r++) {
         const ag_real *yr = y->data + r * n, *dyr = y->grad + r * n;
         ag_real *dxr = dx + r * n;
-        /* a live row has max_i y_i = -log(sum) > -inf; a masked row has
-         * none; a row with a NaN or +inf input is NaN (and so its dx) */
-        if (ag__row_max(n, yr) == -INFINITY) continue;
+        /* a masked row is -inf throughout; a live row has max_i y_i =
+         * -log(sum) > -inf (its first y is most often finite, which
+         * settles it); a row with a NaN or +inf input is NaN throughout
+         * (and so its dx) */
+        if (yr[0] == -INFINITY && ag__row_max(n, yr) == -INFINITY) continue;
         ag_real sdy = ag__sum(n, dyr); /* sum_j dy_j */
         /* y_i = x_i - m - log(sum_j exp(x_j - m)):
          * dx_i = dy_i - exp(y_i) sum_j dy_j,

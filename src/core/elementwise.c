@@ -327,7 +327,11 @@ AG_INLINE uint32_t bits_of(float f)
 AG_INLINE float horner(float x, const float *c, int n)
 {
     float p = c[0];
+#ifdef __clang__
+#pragma clang loop unroll(full)
+#else
 #pragma GCC unroll 16
+#endif
     for (int k = 1; k < n; k++) p = p * x + c[k];
     return p;
 }

@@ -11,11 +11,11 @@
  *      (tests/bench/attention.py run by /usr/bin/python3);
  *   3. translator training (target tokens per second) at translate's
  *      default config, against tests/reference/translator.py train;
- *   and each at 1 and 2 threads;
- *   4. single ops (exp, log, sqrt, tanh, gelu, relu, softmax, log_softmax),
- *      ns per element, forward and backward apart, at one thread, against
- *      the same ops in PyTorch (tests/bench/ops.py).  PyTorch and OpenBLAS get the same thread
+ *   and each at 1 and 2 threads.  PyTorch and OpenBLAS get the same thread
  *   count (torch.set_num_threads, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS).
+ *   4. single ops (exp, log, sqrt, tanh, gelu, gelu_tanh, relu, softmax,
+ *      log_softmax), ns per element, forward and backward apart, at one
+ *      thread, against the same ops in PyTorch (tests/bench/ops.py).
  *
  * Memory: this program replaces malloc (glibc's __libc_* underneath) to
  * count every allocation in the process and to track the live heap, so it
@@ -691,7 +691,8 @@ static void bench_ops(const char *python, int have_torch, double budget)
     static const op_case cases[] = {
         {"exp", AG_OP_EXP, ag_exp, 0, -4, 4},          {"log", AG_OP_LOG, ag_log, 0, 0.1, 4},
         {"sqrt", AG_OP_SQRT, ag_sqrt, 0, 0.1, 4},      {"tanh", AG_OP_TANH, ag_tanh, 0, -4, 4},
-        {"gelu", AG_OP_GELU, ag_gelu, 0, -4, 4},       {"relu", AG_OP_RELU, op_relu, 0, -4, 4},
+        {"gelu", AG_OP_GELU, ag_gelu, 0, -4, 4},       {"gelu_tanh", AG_OP_GELU_TANH, ag_gelu_tanh, 0, -4, 4},
+        {"relu", AG_OP_RELU, op_relu, 0, -4, 4},
         {"softmax", AG_OP_SOFTMAX, op_softmax, 1, -4, 4}, {"log_softmax", AG_OP_LOG_SOFTMAX, ag_log_softmax, 1, -4, 4},
     };
     static const int sizes[] = {1 << 16, 1 << 20};

@@ -61,6 +61,7 @@ def main():
         ("sqrt", torch.sqrt, False, 0.1, 4),
         ("tanh", torch.tanh, False, -4, 4),
         ("gelu", F.gelu, False, -4, 4),
+        ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), False, -4, 4),
         ("relu", torch.relu, False, -4, 4),
         ("softmax", lambda x: torch.softmax(x, -1), True, -4, 4),
         ("log_softmax", lambda x: torch.log_softmax(x, -1), True, -4, 4),

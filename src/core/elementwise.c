@@ -687,7 +687,10 @@ ag_real ag__sum(size_t n, const ag_real *x)
     return s;
 }
 
-/* a[0] b[0] + ... + a[n-1] b[n-1], summed as ag__sum does. */
+/* a[0] b[0] + ... + a[n-1] b[n-1] in 16 partial sums, added up as a tree
+ * (4 vectors of 4 lanes into one, then its lanes): a chain of 16
+ * dependent additions would cost as much as the products of a row of a
+ * hundred.  A fixed order: the same result on every run. */
 ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b)
 {
     ag_real lane[16] = {0}, s = 0;
@@ -695,8 +698,9 @@ ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b)
     for (; i + 16 <= n; i += 16)
         for (int l = 0; l < 16; l++) lane[l] += a[i + l] * b[i + l];
     for (; i < n; i++) s += a[i] * b[i];
-    for (int l = 0; l < 16; l++) s += lane[l];
-    return s;
+    ag_real q[4];
+    for (int l = 0; l < 4; l++) q[l] = (lane[l] + lane[l + 4]) + (lane[l + 8] + lane[l + 12]);
+    return s + ((q[0] + q[1]) + (q[2] + q[3]));
 }
 
 ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, bool average)

@@ -12,7 +12,8 @@
  * parameter names.  This file parses the flags; the work is in train.c,
  * eval.c and sample.c.
  *
- * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
+ * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage, 130 / 143
+ * training stopped by SIGINT / SIGTERM after saving a checkpoint to --out. */
 #include "gpt.h"
 
 #include <errno.h>
@@ -32,7 +33,10 @@ void usage(FILE *f)
             "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
             "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
-            "                [--seed 0] [--threads N]\n",
+            "                [--seed 0] [--threads N]\n"
+            "\n"
+            "train: SIGINT or SIGTERM (Ctrl-C) ends the current step, saves a checkpoint to --out that\n"
+            "  --resume continues bit for bit, and exits 130 or 143; a second signal stops at once.\n",
             prog, prog, prog);
 }
 

@@ -97,43 +97,6 @@ typedef struct trainer {
     double t_start, step_seconds; /* step_seconds: the steps alone, no evaluation */
 } trainer;
 
-static int write_plot(const opts *o, const history *h)
-{
-    const double *ys[2] = {h->loss, h->val_loss};
-    const char *names[2] = {"training", "held-out"};
-    int ns[2] = {h->n, h->n};
-    char title[128], err[512];
-    snprintf(title, sizeof title, "gpt loss (cross-entropy per character), a point every %d steps", o->eval_every);
-    if (ag_svg_line_plot(o->plot, title, "evaluation", "loss", 2, names, ys, ns, err, sizeof err) != AG_OK) {
-        fprintf(stderr, "%s: %s\n", prog, err);
-        return 1;
-    }
-    if (!o->quiet) printf("wrote %s\n", o->plot);
-    return 0;
-}
-
-static int write_json(const opts *o, const history *h, int64_t steps, double seconds, double ms_per_step)
-{
-    FILE *f = fopen(o->json, "w");
-    if (!f) {
-        fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
-        return 1;
-    }
-    double loss = h->n ? h->loss[h->n - 1] : NAN, val = h->n ? h->val_loss[h->n - 1] : NAN;
-    fprintf(f, "{\"steps\": %lld, \"loss\": %.6f, \"val_loss\": %.6f, \"val_bits_per_char\": %.6f, "
-               "\"seconds\": %.3f, \"ms_per_step\": %.3f, \"history\": [",
-            (long long)steps, loss, val, val / log(2.0), seconds, ms_per_step);
-    for (int i = 0; i < h->n; i++)
-        fprintf(f, "%s{\"step\": %lld, \"loss\": %.6f, \"val_loss\": %.6f}", i ? ", " : "", (long long)h->step[i],
-                h->loss[i], h->val_loss[i]);
-    fprintf(f, "]}\n");
-    if (fclose(f) != 0) {
-        fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
-        return 1;
-    }
-    return 0;
-}
-
 /* ---- setting up ------------------------------------------------------------ */
 
 static int check_flags(const opts *o)
@@ -304,6 +267,43 @@ static int save_interrupted(trainer *t)
     fprintf(stderr, "%s: %s: stopped after step %lld; saved %s (continue with --resume %s)\n", prog,
             stop_signal_name(sig), (long long)t->ts.step, t->o->out, t->o->out);
     return 128 + sig;
+}
+
+static int write_plot(const opts *o, const history *h)
+{
+    const double *ys[2] = {h->loss, h->val_loss};
+    const char *names[2] = {"training", "held-out"};
+    int ns[2] = {h->n, h->n};
+    char title[128], err[512];
+    snprintf(title, sizeof title, "gpt loss (cross-entropy per character), a point every %d steps", o->eval_every);
+    if (ag_svg_line_plot(o->plot, title, "evaluation", "loss", 2, names, ys, ns, err, sizeof err) != AG_OK) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    if (!o->quiet) printf("wrote %s\n", o->plot);
+    return 0;
+}
+
+static int write_json(const opts *o, const history *h, int64_t steps, double seconds, double ms_per_step)
+{
+    FILE *f = fopen(o->json, "w");
+    if (!f) {
+        fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
+        return 1;
+    }
+    double loss = h->n ? h->loss[h->n - 1] : NAN, val = h->n ? h->val_loss[h->n - 1] : NAN;
+    fprintf(f, "{\"steps\": %lld, \"loss\": %.6f, \"val_loss\": %.6f, \"val_bits_per_char\": %.6f, "
+               "\"seconds\": %.3f, \"ms_per_step\": %.3f, \"history\": [",
+            (long long)steps, loss, val, val / log(2.0), seconds, ms_per_step);
+    for (int i = 0; i < h->n; i++)
+        fprintf(f, "%s{\"step\": %lld, \"loss\": %.6f, \"val_loss\": %.6f}", i ? ", " : "", (long long)h->step[i],
+                h->loss[i], h->val_loss[i]);
+    fprintf(f, "]}\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
+        return 1;
+    }
+    return 0;
 }
 
 /* The model, then the plot and the JSON. */

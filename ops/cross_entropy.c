@@ -42,96 +42,119 @@ typedef struct saved {
     ag_real *expd;      /* [rows, V], exp(x_v - m): p_v = expd_v / exp(logsum) */
 } saved;
 
-/* src/core/elementwise.c: y_i = exp(x_i - shift), returns the sum (vectorised). */
-
 ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
                             double label_smoothing)
 {
     return ag_cross_entropy_ex(g, logits, targets, ignore_index, label_smoothing, AG_REDUCTION_MEAN);
 }
 
-ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
-                               double label_smoothing, ag_reduction reduction)
+/* The arguments: logits [..., V] with V >= 1, label smoothing in [0, 1], a
+ * known reduction, targets given when there are rows, each in [0, V) or
+ * ignore_index.  *count gets the rows not ignored.  A bad one fails the
+ * graph with a message naming it, and returns false. */
+static bool check_args(ag_graph *g, const ag_tensor *logits, const int *targets, int ignore_index, double ls,
+                       ag_reduction reduction, size_t *count)
 {
-    if (!ag__ok(g, "cross_entropy", 1, logits)) return NULL;
     char sl[96];
     if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0) {
         ag_graph_fail(g, AG_ERR_SHAPE, "cross_entropy: logits must be [..., V] with V >= 1, got %s",
                       ag_shape_str(logits, sl, sizeof sl));
-        return NULL;
+        return false;
     }
-    double ls = label_smoothing;
     if (!(ls >= 0 && ls <= 1)) {
         ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: label_smoothing = %g must be in [0, 1]", ls);
-        return NULL;
+        return false;
     }
     if (reduction != AG_REDUCTION_MEAN && reduction != AG_REDUCTION_SUM && reduction != AG_REDUCTION_NONE) {
         ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: reduction %d is not mean (%d), sum (%d) or none (%d)",
                       (int)reduction, AG_REDUCTION_MEAN, AG_REDUCTION_SUM, AG_REDUCTION_NONE);
-        return NULL;
+        return false;
     }
     int V = logits->shape[logits->ndim - 1];
     size_t rows = logits->size / (size_t)V;
     if (rows > 0 && !targets) {
         ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: targets is NULL for logits %s",
                       ag_shape_str(logits, sl, sizeof sl));
-        return NULL;
+        return false;
     }
-    size_t count = 0;
+    *count = 0;
     for (size_t r = 0; r < rows; r++) {
         if (targets[r] == ignore_index) continue;
         if (targets[r] < 0 || targets[r] >= V) {
             ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: target %d at position %zu out of range [0, %d)",
                           targets[r], r, V);
-            return NULL;
+            return false;
         }
-        count++;
+        (*count)++;
     }
+    return true;
+}
+
+/* What the backward reads, in g's arena and hung on y: the targets
+ * (copied), room for m and log sum per row and for exp(x - m).  NULL when
+ * the arena is out of memory. */
+static saved *save_for_backward(ag_graph *g, ag_tensor *y, const int *targets, size_t rows, size_t count, int V)
+{
+    saved *sv = ag__alloc(g, sizeof *sv);
+    int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
+    double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
+    ag_real *ex = mx ? ag__alloc(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
+    if (!ex) return NULL;
+    if (rows) memcpy(tg, targets, rows * sizeof(int));
+    *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = mx + (rows ? rows : 1),
+                  .expd = ex};
+    ag__impl(y)->aux = sv;
+    return sv;
+}
+
+/* loss_r of a counted row r, xr its V logits; keeps m, log sum and
+ * exp(x - m) in sv for the backward. */
+static double row_loss(saved *sv, size_t r, const ag_real *xr, int V, double ls)
+{
+    double m = sv->max[r] = ag__row_max((size_t)V, xr); /* the row's largest logit */
+    if (m == -INFINITY) return INFINITY; /* every logit -inf: -log p_t = +inf, no gradient */
+    /* sum exp(x - m) (src/core/elementwise.c, vectorised), the terms kept
+     * for the backward; mean (x - m) */
+    double s = ag__exp_sum((size_t)V, xr, (ag_real)m, sv->expd + r * (size_t)V), mean_shifted = 0;
+    if (ls > 0) { /* only label smoothing needs the row's mean */
+#pragma omp simd reduction(+ : mean_shifted)
+        for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
+        mean_shifted /= V;
+    }
+    sv->logsum[r] = log(s);
+    /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m.
+     * A term whose weight is 0 is left out: a -inf logit (a masked
+     * class) makes x_t or the mean -inf, and 0 * -inf would be NaN. */
+    double loss_r = log(s);
+    if (ls < 1) loss_r -= (1 - ls) * (xr[sv->targets[r]] - m);
+    if (ls > 0) loss_r -= ls * mean_shifted;
+    return loss_r;
+}
+
+ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
+                               double label_smoothing, ag_reduction reduction)
+{
+    size_t count;
+    if (!ag__ok(g, "cross_entropy", 1, logits) ||
+        !check_args(g, logits, targets, ignore_index, label_smoothing, reduction, &count))
+        return NULL;
+    int V = logits->shape[logits->ndim - 1];
+    size_t rows = logits->size / (size_t)V;
     /* none: one loss per row, the logits' shape without its last axis */
     int per_row = reduction == AG_REDUCTION_NONE;
     ag_tensor *y = ag__node(g, AG_OP_CROSS_ENTROPY, per_row ? logits->ndim - 1 : 0, logits->shape, 1, &logits);
     if (!y) return NULL;
     ag__impl(y)->iarg[0] = ignore_index;
     ag__impl(y)->iarg[1] = (int)reduction;
-    ag__impl(y)->farg[0] = ls;
-    saved *sv = ag__alloc(g, sizeof *sv);
-    int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
-    double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
-    ag_real *ex = mx ? ag__alloc(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
-    if (!ex) return NULL;
-    double *logsum = mx + (rows ? rows : 1);
-    if (rows) memcpy(tg, targets, rows * sizeof(int));
-    *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = logsum, .expd = ex};
-    ag__impl(y)->aux = sv;
-
-    double total = 0;
+    ag__impl(y)->farg[0] = label_smoothing;
+    saved *sv = save_for_backward(g, y, targets, rows, count, V);
+    if (!sv) return NULL;
+    double total = 0; /* sum_r loss_r over the counted rows */
     for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = logits->data + r * (size_t)V;
-        mx[r] = -INFINITY;
-        logsum[r] = 0;
-        if (per_row) y->data[r] = 0;
-        if (tg[r] == ignore_index) continue;
-        double m = mx[r] = ag__row_max((size_t)V, xr); /* the row's largest logit */
-        if (m == -INFINITY) { /* every logit -inf: -log p_t = +inf, no gradient */
-            total += INFINITY;
-            if (per_row) y->data[r] = (ag_real)INFINITY;
-            continue;
-        }
-        /* sum exp(x - m), the terms kept for the backward; mean (x - m) */
-        double s = ag__exp_sum((size_t)V, xr, (ag_real)m, ex + r * (size_t)V), mean_shifted = 0;
-        if (ls > 0) { /* only label smoothing needs the row's mean */
-#pragma omp simd reduction(+ : mean_shifted)
-            for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
-            mean_shifted /= V;
-        }
-        logsum[r] = log(s);
-        /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m.
-         * A term whose weight is 0 is left out: a -inf logit (a masked
-         * class) makes x_t or the mean -inf, and 0 * -inf would be NaN. */
-        double loss_r = log(s);
-        if (ls < 1) loss_r -= (1 - ls) * (xr[tg[r]] - m);
-        if (ls > 0) loss_r -= ls * mean_shifted;
-        total += loss_r;
+        sv->max[r] = -INFINITY, sv->logsum[r] = 0; /* an ignored row's, read by the backward */
+        double loss_r = 0;
+        if (targets[r] != ignore_index)
+            total += loss_r = row_loss(sv, r, logits->data + r * (size_t)V, V, label_smoothing);
         if (per_row) y->data[r] = (ag_real)loss_r;
     }
     if (reduction == AG_REDUCTION_MEAN) y->data[0] = count ? (ag_real)(total / (double)count) : 0;

@@ -141,4 +141,31 @@ static inline void backward_weighted(ag_graph *g, ag_tensor *y, ag_tensor *w)
     cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
 }
 
+/* ---- a whole model's training step against PyTorch -------------------------
+ *
+ * tests/reference/translator.py and gpt.py store their results in float32
+ * (names without a suffix) and in float64 (suffix "64"), from the same
+ * weights.  The float build compares with the float32 results, the double
+ * build with the float64 ones, so each build is held to its own precision. */
+#ifdef AG_DOUBLE
+#define SUFFIX "64"
+#else
+#define SUFFIX ""
+#endif
+
+/* Tolerances.  PyTorch's own float32 results are within 3e-8 (absolute) of
+ * its float64 ones on the translator; a float32 computation in another
+ * order (attograd's) differs by as much again.
+ *   loss:        1e-5 relative in float, 1e-10 in double;
+ *   parameters:  |got - want| <= 1e-4 + 1e-4 |want| in float (the bound
+ *                the parity contract asks), 1e-10 + 1e-9 |want| in double;
+ *   gradients:   1e-6 + 1e-4 |want| in float (gradients are ~1e-3, so an
+ *                absolute 1e-4 would say little), 1e-12 + 1e-9 |want| in
+ *                double. */
+#define LOSS_REL TOL(1e-10, 1e-5)
+#define P_ABS TOL(1e-10, 1e-4)
+#define P_REL TOL(1e-9, 1e-4)
+#define G_ABS TOL(1e-12, 1e-6)
+#define G_REL TOL(1e-9, 1e-4)
+
 #endif

@@ -32,28 +32,8 @@
 #define DATA "tests/reference/tiny.tsv"
 #define FIXTURE "tests/reference/translator_step.safetensors"
 
-/* The reference of each build: the float32 results for the float build,
- * the float64 ones (suffix 64) for the double build. */
-#ifdef AG_DOUBLE
-#define SUFFIX "64"
-#else
-#define SUFFIX ""
-#endif
-
-/* Tolerances.  PyTorch's own float32 results are within 3e-8 (absolute) of
- * its float64 ones here; a float32 computation in another order (attograd's)
- * differs by as much again.
- *   loss:        1e-5 relative in float, 1e-10 in double;
- *   parameters:  |got - want| <= 1e-4 + 1e-4 |want| in float (the bound
- *                the parity contract asks), 1e-10 + 1e-9 |want| in double;
- *   gradients:   1e-6 + 1e-4 |want| in float (gradients are ~1e-3, so an
- *                absolute 1e-4 would say little), 1e-12 + 1e-9 |want| in
- *                double. */
-#define LOSS_REL TOL(1e-10, 1e-5)
-#define P_ABS TOL(1e-10, 1e-4)
-#define P_REL TOL(1e-9, 1e-4)
-#define G_ABS TOL(1e-12, 1e-6)
-#define G_REL TOL(1e-9, 1e-4)
+/* SUFFIX (each build's reference) and the tolerances LOSS_REL, P_ABS,
+ * P_REL, G_ABS, G_REL: tests/fixture.h, shared with tests/test_gpt.c. */
 
 #define BATCH 8      /* rows k * n / 8 of tiny.tsv, k < 8 */
 #define SGD_LR 0.1

@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +67,7 @@ static int rng_parse(const char *text, uint64_t s[4])
 }
 
 /* The metadata pairs: config and vocabulary, then the training state. */
-static ag_status add_meta(ag_st_writer *w, const model *m, const train_state *ts)
+static ag_status add_meta(ag_safetensors_writer *w, const model *m, const train_state *ts)
 {
     char vocab_text[1100], buf[80];
     vocab_format(&m->voc, vocab_text, sizeof vocab_text);
@@ -75,33 +77,39 @@ static ag_status add_meta(ag_st_writer *w, const model *m, const train_state *ts
         int value;
     } ints[] = {{"context", c->context}, {"hidden", c->hidden}, {"heads", c->heads},
                 {"ffn", c->ffn},         {"layers", c->layers}, {"untied", c->untied}};
-    ag_status st = ag_st_add_meta(w, "format", GPT_FORMAT);
-    if (st == AG_OK) st = ag_st_add_meta(w, "vocab", vocab_text);
-    if (st == AG_OK) st = ag_st_add_meta(w, "activation", activation_name(c->activation));
+    ag_status st = ag_safetensors_add_meta(w, "format", GPT_FORMAT);
+    if (st == AG_OK) st = ag_safetensors_add_meta(w, "vocab", vocab_text);
+    if (st == AG_OK) st = ag_safetensors_add_meta(w, "activation", activation_name(c->activation));
     for (size_t i = 0; st == AG_OK && i < sizeof ints / sizeof ints[0]; i++) {
         snprintf(buf, sizeof buf, "%d", ints[i].value);
-        st = ag_st_add_meta(w, ints[i].key, buf);
+        st = ag_safetensors_add_meta(w, ints[i].key, buf);
     }
     snprintf(buf, sizeof buf, "%.17g", c->dropout);
-    if (st == AG_OK) st = ag_st_add_meta(w, "dropout", buf);
+    if (st == AG_OK) st = ag_safetensors_add_meta(w, "dropout", buf);
     if (!ts || st != AG_OK) return st;
     snprintf(buf, sizeof buf, "%" PRId64, ts->step);
-    st = ag_st_add_meta(w, "step", buf);
+    st = ag_safetensors_add_meta(w, "step", buf);
     rng_format(ts->data_rng.s, buf, sizeof buf);
-    if (st == AG_OK) st = ag_st_add_meta(w, "data_rng", buf);
+    if (st == AG_OK) st = ag_safetensors_add_meta(w, "data_rng", buf);
     rng_format(ts->graph_rng, buf, sizeof buf);
-    if (st == AG_OK) st = ag_st_add_meta(w, "graph_rng", buf);
+    if (st == AG_OK) st = ag_safetensors_add_meta(w, "graph_rng", buf);
+    if (!ts->loss_steps || st != AG_OK) return st;
+    /* stopped between two evaluations: the interval's loss so far */
+    snprintf(buf, sizeof buf, "%.17g", ts->loss_sum);
+    st = ag_safetensors_add_meta(w, "loss_sum", buf);
+    snprintf(buf, sizeof buf, "%d", ts->loss_steps);
+    if (st == AG_OK) st = ag_safetensors_add_meta(w, "loss_steps", buf);
     return st;
 }
 
 int model_save(const model *m, ag_optim *opt, const train_state *ts, const char *path)
 {
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     ag_status st = w ? AG_OK : AG_ERR_NOMEM;
     const char *dtype = sizeof(ag_real) == 8 ? "F64" : "F32";
     for (int i = 0; st == AG_OK && i < ag_store_count(m->store); i++) {
         ag_tensor *t = ag_store_at(m->store, i);
-        st = ag_st_add(w, t->name, dtype, t->ndim, t->shape, t->data);
+        st = ag_safetensors_add(w, t->name, dtype, t->ndim, t->shape, t->data);
     }
     for (int which = 0; opt && which < 2; which++)
         for (int i = 0; st == AG_OK && i < ag_store_count(m->store); i++) {
@@ -109,21 +117,21 @@ int model_save(const model *m, ag_optim *opt, const train_state *ts, const char 
             ag_real *s = ag_optim_state(opt, i, which, NULL);
             char name[160];
             snprintf(name, sizeof name, "optimizer.%s.%s", which ? "v" : "m", t->name);
-            if (s) st = ag_st_add(w, name, dtype, t->ndim, t->shape, s);
+            if (s) st = ag_safetensors_add(w, name, dtype, t->ndim, t->shape, s);
         }
     if (st == AG_OK) st = add_meta(w, m, opt ? ts : NULL);
     char err[512] = "";
-    if (st == AG_OK) st = ag_st_save(w, path, err, sizeof err);
+    if (st == AG_OK) st = ag_safetensors_save(w, path, err, sizeof err);
     else snprintf(err, sizeof err, "%s: cannot assemble the checkpoint: %s", path, ag_status_name(st));
-    ag_st_writer_free(w);
+    ag_safetensors_writer_free(w);
     if (st != AG_OK) fprintf(stderr, "%s: %s\n", prog, err);
     return st != AG_OK;
 }
 
 /* A whole number in [lo, hi] from the metadata. */
-static int meta_number(const ag_st *f, const char *key, long lo, long hi, int *out, const char *path)
+static int meta_number(const ag_safetensors *f, const char *key, long lo, long hi, int *out, const char *path)
 {
-    const char *v = ag_st_meta(f, key);
+    const char *v = ag_safetensors_meta(f, key);
     char *end = NULL;
     errno = 0;
     long x = v ? strtol(v, &end, 10) : 0;
@@ -138,14 +146,14 @@ static int meta_number(const ag_st *f, const char *key, long lo, long hi, int *o
 
 /* Config and vocabulary from the metadata, in the flags' ranges (a hostile
  * file cannot ask for a model that takes hours to build). */
-static int read_config(const ag_st *f, model *m, const char *path)
+static int read_config(const ag_safetensors *f, model *m, const char *path)
 {
     ag_gpt_config *c = &m->cfg;
     if (meta_number(f, "context", 1, 4096, &c->context, path) || meta_number(f, "hidden", 1, 4096, &c->hidden, path) ||
         meta_number(f, "heads", 1, 256, &c->heads, path) || meta_number(f, "ffn", 1, 16384, &c->ffn, path) ||
         meta_number(f, "layers", 1, 64, &c->layers, path) || meta_number(f, "untied", 0, 1, &c->untied, path))
         return 1;
-    const char *act = ag_st_meta(f, "activation"), *dr = ag_st_meta(f, "dropout");
+    const char *act = ag_safetensors_meta(f, "activation"), *dr = ag_safetensors_meta(f, "dropout");
     if (act && !strcmp(act, "gelu")) c->activation = AG_ACT_GELU;
     else if (act && !strcmp(act, "gelu_tanh")) c->activation = AG_ACT_GELU_TANH;
     else if (act && !strcmp(act, "relu")) c->activation = AG_ACT_RELU;
@@ -160,7 +168,7 @@ static int read_config(const ag_st *f, model *m, const char *path)
         fprintf(stderr, "%s: %s: metadata 'dropout' is %s, want a number in [0, 1)\n", prog, path, dr ? dr : "missing");
         return 1;
     }
-    if (vocab_parse(&m->voc, ag_st_meta(f, "vocab"))) {
+    if (vocab_parse(&m->voc, ag_safetensors_meta(f, "vocab"))) {
         fprintf(stderr, "%s: %s: metadata 'vocab' is missing or not increasing byte values 0..255\n", prog, path);
         return 1;
     }
@@ -168,16 +176,16 @@ static int read_config(const ag_st *f, model *m, const char *path)
     return 0;
 }
 
-int model_load(model *m, const char *path, ag_st **keep)
+int model_load(model *m, const char *path, ag_safetensors **keep)
 {
     char err[512];
-    ag_st *f = NULL;
+    ag_safetensors *f = NULL;
     memset(m, 0, sizeof *m);
-    if (ag_st_load(path, &f, err, sizeof err) != AG_OK) {
+    if (ag_safetensors_load(path, &f, err, sizeof err) != AG_OK) {
         fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
-    const char *fmt = ag_st_meta(f, "format");
+    const char *fmt = ag_safetensors_meta(f, "format");
     if (!fmt || strcmp(fmt, GPT_FORMAT)) {
         fprintf(stderr, "%s: %s: not a gpt model (metadata 'format' is %s, want '%s')\n", prog, path,
                 fmt ? fmt : "missing", GPT_FORMAT);
@@ -189,24 +197,42 @@ int model_load(model *m, const char *path, ag_st **keep)
         goto fail;
     }
     if (keep) *keep = f;
-    else ag_st_free(f);
+    else ag_safetensors_free(f);
     return 0;
 fail:
-    ag_st_free(f);
+    ag_safetensors_free(f);
     model_free(m);
     return 1;
 }
 
-int model_load_state(ag_st *f, const model *m, ag_optim *opt, train_state *ts, const char *path)
+/* loss_sum and loss_steps, when the run stopped between two evaluations. */
+static int read_interval_loss(const ag_safetensors *f, train_state *ts, const char *path)
 {
-    const char *step = ag_st_meta(f, "step");
+    ts->loss_sum = 0, ts->loss_steps = 0;
+    if (!ag_safetensors_meta(f, "loss_steps")) return 0;
+    const char *sum = ag_safetensors_meta(f, "loss_sum");
+    char *end = NULL;
+    if (meta_number(f, "loss_steps", 1, INT_MAX, &ts->loss_steps, path)) return 1;
+    ts->loss_sum = sum ? strtod(sum, &end) : NAN;
+    if (!sum || !*sum || *end || !isfinite(ts->loss_sum)) {
+        fprintf(stderr, "%s: %s: metadata 'loss_sum' is %s, want a finite number\n", prog, path,
+                sum ? sum : "missing");
+        return 1;
+    }
+    return 0;
+}
+
+int model_load_state(const ag_safetensors *f, const model *m, ag_optim *opt, train_state *ts, const char *path)
+{
+    const char *step = ag_safetensors_meta(f, "step");
     char *end = NULL, err[512];
     ts->step = step ? strtoll(step, &end, 10) : -1;
-    if (!step || *end || ts->step < 0 || rng_parse(ag_st_meta(f, "data_rng"), ts->data_rng.s) ||
-        rng_parse(ag_st_meta(f, "graph_rng"), ts->graph_rng)) {
+    if (!step || *end || ts->step < 0 || rng_parse(ag_safetensors_meta(f, "data_rng"), ts->data_rng.s) ||
+        rng_parse(ag_safetensors_meta(f, "graph_rng"), ts->graph_rng)) {
         fprintf(stderr, "%s: %s: no training state to resume from (step, data_rng, graph_rng)\n", prog, path);
         return 1;
     }
+    if (read_interval_loss(f, ts, path)) return 1;
     for (int which = 0; which < 2; which++)
         for (int i = 0; i < ag_store_count(m->store); i++) {
             ag_tensor *t = ag_store_at(m->store, i);
@@ -214,7 +240,7 @@ int model_load_state(ag_st *f, const model *m, ag_optim *opt, train_state *ts, c
             ag_real *s = ag_optim_state(opt, i, which, &n);
             char name[160];
             snprintf(name, sizeof name, "optimizer.%s.%s", which ? "v" : "m", t->name);
-            if (s && ag_st_read(f, name, s, n, err, sizeof err) != AG_OK) {
+            if (s && ag_safetensors_read(f, name, s, n, err, sizeof err) != AG_OK) {
                 fprintf(stderr, "%s: %s: %s\n", prog, path, err);
                 return 1;
             }

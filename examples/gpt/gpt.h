@@ -7,7 +7,9 @@
  *   eval.c        `gpt eval`: loss and bits per character on a file
  *   sample.c      `gpt sample`: seeded text from a prompt
  *
- * Exit status everywhere: 0 ok, 1 a file or the data is bad, 2 bad usage. */
+ * Exit status everywhere: 0 ok, 1 a file or the data is bad, 2 bad usage;
+ * `gpt train` stopped by SIGINT / SIGTERM, after saving a checkpoint that
+ * --resume continues: 130 / 143. */
 #ifndef GPT_EXAMPLE_H
 #define GPT_EXAMPLE_H
 
@@ -70,6 +72,8 @@ typedef struct train_state {
     int64_t step;      /* optimizer steps taken */
     ag_rng data_rng;   /* the batches' offsets */
     uint64_t graph_rng[4];
+    double loss_sum;   /* the training loss summed over the loss_steps steps */
+    int loss_steps;    /* since the last evaluation (saved when not 0) */
 } train_state;
 
 int model_build(model *m, uint64_t seed);
@@ -78,8 +82,8 @@ void model_free(model *m);
 int model_save(const model *m, ag_optim *opt, const train_state *ts, const char *path);
 /* Config, vocabulary and weights from path; *keep (when not NULL) gets the
  * open file, for model_load_state. */
-int model_load(model *m, const char *path, ag_st **keep);
-int model_load_state(ag_st *f, const model *m, ag_optim *opt, train_state *ts, const char *path);
+int model_load(model *m, const char *path, ag_safetensors **keep);
+int model_load_state(const ag_safetensors *f, const model *m, ag_optim *opt, train_state *ts, const char *path);
 
 /* ---- the commands ---------------------------------------------------------------- */
 

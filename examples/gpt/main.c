@@ -12,7 +12,8 @@
  * parameter names.  This file parses the flags; the work is in train.c,
  * eval.c and sample.c.
  *
- * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
+ * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage, 130 / 143
+ * training stopped by SIGINT / SIGTERM after saving a checkpoint to --out. */
 #include "gpt.h"
 
 #include <errno.h>
@@ -32,7 +33,10 @@ void usage(FILE *f)
             "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
             "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
-            "                [--seed 0] [--threads N]\n",
+            "                [--seed 0] [--threads N]\n"
+            "\n"
+            "train: SIGINT or SIGTERM (Ctrl-C) ends the current step, saves a checkpoint to --out that\n"
+            "  --resume continues bit for bit, and exits 130 or 143; a second signal stops at once.\n",
             prog, prog, prog);
 }
 
@@ -67,6 +71,47 @@ static int real(const char *flag, const char *s, double lo, double hi, double *o
     return 0;
 }
 
+/* The value v of flag f into o.  Returns 0, or the exit status (2). */
+static int parse_value(const char *f, const char *v, opts *o)
+{
+    int seed, rc = 0;
+    if (!strcmp(f, "--data")) o->data = v;
+    else if (!strcmp(f, "--out")) o->out = v;
+    else if (!strcmp(f, "--model")) o->model = v;
+    else if (!strcmp(f, "--resume")) o->resume = v;
+    else if (!strcmp(f, "--json")) o->json = v;
+    else if (!strcmp(f, "--plot")) o->plot = v;
+    else if (!strcmp(f, "--prompt")) o->prompt = v;
+    else if (!strcmp(f, "--steps")) rc = whole(f, v, 1, 10000000, &o->steps);
+    else if (!strcmp(f, "--batch")) rc = whole(f, v, 1, 65536, &o->batch);
+    else if (!strcmp(f, "--context")) rc = whole(f, v, 1, 4096, &o->context);
+    else if (!strcmp(f, "--hidden")) rc = whole(f, v, 1, 4096, &o->hidden);
+    else if (!strcmp(f, "--heads")) rc = whole(f, v, 1, 256, &o->heads);
+    else if (!strcmp(f, "--ffn")) rc = whole(f, v, 1, 16384, &o->ffn);
+    else if (!strcmp(f, "--layers")) rc = whole(f, v, 1, 64, &o->layers);
+    else if (!strcmp(f, "--eval-every")) rc = whole(f, v, 1, 10000000, &o->eval_every);
+    else if (!strcmp(f, "--threads")) rc = whole(f, v, 1, 256, &o->threads);
+    else if (!strcmp(f, "--length")) rc = whole(f, v, 0, 1000000, &o->length);
+    else if (!strcmp(f, "--top-k")) rc = whole(f, v, 0, 256, &o->top_k);
+    else if (!strcmp(f, "--seed")) {
+        rc = whole(f, v, 0, INT_MAX, &seed);
+        o->seed = (uint64_t)seed;
+    } else if (!strcmp(f, "--lr")) rc = real(f, v, 1e-12, 10, &o->lr);
+    else if (!strcmp(f, "--clip")) rc = real(f, v, 0, 1e6, &o->clip);
+    else if (!strcmp(f, "--dropout")) rc = real(f, v, 0, 0.99, &o->dropout);
+    else if (!strcmp(f, "--temperature")) rc = real(f, v, 0, 100, &o->temperature);
+    else if (!strcmp(f, "--activation")) {
+        if (strcmp(v, "gelu") && strcmp(v, "gelu_tanh") && strcmp(v, "relu"))
+            return bad_value(f, "gelu, gelu_tanh or relu", v);
+        o->activation = v;
+    } else {
+        fprintf(stderr, "%s: unknown flag '%s'\n", prog, f);
+        usage(stderr);
+        return 2;
+    }
+    return rc;
+}
+
 /* Flags of argv[first..].  Returns 0, -1 for --help, or the exit status. */
 static int parse(int argc, char **argv, int first, opts *o)
 {
@@ -96,42 +141,7 @@ static int parse(int argc, char **argv, int first, opts *o)
             usage(stderr);
             return 2;
         }
-        const char *v = argv[++i];
-        int rc = 0, seed;
-        if (!strcmp(f, "--data")) o->data = v;
-        else if (!strcmp(f, "--out")) o->out = v;
-        else if (!strcmp(f, "--model")) o->model = v;
-        else if (!strcmp(f, "--resume")) o->resume = v;
-        else if (!strcmp(f, "--json")) o->json = v;
-        else if (!strcmp(f, "--plot")) o->plot = v;
-        else if (!strcmp(f, "--prompt")) o->prompt = v;
-        else if (!strcmp(f, "--steps")) rc = whole(f, v, 1, 10000000, &o->steps);
-        else if (!strcmp(f, "--batch")) rc = whole(f, v, 1, 65536, &o->batch);
-        else if (!strcmp(f, "--context")) rc = whole(f, v, 1, 4096, &o->context);
-        else if (!strcmp(f, "--hidden")) rc = whole(f, v, 1, 4096, &o->hidden);
-        else if (!strcmp(f, "--heads")) rc = whole(f, v, 1, 256, &o->heads);
-        else if (!strcmp(f, "--ffn")) rc = whole(f, v, 1, 16384, &o->ffn);
-        else if (!strcmp(f, "--layers")) rc = whole(f, v, 1, 64, &o->layers);
-        else if (!strcmp(f, "--eval-every")) rc = whole(f, v, 1, 10000000, &o->eval_every);
-        else if (!strcmp(f, "--threads")) rc = whole(f, v, 1, 256, &o->threads);
-        else if (!strcmp(f, "--length")) rc = whole(f, v, 0, 1000000, &o->length);
-        else if (!strcmp(f, "--top-k")) rc = whole(f, v, 0, 256, &o->top_k);
-        else if (!strcmp(f, "--seed")) {
-            rc = whole(f, v, 0, INT_MAX, &seed);
-            o->seed = (uint64_t)seed;
-        } else if (!strcmp(f, "--lr")) rc = real(f, v, 1e-12, 10, &o->lr);
-        else if (!strcmp(f, "--clip")) rc = real(f, v, 0, 1e6, &o->clip);
-        else if (!strcmp(f, "--dropout")) rc = real(f, v, 0, 0.99, &o->dropout);
-        else if (!strcmp(f, "--temperature")) rc = real(f, v, 0, 100, &o->temperature);
-        else if (!strcmp(f, "--activation")) {
-            if (strcmp(v, "gelu") && strcmp(v, "gelu_tanh") && strcmp(v, "relu"))
-                return bad_value(f, "gelu, gelu_tanh or relu", v);
-            o->activation = v;
-        } else {
-            fprintf(stderr, "%s: unknown flag '%s'\n", prog, f);
-            usage(stderr);
-            return 2;
-        }
+        int rc = parse_value(f, argv[++i], o);
         if (rc) return rc;
     }
     return 0;

@@ -1,13 +1,31 @@
-/* train.c: `gpt train`: a character-level GPT on a text file.
+/* train.c: `gpt train`, a character-level GPT on a text file, as a list of
+ * named steps:
+ *
+ *   check_flags       the flags that only make sense together
+ *   load_text         the corpus
+ *   new_model         vocabulary and model from the flags, or
+ *   resume_model      both from --resume (the text must have its characters)
+ *   make_optimizer    Adam; on --resume its moments and the run's state
+ *   make_batches      the text as ids, room for a batch, the graph
+ *   for each step:    train_step: a batch, loss, backward, clip, Adam;
+ *                     evaluate: every --eval-every steps and after the last
+ *   save_and_report   the checkpoint, crash-safely to --out; plot and JSON
  *
  * Each step reads B windows of `context` characters at offsets drawn from a
  * seeded stream over the first nine tenths of the text (each position's
  * target is the next character), and takes one Adam step on their mean
- * cross-entropy, after clipping the gradient norm.  Every --eval-every
- * steps, and at the end, the held-out tenth is scored (eval.c).  The
- * checkpoint keeps Adam's moments and both random streams, so --resume
- * continues exactly where a run stopped. */
+ * cross-entropy, after clipping the gradient norm.  The held-out tenth is
+ * scored by eval.c.
+ *
+ * Invariant: the file at --out, when written, holds everything the run's
+ * continuation depends on (weights, Adam's moments, the step count, both
+ * random streams, the loss of the interval being logged), so --resume from
+ * it reproduces the uninterrupted run bit for bit.  SIGINT and SIGTERM only
+ * set a flag (examples/common/stop_signal.h); the loop checks it after each
+ * step, saves there and exits 128 + signal. */
+#define _XOPEN_SOURCE 700 /* SA_RESTART, SA_RESETHAND */
 #include "gpt.h"
+#include "../common/stop_signal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -30,51 +48,6 @@ static void next_batch(ag_rng *r, const int *ids, size_t n, int B, int T, int *x
         memcpy(x + (size_t)b * T, ids + at, (size_t)T * sizeof *x);
         memcpy(y + (size_t)b * T, ids + at + 1, (size_t)T * sizeof *y);
     }
-}
-
-/* One step: loss, backward, clip, Adam, zero the gradients. */
-static ag_status train_step(model *m, ag_graph *g, ag_optim *opt, const int *x, const int *y, int B, double clip,
-                            double *loss)
-{
-    ag_graph_reset(g);
-    ag_tensor *l = ag_gpt_loss(g, &m->net, x, y, B, m->cfg.context);
-    ag_status st = ag_backward(g, l);
-    if (st != AG_OK) return st;
-    *loss = (double)l->data[0];
-    if ((st = ag_clip_grad_norm(m->store, clip, NULL)) != AG_OK) return st;
-    if ((st = ag_optim_step(opt)) != AG_OK) return st;
-    ag_store_zero_grad(m->store);
-    return AG_OK;
-}
-
-/* A new model from the flags, or the one --resume names (the text must
- * have the same characters). */
-static int start(const opts *o, model *m, const unsigned char *text, size_t n, ag_st **resume, train_state *ts)
-{
-    if (o->resume) {
-        if (model_load(m, o->resume, resume)) return 1;
-        vocab v;
-        vocab_from_text(&v, text, n);
-        if (v.V != m->voc.V || memcmp(v.chars, m->voc.chars, (size_t)v.V)) {
-            fprintf(stderr, "%s: %s has other characters (%d) than the model %s was trained on (%d)\n", prog,
-                    o->data, v.V, o->resume, m->voc.V);
-            return 1;
-        }
-        return 0;
-    }
-    vocab_from_text(&m->voc, text, n);
-    ag_activation act = !strcmp(o->activation, "gelu_tanh") ? AG_ACT_GELU_TANH
-                        : !strcmp(o->activation, "relu")    ? AG_ACT_RELU
-                                                            : AG_ACT_GELU;
-    m->cfg = (ag_gpt_config){.vocab = m->voc.V, .context = o->context, .hidden = o->hidden, .heads = o->heads,
-                             .ffn = o->ffn, .layers = o->layers, .dropout = o->dropout, .activation = act,
-                             .untied = o->untied};
-    if (model_build(m, o->seed)) return 1;
-    ag_rng_seed(&ts->data_rng, o->seed ^ 0xda7aull);
-    ag_rng r;
-    ag_rng_seed(&r, o->seed ^ 0xd0ull);
-    memcpy(ts->graph_rng, r.s, sizeof ts->graph_rng);
-    return 0;
 }
 
 /* The curve of the training loss (mean over each interval) and of the
@@ -106,6 +79,194 @@ static int history_add(history *h, int64_t step, double loss, double val_loss)
 static void history_free(history *h)
 {
     free(h->step), free(h->loss), free(h->val_loss);
+}
+
+typedef struct trainer {
+    const opts *o;
+    unsigned char *text;    /* the corpus, n bytes */
+    size_t n, split;        /* ids[0..split) for training, ids[split..n) held out */
+    int *ids;               /* the text as the model's ids */
+    model m;
+    ag_safetensors *resume; /* the checkpoint, open until the optimizer is restored */
+    train_state ts;         /* where the run is: saved with the model */
+    ag_optim *opt;
+    int *x, *y;             /* a batch: B windows [B, T] and their next characters */
+    ag_graph *g;
+    history h;              /* for --plot and --json */
+    int64_t first;          /* ts.step when this run began */
+    double t_start, step_seconds; /* step_seconds: the steps alone, no evaluation */
+} trainer;
+
+/* ---- setting up ------------------------------------------------------------ */
+
+static int check_flags(const opts *o)
+{
+    if (!o->data || !o->out) {
+        fprintf(stderr, "%s: train needs --data FILE and --out MODEL\n", prog);
+        usage(stderr);
+        return 2;
+    }
+    if (o->hidden % o->heads) {
+        fprintf(stderr, "%s: --hidden %d is not a multiple of --heads %d\n", prog, o->hidden, o->heads);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+static int load_text(trainer *t)
+{
+    return text_load(t->o->data, &t->text, &t->n);
+}
+
+static int new_model(trainer *t)
+{
+    const opts *o = t->o;
+    model *m = &t->m;
+    vocab_from_text(&m->voc, t->text, t->n);
+    ag_activation act = !strcmp(o->activation, "gelu_tanh") ? AG_ACT_GELU_TANH
+                        : !strcmp(o->activation, "relu")    ? AG_ACT_RELU
+                                                            : AG_ACT_GELU;
+    m->cfg = (ag_gpt_config){.vocab = m->voc.V, .context = o->context, .hidden = o->hidden, .heads = o->heads,
+                             .ffn = o->ffn, .layers = o->layers, .dropout = o->dropout, .activation = act,
+                             .untied = o->untied};
+    if (model_build(m, o->seed)) return 1;
+    ag_rng_seed(&t->ts.data_rng, o->seed ^ 0xda7aull);
+    ag_rng r;
+    ag_rng_seed(&r, o->seed ^ 0xd0ull);
+    memcpy(t->ts.graph_rng, r.s, sizeof t->ts.graph_rng);
+    return 0;
+}
+
+static int resume_model(trainer *t)
+{
+    const opts *o = t->o;
+    if (model_load(&t->m, o->resume, &t->resume)) return 1;
+    vocab v;
+    vocab_from_text(&v, t->text, t->n);
+    if (v.V != t->m.voc.V || memcmp(v.chars, t->m.voc.chars, (size_t)v.V)) {
+        fprintf(stderr, "%s: %s has other characters (%d) than the model %s was trained on (%d)\n", prog, o->data,
+                v.V, o->resume, t->m.voc.V);
+        return 1;
+    }
+    return 0;
+}
+
+static int make_optimizer(trainer *t)
+{
+    t->opt = ag_adam_new(t->m.store, t->o->lr, 0.9, 0.999, 1e-8, 0, 0);
+    if (!t->opt) {
+        fprintf(stderr, "%s: optimizer: %s\n", prog, ag_store_error(t->m.store));
+        return 1;
+    }
+    if (!t->resume) return 0;
+    int rc = model_load_state(t->resume, &t->m, t->opt, &t->ts, t->o->resume);
+    ag_safetensors_free(t->resume);
+    t->resume = NULL;
+    return rc;
+}
+
+static int make_batches(trainer *t)
+{
+    const opts *o = t->o;
+    int B = o->batch, T = t->m.cfg.context;
+    t->split = held_out_start(t->n, T);
+    if (t->split < (size_t)T + 1) {
+        fprintf(stderr, "%s: %s: %zu characters for training, need more than the context (%d)\n", prog, o->data,
+                t->split, T);
+        return 1;
+    }
+    t->ids = malloc(t->n * sizeof *t->ids);
+    t->x = malloc((size_t)B * T * sizeof *t->x);
+    t->y = malloc((size_t)B * T * sizeof *t->y);
+    t->g = ag_graph_new();
+    if (!t->ids || !t->x || !t->y || !t->g) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 1;
+    }
+    if (text_encode(&t->m.voc, t->text, t->n, t->ids, o->data)) return 1;
+    memcpy(ag_graph_rng(t->g), t->ts.graph_rng, sizeof t->ts.graph_rng);
+    if (!o->quiet)
+        printf("%zu characters (%d distinct), %zu for training; %zu parameters; steps %lld..%d\n", t->n, t->m.voc.V,
+               t->split, ag_store_numel(t->m.store), (long long)t->ts.step + 1, o->steps);
+    t->first = t->ts.step;
+    t->t_start = now();
+    return 0;
+}
+
+/* ---- a step ------------------------------------------------------------------ */
+
+/* One step on the next batch: loss, backward, clip, Adam, zero the
+ * gradients; the loss joins the interval's. */
+static int train_step(trainer *t)
+{
+    model *m = &t->m;
+    int B = t->o->batch, T = m->cfg.context;
+    next_batch(&t->ts.data_rng, t->ids, t->split, B, T, t->x, t->y);
+    double t0 = now();
+    ag_graph_reset(t->g);
+    ag_tensor *l = ag_gpt_loss(t->g, &m->net, t->x, t->y, B, T);
+    if (ag_backward(t->g, l) != AG_OK) {
+        fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)t->ts.step + 1, ag_graph_error(t->g));
+        return 1;
+    }
+    double loss = (double)l->data[0];
+    if (ag_clip_grad_norm(m->store, t->o->clip, NULL) != AG_OK) {
+        fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)t->ts.step + 1, ag_store_error(m->store));
+        return 1;
+    }
+    if (ag_optim_step(t->opt) != AG_OK) {
+        fprintf(stderr, "%s: step %lld: %s (optimizer)\n", prog, (long long)t->ts.step + 1, ag_optim_error(t->opt));
+        return 1;
+    }
+    ag_store_zero_grad(m->store);
+    t->step_seconds += now() - t0;
+    t->ts.step++;
+    t->ts.loss_sum += loss, t->ts.loss_steps++;
+    return 0;
+}
+
+/* Every --eval-every steps and after the last: the held-out loss, the log
+ * line, a point of the curve; the interval starts again. */
+static int evaluate(trainer *t)
+{
+    const opts *o = t->o;
+    train_state *ts = &t->ts;
+    if (ts->step % o->eval_every && ts->step < o->steps) return 0;
+    double val, loss = ts->loss_sum / ts->loss_steps;
+    size_t count;
+    if (dataset_loss(&t->m, t->g, t->ids + t->split, t->n - t->split, o->batch, &val, &count) != AG_OK) {
+        fprintf(stderr, "%s: held-out loss: %s\n", prog, ag_graph_error(t->g));
+        return 1;
+    }
+    double ms = 1e3 * t->step_seconds / (double)(ts->step - t->first);
+    if (!o->quiet)
+        printf("step %5lld  loss %.4f  held-out %.4f (%.3f bits/char)  %.2f ms/step\n", (long long)ts->step, loss,
+               val, val / log(2.0), ms);
+    if (history_add(&t->h, ts->step, loss, val)) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 1;
+    }
+    ts->loss_sum = 0, ts->loss_steps = 0;
+    return 0;
+}
+
+/* ---- the end ------------------------------------------------------------------- */
+
+static int save_checkpoint(trainer *t)
+{
+    memcpy(t->ts.graph_rng, ag_graph_rng(t->g), sizeof t->ts.graph_rng);
+    return model_save(&t->m, t->opt, &t->ts, t->o->out);
+}
+
+/* After a signal: the checkpoint, and the exit status that names the signal. */
+static int save_interrupted(trainer *t)
+{
+    int sig = stop_signal;
+    if (save_checkpoint(t)) return 1;
+    fprintf(stderr, "%s: %s: stopped after step %lld; saved %s (continue with --resume %s)\n", prog,
+            stop_signal_name(sig), (long long)t->ts.step, t->o->out, t->o->out);
+    return 128 + sig;
 }
 
 static int write_plot(const opts *o, const history *h)
@@ -145,98 +306,40 @@ static int write_json(const opts *o, const history *h, int64_t steps, double sec
     return 0;
 }
 
+/* The model, then the plot and the JSON. */
+static int save_and_report(trainer *t)
+{
+    const opts *o = t->o;
+    double seconds = now() - t->t_start;
+    if (save_checkpoint(t)) return 1;
+    if (!o->quiet) printf("wrote %s\n", o->out);
+    if (o->plot && write_plot(o, &t->h)) return 1;
+    int64_t steps = t->ts.step - t->first;
+    double ms = steps > 0 ? 1e3 * t->step_seconds / (double)steps : 0;
+    return o->json && write_json(o, &t->h, t->ts.step, seconds, ms);
+}
+
+static void trainer_free(trainer *t)
+{
+    history_free(&t->h);
+    ag_optim_free(t->opt);
+    ag_graph_free(t->g);
+    ag_safetensors_free(t->resume);
+    model_free(&t->m);
+    free(t->text), free(t->ids), free(t->x), free(t->y);
+}
+
 int cmd_train(const opts *o)
 {
-    if (!o->data || !o->out) {
-        fprintf(stderr, "%s: train needs --data FILE and --out MODEL\n", prog);
-        usage(stderr);
-        return 2;
-    }
-    if (o->hidden % o->heads) {
-        fprintf(stderr, "%s: --hidden %d is not a multiple of --heads %d\n", prog, o->hidden, o->heads);
-        usage(stderr);
-        return 2;
-    }
-    unsigned char *text = NULL;
-    size_t n = 0;
-    int *ids = NULL, *x = NULL, *y = NULL, rc = 1;
-    model m = {0};
-    ag_st *resume = NULL;
-    ag_graph *g = NULL;
-    ag_optim *opt = NULL;
-    train_state ts = {0};
-    history h = {0};
-
-    if (text_load(o->data, &text, &n) || start(o, &m, text, n, &resume, &ts)) goto done;
-    int B = o->batch, T = m.cfg.context;
-    size_t split = held_out_start(n, T);
-    if (split < (size_t)T + 1) {
-        fprintf(stderr, "%s: %s: %zu characters for training, need more than the context (%d)\n", prog, o->data,
-                split, T);
-        goto done;
-    }
-    ids = malloc(n * sizeof *ids);
-    x = malloc((size_t)B * T * sizeof *x);
-    y = malloc((size_t)B * T * sizeof *y);
-    g = ag_graph_new();
-    opt = ag_adam_new(m.store, o->lr, 0.9, 0.999, 1e-8, 0, 0);
-    if (!ids || !x || !y || !g || !opt) {
-        fprintf(stderr, "%s: out of memory\n", prog);
-        goto done;
-    }
-    if (text_encode(&m.voc, text, n, ids, o->data)) goto done;
-    if (resume && model_load_state(resume, &m, opt, &ts, o->resume)) goto done;
-    memcpy(ag_graph_rng(g), ts.graph_rng, sizeof ts.graph_rng);
-    if (!o->quiet)
-        printf("%zu characters (%d distinct), %zu for training; %zu parameters; steps %lld..%d\n", n, m.voc.V, split,
-               ag_store_numel(m.store), (long long)ts.step + 1, o->steps);
-
-    double t0 = now(), step_seconds = 0, interval_loss = 0; /* step_seconds: the steps alone, no evaluation */
-    int in_interval = 0;
-    int64_t first = ts.step;
-    for (; ts.step < o->steps; ts.step++) {
-        next_batch(&ts.data_rng, ids, split, B, T, x, y);
-        double loss, t_step = now();
-        ag_status st = train_step(&m, g, opt, x, y, B, o->clip, &loss);
-        step_seconds += now() - t_step;
-        if (st != AG_OK) {
-            fprintf(stderr, "%s: step %lld: %s%s\n", prog, (long long)ts.step + 1,
-                    ag_graph_status(g) != AG_OK ? ag_graph_error(g) : ag_optim_last_error(),
-                    ag_graph_status(g) != AG_OK ? "" : " (optimizer)");
-            goto done;
-        }
-        interval_loss += loss, in_interval++;
-        if ((ts.step + 1) % o->eval_every && ts.step + 1 < o->steps) continue;
-        double val;
-        size_t count;
-        if (dataset_loss(&m, g, ids + split, n - split, B, &val, &count) != AG_OK) {
-            fprintf(stderr, "%s: held-out loss: %s\n", prog, ag_graph_error(g));
-            goto done;
-        }
-        double ms = 1e3 * step_seconds / (double)(ts.step + 1 - first);
-        if (!o->quiet)
-            printf("step %5lld  loss %.4f  held-out %.4f (%.3f bits/char)  %.2f ms/step\n", (long long)ts.step + 1,
-                   interval_loss / in_interval, val, val / log(2.0), ms);
-        if (history_add(&h, ts.step + 1, interval_loss / in_interval, val)) {
-            fprintf(stderr, "%s: out of memory\n", prog);
-            goto done;
-        }
-        interval_loss = 0, in_interval = 0;
-    }
-    double seconds = now() - t0;
-    memcpy(ts.graph_rng, ag_graph_rng(g), sizeof ts.graph_rng);
-    if (model_save(&m, opt, &ts, o->out)) goto done;
-    if (!o->quiet) printf("wrote %s\n", o->out);
-    if (o->plot && write_plot(o, &h)) goto done;
-    double ms = ts.step > first ? 1e3 * step_seconds / (double)(ts.step - first) : 0;
-    if (o->json && write_json(o, &h, ts.step, seconds, ms)) goto done;
-    rc = 0;
-done:
-    history_free(&h);
-    ag_optim_free(opt);
-    ag_graph_free(g);
-    ag_st_free(resume);
-    model_free(&m);
-    free(text), free(ids), free(x), free(y);
+    trainer t = {.o = o};
+    int rc = check_flags(o);
+    if (!rc) rc = load_text(&t);
+    if (!rc) rc = o->resume ? resume_model(&t) : new_model(&t);
+    if (!rc) rc = make_optimizer(&t);
+    if (!rc) rc = make_batches(&t);
+    if (!rc) catch_stop_signals();
+    while (!rc && !stop_signal && t.ts.step < o->steps) rc = train_step(&t) || evaluate(&t);
+    if (!rc) rc = stop_signal ? save_interrupted(&t) : save_and_report(&t);
+    trainer_free(&t);
     return rc;
 }

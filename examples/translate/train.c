@@ -20,6 +20,7 @@
 #define _XOPEN_SOURCE 700 /* SA_RESTART, SA_RESETHAND */
 #include "translate.h"
 #include "seq2seq_data.h" /* dataset, batch: id arrays */
+#include "../common/stop_signal.h" /* stop_signal, catch_stop_signals */
 
 #include <errno.h>
 #include <math.h>
@@ -54,31 +55,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* ---- stopping on a signal ------------------------------------------------- */
-
-static volatile sig_atomic_t stop_signal; /* SIGINT or SIGTERM once received */
-
-static void on_stop_signal(int sig)
-{
-    stop_signal = sig;
-}
-
-/* From here on SIGINT and SIGTERM ask the loop to stop after its step; a
- * second one has its default effect (SA_RESETHAND).  A signal the caller
- * ignores (a shell's background job ignores SIGINT) stays ignored. */
-static void catch_stop_signals(void)
-{
-    const int sigs[2] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
-        struct sigaction sa, old;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART | SA_RESETHAND;
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
-    }
 }
 
 /* ---- setting up ------------------------------------------------------------ */

@@ -26,33 +26,8 @@ set -u
 B=${1:-build}
 T=$B/translate
 SANITIZED=${SANITIZED:-0}
-if [ ! -x "$T" ]; then
-    echo "test_cli: $T not found (make $T first)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-no() { fail=$((fail + 1)); echo "FAIL $1"; }
-
-# run NAME WANT_STATUS WANT_TEXT ARGS...: runs the CLI (stdin closed), then
-# checks its exit status and that WANT_TEXT (a fixed string; '' for none)
-# is in what it printed on stderr.  A status above 128 is a crash.
-run() {
-    local name=$1 want=$2 text=$3
-    shift 3
-    timeout 60 "$T" "$@" < /dev/null > "$tmp/out" 2> "$tmp/err"
-    local got=$?
-    if [ "$got" != "$want" ]; then
-        no "$name: exit $got, want $want ($(head -c 300 "$tmp/err"))"
-    elif [ -n "$text" ] && ! grep -qF -- "$text" "$tmp/err"; then
-        no "$name: '$text' not in stderr: $(head -c 300 "$tmp/err")"
-    else
-        ok
-    fi
-}
+BIN=$T
+. "$(dirname "$0")/../lib.sh" # tmp, ok, no, run, usage, finish
 
 # ---- a tiny model and data to work with ------------------------------------
 head -n 60 examples/data/eng-fra.tsv > "$tmp/tiny.tsv"
@@ -62,12 +37,6 @@ run "train a tiny model" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/good.safe
 run "run it" 0 "" run --model "$tmp/good.safetensors" "go ."
 
 # ---- usage: exit 2 and the usage text ------------------------------------------
-usage() { # usage NAME ARGS...
-    local name=$1
-    shift
-    run "$name" 2 "usage:" "$@"
-    if [ -e "$tmp/never.safetensors" ]; then no "$name: a model was written"; rm -f "$tmp/never.safetensors"; fi
-}
 train=(train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors")
 usage "no arguments"
 usage "unknown command" fly --model "$tmp/good.safetensors"
@@ -340,5 +309,4 @@ if [ "$SANITIZED" != 1 ]; then
 fi
 
 [ -e "$tmp/never.safetensors" ] && no "a refused model led to a written model"
-echo "cli: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish cli

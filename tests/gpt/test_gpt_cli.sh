@@ -10,6 +10,9 @@
 #     temperature 0 ignores the seed;
 #   - --resume: 12 steps, then 12 more from the checkpoint, give the same
 #     checkpoint, byte for byte, as 24 steps in one run;
+#   - SIGINT / SIGTERM during training: exit 130 / 143, a checkpoint at
+#     --out, and --resume from it gives the uninterrupted run's model, byte
+#     for byte, and its logged losses;
 #   - bad files (a missing model, a translator checkpoint, a text file, a
 #     prompt or data with characters the model lacks) are exit 1 with a
 #     message naming the problem.
@@ -17,43 +20,13 @@
 set -u
 B=${1:-build}
 G=$B/gpt
-if [ ! -x "$G" ]; then
-    echo "test_gpt_cli: $G not found (make $G first)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-no() { fail=$((fail + 1)); echo "FAIL $1"; }
-
-# run NAME WANT_STATUS WANT_TEXT ARGS...: exit status, and WANT_TEXT (fixed
-# string, '' for none) in stderr.  A status above 128 is a crash.
-run() {
-    local name=$1 want=$2 text=$3
-    shift 3
-    timeout 120 "$G" "$@" < /dev/null > "$tmp/out" 2> "$tmp/err"
-    local got=$?
-    if [ "$got" != "$want" ]; then
-        no "$name: exit $got, want $want ($(head -c 300 "$tmp/err"))"
-    elif [ -n "$text" ] && ! grep -qF -- "$text" "$tmp/err"; then
-        no "$name: '$text' not in stderr: $(head -c 300 "$tmp/err")"
-    else
-        ok
-    fi
-}
+BIN=$G TIMEOUT=120
+. "$(dirname "$0")/../lib.sh" # tmp, ok, no, run, usage, stop_when, finish
 
 head -n 400 examples/data/eng-fra.tsv > "$tmp/data.tsv"
 small=(--context 8 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8)
 
 # ---- usage: exit 2, the usage text, no model ---------------------------------
-usage() { # usage NAME ARGS...
-    local name=$1
-    shift
-    run "$name" 2 "usage:" "$@"
-    if [ -e "$tmp/never.safetensors" ]; then no "$name: a model was written"; rm -f "$tmp/never.safetensors"; fi
-}
 train=(train --data "$tmp/data.tsv" --out "$tmp/never.safetensors" "${small[@]}" --steps 2)
 usage "no command" ""
 usage "unknown command" fly
@@ -111,6 +84,34 @@ run "12 more" 0 "" train --data "$tmp/data.tsv" --out "$tmp/r12b.safetensors" --
     --steps 24 --batch 8 --quiet
 if cmp -s "$tmp/r24.safetensors" "$tmp/r12b.safetensors"; then ok; else no "resumed run differs from one run"; fi
 
+# ---- a signal during training: the step ends, a checkpoint at --out, exit
+# 128 + signal; resumed, it ends with the model (and the logged losses) of an
+# uninterrupted run.  The signal goes once the first evaluation is logged, so
+# the loop is running whatever the machine's load; SIGTERM's run uses two
+# threads.  Both continuations stop 30 steps after the step it stopped at.
+for sig in INT TERM; do
+    want=130 more=()
+    [ "$sig" = TERM ] && want=143 more=(--threads 2)
+    long=(--data "$tmp/data.tsv" "${small[@]}" --eval-every 10 --dropout 0.1 "${more[@]}")
+    stop_when "$sig" "step    10" "$tmp/k_$sig.log" train "${long[@]}" --out "$tmp/k_$sig.safetensors" --steps 10000000
+    n=$(grep -o 'stopped after step [0-9]*' "$tmp/k_$sig.log" | awk '{print $NF}')
+    if [ "$stopped_rc" = "$want" ] && [ -n "$n" ] && [ -s "$tmp/k_$sig.safetensors" ]; then ok; else
+        no "SIG$sig: exit $stopped_rc (want $want): $(tail -n 2 "$tmp/k_$sig.log")"
+        continue
+    fi
+    end=$((n + 30))
+    run "SIG$sig resumed" 0 "" train "${long[@]}" --resume "$tmp/k_$sig.safetensors" --out "$tmp/kr_$sig.safetensors" \
+        --steps "$end"
+    grep '^step' "$tmp/out" | cut -c1-60 > "$tmp/kr_$sig.log"
+    run "SIG$sig straight" 0 "" train "${long[@]}" --out "$tmp/ks_$sig.safetensors" --steps "$end"
+    grep '^step' "$tmp/out" | cut -c1-60 | tail -n "$(wc -l < "$tmp/kr_$sig.log")" > "$tmp/ks_$sig.log"
+    if cmp -s "$tmp/ks_$sig.safetensors" "$tmp/kr_$sig.safetensors"; then ok; else
+        no "SIG$sig: stopped at step $n and resumed to $end differs from $end steps straight"; fi
+    if [ -s "$tmp/kr_$sig.log" ] && cmp -s "$tmp/ks_$sig.log" "$tmp/kr_$sig.log"; then ok; else
+        no "SIG$sig: the resumed run logged other losses: $(diff "$tmp/ks_$sig.log" "$tmp/kr_$sig.log" | head -n 4)"; fi
+done
+run "an interrupted checkpoint samples" 0 "" sample --model "$tmp/k_INT.safetensors" --length 10
+
 # ---- bad files: exit 1 and a message --------------------------------------------
 printf 'not a model\n' > "$tmp/text.safetensors"
 run "missing model" 1 "missing.safetensors" sample --model "$tmp/missing.safetensors"
@@ -128,5 +129,4 @@ printf 'a' > "$tmp/one.txt"
 run "one character of text" 1 "at least 2" train --data "$tmp/one.txt" --out "$tmp/never.safetensors"
 if [ -e "$tmp/never.safetensors" ]; then no "a failed run wrote a model"; else ok; fi
 
-echo "gpt: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish gpt

@@ -7,7 +7,8 @@
 #   src/io/           files, safetensors  public headers, core/alloc.h, io/*.h
 #   src/text/         tokenizer, BLEU     public headers, core/alloc.h, io/*.h, text/*.h
 #   src/viz/          SVG and DOT         public headers, core/alloc.h, io/*.h, viz/*.h
-#   examples/         programs            public headers, their own headers
+#   examples/         programs            public headers, their own headers,
+#                                         examples/common/*.h (shared by examples)
 #
 # io, text and viz use only the public API and the allocator (as Lua's
 # lauxlib uses only the official API).  Usage: check_layers.sh [ROOT]
@@ -24,7 +25,7 @@ allowed() { # layer header -> 0 when allowed
     io) [[ $h =~ ^($public|core/alloc\.h|io/[a-z_]+\.h)$ ]] ;;
     text) [[ $h =~ ^($public|core/alloc\.h|io/[a-z_]+\.h|text/[a-z_]+\.h)$ ]] ;;
     viz) [[ $h =~ ^($public|core/alloc\.h|io/[a-z_]+\.h|viz/[a-z_]+\.h)$ ]] ;;
-    examples) [[ $h =~ ^($public|[a-z_0-9]+\.h)$ ]] ;;
+    examples) [[ $h =~ ^($public|[a-z_0-9]+\.h|\.\./common/[a-z_0-9]+\.h)$ ]] ;;
     esac
 }
 

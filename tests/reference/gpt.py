@@ -33,7 +33,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from translator import st_read, st_write  # noqa: E402  (safetensors by hand)
+from translator import import_torch, st_read, st_write  # noqa: E402  (safetensors by hand; threads)
 
 FORMAT = "attograd-gpt-1"
 STEP_BATCH = 4
@@ -309,14 +309,7 @@ def main(argv):
     t.add_argument("--eval-every", type=int, default=100)
     t.add_argument("--threads", type=int)
     a = p.parse_args(argv)
-    if a.threads:
-        # before torch is imported, so its thread pools start at this size
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[var] = str(a.threads)
-    import torch
-    if a.threads:
-        torch.set_num_threads(a.threads)
-        torch.set_num_interop_threads(a.threads)
+    torch = import_torch(a.threads)
     return cmd_step(torch, a) if a.cmd == "step" else cmd_train(torch, a)
 
 

@@ -243,9 +243,23 @@ def st_write(path, tensors, meta):
     os.replace(tmp, path)
 
 
+def import_torch(threads):
+    """torch, its thread pools (OpenMP, MKL, OpenBLAS, intra- and inter-op) at
+    `threads` when given: the variables are set before torch is imported, so
+    that the pools start at this size.  Shared with gpt.py."""
+    if threads:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = str(threads)
+    import torch
+    if threads:
+        torch.set_num_threads(threads)
+        torch.set_num_interop_threads(threads)
+    return torch
+
+
 # ---------------------------------------------------------------------------
 # the model: src/nn/seq2seq.c, src/nn/transformer.c, src/nn/attention.c
-# (torch is imported in main, after the thread settings)
+# (torch is imported in main, by import_torch, after the thread settings)
 # ---------------------------------------------------------------------------
 
 def define_model(torch):
@@ -800,14 +814,7 @@ def main(argv):
     a = p.parse_args(argv)
     if a.cmd == "split":
         return cmd_split(a)
-    if a.threads:
-        # before torch is imported, so its thread pools start at this size
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[var] = str(a.threads)
-    import torch
-    if a.threads:
-        torch.set_num_threads(a.threads)
-        torch.set_num_interop_threads(a.threads)
+    torch = import_torch(a.threads)
     return cmd_train(torch, a) if a.cmd == "train" else cmd_step(torch, a)
 
 

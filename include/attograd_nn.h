@@ -5,7 +5,11 @@
  * a decoder-only GPT with its sampler.  Included by attograd.h.
  *
  * Nothing here has a backward of its own: every layer is a composition of
- * ops from the op table, and autodiff derives its gradient.
+ * ops from the op table, and autodiff derives its gradient from theirs.
+ * Two of those ops exist for attention's speed only, with backward
+ * functions written by hand: masked_softmax (scale, mask and softmax in
+ * one pass) and matmul's per-head form (reading the heads in place); the
+ * textbook path below builds the same functions from public ops alone.
  *
  * Parameter names mirror a PyTorch state_dict of the same architecture
  * ("encoder.blocks.0.attention.w_q.weight"), so checkpoints move between the
@@ -82,10 +86,12 @@ ag_tensor *ag_padding_mask(ag_graph *g, const int *valid_lens, int B, int per_qu
 
 /* ---- attention --------------------------------------------------------------- */
 
-/* Scaled dot-product attention, from primitive ops:
- *   scores = Q K^T / sqrt(D)            [B, H, T, S]
+/* Scaled dot-product attention:
+ *   scores = Q K^T / sqrt(D)            [B, H, T, S]   matmul_bt
  *   scores = fill where mask == 0       (mask broadcasts to scores; NULL: none)
  *   P      = softmax(scores)            each row a distribution over keys
+ *                                       (these two and the scale: one op,
+ *                                       ops/masked_softmax.c)
  *   P      = dropout(P, p_drop)         (training only; d2l does this)
  *   out    = P V                        [B, H, T, D]
  * q [..., T, D], k [..., S, D], v [..., S, Dv].  *weights (if not NULL)
@@ -95,10 +101,13 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
 
 /* Multi-head attention: H heads of width D = C / H.
  *   Q = x_q W_q^T (+b), K = x_kv W_k^T, V = x_kv W_v^T     [B, T|S, C]
- *   split heads: [B, T, C] -> [B, T, H, D] -> [B, H, T, D]  (reshape, permute)
- *   O = attention(Q, K, V)                                  [B, H, T, D]
- *   concat heads: [B, H, T, D] -> [B, T, H, D] -> [B, T, C]
+ *   split heads: [B, T, C] -> [B, T, H, D]                  (reshape, a view)
+ *   O = attention(Q, K, V) per head                         [B, T, H, D]
+ *   concat heads: [B, T, H, D] -> [B, T, C]                 (reshape, a view)
  *   out = O W_o^T (+b)                                      [B, T, C]
+ * No permute: the per-head products read head h of each sentence in place,
+ * as the [B, H, T, D] that permute {0, 2, 1, 3} would copy out, and write
+ * O with the heads side by side (ag_mha_forward_textbook does the permutes).
  * Self-attention: x_kv == x_q.  Cross-attention: x_q from the decoder
  * [B, T, C], x_kv from the encoder [B, S, C]. */
 typedef struct ag_mha {
@@ -107,6 +116,7 @@ typedef struct ag_mha {
     double dropout; /* on the attention weights */
     int causal;     /* 1: query t attends to keys s <= t only (the mask is
                        made inside, and combined with any mask given) */
+    int textbook;   /* 1: the textbook path (ag_mha_forward_textbook) */
 } ag_mha;
 /* Makes "<prefix>.w_q.weight" ... "<prefix>.w_o.bias", not causal; set
  * m->causal afterwards for a causal self-attention.  A bad argument
@@ -116,6 +126,25 @@ ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, 
                       double dropout, uint64_t seed);
 ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
                   double fill, ag_tensor **weights);
+
+/* ---- the textbook path ---------------------------------------------------- */
+
+/* The same functions as ag_attention and ag_mha_forward (same arguments,
+ * values and gradients), built literally as the tutorials write them, one
+ * public op per step, so that a graph picture shows every step:
+ *   kt = transpose(k, -1, -2); scores = scale(matmul(q, kt), 1/sqrt(D));
+ *   scores = masked_fill(scores, mask, fill); P = softmax(scores); out = P V
+ * and for multi-head attention, heads split by reshape [B, T, H, D] plus
+ * permute {0, 2, 1, 3}, joined by permute {0, 2, 1, 3} plus reshape.  The
+ * fast path fuses the scale, mask and softmax into one op with a hand-written
+ * backward (ops/masked_softmax.c) and reads the heads in place
+ * (ag__matmul_heads): fewer passes over the scores and no copies.  An
+ * ag_mha with .textbook = 1 takes this path wherever it is used (the
+ * Transformer blocks too). */
+ag_tensor *ag_attention_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
+                                 double fill, double p_drop, ag_tensor **weights);
+ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv,
+                                   ag_tensor *mask, double fill, ag_tensor **weights);
 
 /* ---- Add&Norm, feed-forward, positions ----------------------------------- */
 

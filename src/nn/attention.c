@@ -1,5 +1,18 @@
 /* attention.c: masks, scaled dot-product attention and multi-head attention,
- * composed from primitive ops only.  Their gradients come from autodiff. */
+ * two ways that give the same values and gradients:
+ *
+ *   fast      ag_attention, ag_mha_forward: Q K^T and P V read the heads in
+ *             place (ag__matmul_heads, ops/matmul.c) and the scale, mask
+ *             and softmax are one op (ag__masked_softmax,
+ *             ops/masked_softmax.c, whose backward is written by hand);
+ *   textbook  ag_attention_textbook, ag_mha_forward_textbook (or an ag_mha
+ *             with .textbook = 1): the tutorials' formula, one public op per
+ *             step: matmul, transpose, scale, masked_fill, softmax, matmul;
+ *             heads split by reshape + permute, joined by permute + reshape.
+ *
+ * Invariant: both build the same function; tests/test_textbook.c checks
+ * values and every gradient against each other in double.  Gradients come
+ * from the ops' backward functions (autodiff over the tape). */
 #include "nn/nn_internal.h"
 
 #include <math.h>
@@ -112,6 +125,61 @@ static ag_tensor *concat_heads(ag_graph *g, ag_tensor *x)
     return ag_reshape(g, x, AG_SHAPE(B, T, H * D));
 }
 
+/* ---- the textbook path: one public op per step ------------------------------ */
+
+/* softmax(Q K^T / sqrt(D) + M) V, as the tutorials write it.  q [..., T, D],
+ * k [..., S, D], v [..., S, Dv] -> [..., T, Dv]; the batch axes broadcast. */
+static ag_tensor *attend_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
+                                  double fill, double p_drop, ag_tensor **weights)
+{
+    int D = q->shape[q->ndim - 1];
+    ag_tensor *kt = ag_set_name(ag_transpose(g, k, -1, -2), "k^T");               /* [..., D, S] */
+    ag_tensor *qk = ag_set_name(ag_matmul(g, q, kt), "q k^T");                      /* [..., T, S] */
+    ag_tensor *s = ag_set_name(ag_scale(g, qk, 1 / sqrt((double)D)), "scores");     /* / sqrt(D) */
+    if (mask) s = ag_set_name(ag_masked_fill(g, s, mask, fill), "scores + M");    /* + M */
+    ag_tensor *p = ag_set_name(ag_softmax(g, s), "attn");                           /* P */
+    if (p_drop > 0) p = ag_dropout(g, p, p_drop);
+    if (weights) *weights = p;
+    return ag_matmul(g, p, v);                                                      /* P V */
+}
+
+ag_tensor *ag_attention_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
+                                 double fill, double p_drop, ag_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ag__ok(g, "attention_textbook", 3, q, k, v)) return NULL;
+    return attend_textbook(g, q, k, v, mask, fill, p_drop, weights);
+}
+
+/* [B, T, C] -> reshape [B, T, H, D] -> permute [B, H, T, D]: a copy with
+ * the head axis in front, PyTorch's x.view(B, T, H, D).transpose(1, 2). */
+static ag_tensor *split_heads_textbook(ag_graph *g, ag_tensor *x, int H)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    int B = x->shape[0], T = x->shape[1], C = x->shape[2];
+    return ag_permute(g, ag_reshape(g, x, AG_SHAPE(B, T, H, C / H)), perm);
+}
+
+/* [B, H, T, D] -> permute [B, T, H, D] -> reshape [B, T, C]: the heads side
+ * by side, PyTorch's o.transpose(1, 2).contiguous().view(B, T, C). */
+static ag_tensor *concat_heads_textbook(ag_graph *g, ag_tensor *o)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    if (!o) return NULL;
+    int B = o->shape[0], H = o->shape[1], T = o->shape[2], D = o->shape[3];
+    return ag_reshape(g, ag_permute(g, o, perm), AG_SHAPE(B, T, H * D));
+}
+
+/* q [B, T, C], k and v [B, S, C] (the linear layers' outputs) -> [B, T, C] */
+static ag_tensor *textbook_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, int H, ag_tensor *mask,
+                                 double fill, double p_drop, ag_tensor **weights)
+{
+    ag_tensor *qh = split_heads_textbook(g, q, H), *kh = split_heads_textbook(g, k, H);
+    ag_tensor *vh = split_heads_textbook(g, v, H);
+    if (!ag__ok(g, "mha", 3, qh, kh, vh)) return NULL;
+    return concat_heads_textbook(g, attend_textbook(g, qh, kh, vh, mask, fill, p_drop, weights));
+}
+
 /* ---- packed rows (see internal.h) ---------------------------------------- */
 
 ag__rows *ag__rows_new(ag_graph *g, const int *len, int B, int T)
@@ -181,7 +249,8 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__
      * [B, H]), and put the heads side by side again */
     ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
     if (!ag__ok(g, "mha", 3, qh, kh, vh)) return NULL;
-    ag_tensor *o = concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
+    ag_tensor *o = m->textbook ? textbook_heads(g, q, k, v, m->H, mask, fill, p, weights)
+                               : concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
     if (rq) o = ag__pack(g, o, rq);
     return ag_linear_forward(g, &m->w_o, o);
 }
@@ -192,4 +261,18 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
     if (weights) *weights = NULL;
     if (!ag__given(g, "mha_forward", "layer", m)) return NULL;
     return ag__mha_rows(g, m, x_q, NULL, x_kv, NULL, mask, fill, weights);
+}
+
+ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
+                                   double fill, ag_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ag__ok(g, "mha_textbook", 0)) return NULL;
+    if (!m) {
+        ag_graph_fail(g, AG_ERR_ARG, "mha_textbook: the layer is NULL");
+        return NULL;
+    }
+    ag_mha tb = *m;
+    tb.textbook = 1;
+    return ag__mha_rows(g, &tb, x_q, NULL, x_kv, NULL, mask, fill, weights);
 }

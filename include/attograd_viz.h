@@ -34,8 +34,9 @@ extern "C" {
 
 /* Write the graph g as DOT to path: one node per tensor, an edge from each
  * input to the op that used it, inputs at the top.
- *   op nodes     rounded boxes: "scores = scale x0.125" over "[2, 8, 4, 4]"
- *                (the user-given name first, when the tensor has one)
+ *   op nodes     rounded boxes: "attn = masked_softmax x0.3536" over
+ *                "[2, 8, 4, 4]" (the user-given name first, when the
+ *                tensor has one)
  *   inputs       green ellipses (leaves on the tape: data, masks)
  *   parameters   orange cylinders with their store name ("mha.w_q.weight");
  *                they are not on the tape and appear as inputs of ops
@@ -51,12 +52,13 @@ ag_status ag_graph_write_dot(const ag_graph *g, const ag_tensor *root, int flags
 /* ---- heatmaps (SVG) ---------------------------------------------------- */
 
 /* One picture of `panels` heatmaps of rows x cols each, in a grid, sharing
- * one colour scale (0 to the largest weight, "viridis" colours).  A cell
- * whose weight is exactly 0, as a masked position after the softmax, is
- * drawn empty (white with a grey outline), so a causal map shows its upper
- * triangle blank; NaN cells are empty too.  Every cell has a tooltip:
- * `query "perdu" -> key "lost": 0.7341`.  Values are written in the cells
- * when they are large enough to hold them. */
+ * one fixed colour scale ("viridis" colours): [lo, hi], 0 to 1 by default,
+ * so that one colour is one weight in every picture.  A cell is drawn
+ * masked (a pale crossed box) where the mask says 0, and only there: a
+ * weight of exactly 0 where nothing is masked (a saturated softmax) keeps
+ * its colour.  NaN and infinite cells are drawn empty.  Every cell has a
+ * tooltip: `query "perdu" -> key "lost": 0.7341` (and "(masked)").  Values
+ * are written in the cells when they are large enough to hold them. */
 typedef struct ag_heatmap_spec {
     const char *title;                /* over the picture, or NULL */
     const char *row_axis, *col_axis;  /* axis names; NULL: "query", "key" */
@@ -67,6 +69,10 @@ typedef struct ag_heatmap_spec {
     const char *const *panel_titles;  /* NULL: "head 0", "head 1", ... */
     int grid_cols;                    /* panels per row; 0: up to 4 */
     const ag_real *w;                 /* panels x rows x cols, row-major */
+    const ag_real *mask;              /* NULL, or rows x cols of 0/1 per mask: 0 = masked */
+    int mask_panels;                  /* masks given: 0 or 1 (shared by every panel), or panels */
+    double lo, hi;                    /* the colour scale; both 0: 0 and 1 */
+    const char *value_name;           /* over the colour scale; NULL: "weight" */
 } ag_heatmap_spec;
 
 ag_status ag_svg_heatmaps(const char *path, const ag_heatmap_spec *spec, char *err, size_t errlen);
@@ -86,10 +92,18 @@ ag_status ag_svg_heatmap_grid(const char *path, const char *title, int n_panels,
  * ag_attention, ag_mha_forward and the Transformer blocks return them):
  * w [B, H, T, S], [H, T, S] or [T, S]; draws the H heads of batch element b
  * (rows: the T queries, labelled by row_labels; columns: the S keys).
+ * No cell is drawn masked: pass the mask to ag_svg_attention_masked.
  * AG_ERR_SHAPE when b is out of range or w has another rank. */
 ag_status ag_svg_attention(const char *path, const char *title, const ag_tensor *w, int b,
                            const char *const *row_labels, const char *const *col_labels, char *err,
                            size_t errlen);
+/* The same, with the mask the weights were computed with (the 0/1 mask given
+ * to ag_attention, broadcasting to w as it did to the scores, or NULL):
+ * cells where it is 0 are drawn masked.  AG_ERR_SHAPE when it does not
+ * broadcast to w. */
+ag_status ag_svg_attention_masked(const char *path, const char *title, const ag_tensor *w, int b,
+                                  const ag_tensor *mask, const char *const *row_labels,
+                                  const char *const *col_labels, char *err, size_t errlen);
 
 /* ---- line plots (SVG) -------------------------------------------------- */
 

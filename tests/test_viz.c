@@ -448,24 +448,28 @@ Test(viz, heatmap_is_well_formed_escaped_and_has_tooltips)
     expect_lacks(s, "<bos>");
     expect_lacks(s, "l'homme");
     expect_lacks(s, "a&b");
-    /* one cell per weight, one of them (the 0) empty; tooltips carry the weight */
+    /* one cell per weight, all coloured: a 0 without a mask is a weight like
+     * any other; tooltips carry the weight */
     cr_assert_eq(count(s, "class=\"cell"), 6);
-    cr_assert_eq(count(s, "class=\"cell empty\""), 1);
+    cr_assert_eq(count(s, "class=\"cell\""), 6);
     expect_has(s, "<title>query \"&lt;bos&gt;\" \xe2\x86\x92 key \"a&amp;b\": 0.75</title>");
     expect_has(s, "<title>query \"l&apos;homme\" \xe2\x86\x92 key \"ok\": 0.375</title>");
     expect_has(s, "<title>query \"&lt;bos&gt;\" \xe2\x86\x92 key \"ok\": 0</title>");
-    /* a colour scale: the gradient, its ticks and the empty swatch */
+    /* a colour scale: the gradient and its ticks, no masked swatch */
     expect_has(s, "fill=\"url(#ag-viridis)\"");
-    expect_has(s, ">0 (masked)</text>");
-    /* the largest weight gets the top colour, viridis yellow */
-    expect_has(s, "fill=\"#fde725\"");
+    expect_lacks(s, ">masked</text>");
+    /* the scale is 0..1 whatever the weights: 0.75 is not the top colour,
+     * and the top tick reads 1.0 */
+    expect_lacks(s, "fill=\"#fde725\"");
+    expect_has(s, ">1.0</text>");
+    expect_has(s, ">0.0</text>");
     expect_finite_coordinates(s);
     expect_well_formed(path);
     cr_assert_eq(count_entries(dir, NULL, 0), 1, "no temporary file left");
     free(s);
 }
 
-Test(viz, causal_heatmap_leaves_the_upper_triangle_empty)
+Test(viz, causal_heatmap_draws_masked_cells_from_the_mask)
 {
     char path[128], err[256];
     snprintf(path, sizeof path, "%s/causal.svg", dir);
@@ -475,12 +479,22 @@ Test(viz, causal_heatmap_leaves_the_upper_triangle_empty)
     for (int t = 0; t < T; t++)
         for (int u = 0; u <= t; u++) w[t * T + u] = (ag_real)(1.0 / (t + 1));
     const char *tok[T] = {"t0", "t1", "t2", "t3", "t4"};
-    cr_assert_eq(ag_svg_heatmap(path, NULL, tok, T, tok, T, w, err, sizeof err), AG_OK, "%s", err);
+    /* the causal mask, and one allowed weight that is exactly 0 (a
+     * saturated row): it must be coloured, not drawn masked */
+    ag_real mask[T * T];
+    for (int t = 0; t < T; t++)
+        for (int u = 0; u < T; u++) mask[t * T + u] = u <= t;
+    w[4 * T + 0] = 0;
+    ag_heatmap_spec spec = {.rows = T, .cols = T, .row_labels = tok, .col_labels = tok, .w = w, .mask = mask};
+    cr_assert_eq(ag_svg_heatmaps(path, &spec, err, sizeof err), AG_OK, "%s", err);
     char *s = read_file(path, NULL);
-    cr_assert_eq(count(s, "class=\"cell empty\""), T * (T - 1) / 2);
-    /* every empty cell is above the diagonal: key > query */
+    cr_assert_eq(count(s, "class=\"cell masked\""), T * (T - 1) / 2);
+    expect_has(s, ">masked</text>");
+    expect_has(s, "key \"t0\": 0</title>");
+    expect_has(s, "key \"t4\": 0 (masked)</title>");
+    /* every masked cell is above the diagonal: key > query */
     int checked = 0;
-    for (const char *p = strstr(s, "class=\"cell empty\""); p; p = strstr(p + 1, "class=\"cell empty\"")) {
+    for (const char *p = strstr(s, "class=\"cell masked\""); p; p = strstr(p + 1, "class=\"cell masked\"")) {
         const char *q = strstr(p, "<title>query \"t");
         cr_assert_not_null(q);
         int r = -1, c = -1;
@@ -516,10 +530,8 @@ Test(viz, heatmap_grid_has_a_panel_per_head_and_survives_nan)
     expect_has(s, "<title>head 2: query \"1\" \xe2\x86\x92 key \"3\"");
     expect_has(s, ": NaN</title>");
     expect_has(s, ": +inf</title>");
-    /* zeros (i % 7 == 0) and the two non-finite weights are empty */
-    int zeros = 0;
-    for (int i = 0; i < P * R * C; i++) zeros += w[i] == 0;
-    cr_assert_eq(count(s, "class=\"cell empty\""), zeros + 2);
+    /* the two non-finite weights are empty; zeros (i % 7 == 0) are coloured */
+    cr_assert_eq(count(s, "class=\"cell empty\""), 2);
     expect_finite_coordinates(s);
     expect_well_formed(path);
     free(s);
@@ -573,6 +585,37 @@ Test(viz, attention_heatmap_from_a_weights_tensor)
     expect_has(err, "got [3]");
     cr_assert_eq(ag_svg_attention(path, NULL, NULL, 0, NULL, NULL, err, sizeof err), AG_ERR_ARG);
     free(s);
+    ag_graph_free(g);
+}
+
+Test(viz, attention_heatmap_takes_masked_cells_from_a_broadcast_mask)
+{
+    char path[128], err[256];
+    snprintf(path, sizeof path, "%s/attm.svg", dir);
+    ag_graph *g = ag_graph_new();
+    /* [B=2, H=3, T=2, S=4] weights, a padding mask [B, 1, 1, S]: sentence 1
+     * keeps 3 keys, so key 3 is masked in every head and every query */
+    ag_tensor *w = ag_tensor_new(g, AG_SHAPE(2, 3, 2, 4));
+    ag_init_const(w, 0.25);
+    const int valid[2] = {4, 3};
+    ag_tensor *mask = ag_padding_mask(g, valid, 2, 0, 2, 4);
+    cr_assert_eq(ag_svg_attention_masked(path, NULL, w, 1, mask, NULL, NULL, err, sizeof err), AG_OK, "%s", err);
+    char *s = read_file(path, NULL);
+    cr_assert_eq(count(s, "class=\"cell masked\""), 3 * 2);
+    cr_assert_eq(count(s, "key \"3\": 0.25 (masked)</title>"), 3 * 2);
+    free(s);
+    /* sentence 0 keeps every key */
+    cr_assert_eq(ag_svg_attention_masked(path, NULL, w, 0, mask, NULL, NULL, err, sizeof err), AG_OK, "%s", err);
+    s = read_file(path, NULL);
+    cr_assert_eq(count(s, "class=\"cell masked\""), 0);
+    free(s);
+    /* a mask that does not broadcast; a colour scale upside down */
+    ag_tensor *bad = ag_tensor_new(g, AG_SHAPE(2, 1, 1, 5));
+    cr_assert_eq(ag_svg_attention_masked(path, NULL, w, 0, bad, NULL, NULL, err, sizeof err), AG_ERR_SHAPE);
+    expect_has(err, "mask [2, 1, 1, 5] does not broadcast to the weights [2, 3, 2, 4]");
+    ag_heatmap_spec spec = {.rows = 1, .cols = 1, .w = w->data, .lo = 1, .hi = -1};
+    cr_assert_eq(ag_svg_heatmaps(path, &spec, err, sizeof err), AG_ERR_ARG);
+    expect_has(err, "colour scale [1, -1]");
     ag_graph_free(g);
 }
 

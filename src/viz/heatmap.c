@@ -9,7 +9,11 @@
  *
  * Invariant (svg.c's): every number written into a coordinate is finite.
  * Sizes come from counts and constants; a weight only picks a colour (a
- * non-finite weight draws an empty cell), never a position. */
+ * non-finite weight draws an empty cell), never a position.  A cell is drawn
+ * masked only where the caller's mask says 0: a weight of 0 is a colour like
+ * any other (a saturated softmax gives exact zeros where nothing is
+ * masked).  The colour scale is the caller's range, 0 to 1 by default, the
+ * same in every picture of attention weights. */
 #include "viz/viz.h"
 
 #include <math.h>
@@ -57,19 +61,14 @@ static double longest_label(const char *const *labels, int n)
     return w;
 }
 
-/* The colour scale: from min(0, smallest) to the largest finite weight. */
+/* The colour scale: the spec's [lo, hi], or [0, 1] (weights) when both
+ * are 0.  Fixed, never taken from the data: one colour means one weight in
+ * every picture. */
 static void colour_range(const ag_heatmap_spec *spec, layout *L)
 {
-    double lo = 0, hi = -INFINITY;
-    size_t ncell = (size_t)L->P * L->R * L->C;
-    for (size_t i = 0; i < ncell; i++) {
-        double v = (double)spec->w[i];
-        if (!isfinite(v)) continue;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-    }
-    L->lo = lo;
-    L->hi = hi > lo ? hi : lo + 1;
+    int given = spec->lo != 0 || spec->hi != 0;
+    L->lo = given ? spec->lo : 0;
+    L->hi = given ? spec->hi : 1;
 }
 
 /* One panel: cells of 14 to 40 pixels (about 320 for the longer side), the
@@ -128,7 +127,7 @@ typedef struct canvas {
 } canvas;
 
 /* Tooltip of a cell: head 2: query "perdu" -> key "lost": 0.7341 */
-static void cell_tooltip(const canvas *k, const char *panel_title, int r, int c, double v)
+static void cell_tooltip(const canvas *k, const char *panel_title, int r, int c, double v, int masked)
 {
     char buf[16], buf2[16];
     ag__text *t = k->t;
@@ -141,19 +140,28 @@ static void cell_tooltip(const canvas *k, const char *panel_title, int r, int c,
     ag__text_xml(t, k->col_axis, 40);
     ag__text_puts(t, " \"");
     ag__text_xml(t, axis_label(k->spec->col_labels, c, buf2), 0);
-    if (isfinite(v)) ag__text_printf(t, "\": %.4g</title></rect>\n", v);
-    else ag__text_printf(t, "\": %s</title></rect>\n", isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf");
+    if (isfinite(v)) ag__text_printf(t, "\": %.4g", v);
+    else ag__text_printf(t, "\": %s", isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf");
+    ag__text_printf(t, "%s</title></rect>\n", masked ? " (masked)" : "");
 }
 
-/* Cell (r, c) with its top-left corner at (x, y): a colour from the scale,
- * or an empty box for 0 (a masked position) and non-finite weights. */
-static void draw_cell(const canvas *k, const char *panel_title, int r, int c, double v, double x, double y)
+/* Cell (r, c) with its top-left corner at (x, y): a colour from the scale;
+ * a crossed grey box where the mask is 0; an empty box for a non-finite
+ * weight. */
+static void draw_cell(const canvas *k, const char *panel_title, int r, int c, double v, int masked, double x,
+                      double y)
 {
     const layout *L = k->L;
     double cell = L->cell, u = (v - L->lo) / (L->hi - L->lo);
-    int empty = v == 0 || !isfinite(v);
+    int empty = masked || !isfinite(v);
     char col[8];
-    if (empty)
+    if (masked)
+        ag__text_printf(k->t,
+                        "<path d=\"M%.1f %.1fL%.1f %.1f\" stroke=\"#c8c8c8\" stroke-width=\"1\"/>"
+                        "<rect class=\"cell masked\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                        "fill=\"#f2f2f2\" fill-opacity=\"0.6\" stroke=\"#c8c8c8\" stroke-width=\"1\">",
+                        x + 1.5, y + cell - 1.5, x + cell - 1.5, y + 1.5, x + 1.5, y + 1.5, cell - 3, cell - 3);
+    else if (empty)
         ag__text_printf(k->t,
                         "<rect class=\"cell empty\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                         "fill=\"#ffffff\" stroke=\"#d4d4d4\" stroke-width=\"1\">",
@@ -165,7 +173,7 @@ static void draw_cell(const canvas *k, const char *panel_title, int r, int c, do
                         "stroke=\"#ffffff\" stroke-width=\"1\">",
                         x, y, cell, cell, col);
     }
-    cell_tooltip(k, panel_title, r, c, v);
+    cell_tooltip(k, panel_title, r, c, v, masked);
     if (L->show_values && !empty)
         ag__text_printf(k->t,
                         "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"middle\" fill=\"%s\" "
@@ -219,15 +227,19 @@ static void draw_panel(const canvas *k, int p)
         ag__svg_text(k->t, cx0 + L->C * L->cell / 2, py + F_PANEL + 2, F_PANEL, "middle", "font-weight=\"bold\"",
                      pt, 40);
     draw_labels(k, px, cx0, cy0);
-    const ag_real *w = spec->w + (size_t)p * L->R * L->C;
+    size_t n = (size_t)L->R * L->C;
+    const ag_real *w = spec->w + p * n;
+    const ag_real *m = spec->mask ? spec->mask + (spec->mask_panels > 1 ? p * n : 0) : NULL;
     for (int r = 0; r < L->R; r++)
-        for (int c = 0; c < L->C; c++)
-            draw_cell(k, pt, r, c, (double)w[(size_t)r * L->C + c], cx0 + c * L->cell, cy0 + r * L->cell);
+        for (int c = 0; c < L->C; c++) {
+            size_t i = (size_t)r * L->C + c;
+            draw_cell(k, pt, r, c, (double)w[i], m && m[i] == 0, cx0 + c * L->cell, cy0 + r * L->cell);
+        }
     ag__text_puts(k->t, "</g>\n");
 }
 
 /* The colour scale: a vertical gradient bar with ticks at round values,
- * and the empty box that stands for 0 (masked). */
+ * and, when there is a mask, the box that stands for a masked cell. */
 static void draw_legend(const canvas *k)
 {
     const layout *L = k->L;
@@ -237,7 +249,8 @@ static void draw_legend(const canvas *k)
                      "y2=\"0\">\n");
     ag__svg_viridis_stops(t);
     ag__text_puts(t, "</linearGradient></defs>\n");
-    ag__svg_text(t, lx, ly - 8, 11, "start", "fill=\"#555555\"", "weight", 0);
+    ag__svg_text(t, lx, ly - 8, 11, "start", "fill=\"#555555\"", k->spec->value_name ? k->spec->value_name : "weight",
+                 16);
     ag__text_printf(t,
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"url(#ag-viridis)\" "
                     "stroke=\"#888888\" stroke-width=\"0.8\"/>\n",
@@ -252,12 +265,16 @@ static void draw_legend(const canvas *k)
         snprintf(num, sizeof num, "%.*f", dec, i == 0 ? 0.0 : v);
         ag__svg_text(t, lx + BAR_W + 7, y + 4, 11, "start", NULL, num, 0);
     }
-    double sy = ly + L->legend_h + 16;
-    ag__text_printf(t,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ffffff\" "
-                    "stroke=\"#d4d4d4\" stroke-width=\"1\"/>\n",
-                    lx + 1.5, sy + 1.5, BAR_W - 3, BAR_W - 3);
-    ag__svg_text(t, lx + BAR_W + 7, sy + 12, 11, "start", NULL, "0 (masked)", 0);
+    if (k->spec->mask) {
+        double sy = ly + L->legend_h + 16;
+        ag__text_printf(t,
+                        "<path d=\"M%.1f %.1fL%.1f %.1f\" stroke=\"#c8c8c8\" stroke-width=\"1\"/>"
+                        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f2f2f2\" "
+                        "fill-opacity=\"0.6\" stroke=\"#c8c8c8\" stroke-width=\"1\"/>\n",
+                        lx + 1.5, sy + BAR_W - 1.5, lx + BAR_W - 1.5, sy + 1.5, lx + 1.5, sy + 1.5, BAR_W - 3,
+                        BAR_W - 3);
+        ag__svg_text(t, lx + BAR_W + 7, sy + 12, 11, "start", NULL, "masked", 0);
+    }
     ag__text_puts(t, "</g>\n");
 }
 
@@ -277,6 +294,12 @@ ag_status ag_svg_heatmaps(const char *path, const ag_heatmap_spec *spec, char *e
                         "%s: %s: %d panels of %d x %d cells: each count must be >= 1 (and at most 4096 "
                         "rows/cols, 1024 panels)",
                         what, path ? path : "(null)", P, R, C);
+    if (!isfinite(spec->lo) || !isfinite(spec->hi) || ((spec->lo != 0 || spec->hi != 0) && !(spec->lo < spec->hi)))
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: %s: colour scale [%g, %g]: lo must be below hi, both finite",
+                        what, path ? path : "(null)", spec->lo, spec->hi);
+    if (spec->mask && spec->mask_panels > 1 && spec->mask_panels != P)
+        return ag__errf(err, errlen, AG_ERR_ARG, "%s: %s: %d masks for %d panels: give 1 (shared) or one per panel",
+                        what, path ? path : "(null)", spec->mask_panels, P);
     layout L = lay_out(spec);
     ag__text t = {0};
     canvas k = {&t, spec, &L, spec->row_axis ? spec->row_axis : "query", spec->col_axis ? spec->col_axis : "key"};
@@ -308,23 +331,73 @@ ag_status ag_svg_heatmap_grid(const char *path, const char *title, int n_panels,
     return ag_svg_heatmaps(path, &s, err, errlen);
 }
 
-ag_status ag_svg_attention(const char *path, const char *title, const ag_tensor *w, int b,
-                           const char *const *row_labels, const char *const *col_labels, char *err, size_t errlen)
+/* Mask entry for weight (h, t, s) of batch element b: the mask's axes are
+ * aligned on the right with w's [B, H, T, S], and a size-1 axis stretches. */
+static ag_real mask_at(const ag_tensor *mask, const int idx[4])
 {
-    if (!w)
-        return ag__errf(err, errlen, AG_ERR_ARG, "heatmap: %s: the weights tensor is NULL", path ? path : "(null)");
-    char sh[96];
+    size_t off = 0;
+    for (int a = 0; a < mask->ndim; a++) {
+        int wa = 4 - mask->ndim + a, n = mask->shape[a];
+        off = off * (size_t)n + (size_t)(n == 1 ? 0 : idx[wa]);
+    }
+    return mask->data[off];
+}
+
+/* w's [B, H, T, S] from its rank; the mask must broadcast to it. */
+static ag_status attention_shape(const char *path, const ag_tensor *w, int b, const ag_tensor *mask, int dims[4],
+                                 char *err, size_t errlen)
+{
+    char sh[96], sm[96];
     int nd = w->ndim;
     if (nd < 2 || nd > 4)
         return ag__errf(err, errlen, AG_ERR_SHAPE,
                         "heatmap: %s: attention weights must be [B, H, T, S], [H, T, S] or [T, S], got %s",
                         path ? path : "(null)", ag_shape_str(w, sh, sizeof sh));
-    int B = nd == 4 ? w->shape[0] : 1, H = nd >= 3 ? w->shape[nd - 3] : 1;
-    int T = w->shape[nd - 2], S = w->shape[nd - 1];
-    if (b < 0 || b >= B)
+    dims[0] = nd == 4 ? w->shape[0] : 1, dims[1] = nd >= 3 ? w->shape[nd - 3] : 1;
+    dims[2] = w->shape[nd - 2], dims[3] = w->shape[nd - 1];
+    if (b < 0 || b >= dims[0])
         return ag__errf(err, errlen, AG_ERR_SHAPE, "heatmap: %s: batch element %d out of range for %s",
                         path ? path : "(null)", b, ag_shape_str(w, sh, sizeof sh));
+    int fits = !mask || mask->ndim <= 4;
+    for (int a = 0; fits && mask && a < mask->ndim; a++) {
+        int n = mask->shape[a], want = dims[4 - mask->ndim + a];
+        fits = n == 1 || n == want;
+    }
+    if (!fits)
+        return ag__errf(err, errlen, AG_ERR_SHAPE, "heatmap: %s: mask %s does not broadcast to the weights [%d, %d, %d, %d]",
+                        path ? path : "(null)", ag_shape_str(mask, sm, sizeof sm), dims[0], dims[1], dims[2],
+                        dims[3]);
+    return AG_OK;
+}
+
+ag_status ag_svg_attention_masked(const char *path, const char *title, const ag_tensor *w, int b,
+                                  const ag_tensor *mask, const char *const *row_labels,
+                                  const char *const *col_labels, char *err, size_t errlen)
+{
+    if (!w)
+        return ag__errf(err, errlen, AG_ERR_ARG, "heatmap: %s: the weights tensor is NULL", path ? path : "(null)");
+    int d[4];
+    ag_status st = attention_shape(path, w, b, mask, d, err, errlen);
+    if (st != AG_OK) return st;
+    int H = d[1], T = d[2], S = d[3];
+    size_t n = (size_t)H * T * S;
+    ag_real *m = NULL;
+    if (mask) {
+        m = ag__malloc(n * sizeof *m);
+        if (!m) return ag__errf(err, errlen, AG_ERR_NOMEM, "heatmap: %s: no memory for the mask", path ? path : "(null)");
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++)
+                for (int s2 = 0; s2 < S; s2++) m[((size_t)h * T + t) * S + s2] = mask_at(mask, (int[4]){b, h, t, s2});
+    }
     ag_heatmap_spec s = {.title = title, .rows = T, .cols = S, .row_labels = row_labels, .col_labels = col_labels,
-                         .panels = H, .w = w->data + (size_t)b * H * T * S};
-    return ag_svg_heatmaps(path, &s, err, errlen);
+                         .panels = H, .w = w->data + (size_t)b * n, .mask = m, .mask_panels = H};
+    st = ag_svg_heatmaps(path, &s, err, errlen);
+    ag__free(m);
+    return st;
+}
+
+ag_status ag_svg_attention(const char *path, const char *title, const ag_tensor *w, int b,
+                           const char *const *row_labels, const char *const *col_labels, char *err, size_t errlen)
+{
+    return ag_svg_attention_masked(path, title, w, b, NULL, row_labels, col_labels, err, errlen);
 }

@@ -1,5 +1,7 @@
 /* seq2seq.c: the encoder-decoder Transformer of "Attention Is All You Need"
- * (post-norm), as d2l.ai builds it, for the toy translator.
+ * (post-norm), for the toy translator: d2l.ai's architecture, not its
+ * initialisation (the embeddings start as N(0, 1/C); d2l's, PyTorch's
+ * nn.Embedding default, as N(0, 1), with Xavier-uniform linear layers).
  *
  *   encoder: x = dropout(E_src[src] * sqrt(C) + P);  N x encoder block
  *   decoder: y = dropout(E_tgt[tgt_in] * sqrt(C) + P); N x decoder block
@@ -15,7 +17,7 @@
  * position-wise layer skips the padding.  Attention alone unpacks its
  * queries, keys and values to [B, T, C], zeros at the padding (see
  * ag__rows in internal.h).  The loss is the same number as with the
- * padded layout (tests/test_blocks.c compares them); only the float
+ * padded layout (tests/test_seq2seq.c compares them); only the float
  * rounding of sums over rows and the dropout draws (fewer rows) differ. */
 #include "nn/nn_internal.h"
 

@@ -12,7 +12,7 @@ LDLIBS   := -fopenmp -lm
 
 LIB_SRC  := $(wildcard src/*/*.c) $(wildcard ops/*.c)
 TEST_SRC := $(wildcard tests/*.c)
-EXAMPLES := gradcheck attention_demo # and translate: examples/translate/translate.mk
+EXAMPLES := gradcheck attention_demo backward_tour # and translate: examples/translate/translate.mk
 EX_BIN   := $(foreach e,$(EXAMPLES),$(if $(wildcard examples/$(e).c),$(BUILD)/$(e)))
 
 LIB32 := $(BUILD)/libattograd.a
@@ -40,8 +40,10 @@ $(LIB64): $(OBJ64)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-# gradcheck runs in double; the other examples in float.
+# gradcheck and backward_tour run in double; the other examples in float.
 $(BUILD)/gradcheck: $(BUILD)/f64/examples/gradcheck.o $(LIB64)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+$(BUILD)/backward_tour: $(BUILD)/f64/examples/backward_tour.o $(LIB64)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/%: $(BUILD)/f32/examples/%.o $(LIB32)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)

@@ -140,7 +140,7 @@ static ag_tensor *attend_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_te
     ag_tensor *p = ag_set_name(ag_softmax(g, s), "attn");                           /* P */
     if (p_drop > 0) p = ag_dropout(g, p, p_drop);
     if (weights) *weights = p;
-    return ag_matmul(g, p, v);                                                      /* P V */
+    return ag_set_name(ag_matmul(g, p, v), "P V");                                  /* P V */
 }
 
 ag_tensor *ag_attention_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
@@ -157,7 +157,9 @@ static ag_tensor *split_heads_textbook(ag_graph *g, ag_tensor *x, int H)
 {
     static const int perm[4] = {0, 2, 1, 3};
     int B = x->shape[0], T = x->shape[1], C = x->shape[2];
-    return ag_permute(g, ag_reshape(g, x, AG_SHAPE(B, T, H, C / H)), perm);
+    char name[80];
+    snprintf(name, sizeof name, "%s heads", x->name[0] ? x->name : "x");
+    return ag_set_name(ag_permute(g, ag_reshape(g, x, AG_SHAPE(B, T, H, C / H)), perm), name);
 }
 
 /* [B, H, T, D] -> permute [B, T, H, D] -> reshape [B, T, C]: the heads side
@@ -167,7 +169,7 @@ static ag_tensor *concat_heads_textbook(ag_graph *g, ag_tensor *o)
     static const int perm[4] = {0, 2, 1, 3};
     if (!o) return NULL;
     int B = o->shape[0], H = o->shape[1], T = o->shape[2], D = o->shape[3];
-    return ag_reshape(g, ag_permute(g, o, perm), AG_SHAPE(B, T, H * D));
+    return ag_set_name(ag_reshape(g, ag_permute(g, o, perm), AG_SHAPE(B, T, H * D)), "concat heads");
 }
 
 /* q [B, T, C], k and v [B, S, C] (the linear layers' outputs) -> [B, T, C] */

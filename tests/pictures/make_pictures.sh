@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# tests/pictures/make_pictures.sh BUILD_DIR OUT_DIR [--trained]: every
+# picture of examples/pictures, made again into OUT_DIR, deterministically
+# (fixed seeds, one thread).
+#   cheap (a second):   attention_demo --svg (heatmaps, positions, the
+#                       graphs attention.dot and decoder.dot), backward_tour
+#                       --dot backward.dot; each .dot rendered to .svg with
+#                       Graphviz's dot when it is installed
+#   --trained (about a minute and a half on 2 cores): trains the translator
+#                       as the tour says (every 10th pair of the data held
+#                       out, the default 50 epochs) for loss.svg, and runs it
+#                       on "i lost ." for translator_cross.svg,
+#                       translator_decoder.svg and translator_encoder.svg
+# Exits non-zero when a program fails.
+set -eu
+B=$(cd "$1" && pwd)
+mkdir -p "$2"
+out=$(cd "$2" && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export OMP_NUM_THREADS=1
+
+"$B/attention_demo" --seed 0 --svg "$out" > /dev/null
+"$B/backward_tour" --dot "$out/backward.dot" > /dev/null
+if command -v dot > /dev/null; then
+    for d in attention decoder backward; do dot -Tsvg "$out/$d.dot" -o "$out/$d.svg"; done
+fi
+
+if [ "${3:-}" = --trained ]; then
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    awk 'NR % 10 != 0' "$root/examples/data/eng-fra.tsv" > "$tmp/train.tsv"
+    awk 'NR % 10 == 0' "$root/examples/data/eng-fra.tsv" > "$tmp/test.tsv"
+    "$B/translate" train --data "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/m.safetensors" \
+        --seed 0 --threads 1 --plot "$out/loss.svg" --quiet
+    "$B/translate" run --model "$tmp/m.safetensors" --attention "$tmp/att" "i lost ." > /dev/null
+    cp "$tmp/att/0-cross-1.svg" "$out/translator_cross.svg"
+    cp "$tmp/att/0-decoder-0.svg" "$out/translator_decoder.svg"
+    cp "$tmp/att/0-encoder-0.svg" "$out/translator_encoder.svg"
+fi

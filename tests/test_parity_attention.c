@@ -77,8 +77,9 @@ static ag_graph *eval_graph(void)
 /* ---- (a) the tutorial's multi-head self-attention ---------------------------- */
 
 /* out = LayerNorm(x + W_o(attention(x))), d_model 64, 8 heads, masked
- * scores -1e9 (the tutorial's), with the mask stored as <prefix>.mask or none. */
-static void check_tutorial_mhsa(const char *prefix, int masked)
+ * scores -1e9 (the tutorial's), with the mask stored as <prefix>.mask or
+ * none; on the fast path or the textbook one (ag_mha.textbook). */
+static void check_tutorial_mhsa(const char *prefix, int masked, int textbook)
 {
     char name[64];
     ag_st *f = open_fixture(ATTN_FIXTURE);
@@ -86,6 +87,7 @@ static void check_tutorial_mhsa(const char *prefix, int masked)
     ag_mha m;
     ag_norm n;
     cr_assert_eq(ag_mha_init(&m, s, prefix, 64, 8, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
+    m.textbook = textbook;
     snprintf(name, sizeof name, "%s.norm", prefix);
     cr_assert_eq(ag_norm_init(&n, s, name, 64), AG_OK, "%s", ag_store_error(s));
     load_params(f, s);
@@ -117,12 +119,18 @@ static void check_tutorial_mhsa(const char *prefix, int masked)
 
 Test(parity_attn, tutorial_mhsa_without_mask)
 {
-    check_tutorial_mhsa("mhsa", 0);
+    check_tutorial_mhsa("mhsa", 0, 0);
 }
 
 Test(parity_attn, tutorial_mhsa_with_mask)
 {
-    check_tutorial_mhsa("mhsa_masked", 1);
+    check_tutorial_mhsa("mhsa_masked", 1, 0);
+}
+
+Test(parity_attn, tutorial_mhsa_textbook_path)
+{
+    check_tutorial_mhsa("mhsa", 0, 1);
+    check_tutorial_mhsa("mhsa_masked", 1, 1);
 }
 
 /* ---- (b) causal self-attention ---------------------------------------------- */
@@ -327,13 +335,14 @@ Test(parity_attn, d2l_example_all_ones)
     ag_st_free(f);
 }
 
-Test(parity_attn, d2l_example_random_inputs)
+static void check_d2l_random(int textbook)
 {
     int valid_lens[2];
     ag_st *f = open_fixture(D2L_FIXTURE);
     ag_store *s = ag_store_new();
     ag_mha m;
     d2l_module(f, s, &m);
+    m.textbook = textbook;
     load_ints(f, "d2l.valid_lens", valid_lens, 2);
 
     ag_graph *g = eval_graph();
@@ -350,4 +359,14 @@ Test(parity_attn, d2l_example_random_inputs)
     ag_graph_free(g);
     ag_store_free(s);
     ag_st_free(f);
+}
+
+Test(parity_attn, d2l_example_random_inputs)
+{
+    check_d2l_random(0);
+}
+
+Test(parity_attn, d2l_example_random_inputs_textbook_path)
+{
+    check_d2l_random(1);
 }

@@ -28,7 +28,11 @@
  * after backward, with each tensor's value and gradient (min, max, norm):
  * AG_DOT_VALUES | AG_DOT_GRADS.
  *
- * Usage: backward_tour [--dot FILE]   (exit 0 when every check passes) */
+ * --break OP multiplies the gradient flowing into op OP's backward by 1.01
+ * (as build/gradcheck --break does), to watch the checks catch it.
+ *
+ * Usage: backward_tour [--dot FILE] [--break OP]   (exit 0 when every check
+ * passes, 1 when one fails) */
 #include "attograd.h"
 
 #include <math.h>
@@ -188,6 +192,7 @@ static void layer_norm_backward(const ag_real *x, const ag_real *dy, const ag_re
 static void formulas(const model *m, double err[NSTEP])
 {
     ag_tensor *const *t = m->t;
+#define G(i) (m->probe[i]->grad)
     double want[64], tmp[64];
     for (int i = 0; i < NSTEP; i++) err[i] = -1;
     /* the loss: (softmax - onehot) / T */
@@ -198,61 +203,62 @@ static void formulas(const model *m, double err[NSTEP])
         for (int c = 0; c < V; c++) sum += exp(l[c] - mx);
         for (int c = 0; c < V; c++) want[r * V + c] = (exp(l[c] - mx) / sum - (c == Y[r])) / T;
     }
-    err[LOGITS] = max_diff(t[LOGITS]->grad, want, T * V);
+    err[LOGITS] = max_diff(G(LOGITS), want, T * V);
     /* dz = dlogits W_out  ([T, V] [V, D]) */
-    mm(t[LOGITS]->grad, 0, m->out.weight->data, 0, T, V, D, want);
-    err[Z] = max_diff(t[Z]->grad, want, T * D);
+    mm(G(LOGITS), 0, m->out.weight->data, 0, T, V, D, want);
+    err[Z] = max_diff(G(Z), want, T * D);
     /* the adds pass their gradient on; relu gates it; W2 and the scale */
-    for (int i = 0; i < T * D; i++) want[i] = t[R2]->grad[i];
-    err[FOUT] = max_diff(t[FOUT]->grad, want, T * D);
-    for (int i = 0; i < T * D; i++) want[i] = t[R1]->grad[i];
-    err[O] = max_diff(t[O]->grad, want, T * D);
-    mm(t[FOUT]->grad, 0, m->ffn.dense2.weight->data, 0, T, D, F, want);
-    err[FRELU] = max_diff(t[FRELU]->grad, want, T * F);
-    for (int i = 0; i < T * F; i++) want[i] = t[FPRE]->data[i] > 0 ? t[FRELU]->grad[i] : 0;
-    err[FPRE] = max_diff(t[FPRE]->grad, want, T * F);
-    for (int i = 0; i < T * T; i++) want[i] = m->mask->data[i] != 0 ? t[SM]->grad[i] : 0;
-    err[S] = max_diff(t[S]->grad, want, T * T);
-    for (int i = 0; i < T * T; i++) want[i] = t[S]->grad[i] / sqrt((double)D);
-    err[QK] = max_diff(t[QK]->grad, want, T * T);
+    for (int i = 0; i < T * D; i++) want[i] = G(R2)[i];
+    err[FOUT] = max_diff(G(FOUT), want, T * D);
+    for (int i = 0; i < T * D; i++) want[i] = G(R1)[i];
+    err[O] = max_diff(G(O), want, T * D);
+    mm(G(FOUT), 0, m->ffn.dense2.weight->data, 0, T, D, F, want);
+    err[FRELU] = max_diff(G(FRELU), want, T * F);
+    for (int i = 0; i < T * F; i++) want[i] = t[FPRE]->data[i] > 0 ? G(FRELU)[i] : 0;
+    err[FPRE] = max_diff(G(FPRE), want, T * F);
+    for (int i = 0; i < T * T; i++) want[i] = m->mask->data[i] != 0 ? G(SM)[i] : 0;
+    err[S] = max_diff(G(S), want, T * T);
+    for (int i = 0; i < T * T; i++) want[i] = G(S)[i] / sqrt((double)D);
+    err[QK] = max_diff(G(QK), want, T * T);
     /* the two LayerNorms */
-    layer_norm_backward(t[R2]->data, t[Z]->grad, m->norm2.weight->data, T, D, want);
-    err[R2] = max_diff(t[R2]->grad, want, T * D);
-    layer_norm_backward(t[R1]->data, t[H]->grad, m->norm1.weight->data, T, D, want);
-    err[R1] = max_diff(t[R1]->grad, want, T * D);
+    layer_norm_backward(t[R2]->data, G(Z), m->norm2.weight->data, T, D, want);
+    err[R2] = max_diff(G(R2), want, T * D);
+    layer_norm_backward(t[R1]->data, G(H), m->norm1.weight->data, T, D, want);
+    err[R1] = max_diff(G(R1), want, T * D);
     /* the fan-out: dh = d(FFN(h) + h) + d(W1 h + b1) W1 */
-    mm(t[FPRE]->grad, 0, m->ffn.dense1.weight->data, 0, T, F, D, want);
-    for (int i = 0; i < T * D; i++) want[i] += t[R2]->grad[i];
-    err[H] = max_diff(t[H]->grad, want, T * D);
+    mm(G(FPRE), 0, m->ffn.dense1.weight->data, 0, T, F, D, want);
+    for (int i = 0; i < T * D; i++) want[i] += G(R2)[i];
+    err[H] = max_diff(G(H), want, T * D);
     /* attention: dV = P^T dO, dP = dO V^T */
-    mm(t[P]->data, 1, t[O]->grad, 0, T, T, D, want);
-    err[VV] = max_diff(t[VV]->grad, want, T * D);
-    mm(t[O]->grad, 0, t[VV]->data, 1, T, D, T, want);
-    err[P] = max_diff(t[P]->grad, want, T * T);
+    mm(t[P]->data, 1, G(O), 0, T, T, D, want);
+    err[VV] = max_diff(G(VV), want, T * D);
+    mm(G(O), 0, t[VV]->data, 1, T, D, T, want);
+    err[P] = max_diff(G(P), want, T * T);
     /* dS = P * (dP - rowsum(dP * P)) */
     for (int r = 0; r < T; r++) {
         double dot = 0;
-        for (int c = 0; c < T; c++) dot += (double)t[P]->grad[r * T + c] * t[P]->data[r * T + c];
-        for (int c = 0; c < T; c++) want[r * T + c] = t[P]->data[r * T + c] * (t[P]->grad[r * T + c] - dot);
+        for (int c = 0; c < T; c++) dot += (double)G(P)[r * T + c] * t[P]->data[r * T + c];
+        for (int c = 0; c < T; c++) want[r * T + c] = t[P]->data[r * T + c] * (G(P)[r * T + c] - dot);
     }
-    err[SM] = max_diff(t[SM]->grad, want, T * T);
+    err[SM] = max_diff(G(SM), want, T * T);
     /* dQ = dS K / sqrt(D), dK = dS^T Q / sqrt(D) (dS of the scaled scores) */
-    mm(t[S]->grad, 0, t[K]->data, 0, T, T, D, tmp);
+    mm(G(S), 0, t[K]->data, 0, T, T, D, tmp);
     for (int i = 0; i < T * D; i++) want[i] = tmp[i] / sqrt((double)D);
-    err[Q] = max_diff(t[Q]->grad, want, T * D);
-    mm(t[S]->grad, 1, t[Q]->data, 0, T, T, D, tmp);
+    err[Q] = max_diff(G(Q), want, T * D);
+    mm(G(S), 1, t[Q]->data, 0, T, T, D, tmp);
     for (int i = 0; i < T * D; i++) want[i] = tmp[i] / sqrt((double)D);
-    err[K] = max_diff(t[K]->grad, want, T * D);
+    err[K] = max_diff(G(K), want, T * D);
+#undef G
 }
 
 /* ---- printing ---------------------------------------------------------------- */
 
-static void print_grad(const ag_tensor *t)
+static void print_grad(const ag_tensor *t, const ag_real *grad)
 {
     int cols = t->shape[t->ndim - 1], rows = (int)(t->size / (size_t)cols);
     for (int r = 0; r < rows; r++) {
         printf("   ");
-        for (int c = 0; c < cols; c++) printf(" %9.5f", (double)t->grad[r * cols + c]);
+        for (int c = 0; c < cols; c++) printf(" %9.5f", (double)grad[r * cols + c]);
         printf("\n");
     }
 }
@@ -277,8 +283,16 @@ int main(int argc, char **argv)
     const char *dot = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--dot") && i + 1 < argc) dot = argv[++i];
-        else {
-            fprintf(stderr, "backward_tour: unknown flag '%s'\nusage: backward_tour [--dot FILE]\n", argv[i]);
+        else if (!strcmp(argv[i], "--break") && i + 1 < argc) {
+            int op = ag_op_find(argv[++i]);
+            if (op <= 0) {
+                fprintf(stderr, "backward_tour: no op named '%s'\n", argv[i]);
+                return 2;
+            }
+            ag_debug_break_backward(op, 1.01);
+        } else {
+            fprintf(stderr, "backward_tour: unknown flag '%s'\nusage: backward_tour [--dot FILE] [--break OP]\n",
+                    argv[i]);
             return 2;
         }
     }
@@ -312,12 +326,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < NSTEP; i++) {
         const ag_tensor *t = m.t[i];
         char shape[64];
-        int same = !memcmp(t->grad, m.probe[i]->grad, t->size * sizeof(ag_real));
+        /* the tensor's own gradient, where backward kept one, is its probe's */
+        const ag_real *grad = m.probe[i]->grad;
+        int same = !t->grad || !memcmp(t->grad, grad, t->size * sizeof(ag_real));
         int ok = res[i].failed == 0 && same && err[i] >= 0 && err[i] <= 1e-12;
         bad |= !ok;
         printf("\nd %s %s   by %s\n  %s\n", STEPS[i].name, ag_shape_str(t, shape, sizeof shape), STEPS[i].file,
                STEPS[i].formula);
-        print_grad(t);
+        print_grad(t, grad);
         printf("  finite differences: max |analytic - numeric| %.1e", res[i].max_abs_err);
         printf("; the formula by hand: max diff %.1e", err[i]);
         printf("  %s\n", ok ? "ok" : "FAIL");

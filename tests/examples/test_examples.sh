@@ -4,7 +4,9 @@
 #   - build/gradcheck passes every op in double and exits 0; with one op's
 #     backward deliberately broken it reports that op and exits 1;
 #   - build/attention_demo prints the tutorials' shapes and writes an
-#     attention.dot that Graphviz accepts.
+#     attention.dot that Graphviz accepts;
+#   - build/backward_tour's 16 gradients pass their checks, and with
+#     softmax's backward broken the 5 above it fail.
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=$(cd "${1:-build}" && pwd)
@@ -42,6 +44,17 @@ if (cd "$tmp" && "$B/attention_demo" > demo.txt 2>&1); then
 else
     no "attention_demo failed: $(tail -n 3 "$tmp/demo.txt")"
 fi
+
+if "$B/backward_tour" > "$tmp/bt.txt" 2>&1 && grep -q '^every gradient matches finite differences' "$tmp/bt.txt" &&
+    [ "$(grep -c '  ok$' "$tmp/bt.txt")" = 16 ]
+then ok "backward_tour: 16 gradients, each matching finite differences and its formula"
+else no "backward_tour failed: $(grep FAIL "$tmp/bt.txt" | head -n 3)"; fi
+
+"$B/backward_tour" --break softmax > "$tmp/bt_broken.txt" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && [ "$(grep -c 'FAIL$' "$tmp/bt_broken.txt")" = 5 ] && grep -A6 '^d V ' "$tmp/bt_broken.txt" | grep -q '  ok$'
+then ok "backward_tour --break softmax: exit 1, the 5 gradients above the softmax fail, dV passes"
+else no "backward_tour --break softmax: exit $rc, $(grep -c 'FAIL$' "$tmp/bt_broken.txt") failed"; fi
 
 echo "examples: $pass passed, $fail failed"
 [ "$fail" = 0 ]

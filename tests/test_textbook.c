@@ -165,6 +165,43 @@ Test(textbook, pytorch_tutorial_fast_equals_textbook)
     compare(pytorch_run, pytorch_names, (const char *[2]){"pytorch", "pytorch, masked"});
 }
 
+/* ---- a causal self-attention (ag_mha.causal: the mask made inside) ------- */
+
+static run causal_run(path how, int padded)
+{
+    ag_store *s = ag_store_new();
+    ag_mha mha;
+    cr_assert_eq(ag_mha_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 13), AG_OK);
+    mha.causal = 1;
+    ag_tensor *x = ag_param(s, "x", AG_SHAPE(PT_B, PT_T, PT_C));
+    cr_assert_not_null(x);
+    ag_init_normal(x, 0, 1, 14);
+    ag_graph *g = ag_graph_new();
+    const int valid[PT_B] = {4, 3};
+    ag_tensor *mask = padded ? ag_padding_mask(g, valid, PT_B, 0, PT_T, PT_T) : NULL;
+    ag_tensor *w = NULL;
+    ag_tensor *out = how == FAST ? ag_mha_forward(g, &mha, x, x, mask, AG_MASK_NEG_INF, &w)
+                                 : ag_mha_forward_textbook(g, &mha, x, x, mask, AG_MASK_NEG_INF, &w);
+    cr_assert_eq(ag_backward(g, weigh(g, out, 15)), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_eq(w->data[1], 0, "query 0 sees key 1");
+    run r = keep_run(s, out, w);
+    ag_graph_free(g);
+    ag_store_free(s);
+    return r;
+}
+
+static void causal_names(ag_store *s)
+{
+    ag_mha mha;
+    ag_mha_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 13);
+    ag_param(s, "x", AG_SHAPE(PT_B, PT_T, PT_C));
+}
+
+Test(textbook, causal_flag_fast_equals_textbook)
+{
+    compare(causal_run, causal_names, (const char *[2]){"causal", "causal and padded"});
+}
+
 /* ---- d2l.ai's MultiHeadAttention ------------------------------------------ */
 
 enum { D2_B = 2, D2_T = 4, D2_S = 6, D2_C = 100, D2_H = 5 };

@@ -6,7 +6,8 @@
 #   - build/attention_demo prints the tutorials' shapes and writes an
 #     attention.dot that Graphviz accepts;
 #   - build/backward_tour's 16 gradients pass their checks, and with
-#     softmax's backward broken the 5 above it fail.
+#     softmax's backward broken the 5 above it fail;
+#   - the output that examples/README.md quotes is what they print.
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=$(cd "${1:-build}" && pwd)
@@ -55,6 +56,21 @@ rc=$?
 if [ "$rc" = 1 ] && [ "$(grep -c 'FAIL$' "$tmp/bt_broken.txt")" = 5 ] && grep -A6 '^d V ' "$tmp/bt_broken.txt" | grep -q '  ok$'
 then ok "backward_tour --break softmax: exit 1, the 5 gradients above the softmax fail, dV passes"
 else no "backward_tour --break softmax: exit $rc, $(grep -c 'FAIL$' "$tmp/bt_broken.txt") failed"; fi
+
+# The tour quotes the programs' output (examples/README.md, 4-space blocks):
+# every quoted tensor title and row must still be printed, word for word.
+if [ -s "$tmp/demo.txt" ] && [ -s "$tmp/bt.txt" ]; then
+    cat "$tmp/demo.txt" "$tmp/bt.txt" > "$tmp/printed.txt"
+    grep -E '^    ( *-?[0-9]+\.[0-9]+)+ *$|^    d .* by ops/|^    [A-Za-z].*\[[0-9, ]+\]$' "$(dirname "$0")/../../examples/README.md" |
+        grep -v -e ';' -e '->' | sed 's/^    //' > "$tmp/quoted.txt"
+    missing=0 first=
+    while IFS= read -r line; do
+        if ! grep -qxF -- "$line" "$tmp/printed.txt"; then missing=$((missing + 1)); first=${first:-$line}; fi
+    done < "$tmp/quoted.txt"
+    n=$(wc -l < "$tmp/quoted.txt")
+    if [ "$n" -gt 50 ] && [ "$missing" = 0 ]; then ok "the tour's $n quoted output lines are what the programs print"
+    else no "the tour quotes $missing of $n lines the programs no longer print, first: '$first'"; fi
+fi
 
 echo "examples: $pass passed, $fail failed"
 [ "$fail" = 0 ]

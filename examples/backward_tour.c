@@ -13,10 +13,10 @@
  * with targets y = [1, 2, 3, 4] (each token "predicts the next").  The
  * program follows dL/d(each tensor) from the loss back to Q, K and V,
  * prints it, names the op file whose backward computed it, and checks it:
- *   - against central finite differences, always: a zero "probe" is added
- *     to each tensor (t + probe has the same value), and dL/dprobe, which
- *     is dL/dt, is checked by ag_gradcheck (eps 1e-6, |a - n| <= 1e-5 +
- *     1e-3 |n|);
+ *   - against central finite differences: a zero "probe" is added to each
+ *     tensor (t + probe has the same value), and dL/dprobe, which is dL/dt,
+ *     is checked by ag_gradcheck (eps 1e-6, |a - n| <= 1e-5 + 1e-3 |n|);
+ *     the tensor's own gradient (ag_retain_grad) must equal it;
  *   - against the formula the tour derives, computed here by hand from the
  *     forward values: (softmax - onehot) / 4, the LayerNorm backward,
  *     dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(dP * P)),
@@ -29,7 +29,8 @@
  * AG_DOT_VALUES | AG_DOT_GRADS.
  *
  * --break OP multiplies the gradient flowing into op OP's backward by 1.01
- * (as build/gradcheck --break does), to watch the checks catch it.
+ * in the finite-difference check (as build/gradcheck --break does), to
+ * watch the check catch it.
  *
  * Usage: backward_tour [--dot FILE] [--break OP]   (exit 0 when every check
  * passes, 1 when one fails) */
@@ -81,10 +82,13 @@ typedef struct model {
 static const ag_real X[T * D] = {1, 0, 1, 0, 2, 0, 1, 1, 0, 0, 1, 2};
 static const int Y[T] = {1, 2, 3, 4};
 
-/* Record step i's tensor and go on with it (plus its probe). */
+/* Record step i's tensor, keep its own gradient (an add's or a reshape's
+ * would otherwise go to its input's buffer), and go on with it (plus its
+ * probe). */
 static ag_tensor *at(ag_graph *g, model *m, int i, ag_tensor *t)
 {
     m->t[i] = t;
+    if (t) ag_retain_grad(t);
     return m->probes ? ag_add(g, t, m->probe[i]) : t;
 }
 
@@ -103,8 +107,7 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
     ag_tensor *sm = at(g, m, SM, ag_set_name(ag_masked_fill(g, s, mask, -1e9), "S + M"));
     ag_tensor *p = at(g, m, P, ag_set_name(ag_softmax(g, sm), "P"));
     ag_tensor *o = at(g, m, O, ag_set_name(ag_matmul(g, p, v), "O = P V"));
-    /* Add&Norm: the sublayer first, so that each add's own gradient is its
-     * own in the picture (an add shares its buffer with its first input) */
+    /* Add&Norm: the sublayer, then the skip */
     ag_tensor *r1 = at(g, m, R1, ag_set_name(ag_add(g, o, x), "O + X"));
     ag_tensor *h = at(g, m, H, ag_set_name(ag_norm_forward(g, &m->norm1, r1), "h"));
     /* FFN, and the second Add&Norm: h fans out to the FFN and the add */
@@ -188,13 +191,14 @@ static void layer_norm_backward(const ag_real *x, const ag_real *dy, const ag_re
 }
 
 /* Each formula of the tour against the gradient backward left: the worst
- * difference per step (-1 where no formula is checked here). */
+ * difference per step.  G(i) is dL/d(step i's tensor), read from its probe
+ * (main checks that the tensor's retained gradient equals it). */
 static void formulas(const model *m, double err[NSTEP])
 {
     ag_tensor *const *t = m->t;
 #define G(i) (m->probe[i]->grad)
     double want[64], tmp[64];
-    for (int i = 0; i < NSTEP; i++) err[i] = -1;
+    for (int i = 0; i < NSTEP; i++) err[i] = -1; /* a step without a check fails */
     /* the loss: (softmax - onehot) / T */
     for (int r = 0; r < T; r++) {
         const ag_real *l = t[LOGITS]->data + r * V;
@@ -281,6 +285,7 @@ static int write_picture(model *m, const char *path)
 int main(int argc, char **argv)
 {
     const char *dot = NULL;
+    ag_gradcheck_opts opts = AG_GRADCHECK_DEFAULTS;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--dot") && i + 1 < argc) dot = argv[++i];
         else if (!strcmp(argv[i], "--break") && i + 1 < argc) {
@@ -289,7 +294,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "backward_tour: no op named '%s'\n", argv[i]);
                 return 2;
             }
-            ag_debug_break_backward(op, 1.01);
+            opts.break_op = op, opts.break_factor = 1.01;
         } else {
             fprintf(stderr, "backward_tour: unknown flag '%s'\nusage: backward_tour [--dot FILE] [--break OP]\n",
                     argv[i]);
@@ -309,7 +314,6 @@ int main(int argc, char **argv)
     /* 1. finite differences through the probes */
     m.probes = 1;
     ag_gradcheck_result res[NSTEP];
-    ag_gradcheck_opts opts = AG_GRADCHECK_DEFAULTS;
     ag_status fd = ag_gradcheck(g, forward, &m, m.probe, NSTEP, &opts, res);
     /* 2. one clean forward and backward, to read the gradients */
     ag_graph_reset(g);
@@ -326,9 +330,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < NSTEP; i++) {
         const ag_tensor *t = m.t[i];
         char shape[64];
-        /* the tensor's own gradient, where backward kept one, is its probe's */
+        /* the tensor's own gradient (retained) is its probe's */
         const ag_real *grad = m.probe[i]->grad;
-        int same = !t->grad || !memcmp(t->grad, grad, t->size * sizeof(ag_real));
+        int same = t->grad && !memcmp(t->grad, grad, t->size * sizeof(ag_real));
         int ok = res[i].failed == 0 && same && err[i] >= 0 && err[i] <= 1e-12;
         bad |= !ok;
         printf("\nd %s %s   by %s\n  %s\n", STEPS[i].name, ag_shape_str(t, shape, sizeof shape), STEPS[i].file,

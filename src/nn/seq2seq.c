@@ -1,5 +1,9 @@
 /* seq2seq.c: the encoder-decoder Transformer of "Attention Is All You Need"
- * (post-norm), as d2l.ai builds it, for the toy translator.
+ * (post-norm), for the toy translator.  d2l.ai's Transformer chapter builds
+ * the same layers, with two differences: d2l's attention projections have
+ * no bias (here they have one, initialised to 0), and its initial weights
+ * are AG_SEQ2SEQ_INIT_D2L, not this file's default AG_SEQ2SEQ_INIT_SCALED
+ * (attograd_nn.h says what each draws).
  *
  *   encoder: x = dropout(E_src[src] * sqrt(C) + P);  N x encoder block
  *   decoder: y = dropout(E_tgt[tgt_in] * sqrt(C) + P); N x decoder block
@@ -15,18 +19,48 @@
  * position-wise layer skips the padding.  Attention alone unpacks its
  * queries, keys and values to [B, T, C], zeros at the padding (see
  * ag__rows in internal.h).  The loss is the same number as with the
- * padded layout (tests/test_blocks.c compares them); only the float
+ * padded layout (tests/test_seq2seq.c compares them); only the float
  * rounding of sums over rows and the dropout draws (fewer rows) differ. */
 #include "nn/nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 
+/* nn.Linear's default bias, U(-1/sqrt(in), 1/sqrt(in)) */
+static void torch_bias(ag_linear *l, uint64_t seed)
+{
+    double k = 1 / sqrt((double)l->in);
+    ag_init_uniform(l->bias, -k, k, ag_param_seed(seed, l->bias->name));
+}
+
+/* The initial weights of m->cfg.init (attograd_nn.h), each parameter
+ * drawn from its own seed.  The blocks come with Xavier-uniform weights and
+ * zero biases (src/nn/transformer.c); this sets the rest. */
+static void init_weights(ag_seq2seq *m, uint64_t seed)
+{
+    int d2l = m->cfg.init == AG_SEQ2SEQ_INIT_D2L;
+    /* scaled: std 1/sqrt(C), so that E * sqrt(C) has unit variance */
+    double emb_std = d2l ? 1 : 1 / sqrt((double)m->cfg.hidden);
+    ag_init_normal(m->src_embedding, 0, emb_std, ag_param_seed(seed, m->src_embedding->name));
+    ag_init_normal(m->tgt_embedding, 0, emb_std, ag_param_seed(seed, m->tgt_embedding->name));
+    ag_init_xavier_uniform(m->dense.weight, ag_param_seed(seed, m->dense.weight->name));
+    ag_init_const(m->dense.bias, 0);
+    if (!d2l) return;
+    /* d2l keeps nn.Linear's default bias where it has one; its attention
+     * projections have none, so theirs stay 0 */
+    torch_bias(&m->dense, seed);
+    for (int i = 0; i < m->cfg.layers; i++) {
+        torch_bias(&m->enc[i].ffn.dense1, seed), torch_bias(&m->enc[i].ffn.dense2, seed);
+        torch_bias(&m->dec[i].ffn.dense1, seed), torch_bias(&m->dec[i].ffn.dense2, seed);
+    }
+}
+
 ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed)
 {
     memset(m, 0, sizeof *m);
     if (!s || !cfg || cfg->src_vocab < 4 || cfg->tgt_vocab < 4 || cfg->hidden <= 0 || cfg->heads <= 0 ||
-        cfg->ffn <= 0 || cfg->layers <= 0 || cfg->max_len <= 0 || !(cfg->dropout >= 0 && cfg->dropout < 1))
+        cfg->ffn <= 0 || cfg->layers <= 0 || cfg->max_len <= 0 || !(cfg->dropout >= 0 && cfg->dropout < 1) ||
+        (cfg->init != AG_SEQ2SEQ_INIT_SCALED && cfg->init != AG_SEQ2SEQ_INIT_D2L))
         return AG_ERR_ARG;
     if (cfg->hidden % cfg->heads) return AG_ERR_SHAPE;
     m->cfg = *cfg;
@@ -40,8 +74,6 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
     m->src_embedding = ag_param(s, "encoder.embedding.weight", AG_SHAPE(cfg->src_vocab, C));
     m->tgt_embedding = ag_param(s, "decoder.embedding.weight", AG_SHAPE(cfg->tgt_vocab, C));
     if (!m->src_embedding || !m->tgt_embedding) goto fail;
-    ag_init_normal(m->src_embedding, 0, 1 / sqrt((double)C), ag_param_seed(seed, m->src_embedding->name));
-    ag_init_normal(m->tgt_embedding, 0, 1 / sqrt((double)C), ag_param_seed(seed, m->tgt_embedding->name));
     char name[64];
     for (int i = 0; i < cfg->layers; i++) {
         snprintf(name, sizeof name, "encoder.blocks.%d", i);
@@ -54,8 +86,7 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
             goto fail;
     }
     if (ag_linear_init(&m->dense, s, "decoder.dense", C, cfg->tgt_vocab, 1, seed) != AG_OK) goto fail;
-    ag_init_xavier_uniform(m->dense.weight, ag_param_seed(seed, m->dense.weight->name));
-    ag_init_const(m->dense.bias, 0);
+    init_weights(m, seed);
     return AG_OK;
 fail:
     ag_seq2seq_free(m);

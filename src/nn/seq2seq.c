@@ -1,9 +1,9 @@
 /* seq2seq.c: the encoder-decoder Transformer of "Attention Is All You Need"
  * (post-norm), for the toy translator.  d2l.ai's Transformer chapter builds
- * the same layers, with two differences: d2l's attention projections have
- * no bias (here they have one, initialised to 0), and its initial weights
- * are AG_SEQ2SEQ_INIT_D2L, not this file's default AG_SEQ2SEQ_INIT_SCALED
- * (attograd_nn.h says what each draws).
+ * the same layers but for one thing: its attention projections have no
+ * bias (here they have one).  Its initial weights are those of d2l's
+ * train_seq2seq, AG_SEQ2SEQ_INIT_D2L here; the config's default (init 0)
+ * is AG_SEQ2SEQ_INIT_SCALED.  attograd_nn.h says what each draws.
  *
  *   encoder: x = dropout(E_src[src] * sqrt(C) + P);  N x encoder block
  *   decoder: y = dropout(E_tgt[tgt_in] * sqrt(C) + P); N x decoder block

@@ -7,7 +7,8 @@
 #   - SIGINT / SIGTERM during training: exit 130 / 143, a checkpoint at --out,
 #     and --resume from it gives the uninterrupted run's model, bit for bit;
 #   - split is a deterministic partition by distinct source (the twin's bytes);
-#     train --test prints both scores; --init d2l draws the twin's init.
+#     train --test and make run print both scores; --init d2l draws the
+#     twin's init.
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=${1:-build}
@@ -221,6 +222,16 @@ if [ -x "$PY" ] && "$PY" -c 'import torch' 2> /dev/null; then
        grep -q 'embedding.weight *BAD' "$tmp/ic0.log"
     then ok "initcheck tells the scaled init from d2l's"; else no "initcheck took the scaled init for d2l's"; fi
 else echo "skip --init d2l against translator.py: no PyTorch under $PY"; fi
+
+# 9. make run prints both scores (a short run of a small model; not on a
+# sanitizer build, which make would rebuild with the default flags)
+if [ "$SANITIZED" != 1 ]; then
+    if make -s --no-print-directory run BUILD="$B" RUN_MODEL="$tmp/run.safetensors" \
+           RUN_FLAGS="--epochs 1 --hidden 16 --heads 2 --ffn 32 --layers 1 --quiet" > "$tmp/run.log" 2>&1 &&
+       grep -q '^training data: sources 2338  exact match [0-9.]*  BLEU [0-9.]*' "$tmp/run.log" &&
+       grep -q '^held-out: *sources 259  exact match [0-9.]*  BLEU [0-9.]*' "$tmp/run.log"
+    then ok "make run: training-data and held-out scores"; else no "make run: $(tail -n 5 "$tmp/run.log")"; fi
+fi
 
 echo "translate: $pass passed, $fail failed"
 [ "$fail" = 0 ]

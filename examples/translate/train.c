@@ -482,7 +482,15 @@ static void json_metrics(FILE *f, const char *prefix, const metrics *r)
             r->sources, prefix, r->exact, prefix, r->bleu, prefix, r->ceiling);
 }
 
-/* "attention": [{"epoch": e, "layers": [{"layer", "entropy", ...}]}] */
+/* ", KEY: x", null when x is not finite (NaN is not JSON) */
+static void json_real(FILE *f, const char *key, double x)
+{
+    if (isfinite(x)) fprintf(f, ", \"%s\": %.6g", key, x);
+    else fprintf(f, ", \"%s\": null", key);
+}
+
+/* "attention": [{"epoch": e, "layers": [{"layer", "entropy", ...}]}];
+ * max_score and max_gap are null when the scores were not on the graph */
 static void json_probe(FILE *f, const trainer *t)
 {
     int L = probe_layers(&t->m), n = 3 * L, first = 1;
@@ -492,11 +500,11 @@ static void json_probe(FILE *f, const trainer *t)
         fprintf(f, "%s\n  {\"epoch\": %d, \"layers\": [", first ? "" : ",", e);
         for (int k = 0; k < n; k++) {
             const layer_stats *s = &t->probe[(size_t)e * n + k];
-            fprintf(f, "%s{\"layer\": \"%s.%d\", \"entropy\": %.6g", k ? ", " : "", probe_kind(k / L), k % L,
-                    s->entropy);
-            /* NaN (scores not on the graph) is not JSON: null */
-            if (isnan(s->max_score)) fprintf(f, ", \"max_score\": null, \"max_gap\": null}");
-            else fprintf(f, ", \"max_score\": %.6g, \"max_gap\": %.6g}", s->max_score, s->max_gap);
+            fprintf(f, "%s{\"layer\": \"%s.%d\"", k ? ", " : "", probe_kind(k / L), k % L);
+            json_real(f, "entropy", s->entropy);
+            json_real(f, "max_score", s->max_score);
+            json_real(f, "max_gap", s->max_gap);
+            fprintf(f, "}");
         }
         fprintf(f, "]}");
         first = 0;

@@ -212,6 +212,11 @@ n_ep=$(grep -o '"epoch": [0-9]*, "layers"' "$tmp/h.json" | wc -l)
 n_l=$(grep -o '"layer": "[a-z.]*[0-9]*", "entropy": [0-9.e+-]*, "max_score": [0-9.e+-]*' "$tmp/h.json" | wc -l)
 if [ "$n_ep" = 3 ] && [ "$n_l" = 9 ]; then ok "train --json: attention statistics per epoch and layer"
 else no "train --json: $n_ep probed epochs, $n_l layer entries (want 3, 9)"; fi
+# measuring does not change the run: the same model without --json
+"$T" train --data "$tmp/sp_train.tsv" --test "$tmp/sp_test.tsv" --out "$tmp/h0.safetensors" --epochs 2 "${small[@]}" \
+    > /dev/null 2>&1
+if [ -s "$tmp/h0.safetensors" ] && cmp -s "$tmp/h.safetensors" "$tmp/h0.safetensors"; then ok "the probe changes nothing"
+else no "train --json wrote another model than train"; fi
 "$T" train --data "$tmp/tiny.tsv" --out "$tmp/i.safetensors" --epochs 1 --lr 1e-12 --init d2l "${small[@]}" > /dev/null 2>&1
 if [ -x "$PY" ] && "$PY" -c 'import torch' 2> /dev/null; then
     if "$PY" tests/reference/translator.py initcheck --model "$tmp/i.safetensors" --quiet > "$tmp/ic.log" 2>&1

@@ -49,8 +49,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "gradcheck: built in float; finite differences need the double build\n");
         return 2;
     }
+    ag_gradcheck_opts opts = AG_GRADCHECK_DEFAULTS;
     if (broken > 0) {
-        ag_debug_break_backward(broken, 1.01);
+        opts.break_op = broken;
+        opts.break_factor = 1.01;
         printf("(backward of %s deliberately broken: its incoming gradient is scaled by 1.01)\n\n",
                ag_op_name(broken));
     }
@@ -68,7 +70,7 @@ int main(int argc, char **argv)
         for (int c = 0; c < n; c++) {
             ag_gradcheck_result r;
             char err[256];
-            ag_status st = ag_op_check(op, c, seed + (uint64_t)c, NULL, &r, err, sizeof err);
+            ag_status st = ag_op_check(op, c, seed + (uint64_t)c, &opts, &r, err, sizeof err);
             cases++;
             if (st == AG_OK || st == AG_ERR_NUMERIC) {
                 printf("| %-13s | %-42s | %10.2e | %10.2e | %s |\n", ag_op_name(op), ag_op_case_label(op, c),

@@ -28,7 +28,9 @@
  * Ownership.  A graph owns one arena: every tensor an op returns, and every
  * gradient backward makes, lives there until ag_graph_reset() or
  * ag_graph_free().  Parameters live in an ag_store, which survives resets;
- * their gradients accumulate in the store until ag_store_zero_grad().
+ * their gradients accumulate in the store until ag_store_zero_grad().  A
+ * graph's tensor kept past a reset is refused by the ops it is given to;
+ * values every step reuses (a mask) go in the store: ag_store_constant().
  *
  * Errors never abort.  The first error on a graph (a bad shape, a bad axis,
  * out of memory) sticks to it, with a message naming the op and the shapes,
@@ -41,7 +43,8 @@
  * Makefile builds both: build/libattograd.a (float, for training) and
  * build/libattograd64.a (double, for finite-difference gradient checks and
  * float64 parity with PyTorch).  One code path, two scalar types: every
- * kernel is written once.
+ * kernel is written once.  A program compiled for one precision does not
+ * link with the other's library (see ag_graph_new below).
  *
  * Layout.  Every tensor is contiguous and row-major: the last axis is the
  * fastest, so every kernel sees plain arrays.  reshape shares its input's
@@ -69,6 +72,21 @@ typedef double ag_real;
 #else
 typedef float ag_real;
 #define AG_REAL_NAME "f32"
+#endif
+
+/* Code compiled with -DAG_DOUBLE must link libattograd64.a, and code
+ * compiled without it libattograd.a: the other library would read every
+ * ag_real at the wrong width.  So the entry points that every program calls
+ * (ag_graph_new, ag_store_new) carry the precision in their symbol names,
+ * and a mismatch fails to link with, e.g.,
+ *   undefined reference to `ag_graph_new_f32'
+ * (compiled for float, linked with the double library). */
+#ifdef AG_DOUBLE
+#define ag_graph_new ag_graph_new_f64
+#define ag_store_new ag_store_new_f64
+#else
+#define ag_graph_new ag_graph_new_f32
+#define ag_store_new ag_store_new_f32
 #endif
 
 #define AG_MAX_DIMS 6 /* tensors have 0..6 axes */
@@ -135,6 +153,7 @@ typedef enum ag_op_id {
     AG_OP_LINEAR,
     AG_OP_MASKED_SOFTMAX,
     AG_OP_INDEX_ADD,
+    AG_OP_GELU_TANH,
     AG_OP_COUNT
 } ag_op_id;
 
@@ -154,22 +173,31 @@ struct ag_tensor {
     int shape[AG_MAX_DIMS];    /* shape[ndim..] are 1 */
     size_t size;               /* product of the shape (1 for a scalar) */
     ag_real *data;             /* size values, row-major, contiguous */
-    ag_real *grad;             /* d loss / d data, or NULL before backward */
+    ag_real *grad;             /* d loss / d data, or NULL (see ag_backward) */
     int op;                    /* ag_op_id that made it */
     int nsrc;                  /* number of tensor inputs */
     ag_tensor *src[AG_MAX_SRC];/* tensor inputs, in the op's order */
-    int iarg[AG_MAX_DIMS + 2]; /* integer arguments of the op (axis, perm) */
-    double farg[2];            /* real arguments of the op (scale, eps, p) */
-    void *aux;                 /* op-owned saved state, in the arena */
     int requires_grad;         /* 1 when a gradient must flow into it */
-    int is_param;              /* 1 for a tensor owned by an ag_store */
-    int grad_unset;            /* internal: grad reserved by backward, not yet written */
+    int is_param;              /* 1 for a parameter (owned by an ag_store) */
     char name[64];             /* user-given name ("q", "scores"), or "" */
 };
+/* The library allocates every tensor (a graph's, a store's), with private
+ * state after this public view: a tensor cannot be made by hand. */
 
-/* Leaves on a graph (they live until ag_graph_reset).  Zero-filled, or copied
- * from data (size values, row-major).  A leaf gets a gradient only after
- * ag_set_requires_grad(t, 1). */
+/* The op's own arguments, as ops/<name>.c documents them (an axis, a
+ * permutation, a scale, an eps): integer argument i (0..AG_MAX_DIMS+1) and
+ * real argument i (0..1); 0 for a leaf or out of range.  For pictures and
+ * debuggers. */
+int ag_tensor_iarg(const ag_tensor *t, int i);
+double ag_tensor_farg(const ag_tensor *t, int i);
+
+/* Leaves on a graph.  They live until ag_graph_reset, like every tensor of
+ * the graph: an op given a tensor from before the last reset refuses it
+ * with an error that names it (always in the step right after that reset;
+ * a tensor kept unused through two or more steps can alias a new one).
+ * Keep constants in a store instead, with ag_store_constant.  Zero-filled,
+ * or copied from data (size values, row-major).  A leaf gets a gradient
+ * only after ag_set_requires_grad(t, 1). */
 ag_tensor *ag_tensor_new(ag_graph *g, int ndim, const int *shape);
 ag_tensor *ag_tensor_from(ag_graph *g, int ndim, const int *shape,
                           const ag_real *data);
@@ -218,17 +246,37 @@ size_t ag_graph_arena_bytes(const ag_graph *g); /* bytes reserved */
 size_t ag_graph_arena_used(const ag_graph *g);  /* bytes in use now */
 
 /* Reverse-mode autodiff from a scalar (size 1) loss: d loss / d loss = 1, then
- * each node, newest first, adds its inputs' gradients.  Only nodes that the
- * loss depends on and that lead to a tensor requiring grad are visited.
- * Gradients accumulate (+=): into parameters' store-owned grad buffers and
- * into graph tensors' arena grad buffers.  Iterative: no recursion.
- * (An intermediate tensor made by a reshape, or by an add or sub of
- * same-shape tensors, that is its first input's newest consumer shares that
- * input's grad buffer: after backward it holds the input's gradient, which
- * sums all the input's consumers.  The input's own grad is always right.)
- * Returns AG_ERR_SHAPE for a non-scalar loss, the graph's error when it has
- * one. */
+ * each node the loss depends on, newest first, adds its inputs' gradients.
+ * Iterative: no recursion.  As PyTorch's loss.backward(retain_graph=True):
+ *   - leaves (parameters, and graph tensors with requires_grad that no op
+ *     made) accumulate: each call adds d loss / d leaf into their grad
+ *     (parameters' in the store until ag_store_zero_grad).  So calling it
+ *     twice on one loss adds twice the gradient, and two losses built on one
+ *     tape (sharing a subgraph or not) add the sum of their gradients;
+ *   - an intermediate's grad is d loss / d tensor for the latest call that
+ *     reached it, or NULL: NULL before backward, without requires_grad, and
+ *     for a reshape, add or sub whose gradient buffer went to its input (it
+ *     equals the input's gradient there, and backward saves a copy by
+ *     sharing it).  ag_retain_grad keeps an intermediate's own gradient.
+ * The tape may grow after a backward: a later call visits only the nodes
+ * its own loss depends on.  Returns AG_ERR_SHAPE for a non-scalar loss,
+ * AG_ERR_ARG for a loss that is not on g's tape (of another graph, or from
+ * before the last reset), the graph's error when it has one. */
 ag_status ag_backward(ag_graph *g, ag_tensor *loss);
+
+/* Backward from a tensor y of any shape, given dy = d out / d y (y->size
+ * values, row-major, in y's shape) for some scalar out the caller has in
+ * mind: PyTorch's y.backward(dy).  Leaves receive d out / d leaf =
+ * sum_i dy_i d y_i / d leaf, as ag_backward on sum(y * dy) would give,
+ * without building that product.  ag_backward(g, loss) is
+ * ag_backward_from(g, loss, one). */
+ag_status ag_backward_from(ag_graph *g, ag_tensor *y, const ag_real *dy);
+
+/* Keep t's own gradient (PyTorch's retain_grad): after each backward that
+ * reaches it, t->grad holds d loss / d t, summed over the backward calls as
+ * a leaf's is.  Call it when building, before ag_backward.  Costs a copy of
+ * t's gradient per call.  A leaf's gradient is always kept: no effect. */
+void ag_retain_grad(ag_tensor *t);
 
 /* Debugging NaN and Inf: names the first node of the tape (oldest first)
  * whose values are not finite, then the first gradient that is not (newest
@@ -256,6 +304,16 @@ void ag_store_free(ag_store *s);
  * duplicate name, a bad shape or no memory (ag_store_error says which). */
 ag_tensor *ag_param(ag_store *s, const char *name, int ndim, const int *shape);
 ag_tensor *ag_store_find(const ag_store *s, const char *name);
+/* A constant owned by the store: a copy of data (ndim, shape; zeros when
+ * data is NULL), for values every step reuses (a causal mask, a table of
+ * positions).  Ops on any graph take it, whatever ag_graph_reset did: it
+ * lives until ag_store_free.  It is not a parameter: ag_store_count,
+ * ag_store_at, ag_store_find, checkpoints and optimizers do not see it,
+ * it has no gradient, and ag_set_requires_grad leaves it off.  Names are
+ * unique among the store's constants.  NULL (ag_store_error says why) on a
+ * duplicate name, a bad shape or no memory. */
+ag_tensor *ag_store_constant(ag_store *s, const char *name, int ndim, const int *shape,
+                             const ag_real *data);
 int ag_store_count(const ag_store *s);
 ag_tensor *ag_store_at(const ag_store *s, int i); /* in insertion order */
 size_t ag_store_numel(const ag_store *s);         /* total parameters */
@@ -301,6 +359,8 @@ ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_tanh(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_relu(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_gelu(ag_graph *g, ag_tensor *x); /* x * Phi(x), erf form */
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's tanh form */
+ag_tensor *ag_gelu_tanh(ag_graph *g, ag_tensor *x);
 
 /* Batched matrix product: a [..., M, K] @ b [..., K, N] -> [..., M, N]; the
  * batch axes broadcast.  A 1-d b is not promoted: give shapes of rank >= 2. */
@@ -311,7 +371,7 @@ ag_tensor *ag_matmul_bt(ag_graph *g, ag_tensor *a, ag_tensor *b);
 
 /* Same values, new shape (one axis may be -1: inferred).  The result shares
  * x's data (a view); when it is x's newest consumer, backward gives them one
- * gradient buffer too. */
+ * gradient buffer too, and its grad reads NULL after (see ag_backward). */
 ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape);
 /* y.shape[i] = x.shape[perm[i]]. */
 ag_tensor *ag_permute(ag_graph *g, ag_tensor *x, const int *perm);
@@ -370,6 +430,20 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p);
  * NaN).  Returns a scalar. */
 ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets,
                             int ignore_index, double label_smoothing);
+/* How the per-row losses are combined: their mean over the rows not
+ * ignored (0, ag_cross_entropy's), their sum, or none (one loss per row,
+ * shape logits.shape[:-1], 0 for an ignored row), as PyTorch's
+ * reduction="mean" | "sum" | "none". */
+typedef enum ag_reduction {
+    AG_REDUCTION_MEAN = 0,
+    AG_REDUCTION_SUM,
+    AG_REDUCTION_NONE
+} ag_reduction;
+/* ag_cross_entropy with a reduction: a scalar for mean and sum, logits
+ * [..., V] -> [...] for none (per-token losses). */
+ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *targets,
+                               int ignore_index, double label_smoothing,
+                               ag_reduction reduction);
 
 /* ------------------------------------------------------------------------ */
 /* Gradient checking                                                          */
@@ -391,19 +465,35 @@ typedef struct ag_gradcheck_opts {
     double eps;     /* central-difference step: 1e-6 */
     double abs_tol; /* pass if |a - n| <= abs_tol + rel_tol * |n|: 1e-5 */
     double rel_tol; /* 1e-3 */
+    /* For testing the checker: the analytic backward of op break_op (an
+     * ag_op_id; 0 for none) sees its incoming gradient multiplied by
+     * break_factor, so the check must fail. */
+    int break_op;
+    double break_factor;
 } ag_gradcheck_opts;
-#define AG_GRADCHECK_DEFAULTS {1e-6, 1e-5, 1e-3}
+#define AG_GRADCHECK_DEFAULTS {1e-6, 1e-5, 1e-3, 0, 1}
 
 /* Check the analytic gradient of build's loss with respect to each of the n
  * inputs (store-owned tensors) against central finite differences,
  *   numeric = (L(x + eps) - L(x - eps)) / (2 eps),   element by element.
  * The graph's random stream is rewound before every build, so dropout draws
  * the same mask each time.  Fills results[0..n).  Returns AG_OK when every
- * element passes, AG_ERR_NUMERIC when some do not, or the build's error. */
+ * element passes; AG_ERR_NUMERIC when some do not, with g's error naming
+ * the worst input and element; or the build's error.
+ * Needs the double build (-DAG_DOUBLE, libattograd64.a): in float, rounding
+ * (about 6e-8 of L) divided by 2 eps swamps the difference quotient, and
+ * most elements would fail whatever the backward.  The float build refuses
+ * with AG_ERR_STATE and a message saying so. */
 ag_status ag_gradcheck(ag_graph *g, ag_build_fn build, void *ctx,
                        ag_tensor *const *inputs, int n,
                        const ag_gradcheck_opts *opts,
                        ag_gradcheck_result *results);
+
+/* ag_gradcheck over every parameter of s, in the store's order: no input
+ * array to fill.  results is NULL or holds ag_store_count(s) entries.  On
+ * AG_ERR_NUMERIC, g's error names the worst parameter and element. */
+ag_status ag_gradcheck_store(ag_graph *g, ag_build_fn build, void *ctx, ag_store *s,
+                             const ag_gradcheck_opts *opts, ag_gradcheck_result *results);
 
 /* The built-in op checks: every op in the table carries cases (shapes, with
  * size-1 and broadcast axes, built in ops/<name>.c).  Case i of op:
@@ -414,9 +504,15 @@ const char *ag_op_case_label(int op, int i);
 ag_status ag_op_check(int op, int i, uint64_t seed, const ag_gradcheck_opts *opts,
                       ag_gradcheck_result *worst, char *err, size_t errlen);
 
-/* For tests of the checker itself: multiply the gradient that flows into
- * every backward of op `op` by `factor` (1 restores).  -1 switches it off. */
-void ag_debug_break_backward(int op, double factor);
+/* Deprecated: set break_op and break_factor in ag_gradcheck_opts.  Makes
+ * ag_gradcheck and ag_op_check, when their opts break no op, break op `op`
+ * by `factor` (op <= 0 switches it off).  Plain ag_backward is not
+ * affected. */
+void ag_debug_break_backward(int op, double factor)
+#if defined(__GNUC__)
+    __attribute__((deprecated("set break_op in ag_gradcheck_opts")))
+#endif
+    ;
 
 /* ------------------------------------------------------------------------ */
 /* Memory: every allocation of the library goes through these hooks          */

@@ -1,6 +1,8 @@
-/* attograd_nn.h: layers built from the primitive ops: linear, attention,
- * masks, multi-head attention, Add&Norm, feed-forward, positional encoding,
- * and the Transformer encoder and decoder blocks.  Included by attograd.h.
+/* attograd_nn.h: layers built from the primitive ops: linear, layer norm,
+ * attention, masks, multi-head attention, Add&Norm, feed-forward, token and
+ * position embeddings, the Transformer blocks (encoder, decoder,
+ * decoder-only; post-norm or pre-norm), the encoder-decoder translator and
+ * a decoder-only GPT with its sampler.  Included by attograd.h.
  *
  * Nothing here has a backward of its own: every layer is a composition of
  * ops from the op table, and autodiff derives its gradient.
@@ -54,10 +56,18 @@ ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x);
 
 /* ---- layer norm -------------------------------------------------------------- */
 
-typedef struct ag_norm {
+/* PyTorch's nn.LayerNorm(C): the op ag_layer_norm with its parameters
+ * "<prefix>.weight" and "<prefix>.bias". */
+typedef struct ag_layernorm {
     ag_tensor *weight, *bias; /* [C]: gain 1, bias 0 at init */
     double eps;               /* 1e-5 */
-} ag_norm;
+} ag_layernorm;
+ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, int C);
+/* x [..., C] -> [..., C]. */
+ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x);
+
+/* Deprecated names of the above (kept until 1.0). */
+typedef ag_layernorm ag_norm;
 ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C);
 ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x);
 
@@ -95,9 +105,13 @@ typedef struct ag_mha {
     ag_linear w_q, w_k, w_v, w_o;
     int C, H;
     double dropout; /* on the attention weights */
+    int causal;     /* 1: query t attends to keys s <= t only (the mask is
+                       made inside, and combined with any mask given) */
 } ag_mha;
-/* Makes "<prefix>.w_q.weight" ... "<prefix>.w_o.bias"; C % H != 0 is
- * AG_ERR_SHAPE (message in ag_store_error). */
+/* Makes "<prefix>.w_q.weight" ... "<prefix>.w_o.bias", not causal; set
+ * m->causal afterwards for a causal self-attention.  A bad argument
+ * (AG_ERR_ARG) or C % H != 0 (AG_ERR_SHAPE) leaves a message in
+ * ag_store_error(s). */
 ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias,
                       double dropout, uint64_t seed);
 ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
@@ -106,39 +120,105 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
 /* ---- Add&Norm, feed-forward, positions ----------------------------------- */
 
 /* Post-norm residual: layer_norm(x + dropout(y)). */
-ag_tensor *ag_add_norm(ag_graph *g, const ag_norm *n, ag_tensor *x, ag_tensor *y, double p_drop);
+ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop);
 
-/* Position-wise feed-forward: dense2(relu(dense1(x))), C -> F -> C. */
+/* The feed-forward layer's activation. */
+typedef enum ag_activation {
+    AG_ACT_RELU = 0,  /* max(x, 0): the original Transformer's */
+    AG_ACT_GELU,      /* x Phi(x), erf form: nn.GELU() */
+    AG_ACT_GELU_TANH  /* GPT-2's tanh form: nn.GELU(approximate="tanh") */
+} ag_activation;
+
+/* Position-wise feed-forward: dense2(act(dense1(x))), C -> F -> C. */
 typedef struct ag_ffn {
     ag_linear dense1, dense2;
+    ag_activation activation; /* relu unless made by ag_ffn_init_ex */
 } ag_ffn;
 ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed);
+ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
+                         uint64_t seed);
 ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x);
 
 /* Sinusoidal positions [T, C] (a leaf, no gradient):
  *   P[t, 2i] = sin(t / 10000^(2i / C)),  P[t, 2i+1] = cos(t / 10000^(2i / C)). */
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C);
 
+/* ---- token and position embeddings ------------------------------------------- */
+
+/* How positions enter the embedding. */
+typedef enum ag_positions {
+    AG_POS_LEARNED = 0, /* a learned table [max_len, C] (GPT-2's wpe) */
+    AG_POS_SINUSOIDAL,  /* ag_positional_encoding, no parameters */
+    AG_POS_NONE         /* tokens only */
+} ag_positions;
+
+/* x[b, t] = tokens[ids[b, t]] + positions[t]:  ids [B, T] -> [B, T, C].
+ * Parameters "<prefix>.tokens.weight" [V, C] and, when learned,
+ * "<prefix>.positions.weight" [max_len, C]; both N(0, 1) at init, as
+ * nn.Embedding.  The token table can also be the output layer (weight
+ * tying, as GPT-2): ag_embedding_layer_logits. */
+typedef struct ag_embedding_layer {
+    ag_tensor *tokens;    /* [V, C] */
+    ag_tensor *positions; /* [max_len, C], or NULL unless AG_POS_LEARNED */
+    int V, C, max_len;
+    ag_positions kind;
+} ag_embedding_layer;
+/* max_len bounds T for learned positions (ignored otherwise). */
+ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
+                                  int max_len, ag_positions kind, uint64_t seed);
+/* ids [B, T] (B * T ints, each in [0, V)) -> [B, T, C].  T > max_len with
+ * learned positions is an error on g. */
+ag_tensor *ag_embedding_layer_forward(ag_graph *g, const ag_embedding_layer *e, const int *ids, int B, int T);
+/* The tied output layer: logits = x tokens^T, x [..., C] -> [..., V]. */
+ag_tensor *ag_embedding_layer_logits(ag_graph *g, const ag_embedding_layer *e, ag_tensor *x);
+
 /* ---- Transformer blocks ----------------------------------------------------- */
 
-/* Encoder block: x = addnorm1(x, self_attention(x, x, src_mask));
- *                x = addnorm2(x, ffn(x)). */
+/* Options of a block; all zeros (or a NULL pointer) is the original
+ * Transformer's block, as ag_encoder_block_init and ag_decoder_block_init
+ * make it. */
+typedef struct ag_block_config {
+    /* Where the layer norms sit around each sublayer f (attention, FFN):
+     *   0, post-norm:  x = norm(x + dropout(f(x)))   (Vaswani et al.)
+     *   1, pre-norm:   x = x + dropout(f(norm(x)))   (GPT-2; PyTorch's
+     *                  norm_first=True): the residual path is never
+     *                  normalised, so deep stacks train without warmup;
+     *                  a final layer norm after the last block is the
+     *                  model's (ag_gpt has one). */
+    int pre_norm;
+    ag_activation activation; /* the FFN's: relu (0), gelu, gelu_tanh */
+    /* The self-attention is causal: query t sees keys s <= t, with no mask
+     * from the caller (ag_mha.causal).  Any mask given is applied too. */
+    int causal;
+} ag_block_config;
+
+/* Encoder block (post-norm): x = addnorm1(x, self_attention(x, x, src_mask));
+ *                            x = addnorm2(x, ffn(x)).
+ * With cfg.causal it is the decoder-only (GPT) block. */
 typedef struct ag_encoder_block {
     ag_mha attention;
-    ag_norm norm1, norm2;
+    ag_layernorm norm1, norm2;
     ag_ffn ffn;
     double dropout;
+    ag_block_config cfg;
 } ag_encoder_block;
 
-/* Decoder block: x = addnorm1(x, self_attention(x, x, causal mask));
- *                x = addnorm2(x, cross_attention(x, enc, src_mask));
- *                x = addnorm3(x, ffn(x)). */
+/* Decoder block (post-norm): x = addnorm1(x, self_attention(x, x, causal mask));
+ *                            x = addnorm2(x, cross_attention(x, enc, src_mask));
+ *                            x = addnorm3(x, ffn(x)).
+ * Pre-norm: norm1, norm2, norm3 move to the sublayers' inputs (the
+ * encoder's output enc is used as it is, as nn.TransformerDecoderLayer). */
 typedef struct ag_decoder_block {
     ag_mha self_attention, cross_attention;
-    ag_norm norm1, norm2, norm3;
+    ag_layernorm norm1, norm2, norm3;
     ag_ffn ffn;
     double dropout;
+    ag_block_config cfg;
 } ag_decoder_block;
+
+/* The decoder-only block: causal self-attention and an FFN, nothing from an
+ * encoder; an encoder block made with cfg.causal = 1. */
+typedef ag_encoder_block ag_decoder_only_block;
 
 /* Parameters under "<prefix>.attention.*", "<prefix>.norm1.*", "<prefix>.ffn.dense1.*",
  * ... ("<prefix>.self_attention.*", "<prefix>.cross_attention.*" for the decoder).
@@ -147,6 +227,14 @@ ag_status ag_encoder_block_init(ag_encoder_block *b, ag_store *s, const char *pr
                                 int F, double dropout, uint64_t seed);
 ag_status ag_decoder_block_init(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H,
                                 int F, double dropout, uint64_t seed);
+/* The same with options (cfg NULL: all zeros).  Same parameter names. */
+ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
+                                   double dropout, const ag_block_config *cfg, uint64_t seed);
+ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
+                                   double dropout, const ag_block_config *cfg, uint64_t seed);
+/* An encoder block with cfg (NULL: zeros) and causal forced on. */
+ag_status ag_decoder_only_block_init(ag_decoder_only_block *b, ag_store *s, const char *prefix, int C, int H,
+                                     int F, double dropout, const ag_block_config *cfg, uint64_t seed);
 /* x [B, S, C]; src_mask broadcastable to [B, H, S, S] or NULL; *weights gets
  * the attention weights [B, H, S, S] when not NULL. */
 ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,
@@ -157,6 +245,10 @@ ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_t
 ag_tensor *ag_decoder_block_forward(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, ag_tensor *enc,
                             ag_tensor *self_mask, ag_tensor *src_mask, ag_tensor **self_w,
                             ag_tensor **cross_w);
+/* x [B, T, C] -> [B, T, C], causal; *weights gets [B, H, T, T] when not
+ * NULL. */
+ag_tensor *ag_decoder_only_block_forward(ag_graph *g, const ag_decoder_only_block *b, ag_tensor *x,
+                                         ag_tensor **weights);
 
 
 /* ---- the encoder-decoder Transformer (the translator's model) ----------- */
@@ -198,8 +290,8 @@ typedef struct ag_seq2seq {
 } ag_seq2seq;
 
 /* Make every parameter in s, drawn as cfg->init says (AG_SEQ2SEQ_INIT_*),
- * seeded.  Errors name the problem in ag_store_error(s) (or a bad config
- * value, an unknown init among them). */
+ * seeded.  Errors (a bad config value, an unknown init among them) name the
+ * problem in ag_store_error(s). */
 ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed);
 void ag_seq2seq_free(ag_seq2seq *m);
 
@@ -262,6 +354,73 @@ ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, 
  * their counts.  Uses (and resets) g; returns the graph's status. */
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                             int S, int bos, int eos, int max_len, int *out, int *out_len);
+
+/* ---- a decoder-only Transformer (GPT) --------------------------------------- */
+
+typedef struct ag_gpt_config {
+    int vocab;      /* V */
+    int context;    /* T at most: the learned positions, 32 */
+    int hidden;     /* C, 64 */
+    int heads;      /* H, 4 */
+    int ffn;        /* F, 256 */
+    int layers;     /* L blocks, 2 */
+    double dropout; /* after the embedding and in every block, 0 */
+    ag_activation activation; /* AG_ACT_GELU (erf) or AG_ACT_GELU_TANH; relu works too */
+    int untied;     /* 0: the output layer is the token table (GPT-2's tying);
+                       1: a separate "head.weight" [V, C] */
+} ag_gpt_config;
+
+/* logits = head(norm(block_L(... block_1(embed(ids))))), pre-norm causal
+ * blocks (ag_decoder_only_block).  Parameters, as the PyTorch twin's
+ * state_dict (tests/reference/gpt.py):
+ *   "embedding.tokens.weight" [V, C], "embedding.positions.weight" [T, C],
+ *   "blocks.<i>.attention.w_{q,k,v,o}.{weight,bias}", "blocks.<i>.norm1.*",
+ *   "blocks.<i>.ffn.dense{1,2}.{weight,bias}", "blocks.<i>.norm2.*",
+ *   "norm.weight", "norm.bias", and "head.weight" [V, C] when untied. */
+typedef struct ag_gpt {
+    ag_gpt_config cfg;
+    ag_embedding_layer embedding;
+    ag_decoder_only_block *blocks; /* cfg.layers, owned */
+    ag_layernorm norm;             /* the final layer norm */
+    ag_linear head;                /* unused (weight NULL) when tied */
+} ag_gpt;
+
+/* Make every parameter in s, initialised as GPT-2 (seeded): embeddings and
+ * linear weights N(0, 0.02), the residual projections (w_o, dense2)
+ * N(0, 0.02 / sqrt(2 L)), biases 0, layer norms gain 1 and bias 0.  A bad
+ * config value is AG_ERR_ARG with the message in ag_store_error(s). */
+ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t seed);
+void ag_gpt_free(ag_gpt *m);
+/* ids [B, T] (T <= context) -> logits [B, T, V]. */
+ag_tensor *ag_gpt_forward(ag_graph *g, const ag_gpt *m, const int *ids, int B, int T);
+/* Mean cross-entropy of the logits of ids [B, T] against targets [B, T]
+ * (each position predicts the next character: targets[t] = ids[t + 1]). */
+ag_tensor *ag_gpt_loss(ag_graph *g, const ag_gpt *m, const int *ids, const int *targets, int B, int T);
+
+/* ---- sampling ---------------------------------------------------------------- */
+
+/* How the next token is drawn from a row of logits. */
+typedef struct ag_sample_opts {
+    double temperature; /* p ~ exp(logit / temperature); 0: greedy (argmax) */
+    int top_k;          /* draw among the top_k largest logits only; 0: all */
+    uint64_t seed;      /* the same seed gives the same tokens */
+} ag_sample_opts;
+
+/* One draw from logits [V]: among the logits >= the top_k-th largest (all
+ * when top_k is 0 or >= V), token v with probability proportional to
+ * exp(logit_v / temperature), from rng; temperature 0 is the argmax (the
+ * lowest id on a tie).  Non-finite logits are never drawn.  work holds V
+ * doubles (scratch).  Returns the id, or -1 when no logit is finite (or an
+ * argument is NULL or V < 1). */
+int ag_sample_logits(const ag_real *logits, int V, double temperature, int top_k, ag_rng *rng, double *work);
+
+/* Continue prompt (n_prompt >= 1 ids) by n_new tokens into out (n_prompt +
+ * n_new ids: the prompt, then the new ones).  Each step runs the model on
+ * the last `context` ids in eval mode and draws from the last position's
+ * logits.  Uses (and resets) g; returns its status (an error names the
+ * problem, e.g. an id out of range). */
+ag_status ag_gpt_sample(ag_graph *g, const ag_gpt *m, const int *prompt, int n_prompt, int n_new,
+                        const ag_sample_opts *opts, int *out);
 
 #ifdef __cplusplus
 }

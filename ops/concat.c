@@ -39,7 +39,7 @@ static ag_tensor *concat_node(ag_graph *g, int m, ag_tensor *const *xs, int a)
     for (int k = 0; k < m; k++) shape[a] += xs[k]->shape[a];
     ag_tensor *y = ag__node(g, AG_OP_CONCAT, x0->ndim, shape, m, xs);
     if (!y) return NULL;
-    y->iarg[0] = a;
+    ag__impl(y)->iarg[0] = a;
     size_t outer = ag__numel(a, shape), N = (size_t)shape[a];
     size_t inner = ag__numel(x0->ndim - a - 1, shape + a + 1);
     size_t off = 0;
@@ -108,7 +108,7 @@ ag_tensor *ag_concat(ag_graph *g, int n, ag_tensor *const *xs, int axis)
 
 static void concat_backward(ag_graph *g, ag_tensor *y)
 {
-    int a = y->iarg[0];
+    int a = ag__impl(y)->iarg[0];
     size_t outer = ag__numel(a, y->shape), N = (size_t)y->shape[a];
     size_t inner = ag__numel(y->ndim - a - 1, y->shape + a + 1);
     size_t off = 0;

@@ -1,24 +1,30 @@
-/* ops/cross_entropy.c: mean cross-entropy of logits against integer
- * targets, log-softmax and negative log-likelihood fused (and stable).
+/* ops/cross_entropy.c: cross-entropy of logits against integer targets,
+ * log-softmax and negative log-likelihood fused (and stable), reduced to
+ * their mean (the default), their sum, or kept per row.
  *
- *   logits [..., V], targets (one int per row) -> loss []   (a scalar)
+ *   logits [..., V], targets (one int per row) -> loss []       (mean, sum)
+ *                                              -> loss [...]    (none)
  *
  * forward, per row r with target t != ignore_index (ls = label smoothing):
  *   m   = max_v x_v
  *   lse = m + log(sum_v exp(x_v - m))           (log-sum-exp; -log p_v = lse - x_v)
  *   loss_r = (1 - ls) (lse - x_t) + ls mean_v (lse - x_v)
  *          = lse - (1 - ls) x_t - ls mean_v x_v
- *   loss = sum_r loss_r / count                 (count: rows not ignored)
- * This is PyTorch's F.cross_entropy(label_smoothing=ls): (1 - ls) nll plus
+ *   mean: loss = sum_r loss_r / count           (count: rows not ignored)
+ *   sum:  loss = sum_r loss_r
+ *   none: loss[r] = loss_r, 0 for an ignored row
+ * This is PyTorch's F.cross_entropy(label_smoothing=ls, reduction=...): (1 - ls) nll plus
  * ls times the mean over classes of -log p.  Each row is computed from
  * x - m, so logits of 1e4 lose nothing to cancellation.  When every target
- * is ignored, count = 0: the loss is 0 and the gradient zero (PyTorch: NaN).
- * backward, per counted row (ignored rows get 0):
- *   dx_v += dy / count * (p_v - (1 - ls) [v == t] - ls / V),  p_v = exp(x_v - lse)
+ * is ignored, count = 0: the mean is 0 and the gradient zero (PyTorch: NaN).
+ * backward, per counted row (ignored rows get 0), with w_r the weight of
+ * loss_r in the result (mean: dy / count; sum: dy; none: dy[r]):
+ *   dx_v += w_r * (p_v - (1 - ls) [v == t] - ls / V),  p_v = exp(x_v - lse)
  *   (d lse / d x_v = p_v; the other two terms differentiate -x_t and
  *   -mean_v x_v)
  *
- * iarg[0] = ignore_index, farg[0] = label smoothing.  aux = saved: the
+ * iarg[0] = ignore_index, iarg[1] = reduction, farg[0] = label smoothing.
+ * aux = saved: the
  * targets (copied), and per row m and log(sum_v exp(x_v - m)) kept apart, so
  * that the backward's p_v = exp((x_v - m) - log sum) is as exact as the
  * forward (m + log sum would round away the small part when m is 1e4). */
@@ -41,6 +47,12 @@ typedef struct saved {
 ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
                             double label_smoothing)
 {
+    return ag_cross_entropy_ex(g, logits, targets, ignore_index, label_smoothing, AG_REDUCTION_MEAN);
+}
+
+ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
+                               double label_smoothing, ag_reduction reduction)
+{
     if (!ag__ok(g, "cross_entropy", 1, logits)) return NULL;
     char sl[96];
     if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0) {
@@ -51,6 +63,11 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
     double ls = label_smoothing;
     if (!(ls >= 0 && ls <= 1)) {
         ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: label_smoothing = %g must be in [0, 1]", ls);
+        return NULL;
+    }
+    if (reduction != AG_REDUCTION_MEAN && reduction != AG_REDUCTION_SUM && reduction != AG_REDUCTION_NONE) {
+        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: reduction %d is not mean (%d), sum (%d) or none (%d)",
+                      (int)reduction, AG_REDUCTION_MEAN, AG_REDUCTION_SUM, AG_REDUCTION_NONE);
         return NULL;
     }
     int V = logits->shape[logits->ndim - 1];
@@ -70,10 +87,13 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
         }
         count++;
     }
-    ag_tensor *y = ag__node(g, AG_OP_CROSS_ENTROPY, 0, NULL, 1, &logits);
+    /* none: one loss per row, the logits' shape without its last axis */
+    int per_row = reduction == AG_REDUCTION_NONE;
+    ag_tensor *y = ag__node(g, AG_OP_CROSS_ENTROPY, per_row ? logits->ndim - 1 : 0, logits->shape, 1, &logits);
     if (!y) return NULL;
-    y->iarg[0] = ignore_index;
-    y->farg[0] = ls;
+    ag__impl(y)->iarg[0] = ignore_index;
+    ag__impl(y)->iarg[1] = (int)reduction;
+    ag__impl(y)->farg[0] = ls;
     saved *sv = ag__alloc(g, sizeof *sv);
     int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
     double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
@@ -82,17 +102,19 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
     double *logsum = mx + (rows ? rows : 1);
     if (rows) memcpy(tg, targets, rows * sizeof(int));
     *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = logsum, .expd = ex};
-    y->aux = sv;
+    ag__impl(y)->aux = sv;
 
     double total = 0;
     for (size_t r = 0; r < rows; r++) {
         const ag_real *xr = logits->data + r * (size_t)V;
         mx[r] = -INFINITY;
         logsum[r] = 0;
+        if (per_row) y->data[r] = 0;
         if (tg[r] == ignore_index) continue;
         double m = mx[r] = ag__row_max((size_t)V, xr); /* the row's largest logit */
         if (m == -INFINITY) { /* every logit -inf: -log p_t = +inf, no gradient */
             total += INFINITY;
+            if (per_row) y->data[r] = (ag_real)INFINITY;
             continue;
         }
         /* sum exp(x - m), the terms kept for the backward; mean (x - m) */
@@ -106,11 +128,14 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
         /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m.
          * A term whose weight is 0 is left out: a -inf logit (a masked
          * class) makes x_t or the mean -inf, and 0 * -inf would be NaN. */
-        total += log(s);
-        if (ls < 1) total -= (1 - ls) * (xr[tg[r]] - m);
-        if (ls > 0) total -= ls * mean_shifted;
+        double loss_r = log(s);
+        if (ls < 1) loss_r -= (1 - ls) * (xr[tg[r]] - m);
+        if (ls > 0) loss_r -= ls * mean_shifted;
+        total += loss_r;
+        if (per_row) y->data[r] = (ag_real)loss_r;
     }
-    y->data[0] = count ? (ag_real)(total / (double)count) : 0;
+    if (reduction == AG_REDUCTION_MEAN) y->data[0] = count ? (ag_real)(total / (double)count) : 0;
+    if (reduction == AG_REDUCTION_SUM) y->data[0] = (ag_real)total;
     return y;
 }
 
@@ -120,11 +145,17 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
     bool fresh; /* nothing in dx yet: store, and zero the rows we skip */
     ag_real *dx = ag__grad_fresh(g, logits, &fresh);
     if (!dx) return;
-    const saved *sv = y->aux;
-    int V = logits->shape[logits->ndim - 1], ignore = y->iarg[0];
-    double ls = y->farg[0], dloss = sv->count ? (double)y->grad[0] / (double)sv->count : 0;
+    const saved *sv = ag__impl(y)->aux;
+    int V = logits->shape[logits->ndim - 1], ignore = ag__impl(y)->iarg[0];
+    ag_reduction reduction = (ag_reduction)ag__impl(y)->iarg[1];
+    double ls = ag__impl(y)->farg[0];
+    /* the weight of each row's loss in y: 1 / count (mean), 1 (sum), or y's own row (none) */
+    double dloss = reduction == AG_REDUCTION_SUM    ? (double)y->grad[0]
+                   : reduction == AG_REDUCTION_MEAN ? (sv->count ? (double)y->grad[0] / (double)sv->count : 0)
+                                                    : 0;
     for (size_t r = 0; r < sv->rows; r++) {
         int t = sv->targets[r];
+        if (reduction == AG_REDUCTION_NONE) dloss = (double)y->grad[r];
         double m = sv->max[r], logsum = sv->logsum[r];
         ag_real *dxr = dx + r * (size_t)V;
         if (t == ignore || m == -INFINITY) { /* no loss from this row */
@@ -132,7 +163,7 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
             continue;
         }
         const ag_real *er = sv->expd + r * (size_t)V;
-        /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, and loss = sum_r loss_r / count:
+        /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, weighed by dloss in y:
          * dx_v += dloss (p_v - (1-ls) [v == t] - ls / V),  p_v = expd_v / exp(logsum) */
         ag_real c = (ag_real)(dloss * exp(-logsum)), off = (ag_real)(dloss * ls / V);
         if (fresh) {
@@ -183,6 +214,24 @@ static ag_tensor *case_one_class(ag_graph *g, ag_tensor *const *in)
     return ag_cross_entropy(g, in[0], t, -100, 0);
 }
 
+static ag_tensor *case_sum(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {1, -100, 3, 0};
+    return ag_cross_entropy_ex(g, in[0], t, -100, 0.1, AG_REDUCTION_SUM);
+}
+
+static ag_tensor *case_none(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {0, 3, -100, 1, 2, 0};
+    return ag_cross_entropy_ex(g, in[0], t, -100, 0, AG_REDUCTION_NONE);
+}
+
+static ag_tensor *case_none_smooth(ag_graph *g, ag_tensor *const *in)
+{
+    static const int t[] = {2, 0, 1};
+    return ag_cross_entropy_ex(g, in[0], t, -100, 0.2, AG_REDUCTION_NONE);
+}
+
 static const ag_op_case cases[] = {
     {"[3, 5]", 1, {2}, {{3, 5}}, -3, 3, 0, case_plain},
     {"[4, 4] one target ignored", 1, {2}, {{4, 4}}, -3, 3, 0, case_ignored},
@@ -190,6 +239,9 @@ static const ag_op_case cases[] = {
     {"[2, 2, 3] smoothing 0.1 and ignored", 1, {3}, {{2, 2, 3}}, -3, 3, 0, case_smooth_ignored},
     {"[1, 3] one row", 1, {2}, {{1, 3}}, -3, 3, 0, case_one_row},
     {"[3, 1] one class", 1, {2}, {{3, 1}}, -3, 3, 0, case_one_class},
+    {"[4, 4] sum, smoothing 0.1, one ignored", 1, {2}, {{4, 4}}, -3, 3, 0, case_sum},
+    {"[2, 3, 4] none, one ignored", 1, {3}, {{2, 3, 4}}, -3, 3, 0, case_none},
+    {"[3, 5] none, smoothing 0.2", 1, {2}, {{3, 5}}, -3, 3, 0, case_none_smooth},
 };
 
 const ag_op_desc ag_op_cross_entropy = {.name = "cross_entropy", .backward = cross_entropy_backward,

@@ -26,14 +26,14 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p)
     }
     ag_tensor *y = ag__node(g, AG_OP_DROPOUT, x->ndim, x->shape, 1, &x);
     if (!y) return NULL;
-    y->farg[0] = p;
+    ag__impl(y)->farg[0] = p;
     if (!ag_graph_training(g) || p == 0) {
         memcpy(y->data, x->data, x->size * sizeof(ag_real));
         return y;
     }
     unsigned char *kept = ag__alloc(g, x->size ? x->size : 1);
     if (!kept) return NULL;
-    y->aux = kept;
+    ag__impl(y)->aux = kept;
     ag_rng *r = ag__graph_rng(g);
     ag__rng_keep(r, p, x->size, kept); /* kept[i] = !(u_i < p) */
     ag_real keep = (ag_real)(1 / (1 - p));
@@ -48,7 +48,7 @@ static void dropout_backward(ag_graph *g, ag_tensor *y)
     bool fresh; /* nothing in dx yet: store instead of adding */
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
-    const unsigned char *kept = y->aux;
+    const unsigned char *kept = ag__impl(y)->aux;
     if (!kept) { /* y = x */
         if (fresh) memcpy(dx, y->grad, y->size * sizeof(ag_real));
         else
@@ -56,7 +56,7 @@ static void dropout_backward(ag_graph *g, ag_tensor *y)
         return;
     }
     /* y_i = x_i * scale_i */
-    ag_real keep = (ag_real)(1 / (1 - y->farg[0]));
+    ag_real keep = (ag_real)(1 / (1 - ag__impl(y)->farg[0]));
     if (fresh) {
 #pragma omp simd
         for (size_t i = 0; i < y->size; i++) dx[i] = y->grad[i] * (kept[i] ? keep : 0);

@@ -51,8 +51,8 @@ ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim
     int *saved = ag__alloc(g, (n ? n : 1) * sizeof(int));
     if (!saved) return NULL;
     if (n) memcpy(saved, ids, n * sizeof(int));
-    y->aux = saved;
-    y->iarg[0] = ag__increasing(saved, n); /* distinct ids in order: backward in one pass */
+    ag__impl(y)->aux = saved;
+    ag__impl(y)->iarg[0] = ag__increasing(saved, n); /* distinct ids in order: backward in one pass */
     for (size_t p = 0; p < n; p++)
         memcpy(y->data + p * (size_t)C, weight->data + (size_t)saved[p] * (size_t)C, (size_t)C * sizeof(ag_real));
     return y;
@@ -64,9 +64,9 @@ static void embedding_backward(ag_graph *g, ag_tensor *y)
     bool fresh; /* nothing in dweight yet */
     ag_real *dweight = ag__grad_fresh(g, weight, &fresh);
     if (!dweight) return;
-    const int *ids = y->aux;
+    const int *ids = ag__impl(y)->aux;
     size_t C = (size_t)weight->shape[1], n = ag__numel(y->ndim - 1, y->shape);
-    if (fresh && y->iarg[0]) { /* rows picked once each, in order: store them, zeros between */
+    if (fresh && ag__impl(y)->iarg[0]) { /* rows picked once each, in order: store them, zeros between */
         ag__scatter_rows(dweight, (size_t)weight->shape[0], C, y->grad, ids, n);
         return;
     }

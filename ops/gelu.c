@@ -12,6 +12,7 @@
  * Written in PyTorch's order of operations (x * 0.5 * (1 + erf(x / sqrt 2))),
  * so that the double build agrees with torch.float64 to the last bit or
  * two. */
+#include "core/blocks.h"
 #include "core/internal.h"
 
 #include <math.h>
@@ -20,28 +21,41 @@
 #define SQRT1_2 0.70710678118654752440       /* 1 / sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794  /* 1 / sqrt(2 pi) */
 
-/* The float build computes in double and rounds. */
+/* The float build takes the vectorised kernel (src/core/elementwise.c):
+ * Phi through erfc, so that the left tail keeps its relative precision;
+ * the double build is libm's erf, as PyTorch's float64. */
 static void gelu_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {
     (void)farg;
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i];
-        y[i] = (ag_real)(v * 0.5 * (1 + erf(v * SQRT1_2)));
-    }
+#ifdef AG_DOUBLE
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * 0.5 * (1 + erf(x[i] * SQRT1_2));
+#else
+    ag__gelu_floats(n, x, y);
+#endif
 }
 
 /* y = x * Phi(x)  ->  dy/dx = Phi(x) + x * Phi'(x) = Phi(x) + x * phi(x)
- * (product rule; Phi' = phi). */
+ * (product rule; Phi' = phi).  The float build reads Phi(x) = y / x off the
+ * forward's output and computes only phi (one exp); the double build
+ * computes both again from x, at full precision. */
+#ifdef AG_DOUBLE
+static inline ag_real gelu_dx(ag_real x, ag_real y, ag_real dy)
+{
+    (void)y;
+    double cdf = 0.5 * (1 + erf(x * SQRT1_2)), pdf = exp(-0.5 * x * x) * INV_SQRT_2PI;
+    return dy * (cdf + x * pdf);
+}
+#endif
+
 static void gelu_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
                      const double *farg)
 {
-    (void)y, (void)farg;
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i];
-        double cdf = 0.5 * (1 + erf(v * SQRT1_2));
-        double pdf = exp(-0.5 * v * v) * INV_SQRT_2PI;
-        dx[i] += (ag_real)(dy[i] * (cdf + v * pdf));
-    }
+    (void)farg;
+#ifdef AG_DOUBLE
+    ag__map_grad(n, x, y, dy, dx, gelu_dx);
+#else
+    ag__gelu_grad_floats(n, x, y, dy, dx);
+#endif
 }
 
 ag_tensor *ag_gelu(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_GELU, x, gelu_fwd, 0); }

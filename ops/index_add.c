@@ -45,7 +45,7 @@ ag_tensor *ag_index_add(ag_graph *g, ag_tensor *x, const int *idx, int N)
     int *saved = ag__alloc(g, (size_t)(n ? n : 1) * sizeof(int));
     if (!saved) return NULL;
     if (n) memcpy(saved, idx, (size_t)n * sizeof(int));
-    y->aux = saved;
+    ag__impl(y)->aux = saved;
     if (ag__increasing(saved, (size_t)n)) { /* distinct rows in order (the translator's): one pass */
         ag__scatter_rows(y->data, (size_t)N, (size_t)C, x->data, saved, (size_t)n);
         return y;
@@ -65,7 +65,7 @@ static void index_add_backward(ag_graph *g, ag_tensor *y)
     bool fresh; /* nothing in dx yet: store instead of adding */
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
-    const int *idx = y->aux;
+    const int *idx = ag__impl(y)->aux;
     size_t n = (size_t)x->shape[0], C = (size_t)x->shape[1];
     for (size_t i = 0; i < n; i++) {
         /* y[idx[i], :] += x[i, :]  ->  dx[i, :] += dy[idx[i], :] */

@@ -77,13 +77,13 @@ ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *
     ag_tensor *src[3] = {x, gain, bias};
     ag_tensor *y = ag__node(g, AG_OP_LAYER_NORM, x->ndim, x->shape, 3, src);
     if (!y) return NULL;
-    y->farg[0] = eps;
+    ag__impl(y)->farg[0] = eps;
     size_t C = (size_t)x->shape[x->ndim - 1];
     if (C == 0) return y; /* no rows to normalise */
     size_t rows = x->size / C;
     ag_real *mean = ag__alloc(g, (2 * rows + 1) * sizeof(ag_real)), *rstd = mean + rows;
     if (!mean) return NULL;
-    y->aux = mean;
+    ag__impl(y)->aux = mean;
     const ag_real *gd = gain ? gain->data : NULL, *bd = bias ? bias->data : NULL;
     if (!gd || !bd) { /* gain 1 and bias 0 when NULL: one loop for every case */
         ag_real *unit = ag__alloc(g, 2 * C * sizeof(ag_real));
@@ -157,7 +157,7 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
     ag_real *dbias = bias && bias->requires_grad ? ag__grad(g, bias) : NULL;
     if (ag_graph_status(g) != AG_OK || y->size == 0) return;
     size_t C = (size_t)y->shape[y->ndim - 1], rows = y->size / C;
-    const ag_real *mean = y->aux, *rstd = mean + rows, *gd = gain ? gain->data : NULL;
+    const ag_real *mean = ag__impl(y)->aux, *rstd = mean + rows, *gd = gain ? gain->data : NULL;
     if (!gd) { /* gain 1 when NULL */
         ag_real *ones = ag__alloc(g, C * sizeof(ag_real));
         if (!ones) return;

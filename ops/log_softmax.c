@@ -6,10 +6,12 @@
  * forward:  m = max_j x_j;  y_i = x_i - m - log(sum_j exp(x_j - m))
  *           (the row max keeps exp from overflowing; the largest term of the
  *           sum is exp(0) = 1, so the log is finite).  A row that is all
- *           -inf gives -inf everywhere, never NaN.
+ *           -inf gives -inf everywhere, never NaN; a row holding a NaN or
+ *           +inf gives NaN everywhere (as in PyTorch).
  * backward: dx_i = dy_i - softmax(x)_i * sum_j dy_j,  softmax(x)_i = exp(y_i)
  *           (y_i = x_i - lse(x) and d lse / d x_i = softmax(x)_i).  A row
  *           that was all -inf gets a zero gradient. */
+#include "core/blocks.h"
 #include "core/internal.h"
 
 #include <math.h>
@@ -28,13 +30,25 @@ ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
             for (size_t i = 0; i < n; i++) yr[i] = -INFINITY;
             continue;
         }
-        double s = 0; /* sum_j exp(x_j - m), >= 1 */
-        for (size_t i = 0; i < n; i++) s += exp((double)xr[i] - m);
-        ag_real lse = (ag_real)log(s); /* log-sum-exp minus m */
-        for (size_t i = 0; i < n; i++) yr[i] = xr[i] - m - lse;
+        /* sum_j exp(x_j - m), >= 1 (yr holds the terms for a moment), and
+         * its log: log-sum-exp minus m, one libm call a row */
+        ag_real lse = (ag_real)log(ag__exp_sum(n, xr, m, yr));
+        /* y_i = x_i - m - lse, in blocks of 16 that -O2 vectorises
+         * (core/blocks.h), then the rest */
+        size_t i = 0;
+        for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
+            ag_real t[AG_BLOCK];
+            for (int l = 0; l < AG_BLOCK; l++) t[l] = xr[i + l] - m - lse;
+            memcpy(yr + i, t, sizeof t);
+        }
+        for (; i < n; i++) yr[i] = xr[i] - m - lse;
     }
     return y;
 }
+
+/* The backward's exps are taken this many at a time, into a buffer on the
+ * stack. */
+enum { EXP_PIECE = 256 };
 
 static void log_softmax_backward(ag_graph *g, ag_tensor *y)
 {
@@ -45,15 +59,27 @@ static void log_softmax_backward(ag_graph *g, ag_tensor *y)
     for (size_t r = 0; r < rows; r++) {
         const ag_real *yr = y->data + r * n, *dyr = y->grad + r * n;
         ag_real *dxr = dx + r * n;
-        /* a live row has max_i y_i = -log(sum) > -inf; a masked row has none */
-        ag_real m = -INFINITY;
-        for (size_t i = 0; i < n; i++) m = yr[i] > m ? yr[i] : m;
-        if (m == -INFINITY) continue;
-        ag_real sdy = 0; /* sum_j dy_j */
-        for (size_t i = 0; i < n; i++) sdy += dyr[i];
+        /* a masked row is -inf throughout; a live row has max_i y_i =
+         * -log(sum) > -inf (its first y is most often finite, which
+         * settles it); a row with a NaN or +inf input is NaN throughout
+         * (and so its dx) */
+        if (yr[0] == -INFINITY && ag__row_max(n, yr) == -INFINITY) continue;
+        ag_real sdy = ag__sum(n, dyr); /* sum_j dy_j */
         /* y_i = x_i - m - log(sum_j exp(x_j - m)):
-         * dx_i = dy_i - exp(y_i) sum_j dy_j */
-        for (size_t i = 0; i < n; i++) dxr[i] += dyr[i] - (ag_real)exp(yr[i]) * sdy;
+         * dx_i = dy_i - exp(y_i) sum_j dy_j,
+         * a piece of the row at a time: its exp(y_i) into a buffer first
+         * (vectorised), then the update in blocks of 16 */
+        for (size_t j = 0; j < n; j += EXP_PIECE) {
+            size_t k = n - j < EXP_PIECE ? n - j : EXP_PIECE, i = 0;
+            ag_real e[EXP_PIECE];
+            ag__exp_sum(k, yr + j, 0, e);
+            for (; i + AG_BLOCK <= k; i += AG_BLOCK) {
+                ag_real t[AG_BLOCK];
+                for (int l = 0; l < AG_BLOCK; l++) t[l] = dxr[j + i + l] + (dyr[j + i + l] - e[i + l] * sdy);
+                memcpy(dxr + j + i, t, sizeof t);
+            }
+            for (; i < k; i++) dxr[j + i] += dyr[j + i] - e[i] * sdy;
+        }
     }
 }
 

@@ -26,10 +26,10 @@ ag_tensor *ag_masked_fill(ag_graph *g, ag_tensor *x, ag_tensor *mask, double val
     ag_tensor *y = ag__node(g, AG_OP_MASKED_FILL, x->ndim, x->shape, 2, src);
     if (!y) return NULL;
     y->requires_grad = x->requires_grad; /* the mask is never differentiated */
-    y->farg[0] = value;
+    ag__impl(y)->farg[0] = value;
     unsigned char *keep = ag__alloc(g, y->size ? y->size : 1);
     if (!keep) return NULL;
-    y->aux = keep;
+    ag__impl(y)->aux = keep;
 
     /* ms[k]: mask's stride along x's axis k (0 where the mask is stretched) */
     size_t ms[AG_MAX_DIMS], s = 1;
@@ -62,7 +62,7 @@ static void masked_fill_backward(ag_graph *g, ag_tensor *y)
     if (!x->requires_grad) return;
     ag_real *dx = ag__grad(g, x);
     if (!dx) return;
-    const unsigned char *keep = y->aux;
+    const unsigned char *keep = ag__impl(y)->aux;
     /* y_i = keep_i ? x_i : value */
     for (size_t i = 0; i < y->size; i++)
         if (keep[i]) dx[i] += y->grad[i];

@@ -4,7 +4,8 @@
  *
  * forward, per row:  z_j = mask_j != 0 ? scale * x_j : fill
  *                    y_j = exp(z_j - max_k z_k) / sum_k exp(z_k - max_k z_k)
- *                    (a row whose z are all -inf gives zeros, never NaN)
+ *                    (a row whose z are all -inf gives zeros, never NaN; a
+ *                    NaN or +inf z makes the row NaN)
  * backward, per row: dz_j = y_j (dy_j - sum_k dy_k y_k)     (softmax's)
  *                    dx_j += mask_j != 0 ? scale * dz_j : 0
  *                    (z_j = scale x_j where the mask keeps j; elsewhere z_j
@@ -113,8 +114,8 @@ ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor
     ag_tensor *y = ag__node(g, AG_OP_MASKED_SOFTMAX, x->ndim, x->shape, 2, src);
     if (!y) return NULL;
     y->requires_grad = x->requires_grad; /* the mask is never differentiated */
-    y->farg[0] = scale;
-    y->farg[1] = fill;
+    ag__impl(y)->farg[0] = scale;
+    ag__impl(y)->farg[1] = fill;
     if (y->size == 0) return y;
     size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1, rows = x->size / n;
     mask_map mm = {0};
@@ -169,7 +170,7 @@ static void masked_softmax_backward(ag_graph *g, ag_tensor *y)
     size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1, rows = y->size / n;
     mask_map mm = {0};
     if (mask) mask_map_init(&mm, x, mask);
-    ag_real sc = (ag_real)y->farg[0];
+    ag_real sc = (ag_real)ag__impl(y)->farg[0];
     int nt = ag__threads_for(y->size);
     if (nt > 1) {
 #pragma omp parallel for schedule(static) num_threads(nt)

@@ -23,7 +23,7 @@
  * their batch axes (B, H) match: no broadcasting.
  *
  * iarg[0] = 1 for b transposed; iarg[1] = the operands in heads layout
- * (MM_A | MM_B | MM_Y). */
+ * (AG__MM_A | AG__MM_B | AG__MM_Y). */
 #include "core/internal.h"
 
 #include <stdio.h>
@@ -89,8 +89,8 @@ static void heads_layout(const int *stored, layout *l)
 
 static void batch_init(batch *bt, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y)
 {
-    int tb = y->iarg[0], heads = y->iarg[1], ys[AG_MAX_DIMS];
-    logical(y, heads & MM_Y, ys);
+    int tb = ag__impl(y)->iarg[0], heads = ag__impl(y)->iarg[1], ys[AG_MAX_DIMS];
+    logical(y, heads & AG__MM_Y, ys);
     bt->nb = y->ndim - 2;
     bt->count = 1;
     for (int i = 0; i < bt->nb; i++) {
@@ -98,12 +98,12 @@ static void batch_init(batch *bt, const ag_tensor *a, const ag_tensor *b, const 
         bt->count *= (size_t)ys[i];
     }
     int M = bt->M = ys[y->ndim - 2], N = bt->N = ys[y->ndim - 1];
-    int K = bt->K = heads & MM_A ? a->shape[3] : a->shape[a->ndim - 1];
-    if (heads & MM_A) heads_layout(a->shape, &bt->a);
+    int K = bt->K = heads & AG__MM_A ? a->shape[3] : a->shape[a->ndim - 1];
+    if (heads & AG__MM_A) heads_layout(a->shape, &bt->a);
     else plain_layout(a, bt->nb, bt->shape, M, K, &bt->a);
-    if (heads & MM_B) heads_layout(b->shape, &bt->b);
+    if (heads & AG__MM_B) heads_layout(b->shape, &bt->b);
     else plain_layout(b, bt->nb, bt->shape, tb ? N : K, tb ? K : N, &bt->b);
-    if (heads & MM_Y) {
+    if (heads & AG__MM_Y) {
         heads_layout(y->shape, &bt->y);
     } else {
         size_t s = (size_t)M * N; /* y is dense, row-major */
@@ -131,8 +131,8 @@ static ag_tensor *matmul(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int he
         return NULL;
     }
     int la[AG_MAX_DIMS], lb[AG_MAX_DIMS]; /* logical shapes */
-    logical(a, heads & MM_A, la);
-    logical(b, heads & MM_B, lb);
+    logical(a, heads & AG__MM_A, la);
+    logical(b, heads & AG__MM_B, lb);
     int M = la[a->ndim - 2], K = la[a->ndim - 1];
     int K2 = lb[b->ndim - (tb ? 1 : 2)], N = lb[b->ndim - (tb ? 2 : 1)];
     if (K != K2) {
@@ -154,15 +154,15 @@ static ag_tensor *matmul(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int he
     }
     shape[nb] = M;
     shape[nb + 1] = N;
-    if (heads & MM_Y) { /* stored [B, M, H, N] */
+    if (heads & AG__MM_Y) { /* stored [B, M, H, N] */
         int h = shape[1];
         shape[1] = M, shape[2] = h;
     }
     ag_tensor *src[2] = {a, b};
     ag_tensor *y = ag__node(g, AG_OP_MATMUL, nb + 2, shape, 2, src);
     if (!y) return NULL;
-    y->iarg[0] = tb;
-    y->iarg[1] = heads;
+    ag__impl(y)->iarg[0] = tb;
+    ag__impl(y)->iarg[1] = heads;
     batch bt;
     batch_init(&bt, a, b, y);
     size_t my = (size_t)M * N;
@@ -224,7 +224,7 @@ static ag_real *grad_for(ag_graph *g, ag_tensor *x, bool own, ag_real *beta)
 static void matmul_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
-    int tb = y->iarg[0];
+    int tb = ag__impl(y)->iarg[0];
     batch bt;
     batch_init(&bt, a, b, y);
     int M = bt.M, N = bt.N, K = bt.K;
@@ -251,8 +251,8 @@ static void matmul_backward(ag_graph *g, ag_tensor *y)
 static ag_tensor *case_mm(ag_graph *g, ag_tensor *const *in) { return ag_matmul(g, in[0], in[1]); }
 static ag_tensor *case_bt(ag_graph *g, ag_tensor *const *in) { return ag_matmul_bt(g, in[0], in[1]); }
 /* Q K^T from q, k stored [B, T, H, D]; then P V written as [B, T, H, D] */
-static ag_tensor *case_qk(ag_graph *g, ag_tensor *const *in) { return ag__matmul_heads(g, in[0], in[1], 1, MM_A | MM_B); }
-static ag_tensor *case_pv(ag_graph *g, ag_tensor *const *in) { return ag__matmul_heads(g, in[0], in[1], 0, MM_B | MM_Y); }
+static ag_tensor *case_qk(ag_graph *g, ag_tensor *const *in) { return ag__matmul_heads(g, in[0], in[1], 1, AG__MM_A | AG__MM_B); }
+static ag_tensor *case_pv(ag_graph *g, ag_tensor *const *in) { return ag__matmul_heads(g, in[0], in[1], 0, AG__MM_B | AG__MM_Y); }
 
 static const ag_op_case cases[] = {
     {"[3, 4] @ [4, 2]", 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, 0, case_mm},

@@ -38,11 +38,11 @@ ag_tensor *ag_max(ag_graph *g, ag_tensor *x, int axis, int keepdim)
     }
     ag_tensor *y = ag__node(g, AG_OP_MAX, nd, shape, 1, &x);
     if (!y) return NULL;
-    y->iarg[0] = a;
-    y->iarg[1] = keepdim != 0;
+    ag__impl(y)->iarg[0] = a;
+    ag__impl(y)->iarg[1] = keepdim != 0;
     int *arg = ag__alloc(g, (y->size ? y->size : 1) * sizeof *arg);
     if (!arg) return NULL;
-    y->aux = arg;
+    ag__impl(y)->aux = arg;
     size_t outer = ag__numel(a, x->shape), n = (size_t)x->shape[a];
     size_t inner = ag__numel(x->ndim - a - 1, x->shape + a + 1);
     for (size_t o = 0; o < outer; o++) {
@@ -70,8 +70,8 @@ static void max_backward(ag_graph *g, ag_tensor *y)
     ag_tensor *x = y->src[0];
     ag_real *dx = ag__grad(g, x);
     if (!dx) return;
-    const int *arg = y->aux;
-    int a = y->iarg[0];
+    const int *arg = ag__impl(y)->aux;
+    int a = ag__impl(y)->iarg[0];
     size_t outer = ag__numel(a, x->shape), n = (size_t)x->shape[a];
     size_t inner = ag__numel(x->ndim - a - 1, x->shape + a + 1);
     /* y[o, i] = x[o, k*, i]  ->  dx[o, k*, i] += dy[o, i] */

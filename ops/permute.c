@@ -101,7 +101,7 @@ ag_tensor *ag_permute(ag_graph *g, ag_tensor *x, const int *perm)
     }
     ag_tensor *y = ag__node(g, AG_OP_PERMUTE, nd, shape, 1, &x);
     if (!y) return NULL;
-    for (int k = 0; k < nd; k++) y->iarg[k] = perm[k];
+    for (int k = 0; k < nd; k++) ag__impl(y)->iarg[k] = perm[k];
     size_t st[AG_MAX_DIMS];
     perm_strides(x, perm, st);
     walk(nd, y->shape, st, x->data, y->data, GATHER);
@@ -116,7 +116,7 @@ static void permute_backward(ag_graph *g, ag_tensor *y)
     if (!dx) return;
     /* y[j] = x[i(j)]  ->  dx[i(j)] += dy[j] */
     size_t st[AG_MAX_DIMS];
-    perm_strides(x, y->iarg, st);
+    perm_strides(x, ag__impl(y)->iarg, st);
     walk(y->ndim, y->shape, st, dx, y->grad, fresh ? SCATTER : ADD);
 }
 

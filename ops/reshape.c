@@ -12,10 +12,12 @@
  *
  * y shares x's values instead of copying them: tensors never change after
  * the op that made them, so nothing can tell the difference, and a reshape
- * costs nothing.  (Its gradient is its own buffer: dx += dy keeps the rule
- * that every consumer adds its part.) */
+ * costs nothing.  (Backward gives y's gradient buffer to x when y is x's
+ * newest consumer, src/core/graph.c; otherwise dx += dy, as every consumer
+ * adds its part.) */
 #include "core/internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 
 ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape)
@@ -33,6 +35,7 @@ ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape)
     /* find the -1, check the rest, and count the elements they give */
     int out[AG_MAX_DIMS], infer = -1;
     size_t known = 1;
+    bool wraps = false, zero = false; /* the product of the known sizes would wrap around */
     for (int i = 0; i < ndim; i++) {
         out[i] = shape[i];
         if (shape[i] == -1) {
@@ -47,12 +50,20 @@ ag_tensor *ag_reshape(ag_graph *g, ag_tensor *x, int ndim, const int *shape)
                           ag_shape_str_n(ndim, shape, s2, sizeof s2));
             return NULL;
         } else {
+            if (shape[i] > 0 && known > SIZE_MAX / sizeof(ag_real) / (size_t)shape[i]) wraps = true;
+            zero |= shape[i] == 0;
             known *= (size_t)shape[i];
         }
     }
+    if (wraps && !zero) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "reshape: cannot reshape %s (%zu elements) to %s",
+                      ag_shape_str(x, s1, sizeof s1), x->size, ag_shape_str_n(ndim, shape, s2, sizeof s2));
+        return NULL;
+    }
+    if (zero) known = 0;
     if (infer >= 0) {
         /* with a zero among the known sizes, -1 could be anything */
-        if (known == 0 || x->size % known != 0) {
+        if (known == 0 || x->size % known != 0 || x->size / known > INT_MAX) {
             ag_graph_fail(g, AG_ERR_SHAPE, "reshape: cannot reshape %s (%zu elements) to %s",
                           ag_shape_str(x, s1, sizeof s1), x->size, ag_shape_str_n(ndim, shape, s2, sizeof s2));
             return NULL;

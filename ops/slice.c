@@ -30,9 +30,9 @@ ag_tensor *ag_slice(ag_graph *g, ag_tensor *x, int axis, int start, int len)
     shape[a] = len;
     ag_tensor *y = ag__node(g, AG_OP_SLICE, x->ndim, shape, 1, &x);
     if (!y) return NULL;
-    y->iarg[0] = a;
-    y->iarg[1] = start;
-    y->iarg[2] = len;
+    ag__impl(y)->iarg[0] = a;
+    ag__impl(y)->iarg[1] = start;
+    ag__impl(y)->iarg[2] = len;
     size_t outer = ag__numel(a, x->shape), inner = ag__numel(x->ndim - a - 1, x->shape + a + 1);
     size_t run = (size_t)len * inner;
     for (size_t o = 0; o < outer && run; o++)
@@ -45,10 +45,10 @@ static void slice_backward(ag_graph *g, ag_tensor *y)
     ag_tensor *x = y->src[0];
     ag_real *dx = ag__grad(g, x);
     if (!dx) return;
-    int a = y->iarg[0];
-    size_t start = (size_t)y->iarg[1], N = (size_t)x->shape[a];
+    int a = ag__impl(y)->iarg[0];
+    size_t start = (size_t)ag__impl(y)->iarg[1], N = (size_t)x->shape[a];
     size_t outer = ag__numel(a, x->shape), inner = ag__numel(x->ndim - a - 1, x->shape + a + 1);
-    size_t run = (size_t)y->iarg[2] * inner;
+    size_t run = (size_t)ag__impl(y)->iarg[2] * inner;
     /* y[o, j, i] = x[o, start + j, i]  ->  dx[o, start + j, i] += dy[o, j, i] */
     for (size_t o = 0; o < outer; o++) {
         ag_real *dxo = dx + (o * N + start) * inner;

@@ -5,9 +5,11 @@
  * forward:  m = max_j x_j;  y_i = exp(x_i - m) / sum_j exp(x_j - m)
  *           (subtracting the row max changes nothing mathematically and
  *           keeps exp from overflowing).  A row that is all -inf (every key
- *           masked) gives zeros, never NaN.
+ *           masked) gives zeros, never NaN; a row holding a NaN or +inf
+ *           gives NaN everywhere, as in PyTorch.
  * backward: dx_i = y_i * (dy_i - sum_j dy_j y_j)
  *           (the Jacobian diag(y) - y y^T applied to dy) */
+#include "core/blocks.h"
 #include "core/internal.h"
 
 #include <math.h>
@@ -30,10 +32,16 @@ static void softmax_backward(ag_graph *g, ag_tensor *y)
     size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1, rows = y->size / n;
     for (size_t r = 0; r < rows; r++) {
         const ag_real *yr = y->data + r * n, *dyr = y->grad + r * n;
-        ag_real *dxr = dx + r * n;
-        ag_real dot = 0; /* sum_j dy_j y_j */
-        for (size_t i = 0; i < n; i++) dot += dyr[i] * yr[i];
-        for (size_t i = 0; i < n; i++) dxr[i] += yr[i] * (dyr[i] - dot);
+        ag_real *dxr = dx + r * n, dot = ag__dot(n, dyr, yr); /* sum_j dy_j y_j */
+        /* dx_i += y_i (dy_i - dot), in blocks of 16 that -O2 vectorises
+         * (core/blocks.h), then the rest */
+        size_t i = 0;
+        for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
+            ag_real t[AG_BLOCK];
+            for (int l = 0; l < AG_BLOCK; l++) t[l] = dxr[i + l] + yr[i + l] * (dyr[i + l] - dot);
+            memcpy(dxr + i, t, sizeof t);
+        }
+        for (; i < n; i++) dxr[i] += yr[i] * (dyr[i] - dot);
     }
 }
 

@@ -9,24 +9,34 @@
  * (NaN when dy is 0 too), as in PyTorch.  sqrt(x < 0) is NaN (libm), and so
  * is its gradient.  Nothing is recorded as an error.  Keep inputs off 0
  * (add an eps first) when a finite gradient is needed. */
+#include "core/blocks.h"
 #include "core/internal.h"
 
 #include <math.h>
 
-/* The float build calls the double sqrt and rounds (exact: sqrt is
- * correctly rounded in both precisions). */
+/* sqrt is correctly rounded in both precisions, and one vector instruction
+ * (the library is built with -fno-math-errno, so that sqrt of a negative
+ * need not call libm to set errno). */
+#ifdef AG_DOUBLE
+static inline ag_real sqrt_of(ag_real x) { return sqrt(x); }
+#else
+static inline ag_real sqrt_of(ag_real x) { return sqrtf(x); }
+#endif
+
 static void sqrt_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {
     (void)farg;
-    for (size_t i = 0; i < n; i++) y[i] = (ag_real)sqrt((double)x[i]);
+    ag__map(n, x, y, sqrt_of);
 }
 
 /* y = sqrt(x)  ->  dy/dx = 1 / (2 sqrt(x)) = 1 / (2 y), from the saved output. */
+static inline ag_real sqrt_dx(ag_real x, ag_real y, ag_real dy) { return (void)x, dy / (2 * y); }
+
 static void sqrt_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
                      const double *farg)
 {
-    (void)x, (void)farg;
-    for (size_t i = 0; i < n; i++) dx[i] += dy[i] / (2 * y[i]);
+    (void)farg;
+    ag__map_grad(n, x, y, dy, dx, sqrt_dx);
 }
 
 ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_SQRT, x, sqrt_fwd, 0); }

@@ -1,7 +1,10 @@
 /* tests/test_blocks.c: whole Transformer blocks, differentiated by autodiff
  * through the primitive ops, checked against finite differences in double
- * (every parameter and every input), and kept finite at the edges: a fully
- * masked row, scores of 1e4, sequences of length 1. */
+ * (every parameter and every input) with each option (post- or pre-norm,
+ * relu, gelu or gelu_tanh, causal by flag, the decoder-only block, the
+ * embedding layer with a tied output), and kept finite at the edges: a
+ * fully masked row, scores of 1e4, sequences of length 1.  The init
+ * functions' errors each leave a message in the store. */
 #include "common.h"
 
 /* The block's input(s) live in the store too, so the checker can move them. */
@@ -16,12 +19,18 @@ typedef struct blocks {
 
 enum { C = 4, H = 2, F = 6 };
 
-static void blocks_make(blocks *b, int B, int S, int T, uint64_t seed)
+/* Both blocks with the options cfg (NULL: the defaults, by the plain init). */
+static void blocks_make_cfg(blocks *b, int B, int S, int T, uint64_t seed, const ag_block_config *cfg)
 {
     b->s = ag_store_new();
     b->B = B, b->S = S, b->T = T;
-    cr_assert_eq(ag_encoder_block_init(&b->enc, b->s, "enc", C, H, F, 0.0, seed), AG_OK);
-    cr_assert_eq(ag_decoder_block_init(&b->dec, b->s, "dec", C, H, F, 0.0, seed), AG_OK);
+    if (cfg) {
+        cr_assert_eq(ag_encoder_block_init_ex(&b->enc, b->s, "enc", C, H, F, 0.0, cfg, seed), AG_OK);
+        cr_assert_eq(ag_decoder_block_init_ex(&b->dec, b->s, "dec", C, H, F, 0.0, cfg, seed), AG_OK);
+    } else {
+        cr_assert_eq(ag_encoder_block_init(&b->enc, b->s, "enc", C, H, F, 0.0, seed), AG_OK);
+        cr_assert_eq(ag_decoder_block_init(&b->dec, b->s, "dec", C, H, F, 0.0, seed), AG_OK);
+    }
     b->x = ag_param(b->s, "x", AG_SHAPE(B, S, C));
     b->y = ag_param(b->s, "y", AG_SHAPE(B, T, C));
     ag_init_normal(b->x, 0, 1, seed + 1);
@@ -34,6 +43,8 @@ static void blocks_make(blocks *b, int B, int S, int T, uint64_t seed)
     }
     b->valid[0] = S, b->valid[1] = S > 1 ? S - 1 : 1;
 }
+
+static void blocks_make(blocks *b, int B, int S, int T, uint64_t seed) { blocks_make_cfg(b, B, S, T, seed, NULL); }
 
 static ag_tensor *weigh(ag_graph *g, ag_tensor *y)
 {
@@ -58,7 +69,22 @@ static ag_tensor *build_decoder(ag_graph *g, void *p)
     return weigh(g, ag_decoder_block_forward(g, &b->dec, b->y, b->x, causal, src_mask, NULL, NULL));
 }
 
+/* The decoder with its causal flag on: no self mask from the caller. */
+static ag_tensor *build_decoder_flag(ag_graph *g, void *p)
+{
+    blocks *b = p;
+    ag_tensor *src_mask = ag_padding_mask(g, b->valid, b->B, 0, b->T, b->S);
+    return weigh(g, ag_decoder_block_forward(g, &b->dec, b->y, b->x, NULL, src_mask, NULL, NULL));
+}
+
 #ifdef AG_DOUBLE
+/* The encoder block as the decoder-only block (its causal flag on). */
+static ag_tensor *build_decoder_only(ag_graph *g, void *p)
+{
+    blocks *b = p;
+    return weigh(g, ag_decoder_only_block_forward(g, &b->enc, b->x, NULL));
+}
+
 static void check_all(blocks *b, ag_build_fn build, const char *prefix, double *worst)
 {
     ag_tensor *in[64];
@@ -98,7 +124,195 @@ Test(blocks, decoder_block_gradcheck_every_parameter_and_input)
     cr_log_info("decoder block: worst abs error %.3g", worst);
     ag_store_free(b.s);
 }
+
+/* Each option, the whole block against finite differences. */
+static void check_option(const ag_block_config *cfg, ag_build_fn build, const char *prefix, uint64_t seed)
+{
+    blocks b;
+    blocks_make_cfg(&b, 2, 3, 3, seed, cfg);
+    double worst = 0;
+    check_all(&b, build, prefix, &worst);
+    cr_log_info("%s pre_norm %d activation %d causal %d: worst abs error %.3g", prefix, cfg->pre_norm,
+                (int)cfg->activation, cfg->causal, worst);
+    ag_store_free(b.s);
+}
+
+Test(blocks, pre_norm_gelu_encoder_block_gradcheck)
+{
+    check_option(&(ag_block_config){.pre_norm = 1, .activation = AG_ACT_GELU}, build_encoder, "enc.", 21);
+}
+
+Test(blocks, post_norm_gelu_tanh_encoder_block_gradcheck)
+{
+    check_option(&(ag_block_config){.activation = AG_ACT_GELU_TANH}, build_encoder, "enc.", 22);
+}
+
+Test(blocks, decoder_only_block_gradcheck)
+{
+    check_option(&(ag_block_config){.pre_norm = 1, .activation = AG_ACT_GELU_TANH, .causal = 1}, build_decoder_only,
+                 "enc.", 23);
+}
+
+Test(blocks, pre_norm_decoder_block_with_causal_flag_gradcheck)
+{
+    check_option(&(ag_block_config){.pre_norm = 1, .activation = AG_ACT_GELU, .causal = 1}, build_decoder_flag,
+                 "dec.", 24);
+}
+
+typedef struct tied {
+    ag_store *s;
+    ag_embedding_layer e;
+} tied;
+
+/* L = sum(logits * w) of ids through the embedding and back through the
+ * same table: the token table gets both gradients */
+static ag_tensor *build_tied(ag_graph *g, void *p)
+{
+    tied *t = p;
+    static const int ids[] = {0, 3, 3, 1, 4, 2};
+    return weigh(g, ag_embedding_layer_logits(g, &t->e, ag_tanh(g, ag_embedding_layer_forward(g, &t->e, ids, 2, 3))));
+}
+
+Test(blocks, embedding_layer_with_tied_output_gradcheck)
+{
+    for (int kind = AG_POS_LEARNED; kind <= AG_POS_NONE; kind++) {
+        tied t = {.s = ag_store_new()};
+        cr_assert_eq(ag_embedding_layer_init(&t.e, t.s, "emb", 5, 4, 3, (ag_positions)kind, 31), AG_OK, "%s",
+                     ag_store_error(t.s));
+        cr_assert_eq(ag_store_count(t.s), kind == AG_POS_LEARNED ? 2 : 1);
+        ag_tensor *in[2] = {t.e.tokens, t.e.positions};
+        ag_gradcheck_result r[2];
+        ag_graph *g = ag_graph_new();
+        ag_status st = ag_gradcheck(g, build_tied, &t, in, ag_store_count(t.s), NULL, r);
+        cr_assert_eq(st, AG_OK, "positions %d: %s (worst abs %.3g)", kind, ag_graph_error(g), r[0].max_abs_err);
+        ag_graph_free(g);
+        ag_store_free(t.s);
+    }
+}
 #endif
+
+Test(blocks, causal_flag_equals_the_explicit_causal_mask)
+{
+    /* post-norm decoder: the flag (no mask) and the caller's mask with the
+     * flag off give the same numbers, in both builds */
+    blocks with, without;
+    blocks_make_cfg(&with, 2, 3, 4, 14, &(ag_block_config){.causal = 1});
+    blocks_make(&without, 2, 3, 4, 14);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *a = build_decoder_flag(g, &with), *b = build_decoder(g, &without);
+    cr_assert(a && b, "%s", ag_graph_error(g));
+    cr_assert_eq(a->data[0], b->data[0], "flag %.17g, mask %.17g", (double)a->data[0], (double)b->data[0]);
+    ag_graph_free(g);
+    ag_store_free(with.s);
+    ag_store_free(without.s);
+}
+
+Test(blocks, zero_config_is_the_original_block)
+{
+    blocks plain, zero;
+    blocks_make(&plain, 2, 3, 2, 15);
+    blocks_make_cfg(&zero, 2, 3, 2, 15, &(ag_block_config){0});
+    ag_graph *g = ag_graph_new();
+    ag_tensor *a = build_decoder(g, &plain), *b = build_decoder(g, &zero);
+    ag_tensor *c = build_encoder(g, &plain), *d = build_encoder(g, &zero);
+    cr_assert(a && b && c && d, "%s", ag_graph_error(g));
+    cr_assert_eq(a->data[0], b->data[0]);
+    cr_assert_eq(c->data[0], d->data[0]);
+    cr_assert_eq(plain.enc.ffn.activation, AG_ACT_RELU);
+    ag_graph_free(g);
+    ag_store_free(plain.s);
+    ag_store_free(zero.s);
+}
+
+/* ---- every init error leaves a message in the store ------------------------ */
+
+static void expect_init_error(ag_store *s, ag_status got, ag_status want, const char *needle)
+{
+    cr_assert_eq(got, want, "status %s, want %s (%s)", ag_status_name(got), ag_status_name(want), ag_store_error(s));
+    cr_assert(strstr(ag_store_error(s), needle), "message '%s' lacks '%s'", ag_store_error(s), needle);
+}
+
+Test(blocks, init_errors_say_what_was_wrong)
+{
+    ag_store *s = ag_store_new();
+    ag_mha m;
+    ag_linear l;
+    ag_layernorm n;
+    ag_ffn f;
+    ag_encoder_block e;
+    ag_embedding_layer emb;
+    expect_init_error(s, ag_mha_init(&m, s, "attn", 6, 4, 1, 0, 1), AG_ERR_SHAPE,
+                      "mha 'attn': width C = 6 is not a multiple of the heads H = 4");
+    expect_init_error(s, ag_mha_init(&m, s, "attn", 8, 0, 1, 0, 1), AG_ERR_ARG, "mha 'attn': bad size (C 8, H 0");
+    expect_init_error(s, ag_mha_init(&m, s, NULL, 8, 2, 1, 0, 1), AG_ERR_ARG, "prefix is NULL");
+    expect_init_error(s, ag_linear_init(&l, s, "dense", 0, 3, 1, 1), AG_ERR_ARG, "linear 'dense': bad size (in 0");
+    expect_init_error(s, ag_layernorm_init(&n, s, "ln", -1), AG_ERR_ARG, "layernorm 'ln': bad size (C -1");
+    expect_init_error(s, ag_ffn_init_ex(&f, s, "ffn", 4, 8, (ag_activation)7, 1), AG_ERR_ARG,
+                      "ffn 'ffn': activation 7 is not relu");
+    expect_init_error(s, ag_encoder_block_init_ex(&e, s, "enc", 4, 2, 8, 0, &(ag_block_config){.pre_norm = 2}, 1),
+                      AG_ERR_ARG, "block 'enc': pre_norm is 2");
+    expect_init_error(s, ag_encoder_block_init(&e, s, "enc", 6, 4, 8, 0, 1), AG_ERR_SHAPE, "not a multiple");
+    expect_init_error(s, ag_encoder_block_init(&e, s, NULL, 4, 2, 8, 0, 1), AG_ERR_ARG, "encoder_block_init: prefix is NULL");
+    expect_init_error(s, ag_ffn_init(&f, s, NULL, 4, 8, 1), AG_ERR_ARG, "ffn_init: prefix is NULL");
+    expect_init_error(s, ag_embedding_layer_init(&emb, s, "emb", 5, 4, 0, AG_POS_LEARNED, 1), AG_ERR_ARG,
+                      "learned positions need max_len >= 1, got 0");
+    expect_init_error(s, ag_embedding_layer_init(&emb, s, "emb", 0, 4, 3, AG_POS_LEARNED, 1), AG_ERR_ARG,
+                      "embedding 'emb': bad size (V 0");
+    char longname[80];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    expect_init_error(s, ag_linear_init(&l, s, longname, 2, 3, 1, 1), AG_ERR_ARG, "is longer than 63 bytes");
+    cr_assert_eq(ag_layernorm_init(&n, s, "ln", 4), AG_OK);
+    expect_init_error(s, ag_layernorm_init(&n, s, "ln", 4), AG_ERR_ARG, "duplicate name 'ln.weight'");
+    ag_seq2seq sq;
+    ag_seq2seq_config cfg = {.src_vocab = 10, .tgt_vocab = 10, .hidden = 6, .heads = 4, .ffn = 8, .layers = 1,
+                             .max_len = 5};
+    expect_init_error(s, ag_seq2seq_init(&sq, s, &cfg, 1), AG_ERR_SHAPE, "seq2seq: hidden = 6 is not a multiple of heads = 4");
+    cfg.heads = 2, cfg.tgt_vocab = 3;
+    expect_init_error(s, ag_seq2seq_init(&sq, s, &cfg, 1), AG_ERR_ARG, "vocabularies of 10 and 3 tokens");
+    cfg.tgt_vocab = 10, cfg.dropout = 1.5;
+    expect_init_error(s, ag_seq2seq_init(&sq, s, &cfg, 1), AG_ERR_ARG, "seq2seq: dropout = 1.5 must be in [0, 1)");
+    cfg.dropout = 0, cfg.layers = 0;
+    expect_init_error(s, ag_seq2seq_init(&sq, s, &cfg, 1), AG_ERR_ARG, "layers 0");
+    ag_store_free(s);
+}
+
+Test(blocks, layernorm_and_its_deprecated_names_agree)
+{
+    ag_store *s = ag_store_new();
+    ag_layernorm a;
+    ag_norm b; /* the old name of the same type */
+    cr_assert_eq(ag_layernorm_init(&a, s, "a", 3), AG_OK);
+    cr_assert_eq(ag_norm_init(&b, s, "b", 3), AG_OK);
+    cr_assert_not_null(ag_store_find(s, "b.weight"));
+    ag_graph *g = ag_graph_new();
+    ag_tensor *x = ag_tensor_from(g, AG_SHAPE(1, 3), (ag_real[]){1, 2, 4});
+    ag_tensor *y1 = ag_layernorm_forward(g, &a, x), *y2 = ag_norm_forward(g, &b, x);
+    cr_assert(y1 && y2, "%s", ag_graph_error(g));
+    for (int i = 0; i < 3; i++) cr_assert_eq(y1->data[i], y2->data[i]);
+    /* (1, 2, 4): mean 7/3, biased variance 14/9 */
+    double want = (1 - 7.0 / 3) / sqrt(14.0 / 9 + 1e-5);
+    cr_assert_float_eq((double)y1->data[0], want, TOL(1e-12, 1e-6));
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+Test(blocks, learned_positions_bound_the_length)
+{
+    ag_store *s = ag_store_new();
+    ag_embedding_layer e;
+    cr_assert_eq(ag_embedding_layer_init(&e, s, "emb", 5, 4, 3, AG_POS_LEARNED, 1), AG_OK);
+    ag_graph *g = ag_graph_new();
+    static const int ids[4] = {0, 1, 2, 3};
+    cr_assert_null(ag_embedding_layer_forward(g, &e, ids, 1, 4));
+    cr_assert_str_eq(ag_graph_error(g), "embedding_layer: T = 4 is longer than the 3 learned positions");
+    ag_graph_reset(g);
+    static const int bad[2] = {0, 5};
+    cr_assert_null(ag_embedding_layer_forward(g, &e, bad, 1, 2));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_ARG, "%s", ag_graph_error(g));
+    ag_graph_free(g);
+    ag_store_free(s);
+}
 
 static void expect_finite(const ag_tensor *t, const char *what)
 {

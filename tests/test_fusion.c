@@ -242,8 +242,8 @@ static void heads_case(int B, int T, int S, int H, int D)
     grads kg = keep_grads(s);
     ag_store_zero_grad(s);
     ag_graph_reset(g);
-    ag_tensor *sc2 = ag__matmul_heads(g, q, k, 1, MM_A | MM_B);
-    ag_tensor *y = ag__matmul_heads(g, sc2, v, 0, MM_B | MM_Y);
+    ag_tensor *sc2 = ag__matmul_heads(g, q, k, 1, AG__MM_A | AG__MM_B);
+    ag_tensor *y = ag__matmul_heads(g, sc2, v, 0, AG__MM_B | AG__MM_Y);
     cr_assert_eq(ag_backward(g, ag_add(g, weigh(g, y, 5), weigh(g, sc2, 6))), AG_OK, "%s", ag_graph_error(g));
     cr_assert(sc2->ndim == 4 && sc2->shape[0] == B && sc2->shape[1] == H && sc2->shape[2] == T && sc2->shape[3] == S);
     cr_assert(y->ndim == 4 && y->shape[0] == B && y->shape[1] == T && y->shape[2] == H && y->shape[3] == D);
@@ -269,11 +269,11 @@ Test(fusion, products_per_head_refuse_mismatched_heads)
 {
     ag_graph *g = ag_graph_new();
     cr_assert_null(ag__matmul_heads(g, ag_tensor_new(g, AG_SHAPE(2, 3, 4, 8)), ag_tensor_new(g, AG_SHAPE(2, 5, 2, 8)),
-                                    1, MM_A | MM_B));
+                                    1, AG__MM_A | AG__MM_B));
     cr_assert_str_eq(ag_graph_error(g), "matmul_heads: batch axes do not match: [2, 3, 4, 8] x [2, 5, 2, 8]");
     ag_graph_reset(g);
     cr_assert_null(ag__matmul_heads(g, ag_tensor_new(g, AG_SHAPE(3, 4, 8)), ag_tensor_new(g, AG_SHAPE(2, 5, 2, 8)), 1,
-                                    MM_A | MM_B));
+                                    AG__MM_A | AG__MM_B));
     cr_assert_str_eq(ag_graph_error(g), "matmul_heads: both inputs need 4 axes: [3, 4, 8] x [2, 5, 2, 8]");
     ag_graph_free(g);
 }

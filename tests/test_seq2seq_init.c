@@ -145,6 +145,8 @@ Test(seq2seq_init, an_unknown_init_is_refused)
     ag_seq2seq m;
     ag_seq2seq_config cfg = config(2);
     cr_expect_eq(ag_seq2seq_init(&m, s, &cfg, 1), AG_ERR_ARG);
+    cr_expect(strstr(ag_store_error(s), "init = 2 is not AG_SEQ2SEQ_INIT_SCALED (0) or AG_SEQ2SEQ_INIT_D2L (1)"),
+              "store error: %s", ag_store_error(s));
     cfg.init = -1;
     cr_expect_eq(ag_seq2seq_init(&m, s, &cfg, 1), AG_ERR_ARG);
     ag_store_free(s);

@@ -109,9 +109,9 @@ Test(shape, permute_of_an_arange_moves_each_element)
         for (int i = 0; i < 2; i++)
             for (int j = 0; j < 3; j++)
                 cr_assert_eq(y->data[6 * k + 3 * i + j], 12 * i + 4 * j + k, "y[%d, %d, %d]", k, i, j);
-    cr_assert_eq(y->iarg[0], 2);
-    cr_assert_eq(y->iarg[1], 0);
-    cr_assert_eq(y->iarg[2], 1);
+    cr_assert_eq(ag_tensor_iarg(y, 0), 2);
+    cr_assert_eq(ag_tensor_iarg(y, 1), 0);
+    cr_assert_eq(ag_tensor_iarg(y, 2), 1);
     ag_graph_free(g);
 }
 

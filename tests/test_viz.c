@@ -379,19 +379,48 @@ Test(viz, dot_errors_name_the_path_and_leave_no_files)
     ag_graph_free(other);
 }
 
-Test(viz, dot_shows_tensors_of_another_graph_as_strangers)
+/* b = a + c where a also feeds a * a: the picture shows b's own gradient
+ * (1 everywhere) when it is retained, and no gradient when backward lent
+ * b's buffer to a, never a's gradient (1 + 2a) under b's name. */
+Test(viz, dot_never_shows_an_input_gradient_as_an_add_gradient)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/add.dot", dir);
+    ag_store *st = ag_store_new();
+    ag_tensor *x = ag_param(st, "x", AG_SHAPE(3));
+    x->data[0] = 1, x->data[1] = -0.5, x->data[2] = 2;
+    ag_graph *g = ag_graph_new();
+    for (int retain = 0; retain < 2; retain++) {
+        ag_graph_reset(g);
+        ag_tensor *a = ag_set_name(ag_tanh(g, x), "a");
+        ag_tensor *aa = ag_sum_all(g, ag_mul(g, a, a));
+        ag_tensor *b = ag_set_name(ag_add(g, a, ag_tensor_new(g, AG_SHAPE(3))), "b");
+        if (retain) ag_retain_grad(b);
+        cr_assert_eq(ag_backward(g, ag_add(g, aa, ag_sum_all(g, b))), AG_OK, "%s", ag_graph_error(g));
+        char *s = dot_text(g, NULL, AG_DOT_GRADS, path);
+        if (retain) expect_has(s, "label=\"b = add\\n[3]\\ngrad min 1  max 1  norm 1.73\"");
+        else expect_has(s, "label=\"b = add\\n[3]\"");
+        expect_has(s, "label=\"a = tanh\\n[3]\\ngrad min ");
+        expect_dot_accepts(path, dir);
+        free(s);
+    }
+    ag_graph_free(g);
+    ag_store_free(st);
+}
+
+/* An op refuses a tensor of another graph: the picture shows the error. */
+Test(viz, dot_shows_the_error_of_a_tensor_from_another_graph)
 {
     char path[128];
     snprintf(path, sizeof path, "%s/s.dot", dir);
     ag_graph *g = ag_graph_new(), *other = ag_graph_new();
     ag_tensor *e = ag_set_name(ag_tensor_new(other, AG_SHAPE(2)), "enc");
     ag_tensor *x = ag_tensor_new(g, AG_SHAPE(2));
-    ag_add(g, x, e);
+    cr_assert_null(ag_add(g, x, e));
     char *s = dot_text(g, NULL, 0, path);
-    expect_has(s, "p0 [shape=ellipse, style=\"dashed,filled\"");
-    expect_has(s, "label=\"enc\\n[2]\"");
     expect_has(s, "label=\"input\\n[2]\"");
-    expect_has(s, "n0 -> n1;\n  p0 -> n1;");
+    expect_has(s, "graph error: add: input 1 'enc' [2] is from another graph");
+    expect_lacks(s, "enc\\n[2]");
     expect_dot_accepts(path, dir);
     free(s);
     ag_graph_free(g);

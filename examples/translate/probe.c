@@ -16,8 +16,8 @@
  * vanishes for every key but the top one.
  *
  * The scores are read from the graph: the weights tensor's input, the
- * scores before the scale (ops/masked_softmax.c keeps the scale in
- * farg[0]), or already scaled when a plain softmax made the weights. */
+ * scores before the scale (ops/masked_softmax.c keeps the scale as its
+ * real argument 0), or already scaled when a plain softmax made them. */
 #include "translate.h"
 #include "seq2seq_data.h"
 
@@ -38,7 +38,7 @@ static layer_stats stats(const ag_tensor *P, const int *qlen, const int *klen, i
 {
     layer_stats r = {0, -INFINITY, -INFINITY};
     const ag_tensor *x = P->nsrc > 0 ? P->src[0] : NULL;
-    double scale = P->op == AG_OP_MASKED_SOFTMAX ? P->farg[0] : 1;
+    double scale = P->op == AG_OP_MASKED_SOFTMAX ? ag_tensor_farg(P, 0) : 1;
     if (!x || (P->op != AG_OP_MASKED_SOFTMAX && P->op != AG_OP_SOFTMAX) || x->size != P->size)
         r.max_score = r.max_gap = NAN; /* scores not on the graph */
     int B = P->shape[0], H = P->shape[1], Tq = P->shape[2], Tk = P->shape[3];

@@ -1,5 +1,6 @@
 /* elementwise.c: the loops shared by element-wise ops, so that each op file
- * holds only its math.
+ * holds only its math; the float build's vectorised exp, log, tanh and
+ * GELU; softmax's rows, the row max and the reductions.
  *
  * Broadcasting (NumPy's rule): align shapes on the right; two axes agree
  * when they are equal or one is 1; a missing axis counts as 1.  The output
@@ -10,11 +11,21 @@
  * Threads (ag_set_threads) take pieces of a long run; a backward whose
  * inputs were stretched stays on one thread, since many outputs add into
  * one input element. */
+
 #include "core/internal.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* Let the compiler turn selects (c ? a : b) into vector blends: nothing here
+ * reads the floating-point exception flags, which is all that
+ * -ftrapping-math protects, and it keeps GCC from if-converting them.  Set
+ * before core/blocks.h, whose loops must share their callers' options. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include "core/blocks.h"
 
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
                          const ag_tensor *b, int *ndim, int *shape)
@@ -246,16 +257,16 @@ ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd, double
     if (!ag__ok(g, ag_op_name(op), 1, x)) return NULL;
     ag_tensor *y = ag__node(g, op, x->ndim, x->shape, 1, &x);
     if (!y) return NULL;
-    y->farg[0] = farg0;
+    ag__impl(y)->farg[0] = farg0;
     int nt = ag__threads_for(x->size);
     if (nt > 1) { /* a piece per thread */
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (int t = 0; t < nt; t++) {
             size_t i0 = piece(x->size, t, nt), i1 = piece(x->size, t + 1, nt);
-            fwd(i1 - i0, x->data + i0, y->data + i0, y->farg);
+            fwd(i1 - i0, x->data + i0, y->data + i0, ag__impl(y)->farg);
         }
     } else {
-        fwd(x->size, x->data, y->data, y->farg);
+        fwd(x->size, x->data, y->data, ag__impl(y)->farg);
     }
     return y;
 }
@@ -266,7 +277,7 @@ static void unary_bwd_range(ag_unary_bwd bwd, const ag_tensor *x, const ag_tenso
 {
     for (size_t p0 = i0; p0 < i1; p0 += ZERO_PIECE) {
         size_t p1 = i1 - p0 < ZERO_PIECE ? i1 : p0 + ZERO_PIECE;
-        bwd(p1 - p0, x->data + p0, y->data + p0, y->grad + p0, zero_piece(dx, fresh, p0, p1), y->farg);
+        bwd(p1 - p0, x->data + p0, y->data + p0, y->grad + p0, zero_piece(dx, fresh, p0, p1), ag__impl(y)->farg);
     }
 }
 
@@ -286,38 +297,196 @@ void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
     }
 }
 
+/* ---- float math for element-wise ops ------------------------------------
+ * exp, log, tanh and the normal distribution's Phi for float, written as
+ * straight-line code: no calls, and each special case a select rather than
+ * a branch, so that a loop over an array of them vectorises at -O2.  The
+ * double build calls libm instead (it is the build for gradient checks).
+ *
+ * Each reduces its argument to a short range and evaluates a polynomial
+ * there: exp's is Cephes' expf polynomial; the others were fitted for this
+ * file (least relative error on the reduced range).  Their errors against
+ * libm's double result, over a sweep of the whole float range and its
+ * edges (tests/test_fastmath.c): exp and log within 1 ulp, tanh 1.5, GELU
+ * x Phi(x) 8 (10 below x = -13, where Phi(x) is subnormal). */
+#ifndef AG_DOUBLE
+
+AG_INLINE float f_from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+AG_INLINE uint32_t bits_of(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+/* c[0] x^(n-1) + c[1] x^(n-2) + ... + c[n-1], by Horner's rule. */
+AG_INLINE float horner(float x, const float *c, int n)
+{
+    float p = c[0];
+#ifdef __clang__
+#pragma clang loop unroll(full)
+#else
+#pragma GCC unroll 16
+#endif
+    for (int k = 1; k < n; k++) p = p * x + c[k];
+    return p;
+}
+
+/* e^x = 2^n e^r with n = round(x / ln 2), |r| <= ln2 / 2, e^r by Cephes'
+ * degree-7 polynomial.  x is clamped first to where e^x is neither 0 nor
+ * inf, so that n is a small whole number (a NaN passes the clamps and makes
+ * the result NaN through r).  With `subnormals` (a constant
+ * where it is called), 2^n is built as 2^(n/2) 2^(n - n/2), two factors in
+ * float's normal range, so that results down to the smallest subnormal
+ * are rounded once; without, a result below FLT_MIN (x < -87.3) is 0, and
+ * the work is less (softmax's exps, where such a term is nothing beside
+ * the row's largest, 1).
+ * e^r = 1 + r + r^2 (c0 r^5 + ... + c5), |r| <= ln2 / 2 (Cephes) */
+static const float exp_c[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                               1.6666665459e-1f, 5.0000001201e-1f};
+AG_INLINE float exp_core(float x, int subnormals)
+{
+    float lo = subnormals ? -104.0f : -88.0f; /* n = -150, or -127: 2^n is 0 */
+    float xc = x < lo ? lo : x;               /* a NaN stays */
+    xc = xc > 89.0f ? 89.0f : xc;
+    float t = xc * 1.44269504088896341f + 12582912.0f; /* x / ln 2 + 1.5 * 2^23: rounded to a whole number */
+    float n = t - 12582912.0f;
+    float r = xc - n * 0.693359375f - n * -2.12194440e-4f; /* x - n ln 2, ln 2 in two parts */
+    float p = horner(r, exp_c, 6);
+    p = p * r * r + r + 1.0f;
+    /* n as an integer, read off t's low bits (defined for every t, NaN
+     * too: a NaN's p is NaN, whatever scale it meets) */
+    int32_t k = (int32_t)(bits_of(t) - 0x4b400000u), k1 = subnormals ? k / 2 : 0; /* k in [-150, 129] */
+    float s1 = f_from_bits((uint32_t)(k1 + 127) << 23), s2 = f_from_bits((uint32_t)(k - k1 + 127) << 23);
+    return subnormals ? p * s1 * s2 : p * s2; /* 2^(k + 127 = 0) is read as 0 */
+}
+
+AG_INLINE float exp_f(float x) { return exp_core(x, 1); }
+
+/* log x = e ln 2 + log(1 + f) for x = (1 + f) 2^e, 1 + f in [sqrt(1/2),
+ * sqrt(2)); log(1 + f) = f - f^2/2 + f^3 P(f), P of degree 7.  A subnormal
+ * x is scaled by 2^23 first.  log 0 = -inf, log(x < 0) = NaN, log inf = inf.
+ * P(f), f in [sqrt(1/2) - 1, sqrt 2 - 1] */
+static const float log_c[8] = {-7.634429634e-02f, 1.276154965e-01f, -1.316019446e-01f, 1.420176178e-01f,
+                               -1.662335694e-01f, 2.000122666e-01f, -2.500082254e-01f, 3.333333135e-01f};
+AG_INLINE float log_f(float x)
+{
+    int sub = x < 1.17549435e-38f; /* below FLT_MIN (0, negatives and NaN are fixed at the end) */
+    float xs = sub ? x * 8388608.0f : x;
+    uint32_t b = bits_of(xs);
+    int32_t e = (int32_t)((b >> 23) & 0xff) - 127 - (sub ? 23 : 0);
+    float m = f_from_bits((b & 0x007fffff) | 0x3f800000); /* in [1, 2) */
+    int big = m > 1.41421356f;
+    m = big ? m * 0.5f : m;
+    e += big;
+    float f = m - 1.0f, f2 = f * f;
+    float p = horner(f, log_c, 8);
+    float fe = (float)e; /* the small terms first, then f, then e ln 2 (in two parts) */
+    float y = f + (f2 * f * p + fe * -2.12194440e-4f - 0.5f * f2) + fe * 0.693359375f;
+    y = x == 0 ? -INFINITY : y;
+    y = x < 0 || x != x ? NAN : y;
+    return x == INFINITY ? x : y;
+}
+
+/* tanh x = x + x^3 P(x^2) (P of degree 4) for |x| < 0.625, where
+ * 1 - 2 / (e^2|x| + 1) would cancel; that, with x's sign, elsewhere (it
+ * reaches +-1 exactly for large |x|, and at +-inf).
+ * P(z), z = x^2 in [0, 0.625^2] */
+static const float tanh_c[5] = {-5.704990588e-03f, 2.063908987e-02f, -5.373971537e-02f, 1.333144158e-01f,
+                                -3.333328068e-01f};
+AG_INLINE float tanh_f(float x)
+{
+    float a = fabsf(x), z = x * x;
+    float p = horner(z, tanh_c, 5);
+    float small = x + x * z * p;
+    float big = 1.0f - 2.0f / (exp_f(2.0f * a) + 1.0f);
+    big = x < 0 ? -big : big;
+    return x == 0 ? x : a < 0.625f ? small : big; /* tanh -0 = -0 */
+}
+
+/* e^(-x^2/2), taken as e^(-h/2) (1 - l/2) with x^2 = h + l exactly
+ * (Dekker's product: x split into two halves of 12 bits, whose products are
+ * exact in float), since rounding x^2 first would cost x^2 / 2 ulp. */
+AG_INLINE float gauss_f(float x)
+{
+    float a = fabsf(x);
+    a = a < 15.0f ? a : 15.0f; /* NaN and inf -> 15: e^(-a^2/2) = 0 */
+    float ah = f_from_bits(bits_of(a) & 0xfffff000u), al = a - ah;
+    float h = a * a, l = ((ah * ah - h) + 2.0f * ah * al) + al * al;
+    return exp_f(-0.5f * h) * (1.0f - 0.5f * l);
+}
+
+/* Phi(x) = P(X <= x) for a standard normal X, through erfc:
+ *   Phi(x) = erfc(u) / 2 for x < 0,  1 - erfc(u) / 2 otherwise,  u = |x| / sqrt 2,
+ * so that the left tail keeps its relative precision (1 + erf(x / sqrt 2)
+ * would cancel).  erfc(u) = e^(-u^2) Q(t), t = 1 / (1 + u / 2), Q of degree
+ * 10 on u in [0, 10.5] (beyond, erfc is below float's range).
+ * Q(t) = erfc(u) e^(u^2), t = 1 / (1 + u / 2), u in [0, 10.5] */
+static const float erfcx_c[11] = {2.633104846e-02f, -2.017946094e-01f, 6.204187274e-01f, -9.374295473e-01f,
+                                  6.574921012e-01f,  -2.358706295e-01f, 2.788786590e-01f, 2.250769138e-01f,
+                                  2.850203216e-01f,  2.818694711e-01f,  7.548784652e-06f};
+AG_INLINE float normal_cdf_f(float x)
+{
+    float a = fabsf(x), g = gauss_f(x); /* e^(-x^2/2) */
+    float t = 1.0f / (1.0f + 0.353553391f * a);     /* u / 2 = a / (2 sqrt 2) */
+    /* Q as A(t) t^6 + B(t): two short chains of dependent multiply-adds
+     * in flight at once instead of one of ten */
+    float t2 = t * t, t6 = t2 * t2 * t2;
+    float q = horner(t, erfcx_c, 5) * t6 + horner(t, erfcx_c + 5, 6);
+    float half_erfc = 0.5f * g * q;
+    return x < 0 ? half_erfc : 1.0f - half_erfc;
+}
+
+AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x); }
+
+void ag__exp_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, exp_f); }
+void ag__log_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, log_f); }
+void ag__tanh_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, tanh_f); }
+void ag__gelu_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, gelu_f); }
+
+/* y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x), with Phi(x) = y / x read
+ * off the forward's output (1/2 at x = 0): only phi is computed anew. */
+AG_INLINE float gelu_grad_f(float x, float y, float dy)
+{
+    float cdf = x != 0 ? y / x : 0.5f, pdf = gauss_f(x) * 0.398942280f; /* 1 / sqrt(2 pi) */
+    return dy * (cdf + x * pdf);
+}
+
+void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx)
+{
+    ag__map_grad(n, x, y, dy, dx, gelu_grad_f);
+}
+#endif
+
 /* ---- exp over a row (softmax and its fused forms) ----------------------- */
+
+/* NaN and +inf in a row of softmax, log-softmax or cross-entropy: the row
+ * max passes NaNs over (one vector max an element), and the exps still
+ * see them: exp(NaN - max) is NaN, and so is exp(inf - inf) when the max
+ * is +inf; the row's sum is then NaN and so is every output, as in
+ * PyTorch.  The one row this misses is one with nothing above -inf but a
+ * NaN, whose max is -inf, the mark of a fully masked row: there, and only
+ * there (a rare branch), the row is searched for a NaN. */
+static bool has_nan(size_t n, const ag_real *x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != x[i]) return true;
+    return false;
+}
 
 #ifndef AG_DOUBLE
 /* Here only, a * b + c may be one fused multiply-add where the clone's
  * instruction set has one (the polynomial below is a chain of them): the
- * result stays within exp_poly's error bound, and the same on every run. */
+ * result stays within exp_f's error bound, and the same on every run. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
 #endif
-/* exp for float as a polynomial (Cephes' expf: e^x = 2^n e^r, |r| <= ln2/2,
- * e^r by a degree-7 polynomial; at most 2 ulp off), written so that the
- * compiler can keep it in vector registers: no calls, no branches.  Below
- * -87.3 (where float's e^x is subnormal) and at -inf it gives 0. */
-static inline float exp_poly(float x)
-{
-    float t = x * 1.44269504088896341f; /* x / ln 2 */
-    t = t < -127.0f ? -127.0f : t > 127.0f ? 127.0f : t;
-    float n = (t + 12582912.0f) - 12582912.0f; /* round to nearest: 1.5 * 2^23 */
-    float r = x - n * 0.693359375f - n * -2.12194440e-4f; /* x - n ln 2, ln 2 in two parts */
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23; /* 2^n */
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return x < -87.3f ? 0.0f : p * scale;
-}
 #endif
 
 /* y_i = exp(x_i - shift) for i < n (y may be x); returns sum_i y_i.  The
@@ -340,19 +509,19 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
     size_t i = 0;
     for (; i + 32 <= n; i += 32) { /* two independent vectors in flight */
 #pragma omp simd
-        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_poly(x[i + l] - shift);
+        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_core(x[i + l] - shift, 0);
 #pragma omp simd
-        for (int l = 0; l < 16; l++) lane2[l] += y[i + 16 + l] = exp_poly(x[i + 16 + l] - shift);
+        for (int l = 0; l < 16; l++) lane2[l] += y[i + 16 + l] = exp_core(x[i + 16 + l] - shift, 0);
     }
     for (; i + 16 <= n; i += 16)
 #pragma omp simd
-        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_poly(x[i + l] - shift);
+        for (int l = 0; l < 16; l++) lane[l] += y[i + l] = exp_core(x[i + l] - shift, 0);
     for (int l = 0; l < 16; l++) lane[l] += lane2[l];
     if (i < n) {
         ag_real xt[16], yt[16];
         for (int l = 0; l < 16; l++) xt[l] = i + l < n ? x[i + l] : -INFINITY;
 #pragma omp simd
-        for (int l = 0; l < 16; l++) lane[l] += yt[l] = exp_poly(xt[l] - shift);
+        for (int l = 0; l < 16; l++) lane[l] += yt[l] = exp_core(xt[l] - shift, 0);
         for (size_t l = 0; i + l < n; l++) y[i + l] = yt[l];
     }
     /* the lanes in pairs: 8 + 4 + 2 + 1 additions in 4 vector steps */
@@ -381,12 +550,13 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
     for (int l = 0; l < 4; l++) t[l] = t[l + 4] > t[l] ? t[l + 4] : t[l];
     for (int l = 0; l < 2; l++) t[l] = t[l + 2] > t[l] ? t[l + 2] : t[l];
     float m = t[1] > t[0] ? t[1] : t[0];
-    if (m == -INFINITY) { /* every key masked with -inf */
-        memset(yr, 0, n * sizeof(float));
+    if (m == -INFINITY) { /* every key masked with -inf, or NaNs among them */
+        float fill = has_nan(n, zr) ? NAN : 0;
+        for (size_t l = 0; l < n; l++) yr[l] = fill;
         return;
     }
 #pragma omp simd
-    for (int l = 0; l < 16 * NV; l++) e[l] = exp_poly(e[l] - m);
+    for (int l = 0; l < 16 * NV; l++) e[l] = exp_core(e[l] - m, 0);
     for (int l = 0; l < 16; l++) t[l] = e[l];
     for (int v = 1; v < NV; v++)
         for (int l = 0; l < 16; l++) t[l] += e[16 * v + l];
@@ -401,7 +571,8 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
 #endif
 
 /* softmax over each of `rows` rows of n values z (z may be y):
- *   y = exp(z - max) / sum exp(z - max);  a row of all -inf gives zeros.
+ *   y = exp(z - max) / sum exp(z - max);  a row of all -inf gives zeros;
+ *   a NaN or +inf in a row makes the whole row NaN (see has_nan).
  * A row of 64 or fewer floats (attention's rows at toy sizes) stays in
  * vector registers from end to end (softmax_short); longer ones take
  * ag__row_max and ag__exp_sum. */
@@ -462,7 +633,9 @@ void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, cons
 }
 
 /* The largest of n values, in 16 running maxima (vector lanes): the max
- * does not depend on the order, so this is the same value as a plain loop. */
+ * does not depend on the order, so this is the same value as a plain
+ * loop.  NaNs are passed over, but a row of nothing above -inf that holds
+ * a NaN gives NaN: it is not a fully masked row (see has_nan). */
 #if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
@@ -480,7 +653,8 @@ ag_real ag__row_max(size_t n, const ag_real *x)
     for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 vector steps */
 #pragma GCC unroll 8
         for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
-    return lane[0] > m ? lane[0] : m;
+    m = lane[0] > m ? lane[0] : m;
+    return m == -INFINITY && has_nan(n, x) ? NAN : m;
 }
 
 /* ---- reductions ------------------------------------------------------------
@@ -501,7 +675,7 @@ static void reduce_split(const ag_tensor *x, int axis, size_t *outer, size_t *n,
 /* x[0] + ... + x[n-1] in 16 partial sums (one per vector lane of floats),
  * added up in a fixed order: the same result on every run, and no chain of
  * n dependent additions. */
-static ag_real sum_run(size_t n, const ag_real *x)
+ag_real ag__sum(size_t n, const ag_real *x)
 {
     ag_real lane[16] = {0}, s = 0;
     size_t i = 0;
@@ -511,6 +685,22 @@ static ag_real sum_run(size_t n, const ag_real *x)
     for (; i < n; i++) s += x[i];
     for (int l = 0; l < 16; l++) s += lane[l];
     return s;
+}
+
+/* a[0] b[0] + ... + a[n-1] b[n-1] in 16 partial sums, added up as a tree
+ * (4 vectors of 4 lanes into one, then its lanes): a chain of 16
+ * dependent additions would cost as much as the products of a row of a
+ * hundred.  A fixed order: the same result on every run. */
+ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b)
+{
+    ag_real lane[16] = {0}, s = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) lane[l] += a[i + l] * b[i + l];
+    for (; i < n; i++) s += a[i] * b[i];
+    ag_real q[4];
+    for (int l = 0; l < 4; l++) q[l] = (lane[l] + lane[l + 4]) + (lane[l + 8] + lane[l + 12]);
+    return s + ((q[0] + q[1]) + (q[2] + q[3]));
 }
 
 ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, bool average)
@@ -535,12 +725,12 @@ ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, 
     }
     ag_tensor *y = ag__node(g, op, nd, shape, 1, &x);
     if (!y) return NULL;
-    y->iarg[0] = a;
-    y->iarg[1] = a >= 0 && keepdim;
+    ag__impl(y)->iarg[0] = a;
+    ag__impl(y)->iarg[1] = a >= 0 && keepdim;
     for (size_t o = 0; o < outer; o++) {
         ag_real *yo = y->data + o * inner;
         if (inner == 1) { /* a contiguous run: summed in vector lanes */
-            yo[0] = sum_run(n, x->data + o * n);
+            yo[0] = ag__sum(n, x->data + o * n);
         } else { /* inner sums side by side, each in order */
             for (size_t i = 0; i < inner; i++) yo[i] = 0;
             for (size_t k = 0; k < n; k++) {
@@ -562,7 +752,7 @@ void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average)
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
     size_t outer, n, inner;
-    reduce_split(x, y->iarg[0], &outer, &n, &inner);
+    reduce_split(x, ag__impl(y)->iarg[0], &outer, &n, &inner);
     /* y[o, i] = sum_k x[o, k, i] (/ n)  ->  dx[o, k, i] += dy[o, i] (/ n) */
     for (size_t o = 0; o < outer; o++) {
         const ag_real *dyo = y->grad + o * inner;

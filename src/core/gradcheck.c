@@ -26,64 +26,136 @@ static ag_status build_loss(ag_graph *g, ag_build_fn build, void *ctx, const ag_
     return AG_OK;
 }
 
+/* The deprecated process-wide break (ag_debug_break_backward), used when
+ * the options break no op. */
+static int legacy_break_op;
+static double legacy_break_factor = 1;
+
+void ag_debug_break_backward(int op, double factor)
+{
+    legacy_break_op = op > 0 ? op : 0;
+    legacy_break_factor = factor;
+}
+
+/* Element i of x: numeric against analytic, into res; false when it fails. */
+static bool check_element(const ag_gradcheck_opts *o, double ana, double num, size_t i,
+                          ag_gradcheck_result *res, double *worst_ratio)
+{
+    double err = fabs(ana - num), rel = err / (fabs(num) > o->abs_tol ? fabs(num) : o->abs_tol);
+    double bound = o->abs_tol + o->rel_tol * fabs(num);
+    bool ok = err <= bound; /* false for NaN too */
+    if (!ok) res->failed++;
+    if (err > res->max_abs_err || isnan(err)) res->max_abs_err = err;
+    if (rel > res->max_rel_err || isnan(rel)) res->max_rel_err = rel;
+    double ratio = err / bound;
+    if (ratio > *worst_ratio || isnan(ratio)) {
+        *worst_ratio = isnan(ratio) ? INFINITY : ratio;
+        res->worst_index = i;
+    }
+    return ok;
+}
+
+/* Central differences for every element of x, against x->grad. */
+static ag_status check_input(ag_graph *g, ag_build_fn build, void *ctx, const ag_rng *rng0,
+                             const ag_gradcheck_opts *o, ag_tensor *x, ag_gradcheck_result *res,
+                             bool *all_pass)
+{
+    double worst_ratio = -1;
+    for (size_t i = 0; i < x->size; i++) {
+        ag_real keep = x->data[i];
+        ag_tensor *loss;
+        ag_status st;
+        x->data[i] = (ag_real)(keep + o->eps);
+        if ((st = build_loss(g, build, ctx, rng0, &loss)) != AG_OK) goto fail;
+        double lp = (double)loss->data[0];
+        x->data[i] = (ag_real)(keep - o->eps);
+        if ((st = build_loss(g, build, ctx, rng0, &loss)) != AG_OK) goto fail;
+        double lm = (double)loss->data[0];
+        x->data[i] = keep;
+        if (!check_element(o, (double)x->grad[i], (lp - lm) / (2 * o->eps), i, res, &worst_ratio))
+            *all_pass = false;
+        continue;
+    fail:
+        x->data[i] = keep;
+        return st;
+    }
+    return AG_OK;
+}
+
+/* On a failure, g's error names the worst input (by its error against the
+ * tolerance) and its element. */
+static void describe_failure(ag_graph *g, ag_tensor *const *inputs, int n, const ag_gradcheck_result *r,
+                             const ag_gradcheck_opts *o)
+{
+    int w = -1;
+    double worst = -1;
+    for (int k = 0; k < n; k++) {
+        if (!r[k].failed) continue;
+        double ratio = r[k].max_abs_err / (o->abs_tol + o->rel_tol);
+        if (w < 0 || ratio > worst || isnan(ratio)) w = k, worst = ratio;
+    }
+    if (w < 0) return;
+    char shape[96];
+    ag_graph_fail(g, AG_ERR_NUMERIC,
+                  "gradcheck: input %d '%s' %s: %zu of %zu elements differ from finite differences "
+                  "(worst at flat index %zu; max abs error %.3g, max rel error %.3g)",
+                  w, inputs[w]->name, ag_shape_str(inputs[w], shape, sizeof shape), r[w].failed,
+                  inputs[w]->size, r[w].worst_index, r[w].max_abs_err, r[w].max_rel_err);
+}
+
 ag_status ag_gradcheck(ag_graph *g, ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n,
                        const ag_gradcheck_opts *opts, ag_gradcheck_result *results)
 {
     if (!g || !build || (n > 0 && (!inputs || !results))) return AG_ERR_ARG;
+    ag_graph_reset(g);
+    if (sizeof(ag_real) != sizeof(double))
+        return ag_graph_fail(g, AG_ERR_STATE,
+                             "gradcheck: needs the double build (compile with -DAG_DOUBLE, link "
+                             "libattograd64.a): in float, rounding swamps the finite differences");
     ag_gradcheck_opts o = AG_GRADCHECK_DEFAULTS;
     if (opts) o = *opts;
+    if (o.break_op <= 0 && legacy_break_op > 0) o.break_op = legacy_break_op, o.break_factor = legacy_break_factor;
     for (int k = 0; k < n; k++) {
-        if (!inputs[k] || !inputs[k]->is_param) {
-            ag_graph_reset(g);
+        if (!inputs[k] || !inputs[k]->is_param)
             return ag_graph_fail(g, AG_ERR_ARG, "gradcheck: input %d is not a store-owned tensor", k);
-        }
         results[k] = (ag_gradcheck_result){.input = inputs[k]};
         memset(inputs[k]->grad, 0, inputs[k]->size * sizeof(ag_real));
     }
     const ag_rng rng0 = *ag__graph_rng(g);
     ag_tensor *loss;
+    ag__graph_break(g, o.break_op, o.break_factor);
     ag_status st = build_loss(g, build, ctx, &rng0, &loss);
     if (st == AG_OK) st = ag_backward(g, loss);
+    ag__graph_break(g, 0, 1);
     if (st != AG_OK) return st;
 
-    ag_status verdict = AG_OK;
-    for (int k = 0; k < n && verdict != AG_ERR_NOMEM; k++) {
-        ag_tensor *x = inputs[k];
-        ag_gradcheck_result *res = &results[k];
-        double worst_ratio = -1;
-        for (size_t i = 0; i < x->size; i++) {
-            ag_real keep = x->data[i];
-            double lp, lm;
-            x->data[i] = (ag_real)(keep + o.eps);
-            if ((st = build_loss(g, build, ctx, &rng0, &loss)) != AG_OK) goto fail;
-            lp = (double)loss->data[0];
-            x->data[i] = (ag_real)(keep - o.eps);
-            if ((st = build_loss(g, build, ctx, &rng0, &loss)) != AG_OK) goto fail;
-            lm = (double)loss->data[0];
-            x->data[i] = keep;
-            double num = (lp - lm) / (2 * o.eps), ana = (double)x->grad[i];
-            double err = fabs(ana - num), rel = err / (fabs(num) > o.abs_tol ? fabs(num) : o.abs_tol);
-            double bound = o.abs_tol + o.rel_tol * fabs(num);
-            if (!(err <= bound)) { /* also catches NaN */
-                res->failed++;
-                verdict = AG_ERR_NUMERIC;
-            }
-            if (err > res->max_abs_err || isnan(err)) res->max_abs_err = err;
-            if (rel > res->max_rel_err || isnan(rel)) res->max_rel_err = rel;
-            double ratio = err / bound;
-            if (ratio > worst_ratio || isnan(ratio)) {
-                worst_ratio = isnan(ratio) ? INFINITY : ratio;
-                res->worst_index = i;
-            }
-            continue;
-        fail:
-            x->data[i] = keep;
-            ag_graph_reset(g);
-            *ag__graph_rng(g) = rng0;
-            return st;
-        }
-    }
-    ag_graph_reset(g);
+    bool all_pass = true;
+    for (int k = 0; k < n && st == AG_OK; k++)
+        st = check_input(g, build, ctx, &rng0, &o, inputs[k], &results[k], &all_pass);
     *ag__graph_rng(g) = rng0;
-    return verdict;
+    if (st != AG_OK) return st; /* g holds the build's error */
+    ag_graph_reset(g);
+    if (all_pass) return AG_OK;
+    describe_failure(g, inputs, n, results, &o);
+    return AG_ERR_NUMERIC;
+}
+
+ag_status ag_gradcheck_store(ag_graph *g, ag_build_fn build, void *ctx, ag_store *s,
+                             const ag_gradcheck_opts *opts, ag_gradcheck_result *results)
+{
+    if (!g) return AG_ERR_ARG;
+    if (!s) return ag_graph_fail(g, AG_ERR_ARG, "gradcheck_store: store is NULL");
+    int n = ag_store_count(s);
+    ag_tensor **in = ag__calloc(n ? (size_t)n : 1, sizeof *in);
+    ag_gradcheck_result *res = results ? results : ag__calloc(n ? (size_t)n : 1, sizeof *res);
+    ag_status st = AG_ERR_NOMEM;
+    if (!in || !res) {
+        ag_graph_fail(g, st, "gradcheck_store: out of memory for %d parameters", n);
+    } else {
+        for (int k = 0; k < n; k++) in[k] = ag_store_at(s, k);
+        st = ag_gradcheck(g, build, ctx, in, n, opts, res);
+    }
+    ag__free(in);
+    if (res != results) ag__free(res);
+    return st;
 }

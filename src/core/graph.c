@@ -1,9 +1,12 @@
 /* graph.c: the tape of one step, its sticky error, and reverse-mode autodiff.
  *
- * Invariant: the tape lists nodes in creation order.  An op can only use
+ * Invariants: the tape lists nodes in creation order.  An op can only use
  * tensors that exist already, so creation order is a topological order and
  * backward is one loop from the newest node to the oldest: no recursion, no
- * sort, any depth. */
+ * sort, any depth.  Every tensor made on a graph carries the graph and its
+ * epoch (resets so far), and an op takes only tensors of its own graph and
+ * epoch, or store-owned ones: a tensor that outlived its step is refused by
+ * name, never read as whatever took its place. */
 #include "core/internal.h"
 
 #include <math.h>
@@ -13,34 +16,38 @@
 #define ERR_LEN 512
 
 struct ag_graph {
-    ag_arena *arena;
+    ag_arena *arena;   /* values, gradients and the ops' saved state */
+    ag_arena *heads;   /* tensor headers, two slots each (see header_new) */
     ag_tensor **nodes; /* the tape; capacity kept across resets */
     int count, cap;
+    int made;          /* headers made since the last reset */
+    uint32_t epoch;    /* resets that followed a made tensor: the stamp of tensors */
+    uint32_t passes;   /* backward calls so far: the stamp of their buffers */
     ag_status status;
     char err[ERR_LEN];
     int training;
     ag_rng rng;
+    /* the op table backward reads: ag_op_table, or a copy with one op's
+     * backward wrapped by ag__graph_break (the gradient checker's test) */
+    const ag_op_desc *const *ops;
+    const ag_op_desc *table[AG_OP_COUNT];
+    ag_op_desc broken;             /* the wrapping descriptor */
+    const ag_op_desc *broken_real; /* the op it wraps */
+    double broken_factor;
 };
-
-int ag__broken_op = -1;
-double ag__broken_factor = 1.0;
-
-void ag_debug_break_backward(int op, double factor)
-{
-    ag__broken_op = op;
-    ag__broken_factor = factor;
-}
 
 ag_graph *ag_graph_new(void)
 {
     ag_graph *g = ag__calloc(1, sizeof *g);
     if (!g) return NULL;
     g->arena = ag__arena_new();
-    if (!g->arena) {
-        ag__free(g);
+    g->heads = ag__arena_new();
+    if (!g->arena || !g->heads) {
+        ag_graph_free(g);
         return NULL;
     }
     g->training = 1;
+    g->ops = ag_op_table;
     ag_rng_seed(&g->rng, 0);
     return g;
 }
@@ -49,14 +56,20 @@ void ag_graph_free(ag_graph *g)
 {
     if (!g) return;
     ag__arena_free(g->arena);
+    ag__arena_free(g->heads);
     ag__free(g->nodes);
     ag__free(g);
 }
 
+/* A reset that follows no new tensor keeps the epoch: the headers of the
+ * one before stay where they are, so a stale tensor is still recognised. */
 void ag_graph_reset(ag_graph *g)
 {
     if (!g) return;
+    if (g->made) g->epoch++;
+    g->made = 0;
     ag__arena_reset(g->arena);
+    ag__arena_reset(g->heads);
     g->count = 0;
     g->status = AG_OK;
     g->err[0] = '\0';
@@ -103,8 +116,14 @@ ag_tensor *ag_graph_node(const ag_graph *g, int i)
 {
     return (g && i >= 0 && i < g->count) ? g->nodes[i] : NULL;
 }
-size_t ag_graph_arena_bytes(const ag_graph *g) { return g ? ag__arena_reserved(g->arena) : 0; }
-size_t ag_graph_arena_used(const ag_graph *g) { return g ? ag__arena_used(g->arena) : 0; }
+size_t ag_graph_arena_bytes(const ag_graph *g)
+{
+    return g ? ag__arena_reserved(g->arena) + ag__arena_reserved(g->heads) : 0;
+}
+size_t ag_graph_arena_used(const ag_graph *g)
+{
+    return g ? ag__arena_used(g->arena) + ag__arena_used(g->heads) : 0;
+}
 
 void *ag__alloc(ag_graph *g, size_t bytes)
 {
@@ -113,21 +132,58 @@ void *ag__alloc(ag_graph *g, size_t bytes)
     return p;
 }
 
+/* " 'name'" when t has a name, else "". */
+static const char *name_str(const ag_tensor *t, char *buf, size_t len)
+{
+    if (!t->name[0]) return "";
+    snprintf(buf, len, " '%s'", t->name);
+    return buf;
+}
+
+/* Store-owned, or made on g in its current epoch: ag__usable's test. */
+static inline bool fresh_here(const ag_graph *g, const ag_tensor *t)
+{
+    const ag__tensor_impl *n = ag__impl(t);
+    return !n->graph || (n->graph == g && n->epoch == g->epoch);
+}
+
+bool ag__usable(ag_graph *g, const char *op, int k, const ag_tensor *t)
+{
+    if (fresh_here(g, t)) return true;
+    const ag__tensor_impl *n = ag__impl(t);
+    char name[80], shape[96];
+    ag_graph_fail(g, AG_ERR_ARG, "%s: input %d%s %s %s", op, k, name_str(t, name, sizeof name),
+                  ag_shape_str(t, shape, sizeof shape),
+                  n->graph == g ? "was made before ag_graph_reset (keep constants across resets with "
+                                  "ag_store_constant)"
+                                : "is from another graph");
+    return false;
+}
+
 bool ag__ok(ag_graph *g, const char *op, int n, ...)
 {
     if (!g || g->status != AG_OK) return false;
     va_list ap;
     va_start(ap, n);
     bool ok = true;
-    for (int i = 0; i < n; i++) {
-        if (!va_arg(ap, const ag_tensor *)) {
+    for (int i = 0; i < n && ok; i++) {
+        const ag_tensor *t = va_arg(ap, const ag_tensor *);
+        if (!t) {
             ag_graph_fail(g, AG_ERR_ARG, "%s: input %d is NULL", op, i);
             ok = false;
-            break;
+        } else if (!fresh_here(g, t)) {
+            ok = ag__usable(g, op, i, t);
         }
     }
     va_end(ap);
     return ok;
+}
+
+bool ag__given(ag_graph *g, const char *fn, const char *what, const void *p)
+{
+    if (!g || g->status != AG_OK) return false;
+    if (!p) ag_graph_fail(g, AG_ERR_ARG, "%s: %s is NULL", fn, what);
+    return p != NULL;
 }
 
 size_t ag__numel(int ndim, const int *shape)
@@ -135,6 +191,18 @@ size_t ag__numel(int ndim, const int *shape)
     size_t n = 1;
     for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
     return n;
+}
+
+bool ag__shape_size(int ndim, const int *shape, size_t *size)
+{
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) return false;
+        if (shape[i] > 0 && n > SIZE_MAX / sizeof(ag_real) / (size_t)shape[i]) return false;
+        n *= (size_t)shape[i];
+    }
+    *size = n;
+    return true;
 }
 
 /* Push t on the tape, growing it (geometrically, kept across resets). */
@@ -156,6 +224,26 @@ static bool tape_push(ag_graph *g, ag_tensor *t)
     return true;
 }
 
+/* A zeroed header for a new tensor.  Each header takes two slots of the
+ * headers' arena and uses the one of its epoch's parity: the arena hands
+ * out the same slots in every step, so the headers of the epoch before
+ * survive the current one untouched.  A tensor kept across a reset thus
+ * still reads as what it was, with its old stamp, instead of as the new
+ * tensor that took its place (which the same address would otherwise hold). */
+static ag__tensor_impl *header_new(ag_graph *g)
+{
+    enum { SLOT = (sizeof(ag__tensor_impl) + 63) / 64 * 64 };
+    unsigned char *two = ag__arena_alloc(g->heads, 2 * SLOT);
+    if (!two) {
+        ag_graph_fail(g, AG_ERR_NOMEM, "out of memory: arena could not grow by %d bytes", 2 * SLOT);
+        return NULL;
+    }
+    ag__tensor_impl *n = (ag__tensor_impl *)(two + (g->epoch & 1) * SLOT);
+    memset(n, 0, sizeof *n);
+    g->made++;
+    return n;
+}
+
 ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
                     ag_tensor *const *src)
 {
@@ -164,18 +252,17 @@ ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
         ag_graph_fail(g, AG_ERR_SHAPE, "%s: %d axes, at most %d are supported", name, ndim, AG_MAX_DIMS);
         return NULL;
     }
-    size_t size = 1;
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0 || (shape[i] > 0 && size > SIZE_MAX / sizeof(ag_real) / (size_t)shape[i])) {
-            char buf[96];
-            ag_graph_fail(g, AG_ERR_SHAPE, "%s: bad shape %s", name, ag_shape_str_n(ndim, shape, buf, sizeof buf));
-            return NULL;
-        }
-        size *= (size_t)shape[i];
+    size_t size;
+    if (!ag__shape_size(ndim, shape, &size)) {
+        char buf[96];
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: bad shape %s", name, ag_shape_str_n(ndim, shape, buf, sizeof buf));
+        return NULL;
     }
-    ag_tensor *t = ag__alloc(g, sizeof *t);
-    if (!t) return NULL;
-    memset(t, 0, sizeof *t);
+    for (int i = 0; i < nsrc; i++)
+        if (src[i] && !fresh_here(g, src[i]) && !ag__usable(g, name, i, src[i])) return NULL;
+    ag__tensor_impl *n = header_new(g);
+    if (!n) return NULL;
+    ag_tensor *t = &n->pub;
     t->data = ag__alloc(g, size * sizeof(ag_real));
     if (!t->data) return NULL;
     t->ndim = ndim;
@@ -187,42 +274,37 @@ ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
         t->src[i] = src[i];
         if (src[i] && src[i]->requires_grad) t->requires_grad = 1;
     }
+    n->graph = g;
+    n->epoch = g->epoch;
+    n->slot = g->count;
     if (!tape_push(g, t)) return NULL;
     return t;
 }
 
 ag_real *ag__grad(ag_graph *g, ag_tensor *x)
 {
+    ag__tensor_impl *n = ag__impl(x);
     if (!x->grad) {
         x->grad = ag__alloc(g, x->size * sizeof(ag_real));
-        if (x->grad) memset(x->grad, 0, x->size * sizeof(ag_real));
-    } else if (x->grad_unset) { /* reserved by backward's first pass: zero it now */
+        if (!x->grad) return NULL;
         memset(x->grad, 0, x->size * sizeof(ag_real));
-        x->grad_unset = 0;
+        if (x->op != AG_OP_LEAF) n->own = x->grad;
+    } else if (n->unset) { /* reserved by backward's first pass: zero it now */
+        memset(x->grad, 0, x->size * sizeof(ag_real));
+        n->unset = false;
     }
     return x->grad;
 }
 
 ag_real *ag__grad_fresh(ag_graph *g, ag_tensor *x, bool *fresh)
 {
-    *fresh = x->grad && x->grad_unset;
+    ag__tensor_impl *n = ag__impl(x);
+    *fresh = x->grad && n->unset;
     if (*fresh) {
-        x->grad_unset = 0; /* the caller writes every element */
+        n->unset = false; /* the caller writes every element */
         return x->grad;
     }
     return ag__grad(g, x);
-}
-
-/* Backward's first pass: x's gradient buffer, left unwritten until its
- * first contribution (ag__grad zero-fills it then; ag__grad_fresh lets the
- * op store into it instead). */
-static ag_real *grad_reserve(ag_graph *g, ag_tensor *x)
-{
-    if (!x->grad) {
-        x->grad = ag__alloc(g, x->size * sizeof(ag_real));
-        x->grad_unset = x->grad != NULL;
-    }
-    return x->grad;
 }
 
 int ag__axis(ag_graph *g, const char *op, const ag_tensor *x, int axis)
@@ -271,14 +353,6 @@ static const char *inputs_str(const ag_tensor *t, char *buf, size_t len)
     return t->nsrc ? buf : "none";
 }
 
-/* " 'name'" when t has a name, else "". */
-static const char *name_str(const ag_tensor *t, char *buf, size_t len)
-{
-    if (!t->name[0]) return "";
-    snprintf(buf, len, " '%s'", t->name);
-    return buf;
-}
-
 static bool has_inf(const ag_tensor *t)
 {
     if (!t || !t->data) return false;
@@ -300,7 +374,7 @@ static size_t first_bad_value(const ag_tensor *t)
         if (isfinite(x)) continue;
         if (isnan(x)) return i;
         if (t->op == AG_OP_LEAF) continue;
-        if (t->op == AG_OP_MASKED_FILL && (double)x == t->farg[0]) continue;
+        if (t->op == AG_OP_MASKED_FILL && (double)x == ag__impl(t)->farg[0]) continue;
         if (inputs_inf < 0) {
             inputs_inf = 0;
             for (int k = 0; k < t->nsrc; k++)
@@ -400,98 +474,209 @@ static bool check_finite_on(void)
 
 /* ---- backward ------------------------------------------------------------ */
 
-/* Reverse-mode autodiff.  Pass 1 marks, newest first, the nodes the loss
- * depends on (a node is live if it is the loss or an input of a live node)
- * that also require grad.  Pass 2, newest first again, calls each live
- * node's backward.  Both passes are plain loops over the tape. */
+/* Gradient buffers.  A leaf's gradient (a graph input's, a parameter's)
+ * accumulates over backward calls, as PyTorch's .grad does.  An
+ * intermediate's is backward's working space: each call starts it afresh,
+ * so that a second backward, or a second loss on the same tape, adds
+ * exactly its own gradient into the leaves.  Its memory (`own`) is kept
+ * and reused by the next call of the same step. */
+
+/* In backward call `pass`, give x (an input of a live node) its buffer. */
+static bool reserve(ag_graph *g, ag_tensor *x, uint32_t pass)
+{
+    ag__tensor_impl *n = ag__impl(x);
+    if (x->op == AG_OP_LEAF) { /* accumulates: a buffer once, kept */
+        if (!x->grad) {
+            x->grad = ag__alloc(g, x->size * sizeof(ag_real));
+            n->unset = true;
+        }
+        return x->grad != NULL;
+    }
+    if (n->pass == pass) return true; /* reserved already in this call */
+    if (!n->own && !(n->own = ag__alloc(g, x->size * sizeof(ag_real)))) return false;
+    n->pass = pass;
+    n->lent = false;
+    n->unset = true;
+    x->grad = n->own;
+    return true;
+}
+
+/* An op whose gradient passes unchanged to its first input (a reshape; an
+ * add or sub of same-shape tensors) may give that input its own buffer
+ * when the input has none yet in this call: the op is then the input's
+ * newest live consumer, the input's other consumers come before it on the
+ * tape and run their backward after it, when its gradient is complete.
+ * dx = dy with no copy, and the later consumers add to it.  Only between
+ * intermediates of this tape: a leaf's buffer accumulates across calls. */
+static void maybe_share(ag_graph *g, ag_tensor *t, uint32_t pass)
+{
+    ag_tensor *x0 = t->src[0];
+    ag__tensor_impl *n0 = x0 ? ag__impl(x0) : NULL;
+    if (!g->ops[t->op]->grad_passes_to_src0 || !x0 || !x0->requires_grad || x0->op == AG_OP_LEAF ||
+        n0->graph != g || n0->pass == pass || x0->size != t->size || (t->nsrc > 1 && t->src[1] == x0))
+        return;
+    n0->pass = pass;
+    n0->lent = false;
+    n0->unset = false; /* its state is t's: t's consumers write it first */
+    x0->grad = t->grad;
+    ag__impl(t)->lent = true;
+}
+
+/* The gradient checker's test of itself: the broken op's backward sees its
+ * incoming gradient scaled by the factor. */
+static void broken_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_real f = (ag_real)g->broken_factor;
+    for (size_t j = 0; j < y->size; j++) y->grad[j] *= f;
+    g->broken_real->backward(g, y);
+    for (size_t j = 0; j < y->size; j++) y->grad[j] /= f;
+}
+
+void ag__graph_break(ag_graph *g, int op, double factor)
+{
+    g->ops = ag_op_table;
+    if (op <= AG_OP_LEAF || op >= AG_OP_COUNT || !ag_op_table[op]->backward) return;
+    memcpy(g->table, ag_op_table, sizeof g->table);
+    g->broken_real = ag_op_table[op];
+    g->broken = *g->broken_real;
+    g->broken.backward = broken_backward;
+    g->broken_factor = factor;
+    g->table[op] = &g->broken;
+    g->ops = g->table;
+}
+
+/* ag_retain_grad's tensors: kept += grad, once grad is complete (just
+ * before the node's own backward, which is when a shared buffer holds
+ * exactly its gradient). */
+static bool keep_grad(ag_graph *g, ag_tensor *t)
+{
+    ag__tensor_impl *n = ag__impl(t);
+    if (!n->kept) {
+        if (!(n->kept = ag__alloc(g, t->size * sizeof(ag_real)))) return false;
+        memset(n->kept, 0, t->size * sizeof(ag_real));
+    }
+    for (size_t j = 0; j < t->size; j++) n->kept[j] += t->grad[j];
+    return true;
+}
+
+/* What each node of the tape [0, top] shows as grad after call `pass`:
+ * buffers reserved and never written read as zeros; an intermediate that
+ * lent its buffer to its input shows NULL (the buffer holds the input's
+ * gradient), a retained one its sum over calls. */
+static void finish(ag_graph *g, int top, uint32_t pass)
+{
+    for (int i = 0; i <= top; i++) {
+        ag_tensor *t = g->nodes[i];
+        ag__tensor_impl *n = ag__impl(t);
+        if (n->unset) ag__grad(g, t);
+        if (t->op == AG_OP_LEAF || n->pass != pass) continue;
+        if (n->retain) t->grad = n->kept;
+        else if (n->lent) t->grad = NULL;
+    }
+}
+
+/* Where y is on g's tape, or -1 (recorded) when it is not. */
+static int tape_slot(ag_graph *g, const char *what, ag_tensor *y)
+{
+    if (!ag__usable(g, what, 0, y)) return -1;
+    int i = ag__impl(y)->slot;
+    if (ag__impl(y)->graph != g || i < 0 || i >= g->count || g->nodes[i] != y) {
+        ag_graph_fail(g, AG_ERR_ARG, "%s: the tensor is not a node of this graph", what);
+        return -1;
+    }
+    return i;
+}
+
+/* Reverse-mode autodiff from y with d out / d y = dy (NULL: ones).  Pass
+ * 1 marks, newest first, the nodes y depends on (y, and every input of a
+ * live node) that require grad, and gives each input a buffer.  Pass 2,
+ * newest first again, calls each live node's backward.  Both are plain
+ * loops over the tape. */
+static ag_status backward(ag_graph *g, const char *what, ag_tensor *y, const ag_real *dy)
+{
+    int top = tape_slot(g, what, y);
+    if (top < 0) return g->status;
+    if (!y->requires_grad) return AG_OK; /* nothing to differentiate */
+    uint32_t pass = ++g->passes;
+    unsigned char *live = ag__alloc(g, (size_t)g->count);
+    if (!live) return g->status;
+    memset(live, 0, (size_t)g->count);
+
+    /* the seed: y's buffer holds dy */
+    if (!reserve(g, y, pass) || !ag__grad(g, y)) return g->status;
+    for (size_t j = 0; j < y->size; j++) y->grad[j] += dy ? dy[j] : 1;
+    live[top] = 1;
+
+    for (int i = top; i >= 0; i--) { /* pass 1 */
+        ag_tensor *t = g->nodes[i];
+        if (!live[i] || t->op == AG_OP_LEAF || !t->requires_grad) continue;
+        maybe_share(g, t, pass);
+        for (int k = 0; k < t->nsrc; k++) {
+            ag_tensor *x = t->src[k];
+            if (!x || !x->requires_grad) continue;
+            if (!reserve(g, x, pass)) return g->status;
+            if (ag__impl(x)->graph == g) live[ag__impl(x)->slot] = 1;
+        }
+    }
+    for (int i = top; i >= 0; i--) { /* pass 2 */
+        ag_tensor *t = g->nodes[i];
+        if (!live[i] || t->op == AG_OP_LEAF || !t->requires_grad) continue;
+        if (ag__impl(t)->unset) ag__grad(g, t); /* no consumer contributed: zeros */
+        if (ag__impl(t)->retain && !keep_grad(g, t)) return g->status;
+        g->ops[t->op]->backward(g, t);
+        if (g->status != AG_OK) return g->status;
+    }
+    finish(g, top, pass);
+    return AG_OK;
+}
+
+/* AG_CHECK_FINITE's checks of the forward values and of the seed. */
+static ag_status check_before(ag_graph *g, ag_tensor *y, const ag_real *dy)
+{
+    if (check_values(g)) return g->status;
+    for (size_t j = 0; j < y->size; j++) {
+        ag_real v = dy ? dy[j] : y->data[j];
+        if (isfinite(v)) continue;
+        char ins[320];
+        if (dy) return ag_graph_fail(g, AG_ERR_NUMERIC, "check_finite: dy has %s at flat index %zu", nonfinite_name(v), j);
+        return ag_graph_fail(g, AG_ERR_NUMERIC, "check_finite: the loss (%s output) is %s (inputs %s)",
+                             ag_op_name(y->op), nonfinite_name(v), inputs_str(y, ins, sizeof ins));
+    }
+    return AG_OK;
+}
+
+static ag_status backward_checked(ag_graph *g, const char *what, ag_tensor *y, const ag_real *dy)
+{
+    bool check = check_finite_on();
+    if (check && check_before(g, y, dy)) return g->status;
+    if (backward(g, what, y, dy)) return g->status;
+    return check ? check_gradients(g) : AG_OK;
+}
+
 ag_status ag_backward(ag_graph *g, ag_tensor *loss)
 {
     if (!g) return AG_ERR_ARG;
     if (g->status != AG_OK) return g->status;
     if (!loss) return ag_graph_fail(g, AG_ERR_ARG, "backward: loss is NULL");
+    if (!ag__usable(g, "backward", 0, loss)) return g->status;
     if (loss->size != 1) {
         char buf[96];
         return ag_graph_fail(g, AG_ERR_SHAPE, "backward: loss must be a scalar, got %s",
                              ag_shape_str(loss, buf, sizeof buf));
     }
-    bool check = check_finite_on();
-    if (check) {
-        if (check_values(g)) return g->status;
-        if (!isfinite(loss->data[0])) {
-            char ins[320];
-            return ag_graph_fail(g, AG_ERR_NUMERIC, "check_finite: the loss (%s output) is %s (inputs %s)",
-                                 ag_op_name(loss->op), nonfinite_name(loss->data[0]), inputs_str(loss, ins, sizeof ins));
-        }
-    }
-    if (!loss->requires_grad) return AG_OK; /* nothing to differentiate */
+    return backward_checked(g, "backward", loss, NULL);
+}
 
-    /* the loss must be on this tape: find it (usually the newest node) */
-    int top = g->count - 1;
-    while (top >= 0 && g->nodes[top] != loss) top--;
-    if (top < 0) return ag_graph_fail(g, AG_ERR_ARG, "backward: loss is not a node of this graph");
+ag_status ag_backward_from(ag_graph *g, ag_tensor *y, const ag_real *dy)
+{
+    if (!g) return AG_ERR_ARG;
+    if (g->status != AG_OK) return g->status;
+    if (!y) return ag_graph_fail(g, AG_ERR_ARG, "backward_from: y is NULL");
+    if (!dy) return ag_graph_fail(g, AG_ERR_ARG, "backward_from: dy is NULL");
+    return backward_checked(g, "backward_from", y, dy);
+}
 
-    /* pass 1: liveness, using aux-free scratch: a byte per node */
-    unsigned char *live = ag__alloc(g, (size_t)g->count);
-    if (!live) return g->status;
-    memset(live, 0, (size_t)g->count);
-    /* nodes find their inputs by pointer; map tensors to tape slots through a
-     * temporary index stored in the tensor: we use the grad pointer being
-     * NULL/non-NULL instead, allocating gradients lazily for live nodes. */
-    ag_real *dl = ag__grad(g, loss);
-    if (!dl) return g->status;
-    dl[0] += 1;
-    live[top] = 1;
-    for (int i = top; i >= 0; i--) {
-        ag_tensor *t = g->nodes[i];
-        if (!live[i]) {
-            /* a node is live when one of its consumers gave it a gradient
-             * buffer during this sweep: consumers come later on the tape */
-            if (!t->grad) continue;
-            live[i] = 1;
-        }
-        if (t->op == AG_OP_LEAF || !t->requires_grad) continue;
-        /* An op whose gradient passes unchanged to its first input (a
-         * reshape; an add or sub of same-shape tensors) may share its
-         * buffer with that input when the input has none yet: the op is
-         * then the input's newest live consumer, the input's other
-         * consumers come before it on the tape and run their backward
-         * after it, when its gradient is complete.  dx = dy with no copy,
-         * and later consumers add to it. */
-        const ag_op_desc *vd = ag_op_table[t->op];
-        ag_tensor *x0 = t->src[0];
-        if (vd && vd->grad_passes_to_src0 && x0 && x0->requires_grad && !x0->grad && x0->size == t->size &&
-            (t->nsrc < 2 || t->src[1] != x0)) {
-            x0->grad = t->grad;
-            x0->grad_unset = 0; /* its state is t's: t's consumers write it first */
-        }
-        /* make sure every input that needs a gradient has a buffer, so that
-         * it is recognised as live when the sweep reaches it */
-        for (int k = 0; k < t->nsrc; k++)
-            if (t->src[k] && t->src[k]->requires_grad && !grad_reserve(g, t->src[k])) return g->status;
-    }
-
-    /* pass 2: newest first, each live op adds into its inputs' gradients */
-    for (int i = top; i >= 0; i--) {
-        ag_tensor *t = g->nodes[i];
-        if (!live[i] || t->op == AG_OP_LEAF || !t->requires_grad) continue;
-        const ag_op_desc *d = ag_op_table[t->op];
-        if (!d || !d->backward) continue;
-        if (t->grad_unset) ag__grad(g, t); /* no consumer contributed: zeros */
-        if (t->op == ag__broken_op) {
-            for (size_t j = 0; j < t->size; j++) t->grad[j] *= (ag_real)ag__broken_factor;
-            d->backward(g, t);
-            for (size_t j = 0; j < t->size; j++) t->grad[j] /= (ag_real)ag__broken_factor;
-        } else {
-            d->backward(g, t);
-        }
-        if (g->status != AG_OK) return g->status;
-    }
-    /* a reserved buffer nothing wrote into (a leaf's, say) reads as zeros */
-    for (int i = 0; i <= top; i++) {
-        ag_tensor *t = g->nodes[i];
-        if (t->grad_unset) ag__grad(g, t);
-        for (int k = 0; k < t->nsrc; k++)
-            if (t->src[k] && t->src[k]->grad_unset) ag__grad(g, t->src[k]);
-    }
-    return check ? check_gradients(g) : AG_OK;
+void ag_retain_grad(ag_tensor *t)
+{
+    if (t && t->op != AG_OP_LEAF) ag__impl(t)->retain = true;
 }

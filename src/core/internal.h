@@ -12,7 +12,34 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
+
+/* ---- the private side of a tensor --------------------------------------- */
+
+/* Every tensor the library makes (a graph's node, a store's parameter or
+ * constant) is an ag__tensor_impl: the public view that users read comes
+ * first, then the op's plumbing and backward's bookkeeping, which users
+ * never see.  ag__impl(t) reaches it from the public pointer. */
+typedef struct ag__tensor_impl {
+    ag_tensor pub;             /* first: a tensor's address is its impl's */
+    ag_graph *graph;           /* the graph it was made on; NULL: store-owned */
+    uint32_t epoch;            /* the graph's reset count when it was made */
+    int slot;                  /* its index on the tape (-1: not on one) */
+    int iarg[AG_MAX_DIMS + 2]; /* integer arguments of the op (axis, perm) */
+    double farg[2];            /* real arguments of the op (scale, eps, p) */
+    void *aux;                 /* op-owned saved state, in the arena */
+    /* backward's bookkeeping (src/core/graph.c) */
+    ag_real *own;              /* an intermediate's gradient buffer, reused by each backward */
+    ag_real *kept;             /* ag_retain_grad: its gradient summed over backward calls */
+    uint32_t pass;             /* the backward call that last gave it a buffer */
+    bool unset;                /* its buffer is reserved, nothing written yet */
+    bool lent;                 /* its buffer went to its input (grad passes to src0) */
+    bool retain;               /* ag_retain_grad was called on it */
+    bool constant;             /* a store constant: never requires grad */
+} ag__tensor_impl;
+
+static inline ag__tensor_impl *ag__impl(const ag_tensor *t) { return (ag__tensor_impl *)(uintptr_t)t; }
 
 /* ---- one descriptor per op --------------------------------------------- */
 
@@ -70,9 +97,15 @@ size_t ag__arena_used(const ag_arena *a);
  * values.  For data-parallel workers.  AG_ERR_SHAPE (ag_store_error(r)
  * says which) when a name is missing from s or has another size. */
 ag_status ag__store_borrow(ag_store *r, const ag_store *s);
-/* Put msg in s's error message (ag_store_error), for the calls of other
- * modules that act on a store (the optimizers, clipping). */
-void ag__store_set_error(ag_store *s, const char *msg);
+/* Record why a call that acts on a store failed (a layer's init, an
+ * optimizer's constructor, clipping): ag_store_error(s) gives it; the
+ * message replaces the previous one.  Returns st, for `return
+ * ag__store_fail(s, AG_ERR_ARG, ...)`.  s may be NULL (nothing recorded). */
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* The store's values [lo, hi), counted across its parameters in order, as
  * pieces: fn(ctx, i, t, a, b) for elements [a, b) of parameter i, t, for
@@ -85,9 +118,24 @@ void *ag__alloc(ag_graph *g, size_t bytes);
 
 /* ---- building nodes ------------------------------------------------------ */
 
-/* true when g has no error and none of the n inputs is NULL (a NULL input on
- * a graph with no error records "op: input i is NULL"). */
+/* true when g has no error and each of the n inputs is usable (a NULL or
+ * unusable input on a graph with no error records why: "op: input i is
+ * NULL", see ag__usable). */
 bool ag__ok(ag_graph *g, const char *op, int n, ...);
+
+/* p, an argument of fn that is not a tensor (a layer, a model, an array),
+ * is not NULL; otherwise records "fn: what is NULL" (AG_ERR_ARG) on g.
+ * Returns false when p is NULL or g is NULL or in error. */
+bool ag__given(ag_graph *g, const char *fn, const char *what, const void *p);
+
+/* Record a printf-style message as s's error (ag_store_error) and return
+ * st; with s NULL, only returns st.  For the layers' _init functions. */
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* t may be an input of an op on g: store-owned, or made on g since its last
+ * reset.  Otherwise records "op: input k 'name' [shape] was made before
+ * ag_graph_reset" (or "is from another graph") and returns false. */
+bool ag__usable(ag_graph *g, const char *op, int k, const ag_tensor *t);
 
 /* A new node of `op` with the given shape and inputs: data is allocated
  * (uninitialised), the node goes on the tape, and requires_grad is set when
@@ -119,8 +167,13 @@ void ag__graph_prefix(ag_graph *g, const char *fmt, ...) __attribute__((format(p
  * 32-bit uniform per element (two per 64-bit draw of r). */
 void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep);
 
-/* Product of shape[0..n). */
+/* Product of shape[0..n), for (parts of) the shapes of existing tensors,
+ * whose product is known to fit. */
 size_t ag__numel(int ndim, const int *shape);
+/* The product of a shape given by a caller, in *size; false when an entry
+ * is negative or the values would not fit in memory (more than
+ * SIZE_MAX / sizeof(ag_real) of them: the product could wrap around). */
+bool ag__shape_size(int ndim, const int *shape, size_t *size);
 
 /* ---- element-wise engines (src/core/elementwise.c) ---------------------------- */
 
@@ -184,8 +237,8 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
 /* Batched matmul (b transposed when tb) whose operands in `heads` are in
  * attention's heads layout: stored [B, T, H, D], read as [B, H, T, D]
- * (ops/matmul.c).  MM_Y: the output is written [B, M, H, N]. */
-enum { MM_A = 1, MM_B = 2, MM_Y = 4 };
+ * (ops/matmul.c).  AG__MM_Y: the output is written [B, M, H, N]. */
+enum { AG__MM_A = 1, AG__MM_B = 2, AG__MM_Y = 4 };
 ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads);
 /* softmax(mask == 0 ? fill : scale * x) over the last axis; mask may be NULL. */
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
@@ -199,10 +252,27 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
 void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, const int *idx, size_t n);
 bool ag__increasing(const int *idx, size_t n);
 /* y = softmax(z) over `rows` rows of n values; z may be y (a row of all
- * -inf gives zeros). */
+ * -inf gives zeros; a row holding a NaN or +inf gives NaNs). */
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
-/* max_i x_i over n >= 0 values (-inf for none; NaNs are passed over). */
+/* sum_i x_i and sum_i a_i b_i over n >= 0 values, in 16 partial sums
+ * added in a fixed order (vectorised; the same on every run). */
+ag_real ag__sum(size_t n, const ag_real *x);
+ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b);
+/* max_i x_i over n >= 0 values (-inf for none).  NaNs are passed over,
+ * except in a row with nothing above -inf: there a NaN gives NaN, so that
+ * the row is not taken for a fully masked one. */
 ag_real ag__row_max(size_t n, const ag_real *x);
+#ifndef AG_DOUBLE
+/* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
+ * vectorised and within a few ulp (src/core/elementwise.c); and gelu's
+ * backward, dx += dy (Phi(x) + x phi(x)), which reads Phi(x) = y / x off
+ * the forward's output y. */
+void ag__exp_floats(size_t n, const float *x, float *y);
+void ag__log_floats(size_t n, const float *x, float *y);
+void ag__tanh_floats(size_t n, const float *x, float *y);
+void ag__gelu_floats(size_t n, const float *x, float *y);
+void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx);
+#endif
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/core/threads.c). */
 int ag__threads_for(size_t work);
@@ -211,8 +281,10 @@ extern size_t ag__thread_min_work; /* below it, one thread (src/core/threads.c) 
  * (for tests and benchmarks), NULL keeps the CPU's choice (src/core/gemm.c). */
 const char *ag__gemm_kernel(const char *force);
 
-/* ---- debugging hook used by ag_backward ---------------------------------- */
-extern int ag__broken_op;
-extern double ag__broken_factor;
+/* For the gradient checker's test of itself: backward on g multiplies the
+ * gradient flowing into every backward of op `op` by `factor`; op <= 0
+ * restores the plain op table.  Nothing is checked in backward's loop: g's
+ * op table is a copy with that op's backward wrapped. */
+void ag__graph_break(ag_graph *g, int op, double factor);
 
 #endif /* AG_INTERNAL_H */

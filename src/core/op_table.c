@@ -1,5 +1,6 @@
 /* op_table.c: the one list of primitive ops.  Adding an op is one enum line
- * in attograd.h, one file in ops/, and its declaration and table line here. */
+ * in attograd_core.h, one file in ops/, and its declaration and table line
+ * here. */
 #include "core/internal.h"
 
 /* Each defined in ops/<name>.c. */
@@ -34,6 +35,7 @@ extern const ag_op_desc ag_op_cross_entropy;
 extern const ag_op_desc ag_op_linear;
 extern const ag_op_desc ag_op_masked_softmax;
 extern const ag_op_desc ag_op_index_add;
+extern const ag_op_desc ag_op_gelu_tanh;
 
 static const ag_op_desc leaf = {.name = "leaf", .backward = NULL};
 
@@ -70,6 +72,7 @@ const ag_op_desc *const ag_op_table[] = {
     [AG_OP_LINEAR] = &ag_op_linear,
     [AG_OP_MASKED_SOFTMAX] = &ag_op_masked_softmax,
     [AG_OP_INDEX_ADD] = &ag_op_index_add,
+    [AG_OP_GELU_TANH] = &ag_op_gelu_tanh,
 };
 _Static_assert(sizeof ag_op_table / sizeof ag_op_table[0] == AG_OP_COUNT,
                "the table must end at the last op id");

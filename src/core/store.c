@@ -1,12 +1,19 @@
 /* store.c: the parameter store.  Parameters and their gradients outlive every
- * graph: a model builds a fresh graph each step over the same store. */
+ * graph: a model builds a fresh graph each step over the same store.
+ * Constants (masks, position tables) live here too, apart from the
+ * parameters: they have no gradient and are never saved or optimized.
+ * Store-owned tensors have no graph (ag__impl(t)->graph is NULL), so any
+ * graph's ops take them after any reset. */
 #include "core/internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 struct ag_store {
-    ag_tensor **items;
+    ag_tensor **items; /* the parameters, in insertion order */
     int count, cap;
+    ag_tensor **consts; /* the constants (ag_store_constant) */
+    int nconst, capconst;
     int borrowed; /* the values belong to another store (ag__store_borrow) */
     char err[256];
 };
@@ -21,15 +28,25 @@ void ag_store_free(ag_store *s)
         ag__free(s->items[i]->grad);
         ag__free(s->items[i]);
     }
+    for (int i = 0; i < s->nconst; i++) {
+        ag__free(s->consts[i]->data);
+        ag__free(s->consts[i]);
+    }
     ag__free(s->items);
+    ag__free(s->consts);
     ag__free(s);
 }
 
 const char *ag_store_error(const ag_store *s) { return s ? s->err : "store is NULL"; }
 
-void ag__store_set_error(ag_store *s, const char *msg)
+ag_status ag__store_fail(ag_store *s, ag_status st, const char *fmt, ...)
 {
-    if (s) snprintf(s->err, sizeof s->err, "%s", msg);
+    if (!s) return st;
+    va_list ap;
+    va_start(ap, fmt);
+    ag__verrf(s->err, sizeof s->err, st, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 ag_tensor *ag_store_find(const ag_store *s, const char *name)
@@ -40,15 +57,70 @@ ag_tensor *ag_store_find(const ag_store *s, const char *name)
     return NULL;
 }
 
+/* Grow a list of tensors to hold one more; false when out of memory. */
+static bool list_grow(ag_tensor ***items, int count, int *cap)
+{
+    if (count < *cap) return true;
+    int ncap = *cap ? 2 * *cap : 32;
+    ag_tensor **n = ag__malloc((size_t)ncap * sizeof *n);
+    if (!n) return false;
+    if (count) memcpy(n, *items, (size_t)count * sizeof *n);
+    ag__free(*items);
+    *items = n;
+    *cap = ncap;
+    return true;
+}
+
+/* A store-owned tensor of the given shape, zero-filled, with a zeroed
+ * gradient when `grad`; NULL with s->err set ("what 'name': why"). */
+static ag_tensor *store_tensor(ag_store *s, const char *what, const char *name, int ndim, const int *shape,
+                               bool grad)
+{
+    char buf[96];
+    size_t size;
+    if (ndim < 0 || ndim > AG_MAX_DIMS || (ndim > 0 && !shape)) {
+        snprintf(s->err, sizeof s->err, "%s '%s': %d axes, at most %d are supported", what, name, ndim,
+                 AG_MAX_DIMS);
+        return NULL;
+    }
+    if (!ag__shape_size(ndim, shape, &size)) {
+        snprintf(s->err, sizeof s->err, "%s '%s': bad shape %s", what, name,
+                 ag_shape_str_n(ndim, shape, buf, sizeof buf));
+        return NULL;
+    }
+    ag__tensor_impl *n = ag__calloc(1, sizeof *n);
+    ag_tensor *t = n ? &n->pub : NULL;
+    if (t) t->data = ag__calloc(size, sizeof(ag_real));
+    if (t && grad) t->grad = ag__calloc(size, sizeof(ag_real));
+    if (!t || !t->data || (grad && !t->grad)) {
+        if (t) ag__free(t->data);
+        if (t) ag__free(t->grad);
+        ag__free(n);
+        snprintf(s->err, sizeof s->err, "%s '%s': out of memory", what, name);
+        return NULL;
+    }
+    t->ndim = ndim;
+    for (int i = 0; i < AG_MAX_DIMS; i++) t->shape[i] = i < ndim ? shape[i] : 1;
+    t->size = size;
+    t->op = AG_OP_LEAF;
+    n->slot = -1;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    return t;
+}
+
+/* The name is a string that fits in ag_tensor's name; else s->err says so. */
+static bool name_fits(ag_store *s, const char *what, const char *name)
+{
+    if (name && *name && strlen(name) < sizeof(((ag_tensor *)0)->name)) return true;
+    snprintf(s->err, sizeof s->err, "%s: name is empty or longer than %zu bytes", what,
+             sizeof(((ag_tensor *)0)->name) - 1);
+    return false;
+}
+
 ag_tensor *ag_param(ag_store *s, const char *name, int ndim, const int *shape)
 {
     if (!s) return NULL;
-    char buf[96];
-    if (!name || !*name || strlen(name) >= sizeof(((ag_tensor *)0)->name)) {
-        snprintf(s->err, sizeof s->err, "param: name is empty or longer than %zu bytes",
-                 sizeof(((ag_tensor *)0)->name) - 1);
-        return NULL;
-    }
+    if (!name_fits(s, "param", name)) return NULL;
     if (s->borrowed) { /* its values are another store's: a new one would have no owner */
         snprintf(s->err, sizeof s->err, "param '%s': this store reads another store's values; add parameters there", name);
         return NULL;
@@ -57,49 +129,37 @@ ag_tensor *ag_param(ag_store *s, const char *name, int ndim, const int *shape)
         snprintf(s->err, sizeof s->err, "param: duplicate name '%s'", name);
         return NULL;
     }
-    if (ndim < 0 || ndim > AG_MAX_DIMS || (ndim > 0 && !shape)) {
-        snprintf(s->err, sizeof s->err, "param '%s': %d axes, at most %d are supported", name, ndim, AG_MAX_DIMS);
+    if (!list_grow(&s->items, s->count, &s->cap)) {
+        snprintf(s->err, sizeof s->err, "param '%s': out of memory", name);
         return NULL;
     }
-    size_t size = 1;
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0 || (shape[i] && size > SIZE_MAX / sizeof(ag_real) / (size_t)shape[i])) {
-            snprintf(s->err, sizeof s->err, "param '%s': bad shape %s", name, ag_shape_str_n(ndim, shape, buf, sizeof buf));
-            return NULL;
-        }
-        size *= (size_t)shape[i];
-    }
-    if (s->count == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 32;
-        ag_tensor **n = ag__malloc((size_t)cap * sizeof *n);
-        if (!n) goto nomem;
-        if (s->count) memcpy(n, s->items, (size_t)s->count * sizeof *n);
-        ag__free(s->items);
-        s->items = n;
-        s->cap = cap;
-    }
-    ag_tensor *t = ag__calloc(1, sizeof *t);
-    if (!t) goto nomem;
-    t->data = ag__calloc(size, sizeof(ag_real));
-    t->grad = ag__calloc(size, sizeof(ag_real));
-    if (!t->data || !t->grad) {
-        ag__free(t->data);
-        ag__free(t->grad);
-        ag__free(t);
-        goto nomem;
-    }
-    t->ndim = ndim;
-    for (int i = 0; i < AG_MAX_DIMS; i++) t->shape[i] = i < ndim ? shape[i] : 1;
-    t->size = size;
-    t->op = AG_OP_LEAF;
+    ag_tensor *t = store_tensor(s, "param", name, ndim, shape, true);
+    if (!t) return NULL;
     t->requires_grad = 1;
     t->is_param = 1;
-    snprintf(t->name, sizeof t->name, "%s", name);
     s->items[s->count++] = t;
     return t;
-nomem:
-    snprintf(s->err, sizeof s->err, "param '%s': out of memory", name);
-    return NULL;
+}
+
+ag_tensor *ag_store_constant(ag_store *s, const char *name, int ndim, const int *shape, const ag_real *data)
+{
+    if (!s) return NULL;
+    if (!name_fits(s, "constant", name)) return NULL;
+    for (int i = 0; i < s->nconst; i++)
+        if (strcmp(s->consts[i]->name, name) == 0) {
+            snprintf(s->err, sizeof s->err, "constant: duplicate name '%s'", name);
+            return NULL;
+        }
+    if (!list_grow(&s->consts, s->nconst, &s->capconst)) {
+        snprintf(s->err, sizeof s->err, "constant '%s': out of memory", name);
+        return NULL;
+    }
+    ag_tensor *t = store_tensor(s, "constant", name, ndim, shape, false);
+    if (!t) return NULL;
+    if (data) memcpy(t->data, data, t->size * sizeof(ag_real));
+    ag__impl(t)->constant = true;
+    s->consts[s->nconst++] = t;
+    return t;
 }
 
 int ag_store_count(const ag_store *s) { return s ? s->count : 0; }

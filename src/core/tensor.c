@@ -1,4 +1,5 @@
-/* tensor.c: leaf tensors on a graph, shapes as text, printing. */
+/* tensor.c: leaf tensors on a graph, the op arguments' view, shapes as text,
+ * printing. */
 #include "core/internal.h"
 
 #include <math.h>
@@ -37,7 +38,17 @@ ag_tensor *ag_scalar(ag_graph *g, ag_real value)
 
 void ag_set_requires_grad(ag_tensor *t, int on)
 {
-    if (t) t->requires_grad = on != 0;
+    if (t && !ag__impl(t)->constant) t->requires_grad = on != 0;
+}
+
+int ag_tensor_iarg(const ag_tensor *t, int i)
+{
+    return t && i >= 0 && i < AG_MAX_DIMS + 2 ? ag__impl(t)->iarg[i] : 0;
+}
+
+double ag_tensor_farg(const ag_tensor *t, int i)
+{
+    return t && i >= 0 && i < 2 ? ag__impl(t)->farg[i] : 0;
 }
 
 ag_tensor *ag_set_name(ag_tensor *t, const char *name)

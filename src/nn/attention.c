@@ -45,7 +45,7 @@ static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     int D = q->shape[q->ndim - 1];
     /* Q K^T: how well query t matches key s (the product reads K as it is:
      * ag_matmul_bt = ag_matmul(q, ag_transpose(k, -1, -2)), no copy). */
-    ag_tensor *scores = heads ? ag__matmul_heads(g, q, k, 1, MM_A | MM_B) : ag_matmul_bt(g, q, k);
+    ag_tensor *scores = heads ? ag__matmul_heads(g, q, k, 1, AG__MM_A | AG__MM_B) : ag_matmul_bt(g, q, k);
     ag_set_name(scores, "scores");
     /* One op (ops/masked_softmax.c) does the rest of the scores' way:
      *   - the scale 1/sqrt(D) keeps their variance near 1 whatever the head
@@ -58,7 +58,7 @@ static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     if (p_drop > 0) p = ag_dropout(g, p, p_drop);
     if (weights) *weights = p;
     /* P V: for each query, the weighted mix of the values */
-    return heads ? ag__matmul_heads(g, p, v, 0, MM_B | MM_Y) : ag_matmul(g, p, v);
+    return heads ? ag__matmul_heads(g, p, v, 0, AG__MM_B | AG__MM_Y) : ag_matmul(g, p, v);
 }
 
 ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
@@ -72,9 +72,14 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
 ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias, double dropout,
                       uint64_t seed)
 {
+    if (!m || !prefix) return ag__store_fail(s, AG_ERR_ARG, "mha_init: %s is NULL", m ? "prefix" : "layer");
     memset(m, 0, sizeof *m);
-    if (!s || !prefix || C <= 0 || H <= 0) return AG_ERR_ARG;
-    if (C % H != 0) return AG_ERR_SHAPE;
+    if (!s || !prefix || C <= 0 || H <= 0)
+        return ag__store_fail(s, AG_ERR_ARG, "mha '%s': %s (C %d, H %d: both must be >= 1)",
+                              prefix ? prefix : "(null)", prefix ? "bad size" : "prefix is NULL", C, H);
+    if (C % H != 0)
+        return ag__store_fail(s, AG_ERR_SHAPE, "mha '%s': width C = %d is not a multiple of the heads H = %d",
+                              prefix, C, H);
     m->C = C;
     m->H = H;
     m->dropout = dropout;
@@ -166,6 +171,12 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__
     if (rq) q = ag__unpack(g, q, rq);
     if (rkv) k = ag__unpack(g, k, rkv), v = ag__unpack(g, v, rkv);
     double p = ag_graph_training(g) ? m->dropout : 0;
+    /* causal: key s is allowed for query t when s <= t, with the caller's
+     * mask too (both 0/1: their product allows what both allow) */
+    if (m->causal && q && k) {
+        ag_tensor *causal = ag_causal_mask(g, q->shape[1], k->shape[1]);
+        mask = mask ? ag_mul(g, mask, causal) : causal;
+    }
     /* split the heads, attend in every head at once (one batched matmul over
      * [B, H]), and put the heads side by side again */
     ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
@@ -178,5 +189,7 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__
 ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
                   ag_tensor **weights)
 {
+    if (weights) *weights = NULL;
+    if (!ag__given(g, "mha_forward", "layer", m)) return NULL;
     return ag__mha_rows(g, m, x_q, NULL, x_kv, NULL, mask, fill, weights);
 }

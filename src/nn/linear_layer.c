@@ -1,5 +1,6 @@
 /* linear_layer.c: the dense layer and layer norm as parameter holders over ops,
- * and the initializers they use. */
+ * and the initializers they use.  Every init failure leaves a message in
+ * ag_store_error naming the layer and the bad value. */
 #include "nn/nn_internal.h"
 
 #include <math.h>
@@ -25,16 +26,21 @@ static ag_status make(ag_store *s, ag_tensor **t, const char *prefix, const char
 {
     char name[64];
     int n = snprintf(name, sizeof name, "%s.%s", prefix, leaf);
-    if (n < 0 || (size_t)n >= sizeof name) return AG_ERR_ARG;
-    *t = ag_param(s, name, ndim, shape);
+    if (n < 0 || (size_t)n >= sizeof name)
+        return ag__store_fail(s, AG_ERR_ARG, "param '%s.%s': the name is longer than %zu bytes", prefix, leaf,
+                              sizeof name - 1);
+    *t = ag_param(s, name, ndim, shape); /* its failure says why in the store */
     return *t ? AG_OK : AG_ERR_ARG;
 }
 
 ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
                          uint64_t seed)
 {
+    if (!l || !prefix) return ag__store_fail(s, AG_ERR_ARG, "linear_init: %s is NULL", l ? "prefix" : "layer");
     memset(l, 0, sizeof *l);
-    if (!s || !prefix || in <= 0 || out <= 0) return AG_ERR_ARG;
+    if (!s || !prefix || in <= 0 || out <= 0)
+        return ag__store_fail(s, AG_ERR_ARG, "linear '%s': %s (in %d, out %d: both must be >= 1)",
+                              prefix ? prefix : "(null)", prefix ? "bad size" : "prefix is NULL", in, out);
     l->in = in;
     l->out = out;
     ag_status st = make(s, &l->weight, prefix, "weight", AG_SHAPE(out, in));
@@ -50,6 +56,7 @@ ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, 
 /* y = x W^T + b:  x [..., in] -> [..., out], one op (ops/linear.c) */
 ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
 {
+    if (!ag__given(g, "linear_forward", "layer", l)) return NULL;
     if (!ag__ok(g, "linear", 1, x)) return NULL;
     if (x->ndim < 1 || x->shape[x->ndim - 1] != l->in) {
         char a[96], b[96];
@@ -60,10 +67,13 @@ ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
     return ag__linear(g, x, l->weight, l->bias);
 }
 
-ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)
+ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, int C)
 {
+    if (!n || !prefix) return ag__store_fail(s, AG_ERR_ARG, "layernorm_init: %s is NULL", n ? "prefix" : "layer");
     memset(n, 0, sizeof *n);
-    if (!s || !prefix || C <= 0) return AG_ERR_ARG;
+    if (!s || !prefix || C <= 0)
+        return ag__store_fail(s, AG_ERR_ARG, "layernorm '%s': %s (C %d must be >= 1)", prefix ? prefix : "(null)",
+                              prefix ? "bad size" : "prefix is NULL", C);
     n->eps = 1e-5;
     ag_status st = make(s, &n->weight, prefix, "weight", AG_SHAPE(C));
     if (st == AG_OK) st = make(s, &n->bias, prefix, "bias", AG_SHAPE(C));
@@ -72,7 +82,16 @@ ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)
     return AG_OK;
 }
 
-ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x)
+ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x)
 {
+    if (!ag__given(g, "layernorm_forward", "layer", n)) return NULL;
     return ag_layer_norm(g, x, n->weight, n->bias, n->eps);
 }
+
+/* the deprecated names */
+ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)
+{
+    return ag_layernorm_init(n, s, prefix, C);
+}
+
+ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x) { return ag_layernorm_forward(g, n, x); }

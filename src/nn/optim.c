@@ -76,7 +76,7 @@ static ag_status fail(ag_optim *o, ag_store *s, ag_status st, const char *fmt, .
     ag__verrf(last_err, sizeof last_err, st, fmt, ap);
     va_end(ap);
     if (o) memcpy(o->err, last_err, sizeof o->err);
-    if (s) ag__store_set_error(s, last_err);
+    if (s) ag__store_fail(s, st, "%s", last_err);
     return st;
 }
 

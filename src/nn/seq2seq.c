@@ -57,19 +57,30 @@ static void init_weights(ag_seq2seq *m, uint64_t seed)
 
 ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed)
 {
+    if (!m || !cfg) return ag__store_fail(s, AG_ERR_ARG, "seq2seq_init: %s is NULL", m ? "config" : "model");
     memset(m, 0, sizeof *m);
-    if (!s || !cfg || cfg->src_vocab < 4 || cfg->tgt_vocab < 4 || cfg->hidden <= 0 || cfg->heads <= 0 ||
-        cfg->ffn <= 0 || cfg->layers <= 0 || cfg->max_len <= 0 || !(cfg->dropout >= 0 && cfg->dropout < 1) ||
-        (cfg->init != AG_SEQ2SEQ_INIT_SCALED && cfg->init != AG_SEQ2SEQ_INIT_D2L))
-        return AG_ERR_ARG;
-    if (cfg->hidden % cfg->heads) return AG_ERR_SHAPE;
+    if (!s || !cfg) return ag__store_fail(s, AG_ERR_ARG, "seq2seq: %s is NULL", cfg ? "the store" : "the config");
+    if (cfg->src_vocab < 4 || cfg->tgt_vocab < 4)
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: vocabularies of %d and %d tokens, need >= 4 (the specials)",
+                              cfg->src_vocab, cfg->tgt_vocab);
+    if (cfg->hidden <= 0 || cfg->heads <= 0 || cfg->ffn <= 0 || cfg->layers <= 0 || cfg->max_len <= 0)
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: hidden %d, heads %d, ffn %d, layers %d, max_len %d: each must "
+                              "be >= 1", cfg->hidden, cfg->heads, cfg->ffn, cfg->layers, cfg->max_len);
+    if (!(cfg->dropout >= 0 && cfg->dropout < 1))
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: dropout = %g must be in [0, 1)", cfg->dropout);
+    if (cfg->init != AG_SEQ2SEQ_INIT_SCALED && cfg->init != AG_SEQ2SEQ_INIT_D2L)
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: init = %d is not AG_SEQ2SEQ_INIT_SCALED (0) or "
+                              "AG_SEQ2SEQ_INIT_D2L (1)", cfg->init);
+    if (cfg->hidden % cfg->heads)
+        return ag__store_fail(s, AG_ERR_SHAPE, "seq2seq: hidden = %d is not a multiple of heads = %d", cfg->hidden,
+                              cfg->heads);
     m->cfg = *cfg;
     int C = cfg->hidden;
     m->enc = ag__calloc((size_t)cfg->layers, sizeof *m->enc);
     m->dec = ag__calloc((size_t)cfg->layers, sizeof *m->dec);
     if (!m->enc || !m->dec) {
         ag_seq2seq_free(m);
-        return AG_ERR_NOMEM;
+        return ag__store_fail(s, AG_ERR_NOMEM, "seq2seq: out of memory for %d layers", cfg->layers);
     }
     m->src_embedding = ag_param(s, "encoder.embedding.weight", AG_SHAPE(cfg->src_vocab, C));
     m->tgt_embedding = ag_param(s, "decoder.embedding.weight", AG_SHAPE(cfg->tgt_vocab, C));
@@ -171,18 +182,22 @@ static ag_tensor *decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_te
 ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                              int S, ag_tensor **src_mask)
 {
+    if (src_mask) *src_mask = NULL;
+    if (!ag__given(g, "seq2seq_encode", "model", m)) return NULL;
     return encode(g, m, src, src_valid, B, S, NULL, src_mask, NULL);
 }
 
 ag_tensor *ag_seq2seq_decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
                              const int *tgt_in, int B, int T)
 {
+    if (!ag__given(g, "seq2seq_decode", "model", m)) return NULL;
     return decode(g, m, enc, src_mask, tgt_in, B, T, NULL);
 }
 
 ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B, int S,
                             const int *tgt_in, int T, ag_seq2seq_weights *w)
 {
+    if (!ag__given(g, "seq2seq_trace", "model", m) || !ag__given(g, "seq2seq_trace", "weights", w)) return NULL;
     memset(w, 0, sizeof *w);
     w->layers = m->cfg.layers < AG_SEQ2SEQ_MAX_LAYERS ? m->cfg.layers : AG_SEQ2SEQ_MAX_LAYERS;
     int training = ag_graph_training(g);
@@ -197,7 +212,7 @@ ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, co
 ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,
                            const int *tgt_in, const int *tgt_out, int B, int S, int T)
 {
-    if (!ag__ok(g, "seq2seq_loss", 0)) return NULL;
+    if (!ag__given(g, "seq2seq_loss", "model", m)) return NULL;
     if (!src || !src_valid || !tgt_in || !tgt_out || B <= 0 || S <= 0 || T <= 0) {
         ag_graph_fail(g, AG_ERR_ARG, "seq2seq_loss: a batch of B %d, S %d, T %d with %s", B, S, T,
                       src && src_valid && tgt_in && tgt_out ? "every array" : "a NULL array");
@@ -235,6 +250,9 @@ ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, con
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                             int S, int bos, int eos, int max_len, int *out, int *out_len)
 {
+    if (!g) return AG_ERR_ARG;
+    if (!ag__given(g, "seq2seq_greedy", "model", m) || !ag__given(g, "seq2seq_greedy", "out", out))
+        return ag_graph_status(g) ? ag_graph_status(g) : AG_ERR_ARG;
     if (max_len > m->cfg.max_len) max_len = m->cfg.max_len;
     int *prefix = ag__calloc((size_t)B * (size_t)max_len, sizeof(int));
     unsigned char *done = ag__calloc((size_t)B, 1);

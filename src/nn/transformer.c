@@ -1,18 +1,33 @@
 /* transformer.c: Add&Norm, the feed-forward layer, sinusoidal positions and
- * the encoder and decoder blocks of the original Transformer (post-norm). */
+ * the Transformer blocks: encoder, decoder and decoder-only, each post-norm
+ * (the original Transformer's) or pre-norm (GPT-2's), with a relu, gelu or
+ * gelu_tanh feed-forward layer.
+ *
+ * Invariant: a block made with a zero ag_block_config (or by the init
+ * functions without _ex) computes exactly what the original post-norm
+ * block did; every option is a switch inside the one forward, not a copy
+ * of it. */
 #include "nn/nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 
-ag_tensor *ag_add_norm(ag_graph *g, const ag_norm *n, ag_tensor *x, ag_tensor *y, double p_drop)
+ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop)
 {
+    if (!ag__given(g, "add_norm", "layer", n)) return NULL;
     if (p_drop > 0 && ag_graph_training(g)) y = ag_dropout(g, y, p_drop);
-    return ag_norm_forward(g, n, ag_add(g, x, y));
+    return ag_layernorm_forward(g, n, ag_add(g, x, y));
 }
 
-ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed)
+ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
+                         uint64_t seed)
 {
+    if (!f || !prefix) return ag__store_fail(s, AG_ERR_ARG, "ffn_init: %s is NULL", f ? "prefix" : "layer");
+    memset(f, 0, sizeof *f);
+    if (act != AG_ACT_RELU && act != AG_ACT_GELU && act != AG_ACT_GELU_TANH)
+        return ag__store_fail(s, AG_ERR_ARG, "ffn '%s': activation %d is not relu (%d), gelu (%d) or gelu_tanh (%d)",
+                              prefix, (int)act, AG_ACT_RELU, AG_ACT_GELU, AG_ACT_GELU_TANH);
+    f->activation = act;
     char name[64];
     snprintf(name, sizeof name, "%s.dense1", prefix);
     ag_status st = ag_linear_init(&f->dense1, s, name, C, F, 1, seed);
@@ -21,9 +36,22 @@ ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, 
     return ag_linear_init(&f->dense2, s, name, F, C, 1, seed);
 }
 
+ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed)
+{
+    return ag_ffn_init_ex(f, s, prefix, C, F, AG_ACT_RELU, seed);
+}
+
+/* dense2(act(dense1(x))) */
 ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x)
 {
-    return ag_linear_forward(g, &f->dense2, ag_relu(g, ag_linear_forward(g, &f->dense1, x)));
+    if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
+    ag_tensor *h = ag_linear_forward(g, &f->dense1, x);
+    switch (f->activation) {
+    case AG_ACT_GELU: h = ag_gelu(g, h); break;
+    case AG_ACT_GELU_TANH: h = ag_gelu_tanh(g, h); break;
+    default: h = ag_relu(g, h); break;
+    }
+    return ag_linear_forward(g, &f->dense2, h);
 }
 
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
@@ -61,55 +89,113 @@ static void xavier_mha(ag_mha *m, uint64_t seed)
         if (st_ != AG_OK) return st_;                                                                        \
     } while (0)
 
-ag_status ag_encoder_block_init(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
-                                double dropout, uint64_t seed)
+/* The config, checked; NULL is all zeros. */
+static ag_status block_config(ag_store *s, const char *prefix, const ag_block_config *cfg, ag_block_config *out)
 {
+    *out = cfg ? *cfg : (ag_block_config){0};
+    if (!prefix) return ag__store_fail(s, AG_ERR_ARG, "block: prefix is NULL");
+    if (out->pre_norm != 0 && out->pre_norm != 1)
+        return ag__store_fail(s, AG_ERR_ARG, "block '%s': pre_norm is %d, want 0 or 1", prefix, out->pre_norm);
+    if (out->causal != 0 && out->causal != 1)
+        return ag__store_fail(s, AG_ERR_ARG, "block '%s': causal is %d, want 0 or 1", prefix, out->causal);
+    return AG_OK;
+}
+
+ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
+                                   double dropout, const ag_block_config *cfg, uint64_t seed)
+{
+    if (!b || !prefix) return ag__store_fail(s, AG_ERR_ARG, "encoder_block_init: %s is NULL", b ? "prefix" : "block");
     char name[64];
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
+    TRY(block_config(s, prefix, cfg, &b->cfg));
     snprintf(name, sizeof name, "%s.attention", prefix);
     TRY(ag_mha_init(&b->attention, s, name, C, H, 1, dropout, seed));
+    b->attention.causal = b->cfg.causal;
     snprintf(name, sizeof name, "%s.norm1", prefix);
-    TRY(ag_norm_init(&b->norm1, s, name, C));
+    TRY(ag_layernorm_init(&b->norm1, s, name, C));
     snprintf(name, sizeof name, "%s.ffn", prefix);
-    TRY(ag_ffn_init(&b->ffn, s, name, C, F, seed));
+    TRY(ag_ffn_init_ex(&b->ffn, s, name, C, F, b->cfg.activation, seed));
     snprintf(name, sizeof name, "%s.norm2", prefix);
-    TRY(ag_norm_init(&b->norm2, s, name, C));
+    TRY(ag_layernorm_init(&b->norm2, s, name, C));
     xavier_mha(&b->attention, seed);
     xavier(&b->ffn.dense1, seed), xavier(&b->ffn.dense2, seed);
     return AG_OK;
 }
 
-ag_status ag_decoder_block_init(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
-                                double dropout, uint64_t seed)
+ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
+                                   double dropout, const ag_block_config *cfg, uint64_t seed)
 {
+    if (!b || !prefix) return ag__store_fail(s, AG_ERR_ARG, "decoder_block_init: %s is NULL", b ? "prefix" : "block");
     char name[64];
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
+    TRY(block_config(s, prefix, cfg, &b->cfg));
     snprintf(name, sizeof name, "%s.self_attention", prefix);
     TRY(ag_mha_init(&b->self_attention, s, name, C, H, 1, dropout, seed));
+    b->self_attention.causal = b->cfg.causal;
     snprintf(name, sizeof name, "%s.norm1", prefix);
-    TRY(ag_norm_init(&b->norm1, s, name, C));
+    TRY(ag_layernorm_init(&b->norm1, s, name, C));
     snprintf(name, sizeof name, "%s.cross_attention", prefix);
     TRY(ag_mha_init(&b->cross_attention, s, name, C, H, 1, dropout, seed));
     snprintf(name, sizeof name, "%s.norm2", prefix);
-    TRY(ag_norm_init(&b->norm2, s, name, C));
+    TRY(ag_layernorm_init(&b->norm2, s, name, C));
     snprintf(name, sizeof name, "%s.ffn", prefix);
-    TRY(ag_ffn_init(&b->ffn, s, name, C, F, seed));
+    TRY(ag_ffn_init_ex(&b->ffn, s, name, C, F, b->cfg.activation, seed));
     snprintf(name, sizeof name, "%s.norm3", prefix);
-    TRY(ag_norm_init(&b->norm3, s, name, C));
+    TRY(ag_layernorm_init(&b->norm3, s, name, C));
     xavier_mha(&b->self_attention, seed), xavier_mha(&b->cross_attention, seed);
     xavier(&b->ffn.dense1, seed), xavier(&b->ffn.dense2, seed);
     return AG_OK;
+}
+
+ag_status ag_encoder_block_init(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
+                                double dropout, uint64_t seed)
+{
+    return ag_encoder_block_init_ex(b, s, prefix, C, H, F, dropout, NULL, seed);
+}
+
+ag_status ag_decoder_block_init(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
+                                double dropout, uint64_t seed)
+{
+    return ag_decoder_block_init_ex(b, s, prefix, C, H, F, dropout, NULL, seed);
+}
+
+ag_status ag_decoder_only_block_init(ag_decoder_only_block *b, ag_store *s, const char *prefix, int C, int H,
+                                     int F, double dropout, const ag_block_config *cfg, uint64_t seed)
+{
+    if (!b) return ag__store_fail(s, AG_ERR_ARG, "decoder_only_block_init: block is NULL");
+    ag_block_config c = cfg ? *cfg : (ag_block_config){0};
+    c.causal = 1;
+    return ag_encoder_block_init_ex(b, s, prefix, C, H, F, dropout, &c, seed);
+}
+
+/* A sublayer f around the residual stream x, in two steps:
+ *   in  = sublayer_in(x):          pre-norm: norm(x);  post-norm: x
+ *   x   = sublayer_out(x, f(in)):  pre-norm: x + dropout(f);  post-norm: norm(x + dropout(f)) */
+static ag_tensor *sublayer_in(ag_graph *g, int pre_norm, const ag_layernorm *n, ag_tensor *x)
+{
+    return pre_norm ? ag_layernorm_forward(g, n, x) : x;
+}
+
+static ag_tensor *sublayer_out(ag_graph *g, int pre_norm, const ag_layernorm *n, ag_tensor *x, ag_tensor *fx,
+                               double p_drop)
+{
+    if (!pre_norm) return ag_add_norm(g, n, x, fx, p_drop);
+    if (p_drop > 0 && ag_graph_training(g)) fx = ag_dropout(g, fx, p_drop);
+    return ag_add(g, x, fx);
 }
 
 ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
                                   ag_tensor *src_mask, ag_tensor **weights)
 {
     double p = ag_graph_training(g) ? b->dropout : 0;
-    ag_tensor *a = ag__mha_rows(g, &b->attention, x, rows, x, rows, src_mask, AG_MASK_NEG_INF, weights);
-    x = ag_add_norm(g, &b->norm1, x, a, p);
-    return ag_add_norm(g, &b->norm2, x, ag_ffn_forward(g, &b->ffn, x), p);
+    int pre = b->cfg.pre_norm;
+    ag_tensor *h = sublayer_in(g, pre, &b->norm1, x);
+    ag_tensor *a = ag__mha_rows(g, &b->attention, h, rows, h, rows, src_mask, AG_MASK_NEG_INF, weights);
+    x = sublayer_out(g, pre, &b->norm1, x, a, p);
+    h = sublayer_in(g, pre, &b->norm2, x);
+    return sublayer_out(g, pre, &b->norm2, x, ag_ffn_forward(g, &b->ffn, h), p);
 }
 
 ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
@@ -117,16 +203,22 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
                                   ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
 {
     double p = ag_graph_training(g) ? b->dropout : 0;
-    ag_tensor *a = ag__mha_rows(g, &b->self_attention, x, rows, x, rows, self_mask, AG_MASK_NEG_INF, self_w);
-    x = ag_add_norm(g, &b->norm1, x, a, p);
-    ag_tensor *c = ag__mha_rows(g, &b->cross_attention, x, rows, enc, enc_rows, src_mask, AG_MASK_NEG_INF, cross_w);
-    x = ag_add_norm(g, &b->norm2, x, c, p);
-    return ag_add_norm(g, &b->norm3, x, ag_ffn_forward(g, &b->ffn, x), p);
+    int pre = b->cfg.pre_norm;
+    ag_tensor *h = sublayer_in(g, pre, &b->norm1, x);
+    ag_tensor *a = ag__mha_rows(g, &b->self_attention, h, rows, h, rows, self_mask, AG_MASK_NEG_INF, self_w);
+    x = sublayer_out(g, pre, &b->norm1, x, a, p);
+    h = sublayer_in(g, pre, &b->norm2, x);
+    ag_tensor *c = ag__mha_rows(g, &b->cross_attention, h, rows, enc, enc_rows, src_mask, AG_MASK_NEG_INF, cross_w);
+    x = sublayer_out(g, pre, &b->norm2, x, c, p);
+    h = sublayer_in(g, pre, &b->norm3, x);
+    return sublayer_out(g, pre, &b->norm3, x, ag_ffn_forward(g, &b->ffn, h), p);
 }
 
 ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,
                                     ag_tensor **weights)
 {
+    if (weights) *weights = NULL;
+    if (!ag__given(g, "encoder_block_forward", "block", b)) return NULL;
     return ag__encoder_block_rows(g, b, x, NULL, src_mask, weights);
 }
 
@@ -134,5 +226,16 @@ ag_tensor *ag_decoder_block_forward(ag_graph *g, const ag_decoder_block *b, ag_t
                                     ag_tensor *self_mask, ag_tensor *src_mask, ag_tensor **self_w,
                                     ag_tensor **cross_w)
 {
+    if (self_w) *self_w = NULL;
+    if (cross_w) *cross_w = NULL;
+    if (!ag__given(g, "decoder_block_forward", "block", b)) return NULL;
     return ag__decoder_block_rows(g, b, x, NULL, enc, NULL, self_mask, src_mask, self_w, cross_w);
+}
+
+ag_tensor *ag_decoder_only_block_forward(ag_graph *g, const ag_decoder_only_block *b, ag_tensor *x,
+                                         ag_tensor **weights)
+{
+    if (weights) *weights = NULL;
+    if (!ag__given(g, "decoder_only_block_forward", "block", b)) return NULL;
+    return ag__encoder_block_rows(g, b, x, NULL, NULL, weights);
 }

@@ -70,34 +70,34 @@ static void op_text(ag__text *o, const ag_tensor *t)
 {
     const char *name = ag_op_name(t->op);
     switch (t->op) {
-    case AG_OP_SCALE: ag__text_printf(o, "%s \xc3\x97%.4g", name, t->farg[0]); break; /* U+00D7 */
-    case AG_OP_SHIFT: ag__text_printf(o, "%s %+.4g", name, t->farg[0]); break;
-    case AG_OP_MASKED_FILL: ag__text_printf(o, "%s %.4g", name, t->farg[0]); break;
+    case AG_OP_SCALE: ag__text_printf(o, "%s \xc3\x97%.4g", name, ag_tensor_farg(t, 0)); break; /* U+00D7 */
+    case AG_OP_SHIFT: ag__text_printf(o, "%s %+.4g", name, ag_tensor_farg(t, 0)); break;
+    case AG_OP_MASKED_FILL: ag__text_printf(o, "%s %.4g", name, ag_tensor_farg(t, 0)); break;
     case AG_OP_MASKED_SOFTMAX: /* src = {x, mask}: the scale, and the fill when masked */
-        ag__text_printf(o, "%s \xc3\x97%.4g", name, t->farg[0]);
-        if (t->nsrc > 1 && t->src[1]) ag__text_printf(o, " fill %.4g", t->farg[1]);
+        ag__text_printf(o, "%s \xc3\x97%.4g", name, ag_tensor_farg(t, 0));
+        if (t->nsrc > 1 && t->src[1]) ag__text_printf(o, " fill %.4g", ag_tensor_farg(t, 1));
         break;
-    case AG_OP_DROPOUT: ag__text_printf(o, "%s p=%.3g", name, t->farg[0]); break;
+    case AG_OP_DROPOUT: ag__text_printf(o, "%s p=%.3g", name, ag_tensor_farg(t, 0)); break;
     case AG_OP_MATMUL: /* b transposed; operands read (written) in place per head */
-        ag__text_printf(o, "%s%s%s", name, t->iarg[0] ? " (a b^T)" : "", t->iarg[1] ? " per head" : "");
+        ag__text_printf(o, "%s%s%s", name, ag_tensor_iarg(t, 0) ? " (a b^T)" : "", ag_tensor_iarg(t, 1) ? " per head" : "");
         break;
     case AG_OP_SUM:
     case AG_OP_MEAN:
-        if (t->iarg[0] < 0) ag__text_printf(o, "%s (all)", name);
-        else ag__text_printf(o, "%s axis=%d%s", name, t->iarg[0], t->iarg[1] ? " keepdim" : "");
+        if (ag_tensor_iarg(t, 0) < 0) ag__text_printf(o, "%s (all)", name);
+        else ag__text_printf(o, "%s axis=%d%s", name, ag_tensor_iarg(t, 0), ag_tensor_iarg(t, 1) ? " keepdim" : "");
         break;
-    case AG_OP_MAX: ag__text_printf(o, "%s axis=%d%s", name, t->iarg[0], t->iarg[1] ? " keepdim" : ""); break;
-    case AG_OP_CONCAT: ag__text_printf(o, "%s axis=%d", name, t->iarg[0]); break;
+    case AG_OP_MAX: ag__text_printf(o, "%s axis=%d%s", name, ag_tensor_iarg(t, 0), ag_tensor_iarg(t, 1) ? " keepdim" : ""); break;
+    case AG_OP_CONCAT: ag__text_printf(o, "%s axis=%d", name, ag_tensor_iarg(t, 0)); break;
     case AG_OP_SLICE:
-        ag__text_printf(o, "%s axis=%d [%d:%d]", name, t->iarg[0], t->iarg[1], t->iarg[1] + t->iarg[2]);
+        ag__text_printf(o, "%s axis=%d [%d:%d]", name, ag_tensor_iarg(t, 0), ag_tensor_iarg(t, 1), ag_tensor_iarg(t, 1) + ag_tensor_iarg(t, 2));
         break;
     case AG_OP_PERMUTE:
         ag__text_printf(o, "%s (", name);
-        for (int i = 0; i < t->ndim; i++) ag__text_printf(o, "%s%d", i ? ", " : "", t->iarg[i]);
+        for (int i = 0; i < t->ndim; i++) ag__text_printf(o, "%s%d", i ? ", " : "", ag_tensor_iarg(t, i));
         ag__text_puts(o, ")");
         break;
     case AG_OP_CROSS_ENTROPY:
-        if (t->farg[0] > 0) ag__text_printf(o, "%s ls=%.3g", name, t->farg[0]);
+        if (ag_tensor_farg(t, 0) > 0) ag__text_printf(o, "%s ls=%.3g", name, ag_tensor_farg(t, 0));
         else ag__text_puts(o, name);
         break;
     default: ag__text_puts(o, name);

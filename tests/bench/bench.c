@@ -13,6 +13,9 @@
  *      default config, against tests/reference/translator.py train;
  *   and each at 1 and 2 threads.  PyTorch and OpenBLAS get the same thread
  *   count (torch.set_num_threads, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS).
+ *   4. single ops (exp, log, sqrt, tanh, gelu, gelu_tanh, relu, softmax,
+ *      log_softmax), ns per element, forward and backward apart, at one
+ *      thread, against the same ops in PyTorch (tests/bench/ops.py).
  *
  * Memory: this program replaces malloc (glibc's __libc_* underneath) to
  * count every allocation in the process and to track the live heap, so it
@@ -618,6 +621,127 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
     dataset_free(&d);
 }
 
+/* ---- 4. single ops, ns per element ------------------------------------------------- */
+
+/* softmax and log_softmax run over rows of OP_ROW values (tests/bench/ops.py too). */
+enum { OP_ROW = 128 };
+
+typedef struct op_case {
+    const char *name;
+    int op;
+    ag_tensor *(*fn)(ag_graph *g, ag_tensor *x);
+    int rows; /* over rows of OP_ROW */
+    double lo, hi;
+} op_case;
+
+static ag_tensor *op_relu(ag_graph *g, ag_tensor *x) { return ag_relu(g, x); }
+static ag_tensor *op_softmax(ag_graph *g, ag_tensor *x) { return ag_softmax(g, x); }
+
+typedef struct op_ctx {
+    const op_case *c;
+    ag_graph *g;
+    ag_tensor *x, *y; /* x: a parameter, so it outlives the graph's resets */
+    ag_real *dy;
+} op_ctx;
+
+/* forward: y = op(x) on a fresh graph, as in a training step */
+static void op_forward(void *p)
+{
+    op_ctx *o = p;
+    ag_graph_reset(o->g);
+    o->y = o->c->fn(o->g, o->x);
+    if (!o->y) {
+        fprintf(stderr, "bench: %s failed: %s\n", o->c->name, ag_graph_error(o->g));
+        exit(1);
+    }
+}
+
+/* backward: the op's own backward, given dy (x's gradient adds up: it is
+ * a parameter's) */
+static void op_backward(void *p)
+{
+    op_ctx *o = p;
+    o->y->grad = o->dy;
+    ag_op_table[o->c->op]->backward(o->g, o->y);
+}
+
+/* Run the PyTorch side: lines "name N fwd bwd" into fwd[], bwd[] by (op, size). */
+static int torch_ops(const char *python, const op_case *cases, int ncases, const int *sizes, int nsizes,
+                     double budget, double (*fwd)[2], double (*bwd)[2])
+{
+    char cmd[512];
+    int len = snprintf(cmd, sizeof cmd,
+                       "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 %s tests/bench/ops.py --threads 1 "
+                       "--seconds %g",
+                       python, budget);
+    for (int i = 0; i < nsizes; i++) len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %d", sizes[i]);
+    FILE *f = popen(cmd, "r");
+    if (!f) return 0;
+    char name[32];
+    int n, got = 0;
+    double tf, tb;
+    while (fscanf(f, "%31s %d %lf %lf", name, &n, &tf, &tb) == 4)
+        for (int c = 0; c < ncases; c++)
+            for (int s = 0; s < nsizes; s++)
+                if (!strcmp(name, cases[c].name) && n == sizes[s]) fwd[c][s] = tf, bwd[c][s] = tb, got++;
+    return pclose(f) == 0 && got == ncases * nsizes;
+}
+
+static void bench_ops(const char *python, int have_torch, double budget)
+{
+    static const op_case cases[] = {
+        {"exp", AG_OP_EXP, ag_exp, 0, -4, 4},          {"log", AG_OP_LOG, ag_log, 0, 0.1, 4},
+        {"sqrt", AG_OP_SQRT, ag_sqrt, 0, 0.1, 4},      {"tanh", AG_OP_TANH, ag_tanh, 0, -4, 4},
+        {"gelu", AG_OP_GELU, ag_gelu, 0, -4, 4},       {"gelu_tanh", AG_OP_GELU_TANH, ag_gelu_tanh, 0, -4, 4},
+        {"relu", AG_OP_RELU, op_relu, 0, -4, 4},
+        {"softmax", AG_OP_SOFTMAX, op_softmax, 1, -4, 4}, {"log_softmax", AG_OP_LOG_SOFTMAX, ag_log_softmax, 1, -4, 4},
+    };
+    static const int sizes[] = {1 << 16, 1 << 20};
+    enum { NC = sizeof cases / sizeof cases[0], NS = sizeof sizes / sizeof sizes[0] };
+    double tf[NC][2] = {{0}}, tb[NC][2] = {{0}};
+    int ok = have_torch && torch_ops(python, cases, NC, sizes, NS, budget / 2, tf, tb);
+    if (have_torch && !ok) fprintf(stderr, "bench: tests/bench/ops.py failed; attograd alone\n");
+    emit("\n### 4. Single ops, one thread, ns per element (lower is better)\n\n");
+    emit("Forward: y = op(x) recorded on a fresh graph; backward: the op's own backward given dy, adding "
+         "into x's gradient.  softmax and log_softmax over rows of %d.  PyTorch: the same ops on float32 "
+         "(tests/bench/ops.py: forward with x requiring grad, backward torch.autograd.grad(y, x, dy))%s.  "
+         "Target: every speed-up at least 1x.\n\n",
+         OP_ROW, have_torch ? ", measured in the same run" : " is not available: attograd alone");
+    emit("| op | elements | attograd fwd | PyTorch fwd | speed-up | attograd bwd | PyTorch bwd | speed-up |\n");
+    emit("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    ag_set_threads(1);
+    for (int s = 0; s < NS; s++)
+        for (int c = 0; c < NC; c++) {
+            int n = sizes[s];
+            op_ctx o = {.c = &cases[c], .g = ag_graph_new()};
+            ag_store *st = ag_store_new();
+            o.x = st ? (cases[c].rows ? ag_param(st, "x", AG_SHAPE(n / OP_ROW, OP_ROW)) : ag_param(st, "x", AG_SHAPE(n)))
+                     : NULL;
+            o.dy = malloc((size_t)n * sizeof(ag_real));
+            if (!o.g || !o.x || !o.dy) {
+                fprintf(stderr, "bench: out of memory for %s\n", cases[c].name);
+                exit(1);
+            }
+            ag_rng r;
+            ag_rng_seed(&r, 4);
+            for (int i = 0; i < n; i++) {
+                o.x->data[i] = (ag_real)(cases[c].lo + (cases[c].hi - cases[c].lo) * ag_rng_uniform(&r));
+                o.dy[i] = (ag_real)(ag_rng_uniform(&r) * 2 - 1);
+            }
+            double f = best_time(op_forward, &o, budget / 2) * 1e9 / n;
+            double b = best_time(op_backward, &o, budget / 2) * 1e9 / n;
+            char rf[32], rb[32], pf[32], pb[32];
+            ratio_cell(rf, sizeof rf, ok ? tf[c][s] / f : 0);
+            ratio_cell(rb, sizeof rb, ok ? tb[c][s] / b : 0);
+            snprintf(pf, sizeof pf, ok ? "%.3f" : "-", tf[c][s]);
+            snprintf(pb, sizeof pb, ok ? "%.3f" : "-", tb[c][s]);
+            emit("| %s | %d | %.3f | %s | %s | %.3f | %s | %s |\n", cases[c].name, n, f, pf, rf, b, pb, rb);
+            free(o.dy);
+            ag_graph_free(o.g);
+            ag_store_free(st);
+        }
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 /* Run `call` in a child process (its output goes to the same stdout and
@@ -681,7 +805,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator] [--seconds S]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops] [--seconds S]\n"
                     "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n");
             return 2;
         }
@@ -720,6 +844,9 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "translator")) {
         SECTION(failed, bench_translator(threads, nthreads, python, have_torch, data_path));
+    }
+    if (!only || !strcmp(only, "ops")) {
+        SECTION(failed, bench_ops(python, have_torch, budget));
     }
     if (out_file) {
         fclose(out_file);

@@ -89,7 +89,7 @@ class Fixture:
                             "data_offsets": [offset, offset + len(data)]}
             offset += len(data)
         header["__metadata__"] = {
-            "generator": "tests/reference/make_fixtures.py",
+            "generator": getattr(self, "generator", "tests/reference/make_fixtures.py"),
             "torch": torch.__version__,
             "description": self.description,
         }

@@ -1,0 +1,95 @@
+/* gpt.h: what the files of the gpt example share.
+ *
+ *   main.c        the command line: flags, usage, dispatch
+ *   text.c        the corpus: reading a file, its characters, the split
+ *   checkpoint.c  the model file: config, vocabulary, weights, training state
+ *   train.c       `gpt train`: batches, Adam steps, held-out loss, plot, JSON
+ *   eval.c        `gpt eval`: loss and bits per character on a file
+ *   sample.c      `gpt sample`: seeded text from a prompt
+ *
+ * Exit status everywhere: 0 ok, 1 a file or the data is bad, 2 bad usage. */
+#ifndef GPT_EXAMPLE_H
+#define GPT_EXAMPLE_H
+
+#include "attograd.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define GPT_FORMAT "attograd-gpt-1"
+
+extern const char *prog; /* "gpt", for messages */
+
+typedef struct opts {
+    const char *data, *out, *model, *resume, *json, *plot, *prompt, *activation;
+    int steps, batch, context, hidden, heads, ffn, layers, untied, eval_every, threads, length, top_k, quiet, all;
+    double lr, clip, dropout, temperature;
+    uint64_t seed;
+} opts;
+
+void usage(FILE *f);
+
+/* ---- text.c: the corpus ------------------------------------------------------ */
+
+/* The characters (bytes) of a corpus; id = rank of the byte among those
+ * seen (ids 0..V-1 in byte order). */
+typedef struct vocab {
+    int V;
+    unsigned char chars[256]; /* id -> byte */
+    int id[256];              /* byte -> id, or -1 */
+} vocab;
+
+/* A .tsv file gives its first column (the English side of eng-fra.tsv),
+ * one sentence a line, a sentence equal to the one before it skipped; any
+ * other file is read as it is.  *bytes is malloc'd. */
+int text_load(const char *path, unsigned char **bytes, size_t *n);
+void vocab_from_text(vocab *v, const unsigned char *bytes, size_t n);
+/* "10,32,33,...": the bytes in id order, in the checkpoint's metadata. */
+int vocab_parse(vocab *v, const char *s);
+void vocab_format(const vocab *v, char *buf, size_t len); /* len >= 1024 */
+/* ids[i] = v's id of bytes[i]; a byte the vocabulary lacks is an error
+ * naming it and its offset in path. */
+int text_encode(const vocab *v, const unsigned char *bytes, size_t n, int *ids, const char *path);
+/* The held-out part: the last tenth of the text (at least context + 1
+ * characters when the text has them). */
+size_t held_out_start(size_t n, int context);
+
+/* ---- checkpoint.c: the model file -------------------------------------------- */
+
+typedef struct model {
+    ag_gpt_config cfg;
+    vocab voc;
+    ag_store *store;
+    ag_gpt net;
+    int has_net;
+} model;
+
+/* What --resume needs to continue bit for bit. */
+typedef struct train_state {
+    int64_t step;      /* optimizer steps taken */
+    ag_rng data_rng;   /* the batches' offsets */
+    uint64_t graph_rng[4];
+} train_state;
+
+int model_build(model *m, uint64_t seed);
+void model_free(model *m);
+/* opt and ts may be NULL (then only the model is written). */
+int model_save(const model *m, ag_optim *opt, const train_state *ts, const char *path);
+/* Config, vocabulary and weights from path; *keep (when not NULL) gets the
+ * open file, for model_load_state. */
+int model_load(model *m, const char *path, ag_st **keep);
+int model_load_state(ag_st *f, const model *m, ag_optim *opt, train_state *ts, const char *path);
+
+/* ---- the commands ---------------------------------------------------------------- */
+
+/* The mean cross-entropy over every position of the windows of ids[0..n)
+ * that start at multiples of the context (each predicts the character
+ * after it), B windows a graph; *count gets the positions. */
+ag_status dataset_loss(const model *m, ag_graph *g, const int *ids, size_t n, int B, double *loss, size_t *count);
+
+int cmd_train(const opts *o);
+int cmd_eval(const opts *o);
+int cmd_sample(const opts *o);
+
+#endif

@@ -1,0 +1,25 @@
+# examples/gpt/gpt.mk: the character-level GPT example (the Makefile
+# includes this file).
+#
+#   make gpt        build $(BUILD)/gpt (part of `make`, too)
+#   make gpt-run    train it on the English side of examples/data/eng-fra.tsv,
+#                   then score and sample it (GPT_FLAGS adds train flags)
+
+GPT_SRC   := $(wildcard examples/gpt/*.c)
+GPT_OBJ   := $(GPT_SRC:%.c=$(BUILD)/f32/%.o)
+GPT_MODEL ?= $(BUILD)/gpt.safetensors
+GPT_FLAGS ?=
+
+.PHONY: gpt gpt-run
+all: $(BUILD)/gpt
+gpt: $(BUILD)/gpt
+
+$(BUILD)/gpt: $(GPT_OBJ) $(LIB32)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+gpt-run: $(BUILD)/gpt
+	$(BUILD)/gpt train --data examples/data/eng-fra.tsv --out $(GPT_MODEL) --plot $(BUILD)/gpt_loss.svg $(GPT_FLAGS)
+	$(BUILD)/gpt eval --model $(GPT_MODEL) --data examples/data/eng-fra.tsv
+	$(BUILD)/gpt sample --model $(GPT_MODEL) --prompt "I " --length 300 --temperature 0.8 --top-k 10 --seed 1
+
+-include $(GPT_OBJ:.o=.d)

@@ -1,0 +1,160 @@
+/* gpt: a character-level GPT, trained, scored and sampled from the command
+ * line.
+ *
+ *   gpt train  --data FILE --out MODEL [options]      (--resume MODEL continues)
+ *   gpt eval   --model MODEL --data FILE [--all] [--json FILE]
+ *   gpt sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1]
+ *              [--top-k 0] [--seed 0]
+ *
+ * The model is ag_gpt (src/nn/gpt.c): pre-LayerNorm decoder-only blocks,
+ * learned positions, a GELU MLP, the output layer tied to the character
+ * embedding; tests/reference/gpt.py is its PyTorch twin under the same
+ * parameter names.  This file parses the flags; the work is in train.c,
+ * eval.c and sample.c.
+ *
+ * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
+#include "gpt.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *prog = "gpt";
+
+void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s train --data FILE --out MODEL [--steps 2000] [--batch 32] [--context 32]\n"
+            "                [--hidden 64] [--heads 4] [--ffn 256] [--layers 2] [--activation gelu|gelu_tanh|relu]\n"
+            "                [--untied] [--dropout 0] [--lr 1e-3] [--clip 1.0] [--seed 0] [--threads N]\n"
+            "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--quiet]\n"
+            "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
+            "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
+            "                [--seed 0] [--threads N]\n",
+            prog, prog, prog);
+}
+
+static int bad_value(const char *flag, const char *want, const char *got)
+{
+    fprintf(stderr, "%s: %s needs %s, got '%s'\n", prog, flag, want, got);
+    usage(stderr);
+    return 2;
+}
+
+/* A whole number in [lo, hi]. */
+static int whole(const char *flag, const char *s, long lo, long hi, int *out)
+{
+    char *end, want[80];
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    snprintf(want, sizeof want, "a whole number from %ld to %ld", lo, hi);
+    if (!*s || *end || errno || v < lo || v > hi) return bad_value(flag, want, s);
+    *out = (int)v;
+    return 0;
+}
+
+/* A finite number in [lo, hi]. */
+static int real(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end, want[80];
+    errno = 0;
+    double v = strtod(s, &end);
+    snprintf(want, sizeof want, "a number in [%g, %g]", lo, hi);
+    if (!*s || *end || errno || !isfinite(v) || v < lo || v > hi) return bad_value(flag, want, s);
+    *out = v;
+    return 0;
+}
+
+/* Flags of argv[first..].  Returns 0, -1 for --help, or the exit status. */
+static int parse(int argc, char **argv, int first, opts *o)
+{
+    *o = (opts){.steps = 2000, .batch = 32, .context = 32, .hidden = 64, .heads = 4, .ffn = 256, .layers = 2,
+                .activation = "gelu", .eval_every = 100, .threads = 1, .length = 200, .lr = 1e-3, .clip = 1.0,
+                .temperature = 1.0};
+    for (int i = first; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            usage(stdout);
+            return -1;
+        }
+        int *flag = !strcmp(f, "--quiet") ? &o->quiet : !strcmp(f, "--untied") ? &o->untied
+                                                     : !strcmp(f, "--all")      ? &o->all
+                                                                                : NULL;
+        if (flag) {
+            *flag = 1;
+            continue;
+        }
+        if (strncmp(f, "--", 2)) {
+            fprintf(stderr, "%s: unexpected argument '%s'\n", prog, f);
+            usage(stderr);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, f);
+            usage(stderr);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int rc = 0, seed;
+        if (!strcmp(f, "--data")) o->data = v;
+        else if (!strcmp(f, "--out")) o->out = v;
+        else if (!strcmp(f, "--model")) o->model = v;
+        else if (!strcmp(f, "--resume")) o->resume = v;
+        else if (!strcmp(f, "--json")) o->json = v;
+        else if (!strcmp(f, "--plot")) o->plot = v;
+        else if (!strcmp(f, "--prompt")) o->prompt = v;
+        else if (!strcmp(f, "--steps")) rc = whole(f, v, 1, 10000000, &o->steps);
+        else if (!strcmp(f, "--batch")) rc = whole(f, v, 1, 65536, &o->batch);
+        else if (!strcmp(f, "--context")) rc = whole(f, v, 1, 4096, &o->context);
+        else if (!strcmp(f, "--hidden")) rc = whole(f, v, 1, 4096, &o->hidden);
+        else if (!strcmp(f, "--heads")) rc = whole(f, v, 1, 256, &o->heads);
+        else if (!strcmp(f, "--ffn")) rc = whole(f, v, 1, 16384, &o->ffn);
+        else if (!strcmp(f, "--layers")) rc = whole(f, v, 1, 64, &o->layers);
+        else if (!strcmp(f, "--eval-every")) rc = whole(f, v, 1, 10000000, &o->eval_every);
+        else if (!strcmp(f, "--threads")) rc = whole(f, v, 1, 256, &o->threads);
+        else if (!strcmp(f, "--length")) rc = whole(f, v, 0, 1000000, &o->length);
+        else if (!strcmp(f, "--top-k")) rc = whole(f, v, 0, 256, &o->top_k);
+        else if (!strcmp(f, "--seed")) {
+            rc = whole(f, v, 0, INT_MAX, &seed);
+            o->seed = (uint64_t)seed;
+        } else if (!strcmp(f, "--lr")) rc = real(f, v, 1e-12, 10, &o->lr);
+        else if (!strcmp(f, "--clip")) rc = real(f, v, 0, 1e6, &o->clip);
+        else if (!strcmp(f, "--dropout")) rc = real(f, v, 0, 0.99, &o->dropout);
+        else if (!strcmp(f, "--temperature")) rc = real(f, v, 0, 100, &o->temperature);
+        else if (!strcmp(f, "--activation")) {
+            if (strcmp(v, "gelu") && strcmp(v, "gelu_tanh") && strcmp(v, "relu"))
+                return bad_value(f, "gelu, gelu_tanh or relu", v);
+            o->activation = v;
+        } else {
+            fprintf(stderr, "%s: unknown flag '%s'\n", prog, f);
+            usage(stderr);
+            return 2;
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    opts o;
+    int rc = parse(argc, argv, 2, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    ag_set_threads(o.threads);
+    if (!strcmp(argv[1], "train")) return cmd_train(&o);
+    if (!strcmp(argv[1], "eval")) return cmd_eval(&o);
+    if (!strcmp(argv[1], "sample")) return cmd_sample(&o);
+    fprintf(stderr, "%s: unknown command '%s' (train, eval or sample)\n", prog, argv[1]);
+    usage(stderr);
+    return 2;
+}

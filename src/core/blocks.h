@@ -1,0 +1,65 @@
+/* src/core/blocks.h: element-wise loops that the compiler vectorises at -O2.
+ *
+ *   ag__map:      y_i   = f(x_i)                 for i < n  (y may be x)
+ *   ag__map_grad: dx_i += f(x_i, y_i, dy_i)      for i < n
+ *
+ * At -O2 GCC vectorises only a loop that the vector code replaces whole
+ * (its cheapest cost model): not one of n iterations, which would need a
+ * scalar remainder and a run-time check that y and x do not overlap.  So
+ * these walk the arrays in blocks of 16 (one loop of a fixed count per
+ * block, into a local buffer that cannot overlap anything), and send the
+ * last, shorter block through zero-padded copies.  f is a static inline
+ * function of the caller's; inlined here, its body becomes the vector
+ * loop's.  A select in f (c ? a : b) becomes a vector blend only where GCC
+ * may assume that comparisons do not trap: a file whose f has one says
+ * #pragma GCC optimize("no-trapping-math") before it includes this header
+ * (the loops must be compiled with the same options as their caller, or
+ * GCC does not vectorise them). */
+#ifndef AG_CORE_BLOCKS_H
+#define AG_CORE_BLOCKS_H
+
+#include "core/internal.h"
+
+#include <string.h>
+
+#define AG_INLINE static inline __attribute__((always_inline))
+
+enum { AG_BLOCK = 16 };
+
+AG_INLINE void ag__map(size_t n, const ag_real *x, ag_real *y, ag_real (*f)(ag_real))
+{
+    ag_real t[AG_BLOCK];
+    size_t i = 0;
+    for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = f(x[i + l]);
+        memcpy(y + i, t, sizeof t);
+    }
+    if (i < n) {
+        ag_real xt[AG_BLOCK] = {0};
+        memcpy(xt, x + i, (n - i) * sizeof *x);
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = f(xt[l]);
+        memcpy(y + i, t, (n - i) * sizeof *y);
+    }
+}
+
+AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+                            ag_real (*f)(ag_real x, ag_real y, ag_real dy))
+{
+    ag_real t[AG_BLOCK];
+    size_t i = 0;
+    for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = dx[i + l] + f(x[i + l], y[i + l], dy[i + l]);
+        memcpy(dx + i, t, sizeof t);
+    }
+    if (i < n) {
+        ag_real pad[4][AG_BLOCK] = {{0}}; /* x, y, dy, dx */
+        memcpy(pad[0], x + i, (n - i) * sizeof *x);
+        memcpy(pad[1], y + i, (n - i) * sizeof *y);
+        memcpy(pad[2], dy + i, (n - i) * sizeof *dy);
+        memcpy(pad[3], dx + i, (n - i) * sizeof *dx);
+        for (int l = 0; l < AG_BLOCK; l++) pad[3][l] += f(pad[0][l], pad[1][l], pad[2][l]);
+        memcpy(dx + i, pad[3], (n - i) * sizeof *dx);
+    }
+}
+
+#endif

@@ -1,0 +1,210 @@
+/* gpt.c: a decoder-only Transformer (GPT) from the standard blocks, and its
+ * sampler.
+ *
+ *   x      = embed(ids)                  tokens + learned positions   [B, T, C]
+ *   x      = block_i(x), i < L           pre-norm, causal             [B, T, C]
+ *   logits = head(norm(x))               tied: x tokens^T             [B, T, V]
+ *
+ * Sampling draws one token at a time from the last position's logits;
+ * next_logits() is the one place that runs the model, so a key/value cache
+ * (which would feed it only the newest token) slots in there.
+ *
+ * Invariant: every parameter lives in the caller's store under the
+ * PyTorch twin's state_dict names (tests/reference/gpt.py); m->blocks is
+ * the only memory the model owns. */
+#include "nn/nn_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static ag_status check_config(ag_store *s, const ag_gpt_config *c)
+{
+    const char *bad = NULL;
+    int value = 0;
+    if (c->vocab < 1) bad = "vocab", value = c->vocab;
+    else if (c->context < 1) bad = "context", value = c->context;
+    else if (c->hidden < 1) bad = "hidden", value = c->hidden;
+    else if (c->heads < 1) bad = "heads", value = c->heads;
+    else if (c->ffn < 1) bad = "ffn", value = c->ffn;
+    else if (c->layers < 1) bad = "layers", value = c->layers;
+    if (bad) return ag__store_fail(s, AG_ERR_ARG, "gpt: %s = %d, must be >= 1", bad, value);
+    if (c->hidden % c->heads)
+        return ag__store_fail(s, AG_ERR_SHAPE, "gpt: hidden = %d is not a multiple of heads = %d", c->hidden,
+                              c->heads);
+    if (!(c->dropout >= 0 && c->dropout < 1))
+        return ag__store_fail(s, AG_ERR_ARG, "gpt: dropout = %g must be in [0, 1)", c->dropout);
+    if (c->untied != 0 && c->untied != 1)
+        return ag__store_fail(s, AG_ERR_ARG, "gpt: untied = %d, want 0 or 1", c->untied);
+    return AG_OK;
+}
+
+/* GPT-2's init: N(0, std) weights, zero biases; seeded by parameter name. */
+static void init_linear(ag_linear *l, double std, uint64_t seed)
+{
+    ag_init_normal(l->weight, 0, std, ag_param_seed(seed, l->weight->name));
+    if (l->bias) ag_init_const(l->bias, 0);
+}
+
+static void init_gpt2(ag_gpt *m, uint64_t seed)
+{
+    /* the residual stream is a sum of 2 L projections (w_o and dense2 of
+     * every block): scaling them by 1/sqrt(2 L) keeps its variance at init
+     * independent of depth */
+    double std = 0.02, residual_std = 0.02 / sqrt(2.0 * m->cfg.layers);
+    ag_init_normal(m->embedding.tokens, 0, std, ag_param_seed(seed, m->embedding.tokens->name));
+    ag_init_normal(m->embedding.positions, 0, std, ag_param_seed(seed, m->embedding.positions->name));
+    for (int i = 0; i < m->cfg.layers; i++) {
+        ag_decoder_only_block *b = &m->blocks[i];
+        init_linear(&b->attention.w_q, std, seed), init_linear(&b->attention.w_k, std, seed);
+        init_linear(&b->attention.w_v, std, seed), init_linear(&b->attention.w_o, residual_std, seed);
+        init_linear(&b->ffn.dense1, std, seed), init_linear(&b->ffn.dense2, residual_std, seed);
+    }
+    if (m->head.weight) init_linear(&m->head, std, seed);
+}
+
+ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t seed)
+{
+    if (!m) return ag__store_fail(s, AG_ERR_ARG, "gpt_init: model is NULL");
+    memset(m, 0, sizeof *m);
+    if (!s || !cfg) return ag__store_fail(s, AG_ERR_ARG, "gpt: %s is NULL", cfg ? "the store" : "the config");
+    ag_status st = check_config(s, cfg);
+    if (st != AG_OK) return st;
+    m->cfg = *cfg;
+    const ag_gpt_config *c = &m->cfg;
+    st = ag_embedding_layer_init(&m->embedding, s, "embedding", c->vocab, c->hidden, c->context, AG_POS_LEARNED,
+                                 seed);
+    if (st != AG_OK) return st;
+    m->blocks = ag__calloc((size_t)c->layers, sizeof *m->blocks);
+    if (!m->blocks) return ag__store_fail(s, AG_ERR_NOMEM, "gpt: out of memory for %d blocks", c->layers);
+    ag_block_config bc = {.pre_norm = 1, .activation = c->activation, .causal = 1};
+    char name[64];
+    for (int i = 0; i < c->layers && st == AG_OK; i++) {
+        snprintf(name, sizeof name, "blocks.%d", i);
+        st = ag_decoder_only_block_init(&m->blocks[i], s, name, c->hidden, c->heads, c->ffn, c->dropout, &bc, seed);
+    }
+    if (st == AG_OK) st = ag_layernorm_init(&m->norm, s, "norm", c->hidden);
+    if (st == AG_OK && c->untied) st = ag_linear_init(&m->head, s, "head", c->hidden, c->vocab, 0, seed);
+    if (st != AG_OK) {
+        ag_gpt_free(m);
+        return st;
+    }
+    init_gpt2(m, seed);
+    return AG_OK;
+}
+
+void ag_gpt_free(ag_gpt *m)
+{
+    if (!m) return;
+    ag__free(m->blocks);
+    m->blocks = NULL;
+}
+
+ag_tensor *ag_gpt_forward(ag_graph *g, const ag_gpt *m, const int *ids, int B, int T)
+{
+    if (!ag__ok(g, "gpt", 0)) return NULL;
+    if (!m || !m->blocks) {
+        ag_graph_fail(g, AG_ERR_ARG, "gpt: the model is %s", m ? "not made (ag_gpt_init)" : "NULL");
+        return NULL;
+    }
+    double p = ag_graph_training(g) ? m->cfg.dropout : 0;
+    ag_tensor *x = ag_embedding_layer_forward(g, &m->embedding, ids, B, T); /* [B, T, C] */
+    if (p > 0) x = ag_dropout(g, x, p);
+    for (int i = 0; i < m->cfg.layers; i++) x = ag_decoder_only_block_forward(g, &m->blocks[i], x, NULL);
+    x = ag_layernorm_forward(g, &m->norm, x);
+    ag_tensor *logits = m->cfg.untied ? ag_linear_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
+    return ag_set_name(logits, "logits"); /* [B, T, V] */
+}
+
+ag_tensor *ag_gpt_loss(ag_graph *g, const ag_gpt *m, const int *ids, const int *targets, int B, int T)
+{
+    return ag_cross_entropy(g, ag_gpt_forward(g, m, ids, B, T), targets, -1, 0);
+}
+
+/* ---- sampling ---------------------------------------------------------------- */
+
+static int descending(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+int ag_sample_logits(const ag_real *logits, int V, double temperature, int top_k, ag_rng *rng, double *work)
+{
+    if (!logits || V < 1 || !rng || !work) return -1;
+    int best = -1; /* the largest finite logit, the lowest id on ties */
+    for (int v = 0; v < V; v++)
+        if (isfinite((double)logits[v]) && (best < 0 || logits[v] > logits[best])) best = v;
+    if (best < 0 || temperature <= 0) return best;
+    /* top-k: keep the logits >= the k-th largest (all of them on a tie) */
+    double cut = -INFINITY;
+    if (top_k > 0 && top_k < V) {
+        for (int v = 0; v < V; v++) work[v] = isfinite((double)logits[v]) ? (double)logits[v] : -INFINITY;
+        qsort(work, (size_t)V, sizeof *work, descending);
+        cut = work[top_k - 1];
+    }
+    /* p_v = exp((l_v - max) / temperature) / total over the kept v */
+    double max = logits[best], total = 0;
+    for (int v = 0; v < V; v++) {
+        double l = logits[v];
+        work[v] = isfinite(l) && l >= cut ? exp((l - max) / temperature) : 0;
+        total += work[v];
+    }
+    double u = ag_rng_uniform(rng) * total, acc = 0;
+    int last = best;
+    for (int v = 0; v < V; v++) {
+        if (work[v] == 0) continue;
+        acc += work[v];
+        last = v;
+        if (u < acc) return v;
+    }
+    return last; /* u rounded up to the total */
+}
+
+/* The logits [V] that follow ids [T]: the model on the window, its last
+ * position.  A key/value cache would replace this with a forward of the
+ * newest id only. */
+static const ag_real *next_logits(ag_graph *g, const ag_gpt *m, const int *ids, int T)
+{
+    ag_tensor *logits = ag_gpt_forward(g, m, ids, 1, T);
+    return logits ? logits->data + (size_t)(T - 1) * (size_t)m->cfg.vocab : NULL;
+}
+
+ag_status ag_gpt_sample(ag_graph *g, const ag_gpt *m, const int *prompt, int n_prompt, int n_new,
+                        const ag_sample_opts *opts, int *out)
+{
+    if (!g) return AG_ERR_ARG;
+    ag_graph_reset(g);
+    if (!m || !m->blocks || !prompt || !out || !opts || n_prompt < 1 || n_new < 0)
+        return ag_graph_fail(g, AG_ERR_ARG, "gpt_sample: %s", !m || !m->blocks ? "no model"
+                                                             : !prompt || n_prompt < 1 ? "the prompt is empty"
+                                                             : !out ? "out is NULL"
+                                                             : !opts ? "opts is NULL"
+                                                                     : "n_new < 0");
+    if (!(opts->temperature >= 0) || !isfinite(opts->temperature) || opts->top_k < 0)
+        return ag_graph_fail(g, AG_ERR_ARG, "gpt_sample: temperature %g (want >= 0) or top_k %d (want >= 0)",
+                             opts->temperature, opts->top_k);
+    int V = m->cfg.vocab, ctx = m->cfg.context;
+    double *work = ag__malloc((size_t)V * sizeof *work);
+    if (!work) return ag_graph_fail(g, AG_ERR_NOMEM, "gpt_sample: out of memory for %d logits", V);
+    ag_rng rng;
+    ag_rng_seed(&rng, opts->seed);
+    int was_training = ag_graph_training(g);
+    ag_graph_set_training(g, 0);
+    memcpy(out, prompt, (size_t)n_prompt * sizeof *out);
+    for (int len = n_prompt; len < n_prompt + n_new; len++) {
+        int T = len < ctx ? len : ctx; /* the newest `context` ids */
+        ag_graph_reset(g);
+        const ag_real *row = next_logits(g, m, out + len - T, T);
+        if (!row) break;
+        int next = ag_sample_logits(row, V, opts->temperature, opts->top_k, &rng, work);
+        if (next < 0) {
+            ag_graph_fail(g, AG_ERR_NUMERIC, "gpt_sample: no finite logit at position %d", len);
+            break;
+        }
+        out[len] = next;
+    }
+    ag_graph_set_training(g, was_training);
+    ag__free(work);
+    return ag_graph_status(g);
+}

@@ -1,0 +1,184 @@
+/* tests/test_fastmath.c: the float build's vectorised exp, log, tanh and
+ * GELU (src/core/elementwise.c) against libm in double.
+ *
+ * Each kernel runs over a sweep of the whole float range (every 997th bit
+ * pattern: both signs, subnormals, NaNs) and over the edges, each with its
+ * neighbours: +-0, the smallest subnormal, FLT_MIN, FLT_MAX, +-inf, NaN, and
+ * where each function changes regime (exp's overflow, subnormal and
+ * underflow thresholds; tanh's switch of formula and its saturation;
+ * GELU's left tail).  The error is measured in ulps of the exact result
+ * (the double one) rounded to float; a result that is not finite must be
+ * the same non-finite value.
+ *
+ * Bounds (measured, then rounded up): exp and log 1 ulp, tanh 1.5; GELU
+ * 8 ulp down to x = -13 and 10 below, where Phi(x) is subnormal; GELU's
+ * gradient 7 ulp of |Phi(x)| + |x phi(x)| (it cancels near its root at
+ * x = -0.75, where no relative bound holds), 13 below x = -13.
+ * The double build calls libm itself: nothing to check there. */
+#include "common.h"
+
+#ifndef AG_DOUBLE
+#include "core/internal.h"
+
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+/* One ulp of float at r (the subnormals' spacing below FLT_MIN). */
+static double ulp_at(double r)
+{
+    double a = fabs(r);
+    if (a < FLT_MIN) return ldexp(1, -149);
+    int e;
+    frexp(a, &e);
+    return ldexp(1, e - 24);
+}
+
+static float float_of_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+typedef void (*kernel)(size_t n, const float *x, float *y);
+typedef double (*reference)(double x);
+
+/* The worst error of got against want (ulps), and where. */
+typedef struct worst {
+    double ulps;
+    float at;
+} worst;
+
+static void check_one(const char *name, float x, float got, double want, worst *w)
+{
+    float wf = (float)want;
+    if (isnan(want)) {
+        cr_assert(isnan(got), "%s(%a) = %a, want NaN", name, (double)x, (double)got);
+        return;
+    }
+    if (isinf(wf)) {
+        cr_assert_eq(got, wf, "%s(%a) = %a, want %g", name, (double)x, (double)got, (double)wf);
+        return;
+    }
+    cr_assert(isfinite(got), "%s(%a) = %a, want %a", name, (double)x, (double)got, want);
+    double e = fabs((double)got - want) / ulp_at(want);
+    if (e > w->ulps) w->ulps = e, w->at = x;
+}
+
+/* The edges of every kernel, each with its 3 neighbours on either side. */
+static const float edges[] = {0.0f, 1.4e-45f, FLT_MIN, FLT_MAX, 1.0f, 0.625f, 9.01f, 88.7228394f, -87.3365479f,
+                              -103.972084f, -104.0f, 89.0f, 0.70710678f, 1.41421356f, 13.0f, 15.0f, 0.75179f};
+
+/* The sweep and the edges, in blocks, through the kernel. */
+static worst sweep(const char *name, kernel k, reference ref, double from)
+{
+    enum { B = 4096 };
+    static float x[B], y[B];
+    worst w = {0, 0};
+    int m = 0;
+    uint64_t b = 0;
+    size_t e = 0, ne = sizeof edges / sizeof *edges * 14;
+    while (b < (1ull << 32) || e < ne) {
+        if (b < (1ull << 32)) {
+            x[m++] = float_of_bits((uint32_t)b);
+            b += 997;
+        } else { /* edge e / 14, its sign, and an offset of -3..3 ulps */
+            float v = edges[e / 14] * ((e / 7) % 2 ? -1.0f : 1.0f);
+            for (int s = (int)(e % 7) - 3; s < 0; s++) v = nextafterf(v, -INFINITY);
+            for (int s = (int)(e % 7) - 3; s > 0; s--) v = nextafterf(v, INFINITY);
+            x[m++] = v;
+            e++;
+        }
+        if (m == B || (b >= (1ull << 32) && e == ne)) {
+            k((size_t)m, x, y);
+            for (int i = 0; i < m; i++)
+                if (!(x[i] < from)) check_one(name, x[i], y[i], ref(x[i]), &w);
+            m = 0;
+        }
+    }
+    return w;
+}
+
+static double gelu_ref(double x) { return x * 0.5 * erfc(-x * 0.70710678118654752440); }
+
+Test(fastmath, exp_within_1_ulp)
+{
+    worst w = sweep("exp", ag__exp_floats, exp, -INFINITY);
+    cr_assert(w.ulps <= 1.0, "exp: %.3f ulp at %a", w.ulps, (double)w.at);
+}
+
+Test(fastmath, log_within_1_ulp)
+{
+    worst w = sweep("log", ag__log_floats, log, -INFINITY);
+    cr_assert(w.ulps <= 1.0, "log: %.3f ulp at %a", w.ulps, (double)w.at);
+}
+
+Test(fastmath, tanh_within_1_5_ulp)
+{
+    worst w = sweep("tanh", ag__tanh_floats, tanh, -INFINITY);
+    cr_assert(w.ulps <= 1.5, "tanh: %.3f ulp at %a", w.ulps, (double)w.at);
+}
+
+Test(fastmath, gelu_within_8_ulp_and_10_in_the_far_tail)
+{
+    worst w = sweep("gelu", ag__gelu_floats, gelu_ref, -13);
+    cr_assert(w.ulps <= 8.0, "gelu: %.3f ulp at %a", w.ulps, (double)w.at);
+    w = sweep("gelu", ag__gelu_floats, gelu_ref, -INFINITY);
+    cr_assert(w.ulps <= 10.0, "gelu: %.3f ulp at %a", w.ulps, (double)w.at);
+}
+
+/* Signs and the values that are not finite, one by one. */
+Test(fastmath, special_values)
+{
+    float x[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, -1.0f}, y[6];
+    ag__exp_floats(6, x, y);
+    cr_assert(isnan(y[0]) && y[1] == INFINITY && y[2] == 0 && y[3] == 1 && y[4] == 1, "exp");
+    ag__log_floats(6, x, y);
+    cr_assert(isnan(y[0]) && y[1] == INFINITY && isnan(y[2]) && y[3] == -INFINITY && y[4] == -INFINITY &&
+                  isnan(y[5]), "log");
+    ag__tanh_floats(6, x, y);
+    cr_assert(isnan(y[0]) && y[1] == 1 && y[2] == -1 && y[3] == 0 && !signbit(y[3]) && y[4] == 0 && signbit(y[4]),
+              "tanh");
+    /* gelu(-inf) = -inf * Phi(-inf) = -inf * 0: NaN, as libm's x * 0.5 * (1 + erf(x / sqrt 2)) */
+    ag__gelu_floats(6, x, y);
+    cr_assert(isnan(y[0]) && y[1] == INFINITY && isnan(y[2]) && y[3] == 0, "gelu");
+}
+
+/* GELU's backward from the forward's own output, against
+ * Phi(x) + x phi(x) in double, on a dense grid over [-15, 10] and the
+ * lengths 1 to 40 (every padded tail). */
+Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
+{
+    enum { N = 1 << 20 };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dy = malloc(N * sizeof *dy),
+          *dx = malloc(N * sizeof *dx);
+    cr_assert(x && y && dy && dx);
+    for (int i = 0; i < N; i++) x[i] = (float)(-15 + 25.0 * i / N), dy[i] = 1, dx[i] = 0;
+    ag__gelu_floats(N, x, y);
+    ag__gelu_grad_floats(N, x, y, dy, dx);
+    double worst_main = 0, worst_tail = 0;
+    for (int i = 0; i < N; i++) {
+        double v = x[i], cdf = 0.5 * erfc(-v * 0.70710678118654752440),
+               pdf = exp(-0.5 * v * v) * 0.39894228040143267794;
+        double e = fabs(dx[i] - (cdf + v * pdf)) / ulp_at(fabs(cdf) + fabs(v * pdf));
+        if (v >= -13) worst_main = fmax(worst_main, e);
+        else worst_tail = fmax(worst_tail, e);
+    }
+    cr_assert(worst_main <= 7 && worst_tail <= 13, "gelu grad: %.2f ulp (x >= -13), %.2f below", worst_main,
+              worst_tail);
+    /* every tail length: the padded copies must not touch past n */
+    for (int n = 1; n <= 40; n++) {
+        for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, dx[i] = 3;
+        ag__gelu_floats((size_t)n, x, y);
+        ag__gelu_grad_floats((size_t)n, x, y, dy, dx);
+        for (int i = n; i < 48; i++) cr_assert(y[i] == -7 && dx[i] == 3, "n = %d wrote past the end at %d", n, i);
+        for (int i = 0; i < n; i++) { /* dx += dy * gelu'(x), dy = 1 */
+            double v = x[i], g = 0.5 * erfc(-v * 0.70710678118654752440) + v * exp(-0.5 * v * v) * 0.39894228040143267794;
+            cr_assert(fabs(dx[i] - (3 + g)) <= 4 * FLT_EPSILON, "n = %d: dx[%d] = %.9g, want %.9g", n, i,
+                      (double)dx[i], 3 + g);
+        }
+    }
+    free(x), free(y), free(dy), free(dx);
+}
+#endif

@@ -282,6 +282,20 @@ ag_tensor *ag_decoder_only_block_forward(ag_graph *g, const ag_decoder_only_bloc
 
 /* ---- the encoder-decoder Transformer (the translator's model) ----------- */
 
+/* The initial weights ag_seq2seq_init draws (LayerNorm gains 1, biases 0 in
+ * both):
+ *   AG_SEQ2SEQ_INIT_SCALED  embeddings N(0, 1/C), so that E * sqrt(C) has
+ *                           unit variance like the positions; linear weights
+ *                           Xavier-uniform; linear biases 0.
+ *   AG_SEQ2SEQ_INIT_D2L     what d2l.ai's train_seq2seq gives its Transformer:
+ *                           embeddings N(0, 1) (nn.Embedding's default), so
+ *                           E * sqrt(C) has variance C; linear weights
+ *                           Xavier-uniform; the FFN's and the output layer's
+ *                           biases U(-1/sqrt(in), 1/sqrt(in)) (nn.Linear's
+ *                           default, which d2l keeps); the attention
+ *                           projections' biases 0 (d2l's have none). */
+enum { AG_SEQ2SEQ_INIT_SCALED = 0, AG_SEQ2SEQ_INIT_D2L = 1 };
+
 typedef struct ag_seq2seq_config {
     int src_vocab, tgt_vocab; /* V of each side */
     int hidden;               /* C, 64 */
@@ -290,6 +304,7 @@ typedef struct ag_seq2seq_config {
     int layers;               /* N encoder and N decoder blocks, 2 */
     int max_len;              /* longest sequence (positions), 10 */
     double dropout;           /* 0.1 */
+    int init;                 /* AG_SEQ2SEQ_INIT_*; 0 (scaled) when left out */
 } ag_seq2seq_config;
 
 /* Parameters: "encoder.embedding.weight" [Vs, C], "encoder.blocks.<i>.*",
@@ -303,10 +318,9 @@ typedef struct ag_seq2seq {
     ag_linear dense;
 } ag_seq2seq;
 
-/* Make every parameter in s.  Embeddings N(0, 1/C) (scaled by sqrt(C) in
- * the forward pass they have unit variance, like the positions); linear
- * weights Xavier-uniform, biases zero; seeded.  Errors name the problem in
- * ag_store_error(s) (or a bad config value). */
+/* Make every parameter in s, drawn as cfg->init says (AG_SEQ2SEQ_INIT_*),
+ * seeded.  Errors (a bad config value, an unknown init among them) name the
+ * problem in ag_store_error(s). */
 ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed);
 void ag_seq2seq_free(ag_seq2seq *m);
 

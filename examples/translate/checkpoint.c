@@ -52,7 +52,8 @@ int model_build(model *m, uint64_t seed, const char *from)
 
 /* ---- the metadata table --------------------------------------------------- */
 
-typedef enum { M_INT, M_INT64, M_REAL, M_WORD, M_RNG, M_VOCAB } meta_kind;
+/* M_WORD: a const char * from words; M_CHOICE: an int, the index in words */
+typedef enum { M_INT, M_INT64, M_REAL, M_WORD, M_CHOICE, M_RNG, M_VOCAB } meta_kind;
 
 static const char *const optimizers[] = {"sgd", "adam", NULL};
 
@@ -63,7 +64,7 @@ typedef struct meta_field {
     int hi_open;               /* M_REAL: hi excluded */
     int optional;              /* absent: 0 (written only when not 0) */
     size_t at;                 /* offset of the value in its struct */
-    const char *const *words;  /* M_WORD: the values allowed */
+    const char *const *words;  /* M_WORD, M_CHOICE: the values allowed */
 } meta_field;
 
 #define TWO53 9007199254740992.0 /* counts up to here are exact in a double and cannot overflow an add */
@@ -76,6 +77,8 @@ static const meta_field config_fields[] = {
     {"layers", M_INT, 1, LAYERS_MAX, .at = offsetof(model, cfg.layers)},
     {"max_len", M_INT, MAX_LEN_MIN, MAX_LEN_MAX, .at = offsetof(model, cfg.max_len)},
     {"dropout", M_REAL, 0, 1, .hi_open = 1, .at = offsetof(model, cfg.dropout)},
+    /* absent (files written before it existed, and "scaled"): scaled */
+    {"init", M_CHOICE, .optional = 1, .at = offsetof(model, cfg.init), .words = init_names},
     {"src_vocab", M_VOCAB, .at = offsetof(model, sv)},
     {"tgt_vocab", M_VOCAB, .at = offsetof(model, tv)},
 };
@@ -130,6 +133,7 @@ static void describe(const meta_field *fl, char *buf, size_t len)
     case M_INT64: snprintf(buf, len, "a whole number from %.0f to %.0f", fl->lo, fl->hi); break;
     case M_REAL: snprintf(buf, len, "a number in [%g, %g%s", fl->lo, fl->hi, fl->hi_open ? ")" : "]"); break;
     case M_WORD:
+    case M_CHOICE:
         snprintf(buf, len, "one of:");
         for (int i = 0; fl->words[i]; i++)
             snprintf(buf + strlen(buf), len - strlen(buf), " %s", fl->words[i]);
@@ -167,6 +171,11 @@ static int read_field(const ag_st *f, const char *path, const meta_field *fl, ch
         bad = 1;
         for (int i = 0; bad && fl->words[i]; i++)
             if (!strcmp(v, fl->words[i])) *(const char **)dst = fl->words[i], bad = 0;
+        break;
+    case M_CHOICE:
+        bad = 1;
+        for (int i = 0; bad && fl->words[i]; i++)
+            if (!strcmp(v, fl->words[i])) *(int *)dst = i, bad = 0;
         break;
     case M_RNG: bad = rng_words(v, (uint64_t *)dst); break;
     case M_VOCAB:
@@ -213,6 +222,10 @@ static ag_status write_field(ag_st_writer *w, const meta_field *fl, const char *
         snprintf(buf, sizeof buf, "%.17g", *(const double *)src);
         break;
     case M_WORD: v = *(const char *const *)src; break;
+    case M_CHOICE:
+        if (fl->optional && !*(const int *)src) return AG_OK;
+        v = fl->words[*(const int *)src];
+        break;
     case M_RNG: {
         const uint64_t *s = src;
         snprintf(buf, sizeof buf, "%016" PRIx64 "%016" PRIx64 "%016" PRIx64 "%016" PRIx64, s[0], s[1], s[2], s[3]);

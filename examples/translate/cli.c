@@ -1,6 +1,7 @@
 /* examples/translate/cli.c: translate's command line: flags, usage, and
  * main, which parses them and hands them to a command.
  *
+ *   translate split --data FILE --train TRAIN --test HELD_OUT [--every 10]
  *   translate train --data FILE --out MODEL [--test FILE] [options]
  *   translate eval  --model MODEL --data FILE [--json FILE]
  *   translate run   --model MODEL [SENTENCE ...]     (stdin lines when none)
@@ -21,26 +22,33 @@
 
 const char *prog = "translate";
 
+const char *const init_names[] = {[AG_SEQ2SEQ_INIT_SCALED] = "scaled", [AG_SEQ2SEQ_INIT_D2L] = "d2l", NULL};
+
 void usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s train --data FILE --out MODEL [--test FILE] [--epochs N] [--batch 64]\n"
+            "usage: %s split --data FILE --train TRAIN --test HELD_OUT [--every 10]\n"
+            "       %s train --data FILE --out MODEL [--test FILE] [--epochs N] [--batch 64]\n"
             "                [--optimizer sgd|adam] [--lr X] [--momentum X] [--[no-]nesterov] [--weight-decay X] [--clip X]\n"
             "                [--schedule constant|linear|cosine|noam] [--warmup STEPS]\n"
-            "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1]\n"
+            "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1] [--init scaled|d2l]\n"
             "                [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
-            "                [--json FILE] [--plot LOSS.svg] [--stop-after N] [--quiet]\n"
+            "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--stop-after N] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
             "       %s run --model MODEL [--attention DIR] [--threads N] [SENTENCE ...]\n"
             "\n"
-            "train: --resume takes the architecture, --min-freq and --optimizer from the model; giving\n"
+            "split: the k-th distinct source (k from 0, in order of first appearance) goes with all its\n"
+            "  pairs to HELD_OUT when k %% every == every - 1, the other lines to TRAIN, verbatim.\n"
+            "train: with --test, prints exact match and BLEU on the training data and on the --test data.\n"
+            "  --init scaled: embeddings N(0, 1/C); d2l: d2l.ai's, embeddings N(0, 1) (attograd_nn.h).\n"
+            "  --resume takes the architecture, --min-freq and --optimizer from the model; giving\n"
             "  one of them with another value is exit 2.  SIGINT or SIGTERM (Ctrl-C) ends the current\n"
             "  step, saves a checkpoint to --out that --resume continues bit for bit, and exits 130 or\n"
             "  143; a second signal stops at once (--out then holds the last complete file).\n"
             "run: with no SENTENCE, translates each line of stdin (any length) to one line of output.\n"
             "  A line the data reader would refuse (a NUL byte, invalid UTF-8, more than %d bytes)\n"
             "  gets a warning naming its line and an empty output line; exit 1 if no line was good.\n",
-            prog, prog, prog, AG_PAIRS_MAX_LINE);
+            prog, prog, prog, prog, AG_PAIRS_MAX_LINE);
 }
 
 int bad(const char *fmt, const char *a, const char *b)
@@ -91,7 +99,7 @@ static unsigned given_bit(const char *flag)
         unsigned bit;
     } bits[] = {{"--hidden", GIVEN_HIDDEN},   {"--heads", GIVEN_HEADS},     {"--ffn", GIVEN_FFN},
                 {"--layers", GIVEN_LAYERS},   {"--max-len", GIVEN_MAX_LEN}, {"--dropout", GIVEN_DROPOUT},
-                {"--min-freq", GIVEN_MIN_FREQ}, {"--optimizer", GIVEN_OPTIMIZER}};
+                {"--min-freq", GIVEN_MIN_FREQ}, {"--optimizer", GIVEN_OPTIMIZER}, {"--init", GIVEN_INIT}};
     for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
         if (!strcmp(flag, bits[i].flag)) return bits[i].bit;
     return 0;
@@ -108,7 +116,10 @@ static int parse_flag(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--resume")) o->resume = v;
     else if (!strcmp(f, "--json")) o->json = v;
     else if (!strcmp(f, "--plot")) o->plot = v;
+    else if (!strcmp(f, "--entropy-plot")) o->entropy_plot = v;
     else if (!strcmp(f, "--attention")) o->attention = v;
+    else if (!strcmp(f, "--train")) o->train_out = v;
+    else if (!strcmp(f, "--every")) rc = parse_int(f, v, 2, INT_MAX, &o->every);
     else if (!strcmp(f, "--epochs")) rc = parse_int(f, v, 1, EPOCHS_MAX, &o->epochs);
     else if (!strcmp(f, "--stop-after")) rc = parse_int(f, v, 1, EPOCHS_MAX, &o->stop_after);
     else if (!strcmp(f, "--batch")) rc = parse_int(f, v, 1, 65536, &o->batch);
@@ -132,6 +143,11 @@ static int parse_flag(const char *f, const char *v, opts *o)
         if (strcmp(v, "constant") && strcmp(v, "linear") && strcmp(v, "cosine") && strcmp(v, "noam"))
             return bad("--schedule must be constant, linear, cosine or noam, got '%s'%s", v, "");
         o->schedule = v;
+    } else if (!strcmp(f, "--init")) {
+        o->init = -1;
+        for (int i = 0; init_names[i]; i++)
+            if (!strcmp(v, init_names[i])) o->init = i;
+        if (o->init < 0) return bad("--init must be scaled or d2l, got '%s'%s", v, "");
     } else if (!strcmp(f, "--optimizer")) {
         if (strcmp(v, "sgd") && strcmp(v, "adam")) return bad("--optimizer must be sgd or adam, got '%s'%s", v, "");
         o->optimizer = v;
@@ -146,7 +162,8 @@ static int parse(int argc, char **argv, int first, opts *o, char **pos, int *npo
 {
     *o = (opts){.epochs = 50, .batch = 64, .hidden = 64, .heads = 4, .ffn = 128, .layers = 2, .max_len = 10,
                 .min_freq = 2, .threads = 1, .lr = -1, .momentum = -1, .clip = 1.0, .dropout = 0.1,
-                .optimizer = "sgd", .schedule = "cosine", .warmup = 400, .nesterov = 1};
+                .optimizer = "sgd", .schedule = "cosine", .warmup = 400, .nesterov = 1,
+                .init = AG_SEQ2SEQ_INIT_SCALED, .every = 10};
     *npos = 0;
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
@@ -208,6 +225,7 @@ int main(int argc, char **argv)
     rc = parse(argc, argv, 2, &o, pos, &npos);
     if (rc) rc = rc < 0 ? 0 : rc;
     else if (strcmp(cmd, "run") && npos > 0) rc = bad("unexpected argument '%s' for %s", pos[0], cmd);
+    else if (!strcmp(cmd, "split")) rc = cmd_split(&o);
     else if (!strcmp(cmd, "train")) rc = cmd_train(&o);
     else if (!strcmp(cmd, "eval")) rc = cmd_eval(&o);
     else if (!strcmp(cmd, "run")) rc = cmd_run(&o, pos, npos);

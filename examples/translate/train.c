@@ -10,7 +10,12 @@
  *   for each epoch:    train_epoch: shuffle; per batch train_step, log;
  *                      end_epoch: the epoch's loss, held-out loss, log
  *   save_checkpoint    crash-safely to --out
- *   report             the plot, the held-out scores, the json
+ *   report             the scores on the training and the held-out data,
+ *                      the json
+ *
+ * With --json or --entropy-plot, each attention layer's entropy and largest
+ * score on a probe batch (probe.c) is measured before the first epoch and
+ * after each one.
  *
  * Invariant: the file at --out, when written, holds everything the run's
  * continuation depends on (weights, moments, step count, the two random
@@ -47,6 +52,8 @@ typedef struct trainer {
     int64_t warmup, total_steps;
     int nbatches, stop_epoch, tty;
     double *curve, *test_curve; /* loss per epoch, for --plot */
+    layer_stats *probe;      /* (epochs + 1) x 3 x probe_layers, row e after epoch e */
+    int *probed;             /* probed[e]: row e was measured */
     double t_start, last_loss;
 } trainer;
 
@@ -86,7 +93,7 @@ static int new_model(trainer *t)
         return 1;
     }
     m->cfg = (ag_seq2seq_config){ag_vocab_size(m->sv), ag_vocab_size(m->tv), o->hidden, o->heads, o->ffn,
-                                 o->layers, o->max_len, o->dropout};
+                                 o->layers, o->max_len, o->dropout, o->init};
     if (model_build(m, o->seed, "the flags")) return 1;
     t->ts.min_freq = o->min_freq;
     t->optimizer = o->optimizer;
@@ -122,6 +129,10 @@ static int check_conflicts(const trainer *t)
             fprintf(stderr, "%s: %s %g conflicts with --resume %s, saved with %s %g\n", prog, flags[i].flag,
                     flags[i].given, o->resume, flags[i].key, flags[i].saved),
                 n++;
+    if ((o->given & GIVEN_INIT) && o->init != c->init)
+        fprintf(stderr, "%s: --init %s conflicts with --resume %s, saved with init %s\n", prog, init_names[o->init],
+                o->resume, init_names[c->init]),
+            n++;
     if ((o->given & GIVEN_OPTIMIZER) && strcmp(o->optimizer, t->ts.optimizer))
         fprintf(stderr, "%s: --optimizer %s conflicts with --resume %s, saved with optimizer %s\n", prog,
                 o->optimizer, o->resume, t->ts.optimizer),
@@ -206,6 +217,16 @@ static int make_optimizer(trainer *t)
     return 0;
 }
 
+/* The attention statistics after epoch e (0: before training). */
+static int probe(trainer *t, int e)
+{
+    int n = 3 * probe_layers(&t->m);
+    if (e > t->o->epochs) return 0;
+    if (probe_attention(&t->m, t->g, &t->d, &t->b, t->o->batch, t->probe + (size_t)e * n)) return 1;
+    t->probed[e] = 1;
+    return 0;
+}
+
 static int plan_schedule(trainer *t)
 {
     const opts *o = t->o;
@@ -216,6 +237,15 @@ static int plan_schedule(trainer *t)
         return 1;
     }
     for (int e = 0; e < o->epochs; e++) t->curve[e] = t->test_curve[e] = NAN;
+    if (o->json || o->entropy_plot) {
+        t->probe = calloc((size_t)(o->epochs + 1) * 3 * probe_layers(&t->m), sizeof *t->probe);
+        t->probed = calloc((size_t)o->epochs + 1, sizeof *t->probed);
+        if (!t->probe || !t->probed) {
+            fprintf(stderr, "%s: out of memory\n", prog);
+            return 1;
+        }
+        if (!t->ts.pairs_done && probe(t, t->ts.epoch)) return 1;
+    }
     t->tty = isatty(STDOUT_FILENO) && !o->quiet;
     t->nbatches = (t->d.n + o->batch - 1) / o->batch;
     /* A warmup longer than the run (a short run on a small file) is cut to a
@@ -322,6 +352,7 @@ static int end_epoch(trainer *t, const ag_rng *r, double t0, int64_t tokens)
     double dt = now() - t0;
     t->curve[ts->epoch] = t->last_loss;
     if (t->test) t->test_curve[ts->epoch] = dataset_loss(&t->m, t->g, &t->dt, &t->b, t->o->batch);
+    if (t->probe && probe(t, ts->epoch + 1)) return 1;
     if (!t->o->quiet) {
         printf("%sepoch %d/%d  loss %.4f", t->tty ? "\r" : "", ts->epoch + 1, t->o->epochs, t->last_loss);
         if (t->test) printf("  held-out %.4f", t->test_curve[ts->epoch]);
@@ -390,26 +421,103 @@ static int write_plot(const trainer *t)
     return 0;
 }
 
-/* The held-out scores and the json, after the model is saved. */
+/* The entropy of each attention layer per epoch (--entropy-plot). */
+static int write_entropy_plot(const trainer *t)
+{
+    int L = probe_layers(&t->m), n = 3 * L, E = t->o->epochs;
+    double *ys = malloc((size_t)n * E * sizeof(double));
+    const double **series = malloc((size_t)n * sizeof *series);
+    const char **names = malloc((size_t)n * sizeof *names);
+    char *labels = malloc((size_t)n * 32), err[512];
+    int *ns = malloc((size_t)n * sizeof(int)), rc = 1;
+    if (!ys || !series || !names || !labels || !ns) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        goto done;
+    }
+    for (int k = 0; k < n; k++) {
+        for (int e = 0; e < E; e++) /* x = epoch e + 1 */
+            ys[(size_t)k * E + e] = t->probed[e + 1] ? t->probe[(size_t)(e + 1) * n + k].entropy : NAN;
+        snprintf(labels + 32 * k, 32, "%s %d", probe_kind(k / L), k % L);
+        series[k] = ys + (size_t)k * E, names[k] = labels + 32 * k, ns[k] = E;
+    }
+    if (ag_svg_line_plot(t->o->entropy_plot, "attention entropy per layer (mean over rows, probe batch)", "epoch",
+                         "entropy (nats)", n, names, series, ns, err, sizeof err) != AG_OK)
+        fprintf(stderr, "%s: %s\n", prog, err);
+    else {
+        if (!t->o->quiet) printf("wrote %s\n", t->o->entropy_plot);
+        rc = 0;
+    }
+done:
+    free(ys), free(series), free(names), free(labels), free(ns);
+    return rc;
+}
+
+static void json_metrics(FILE *f, const char *prefix, const metrics *r)
+{
+    fprintf(f, ", \"%ssources\": %d, \"%sexact_match\": %.6f, \"%sbleu\": %.6f, \"%sceiling\": %.6f", prefix,
+            r->sources, prefix, r->exact, prefix, r->bleu, prefix, r->ceiling);
+}
+
+/* ", KEY: x", null when x is not finite (NaN is not JSON) */
+static void json_real(FILE *f, const char *key, double x)
+{
+    if (isfinite(x)) fprintf(f, ", \"%s\": %.6g", key, x);
+    else fprintf(f, ", \"%s\": null", key);
+}
+
+/* "attention": [{"epoch": e, "layers": [{"layer", "entropy", ...}]}];
+ * max_score and max_gap are null when the scores were not on the graph */
+static void json_probe(FILE *f, const trainer *t)
+{
+    int L = probe_layers(&t->m), n = 3 * L, first = 1;
+    fprintf(f, ", \"attention\": [");
+    for (int e = 0; e <= t->o->epochs; e++) {
+        if (!t->probed[e]) continue;
+        fprintf(f, "%s\n  {\"epoch\": %d, \"layers\": [", first ? "" : ",", e);
+        for (int k = 0; k < n; k++) {
+            const layer_stats *s = &t->probe[(size_t)e * n + k];
+            fprintf(f, "%s{\"layer\": \"%s.%d\"", k ? ", " : "", probe_kind(k / L), k % L);
+            json_real(f, "entropy", s->entropy);
+            json_real(f, "max_score", s->max_score);
+            json_real(f, "max_gap", s->max_gap);
+            fprintf(f, "}");
+        }
+        fprintf(f, "]}");
+        first = 0;
+    }
+    fprintf(f, "]");
+}
+
+/* The scores on the training data and the held-out data (with --test), the
+ * json, after the model is saved. */
 static int report(trainer *t)
 {
     const opts *o = t->o;
-    metrics te = {0};
+    metrics tr = {0}, te = {0};
     double test_loss = NAN;
+    if (o->entropy_plot && write_entropy_plot(t)) return 1;
     if (t->test) {
+        /* the training data first: its score is memorisation, the held-out
+         * one is what the model learnt */
+        if (evaluate(&t->m, t->g, t->train, &tr)) return 1;
+        printf("training data: sources %d  exact match %.3f  BLEU %.3f  ceiling %.3f\n", tr.sources, tr.exact,
+               tr.bleu, tr.ceiling);
         test_loss = dataset_loss(&t->m, t->g, &t->dt, &t->b, o->batch);
         if (evaluate(&t->m, t->g, t->test, &te)) return 1;
-        printf("held-out: loss %.4f  sources %d  exact match %.3f  BLEU %.3f  ceiling %.3f\n", test_loss, te.sources,
-               te.exact, te.bleu, te.ceiling);
+        printf("held-out:      sources %d  exact match %.3f  BLEU %.3f  ceiling %.3f  loss %.4f\n", te.sources,
+               te.exact, te.bleu, te.ceiling, test_loss);
     }
     if (!o->json) return 0;
     FILE *json = fopen(o->json, "w");
     if (json) {
-        fprintf(json, "{\"epochs\": %d, \"loss\": %.6f, \"seconds\": %.2f", t->ts.epoch, t->last_loss,
-                now() - t->t_start);
-        if (t->test)
-            fprintf(json, ", \"test_loss\": %.6f, \"sources\": %d, \"exact_match\": %.6f, \"bleu\": %.6f, \"ceiling\": %.6f",
-                    test_loss, te.sources, te.exact, te.bleu, te.ceiling);
+        fprintf(json, "{\"epochs\": %d, \"loss\": %.6f, \"seconds\": %.2f, \"init\": \"%s\"", t->ts.epoch,
+                t->last_loss, now() - t->t_start, init_names[t->m.cfg.init]);
+        if (t->test) {
+            fprintf(json, ", \"test_loss\": %.6f", test_loss);
+            json_metrics(json, "", &te);
+            json_metrics(json, "train_", &tr);
+        }
+        json_probe(json, t);
         fprintf(json, "}\n");
         if (fclose(json) == 0) return 0;
     }
@@ -424,7 +532,7 @@ static void trainer_free(trainer *t)
     ag_seq2seq_team_free(t->team);
     ag_graph_free(t->g);
     free(t->order), free(t->b.src), free(t->b.tgt_in), free(t->b.tgt_out), free(t->b.src_valid);
-    free(t->curve), free(t->test_curve);
+    free(t->curve), free(t->test_curve), free(t->probe), free(t->probed);
     dataset_free(&t->d), dataset_free(&t->dt);
     model_free(&t->m);
     ag_pairs_free(t->train), ag_pairs_free(t->test);

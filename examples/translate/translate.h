@@ -6,6 +6,8 @@
  *   train.c       translate train: the training loop as a list of steps
  *   eval.c        greedy decoding of many sentences; translate eval
  *   run.c         translate run: sentences from argv or stdin, pictures
+ *   split.c       translate split: a held-out part by distinct source
+ *   probe.c       each attention layer's entropy and largest score
  *
  * The model is ag_seq2seq (src/nn/seq2seq.c); a checkpoint is a safetensors
  * file holding its parameters, its config and vocabularies in __metadata__,
@@ -34,11 +36,16 @@ enum {
 enum {
     GIVEN_HIDDEN = 1 << 0, GIVEN_HEADS = 1 << 1, GIVEN_FFN = 1 << 2, GIVEN_LAYERS = 1 << 3,
     GIVEN_MAX_LEN = 1 << 4, GIVEN_DROPOUT = 1 << 5, GIVEN_MIN_FREQ = 1 << 6, GIVEN_OPTIMIZER = 1 << 7,
+    GIVEN_INIT = 1 << 8,
 };
 
+/* The names of --init, by AG_SEQ2SEQ_INIT_* value (NULL-terminated). */
+extern const char *const init_names[];
+
 typedef struct opts {
-    const char *data, *test, *out, *model, *resume, *json, *plot, *attention;
+    const char *data, *test, *out, *model, *resume, *json, *plot, *attention, *train_out, *entropy_plot;
     int epochs, stop_after, batch, hidden, heads, ffn, layers, max_len, min_freq, threads, nesterov, warmup;
+    int init, every; /* AG_SEQ2SEQ_INIT_*; split's every N-th source */
     double lr, momentum, clip, dropout, weight_decay;
     const char *optimizer, *schedule;
     uint64_t seed;
@@ -108,8 +115,30 @@ int translate_batch(const model *m, ag_graph *g, const char *const *const *src, 
 /* Exact match, BLEU and its ceiling over the distinct sources of p.  0 or 1. */
 int evaluate(const model *m, ag_graph *g, const ag_pairs *p, metrics *r);
 
+/* ---- probe.c -------------------------------------------------------------- */
+
+#define PROBE_PAIRS 64 /* the probe batch: the first min(64, --batch) training pairs */
+
+typedef struct layer_stats {
+    double entropy;   /* mean row entropy of the weights, nats */
+    double max_score; /* largest scaled score q.k / sqrt(D) of a key a query sees */
+    double max_gap;   /* largest max - min of those scores in one row */
+} layer_stats;
+
+struct dataset;
+struct batch;
+/* The layers probed: the first AG_SEQ2SEQ_MAX_LAYERS of each kind. */
+int probe_layers(const model *m);
+/* "encoder.self", "decoder.self", "decoder.cross" for k = 0, 1, 2. */
+const char *probe_kind(int k);
+/* out[k * probe_layers(m) + i]: layer i of kind k, on the first
+ * min(PROBE_PAIRS, cap) pairs of d (b holds cap pairs).  Resets g.  0 or 1. */
+int probe_attention(const model *m, ag_graph *g, const struct dataset *d, struct batch *b, int cap,
+                    layer_stats *out);
+
 /* ---- the commands: each returns the exit status --------------------------- */
 
+int cmd_split(const opts *o);
 int cmd_train(const opts *o);
 int cmd_eval(const opts *o);
 int cmd_run(const opts *o, char **sentences, int n);

@@ -1,7 +1,9 @@
 /* seq2seq.c: the encoder-decoder Transformer of "Attention Is All You Need"
- * (post-norm), for the toy translator: d2l.ai's architecture, not its
- * initialisation (the embeddings start as N(0, 1/C); d2l's, PyTorch's
- * nn.Embedding default, as N(0, 1), with Xavier-uniform linear layers).
+ * (post-norm), for the toy translator.  d2l.ai's Transformer chapter builds
+ * the same layers but for one thing: its attention projections have no
+ * bias (here they have one).  Its initial weights are those of d2l's
+ * train_seq2seq, AG_SEQ2SEQ_INIT_D2L here; the config's default (init 0)
+ * is AG_SEQ2SEQ_INIT_SCALED.  attograd_nn.h says what each draws.
  *
  *   encoder: x = dropout(E_src[src] * sqrt(C) + P);  N x encoder block
  *   decoder: y = dropout(E_tgt[tgt_in] * sqrt(C) + P); N x decoder block
@@ -24,6 +26,35 @@
 #include <math.h>
 #include <stdio.h>
 
+/* nn.Linear's default bias, U(-1/sqrt(in), 1/sqrt(in)) */
+static void torch_bias(ag_linear *l, uint64_t seed)
+{
+    double k = 1 / sqrt((double)l->in);
+    ag_init_uniform(l->bias, -k, k, ag_param_seed(seed, l->bias->name));
+}
+
+/* The initial weights of m->cfg.init (attograd_nn.h), each parameter
+ * drawn from its own seed.  The blocks come with Xavier-uniform weights and
+ * zero biases (src/nn/transformer.c); this sets the rest. */
+static void init_weights(ag_seq2seq *m, uint64_t seed)
+{
+    int d2l = m->cfg.init == AG_SEQ2SEQ_INIT_D2L;
+    /* scaled: std 1/sqrt(C), so that E * sqrt(C) has unit variance */
+    double emb_std = d2l ? 1 : 1 / sqrt((double)m->cfg.hidden);
+    ag_init_normal(m->src_embedding, 0, emb_std, ag_param_seed(seed, m->src_embedding->name));
+    ag_init_normal(m->tgt_embedding, 0, emb_std, ag_param_seed(seed, m->tgt_embedding->name));
+    ag_init_xavier_uniform(m->dense.weight, ag_param_seed(seed, m->dense.weight->name));
+    ag_init_const(m->dense.bias, 0);
+    if (!d2l) return;
+    /* d2l keeps nn.Linear's default bias where it has one; its attention
+     * projections have none, so theirs stay 0 */
+    torch_bias(&m->dense, seed);
+    for (int i = 0; i < m->cfg.layers; i++) {
+        torch_bias(&m->enc[i].ffn.dense1, seed), torch_bias(&m->enc[i].ffn.dense2, seed);
+        torch_bias(&m->dec[i].ffn.dense1, seed), torch_bias(&m->dec[i].ffn.dense2, seed);
+    }
+}
+
 ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed)
 {
     if (!m || !cfg) return ag__store_fail(s, AG_ERR_ARG, "seq2seq_init: %s is NULL", m ? "config" : "model");
@@ -37,6 +68,9 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
                               "be >= 1", cfg->hidden, cfg->heads, cfg->ffn, cfg->layers, cfg->max_len);
     if (!(cfg->dropout >= 0 && cfg->dropout < 1))
         return ag__store_fail(s, AG_ERR_ARG, "seq2seq: dropout = %g must be in [0, 1)", cfg->dropout);
+    if (cfg->init != AG_SEQ2SEQ_INIT_SCALED && cfg->init != AG_SEQ2SEQ_INIT_D2L)
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: init = %d is not AG_SEQ2SEQ_INIT_SCALED (0) or "
+                              "AG_SEQ2SEQ_INIT_D2L (1)", cfg->init);
     if (cfg->hidden % cfg->heads)
         return ag__store_fail(s, AG_ERR_SHAPE, "seq2seq: hidden = %d is not a multiple of heads = %d", cfg->hidden,
                               cfg->heads);
@@ -51,8 +85,6 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
     m->src_embedding = ag_param(s, "encoder.embedding.weight", AG_SHAPE(cfg->src_vocab, C));
     m->tgt_embedding = ag_param(s, "decoder.embedding.weight", AG_SHAPE(cfg->tgt_vocab, C));
     if (!m->src_embedding || !m->tgt_embedding) goto fail;
-    ag_init_normal(m->src_embedding, 0, 1 / sqrt((double)C), ag_param_seed(seed, m->src_embedding->name));
-    ag_init_normal(m->tgt_embedding, 0, 1 / sqrt((double)C), ag_param_seed(seed, m->tgt_embedding->name));
     char name[64];
     for (int i = 0; i < cfg->layers; i++) {
         snprintf(name, sizeof name, "encoder.blocks.%d", i);
@@ -65,8 +97,7 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
             goto fail;
     }
     if (ag_linear_init(&m->dense, s, "decoder.dense", C, cfg->tgt_vocab, 1, seed) != AG_OK) goto fail;
-    ag_init_xavier_uniform(m->dense.weight, ag_param_seed(seed, m->dense.weight->name));
-    ag_init_const(m->dense.bias, 0);
+    init_weights(m, seed);
     return AG_OK;
 fail:
     ag_seq2seq_free(m);

@@ -71,7 +71,7 @@ ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
 }
 
 /* Xavier-uniform weights and zero biases for every linear layer of an mha or
- * ffn (the translator's init, as d2l's). */
+ * ffn (the translator's init; d2l's draws the same weights, not the biases). */
 static void xavier(ag_linear *l, uint64_t seed)
 {
     ag_init_xavier_uniform(l->weight, ag_param_seed(seed, l->weight->name));

@@ -52,6 +52,17 @@ usage "unknown optimizer" "${train[@]}" --optimizer rmsprop
 usage "--optimizer without a value" "${train[@]}" --optimizer
 usage "unknown schedule" "${train[@]}" --schedule exponential
 usage "--schedule without a value" "${train[@]}" --schedule
+usage "unknown init" "${train[@]}" --init xavier
+usage "--init without a value" "${train[@]}" --init
+split=(split --data "$tmp/tiny.tsv" --train "$tmp/never.tsv" --test "$tmp/never2.tsv")
+usage "split without --train" split --data "$tmp/tiny.tsv" --test "$tmp/never2.tsv"
+usage "split without --test" split --data "$tmp/tiny.tsv" --train "$tmp/never.tsv"
+usage "split without --data" split --train "$tmp/never.tsv" --test "$tmp/never2.tsv"
+for v in 1 0 -3 abc ""; do usage "split --every '$v'" "${split[@]}" --every "$v"; done
+run "split: a missing file" 1 "nothing.tsv" split --data "$tmp/nothing.tsv" --train "$tmp/never.tsv" --test "$tmp/never2.tsv"
+run "split: an unwritable output" 1 "no/such/dir/t.tsv" split --data "$tmp/tiny.tsv" --train "$tmp/no/such/dir/t.tsv" \
+    --test "$tmp/never2.tsv"
+[ -e "$tmp/never.tsv" ] || [ -e "$tmp/never2.tsv" ] && no "a refused split wrote a file" || ok
 
 # whole-number flags: every one refuses these (0 where 0 means nothing)
 for flag in --epochs --batch --hidden --heads --ffn --layers --max-len --min-freq --threads; do
@@ -235,7 +246,7 @@ run "resume: conflicting architecture" 2 "--hidden 64 conflicts with --resume $t
     "${resume[@]}" --hidden 64 --layers 3
 in_has "resume: conflicts" "--layers 3 conflicts with --resume $tmp/good.safetensors, saved with layers 1"
 for flag in "--heads 4|heads 2" "--ffn 16|ffn 8" "--max-len 12|max_len 10" "--dropout 0.2|dropout 0.1" \
-            "--min-freq 1|min_freq 2" "--optimizer adam|optimizer sgd"; do
+            "--min-freq 1|min_freq 2" "--optimizer adam|optimizer sgd" "--init d2l|init scaled"; do
     set -- ${flag%%|*}
     run "resume: $1 $2" 2 "$1 $2 conflicts with --resume $tmp/good.safetensors, saved with ${flag#*|}" "${resume[@]}" "$1" "$2"
 done
@@ -250,6 +261,14 @@ run "resume it without --min-freq" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp
     --resume "$tmp/mf1.safetensors" --epochs 2 --quiet
 if grep -aq '"min_freq":"1"' "$tmp/mf1r.safetensors"; then ok; else no "resume rewrote the saved min_freq 1"; fi
 [ -s "$tmp/resumed2.safetensors" ] && ok || no "resume without flags wrote no model"
+
+# --init d2l is saved, kept by --resume, and checked against a given --init
+run "train with --init d2l" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/d2l.safetensors" "${small[@]}" --init d2l
+run "resume it without --init" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/d2lr.safetensors" \
+    --resume "$tmp/d2l.safetensors" --epochs 2 --quiet
+if grep -aq '"init":"d2l"' "$tmp/d2lr.safetensors"; then ok; else no "resume lost the saved init d2l"; fi
+run "resume: --init scaled" 2 "--init scaled conflicts with --resume $tmp/d2l.safetensors, saved with init d2l" \
+    train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors" --resume "$tmp/d2l.safetensors" --epochs 2 --init scaled
 
 # set_meta IN OUT KEY VALUE: IN with metadata KEY set to VALUE (KEY must be in it)
 set_meta() {
@@ -270,6 +289,11 @@ for kv in "optimizer_steps|abc|a whole number from 0 to 9007199254740992" "optim
     set_meta "$tmp/good.safetensors" "$tmp/meta.safetensors" "$key" "$val"
     run "resume: metadata $key '$val'" 1 "meta.safetensors: metadata '$key' is '$val', want $want" \
         train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors" --resume "$tmp/meta.safetensors" --epochs 2 --quiet
+done
+for val in "" xavier D2L "d2l "; do
+    set_meta "$tmp/d2l.safetensors" "$tmp/meta.safetensors" init "$val"
+    run "run: metadata init '$val'" 1 "meta.safetensors: metadata 'init' is '$val', want one of: scaled d2l" \
+        run --model "$tmp/meta.safetensors" "go ."
 done
 for val in "" abc 1 -0.1 nan inf 0.1x; do
     set_meta "$tmp/good.safetensors" "$tmp/meta.safetensors" dropout "$val"

@@ -7,12 +7,14 @@ Run with Debian's PyTorch (apt-get install python3-torch), i.e. with
     /usr/bin/python3 tests/reference/translator.py train --data FILE [--test FILE]
         [--epochs 30] [--batch 64] [--optimizer sgd|adam] [--lr X] [--momentum X]
         [--weight-decay X] [--clip 1.0] [--hidden 64] [--heads 4] [--ffn 128]
-        [--layers 2] [--dropout 0.1] [--max-len 10] [--min-freq 2] [--seed 0]
+        [--layers 2] [--dropout 0.1] [--max-len 10] [--min-freq 2] [--seed 0] [--init scaled|d2l]
         [--threads N] [--json FILE] [--out MODEL] [--quiet]
     /usr/bin/python3 tests/reference/translator.py step --model C_CHECKPOINT
         --data FILE --out FIXTURE.safetensors
     /usr/bin/python3 tests/reference/translator.py split --data FILE
         --train TRAIN.tsv --test TEST.tsv [--every 10]
+    /usr/bin/python3 tests/reference/translator.py initcheck --model C_CHECKPOINT
+        [--init scaled|d2l] [--quiet]
 
 It is the same program as examples/translate/ + src/nn/seq2seq.c, written
 again with torch.nn, so that the C code can be checked against it:
@@ -265,13 +267,17 @@ def import_torch(threads):
 def define_model(torch):
     nn, F = torch.nn, torch.nn.functional
 
-    def attention(q, k, v, mask, p_drop, training):
-        """softmax(Q K^T / sqrt(D), -inf where mask is False), dropout, times V."""
+    def attention(q, k, v, mask, p_drop, training, record=None):
+        """softmax(Q K^T / sqrt(D), -inf where mask is False), dropout, times V.
+        record (a list) gets the scaled scores, before the mask, and P."""
         D = q.shape[-1]
         scores = torch.matmul(q, k.transpose(-1, -2)) * (1 / math.sqrt(D))
+        scaled = scores
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         P = torch.softmax(scores, dim=-1)
+        if record is not None:
+            record.append((scaled.detach(), P.detach()))
         if training and p_drop > 0:
             P = F.dropout(P, p_drop, training=True)
         return torch.matmul(P, v)
@@ -280,6 +286,7 @@ def define_model(torch):
         def __init__(self, C, H, dropout):
             super().__init__()
             self.H, self.dropout = H, dropout
+            self.record = None  # a list: attention() appends (scores, P)
             self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(C, C) for _ in range(4))
 
         def split(self, x):  # [B, T, C] -> [B, H, T, D]
@@ -288,7 +295,7 @@ def define_model(torch):
 
         def forward(self, x_q, x_kv, mask):
             q, k, v = self.split(self.w_q(x_q)), self.split(self.w_k(x_kv)), self.split(self.w_v(x_kv))
-            o = attention(q, k, v, mask, self.dropout, self.training)
+            o = attention(q, k, v, mask, self.dropout, self.training, self.record)
             B, H, T, D = o.shape
             return self.w_o(o.permute(0, 2, 1, 3).reshape(B, T, H * D))
 
@@ -365,17 +372,32 @@ def define_model(torch):
                         P[t][i + 1] = math.cos(angle)
             self.register_buffer("positions", torch.tensor(P, dtype=torch.float64), persistent=False)
 
-        def init_weights(self):
-            """The C init's distributions (not its numbers): embeddings N(0, 1/C),
-            linear weights Xavier-uniform, biases 0, LayerNorm gain 1 and bias 0."""
+        def init_weights(self, kind="scaled"):
+            """The C init's distributions (not its numbers), ag_seq2seq_init.
+
+            scaled: embeddings N(0, 1/C) (times sqrt(C) in embed: unit
+                    variance, like the positions), linear weights
+                    Xavier-uniform, biases 0;
+            d2l:    what d2l's train_seq2seq does to its Transformer:
+                    nn.Embedding's default N(0, 1), Xavier-uniform on every
+                    nn.Linear weight, nn.Linear's default bias
+                    U(-1/sqrt(in), 1/sqrt(in)) where d2l has a bias (the FFN
+                    and the output layer) and 0 on the attention projections
+                    (d2l builds them without a bias).
+            LayerNorm gain 1 and bias 0 in both."""
             C = self.cfg["hidden"]
             with torch.no_grad():
-                for m in self.modules():
+                for name, m in self.named_modules():
                     if isinstance(m, nn.Embedding):
-                        nn.init.normal_(m.weight, 0.0, 1 / math.sqrt(C))
+                        nn.init.normal_(m.weight, 0.0, 1.0 if kind == "d2l" else 1 / math.sqrt(C))
                     elif isinstance(m, nn.Linear):
                         nn.init.xavier_uniform_(m.weight)
-                        nn.init.zeros_(m.bias)
+                        projection = name.rsplit(".", 1)[-1] in ("w_q", "w_k", "w_v", "w_o")
+                        if kind == "d2l" and not projection:
+                            k = 1 / math.sqrt(m.in_features)
+                            nn.init.uniform_(m.bias, -k, k)
+                        else:
+                            nn.init.zeros_(m.bias)
 
         def embed(self, table, ids):
             """dropout(E[ids] * sqrt(C) + P[:L])"""
@@ -486,6 +508,54 @@ def dataset_loss(torch, model, d, B):
     return total / tokens if tokens else float("nan")
 
 
+PROBE = 64  # the probe batch: the first PROBE pairs of the training data
+
+
+def attention_stats(torch, model, d):
+    """Per attention layer, on the probe batch (dropout off), as translate's
+    --json "attention": the mean row entropy of the weights (nats, over the
+    real query rows and the heads), the largest scaled score q.k/sqrt(D) a
+    real query gives a key it may see, and the largest row gap (max - min of
+    those scores in one row).  A list of {layer, entropy, max_score, max_gap}
+    in the order encoder self 0..N-1, decoder self 0..N-1, decoder cross
+    0..N-1."""
+    n = min(PROBE, d.n)
+    src, svl, tin, tout, _ = d.batch(torch.arange(n))
+    tvl = d.tgt_valid[:n]
+    mhas = {"encoder.self": [b.attention for b in model.encoder.blocks],
+            "decoder.self": [b.self_attention for b in model.decoder.blocks],
+            "decoder.cross": [b.cross_attention for b in model.decoder.blocks]}
+    for ms in mhas.values():
+        for m in ms:
+            m.record = []
+    training = model.training
+    model.eval()
+    with torch.no_grad():
+        model.loss(src, svl, tin, tout)
+    model.train(training)
+    S, T = src.shape[1], tin.shape[1]
+    s_real = torch.arange(S)[None, :] < svl[:, None]  # [B, S]
+    t_real = torch.arange(T)[None, :] < tvl[:, None]  # [B, T]
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    allowed = {"encoder.self": s_real[:, None, :, None] & s_real[:, None, None, :],
+               "decoder.self": t_real[:, None, :, None] & causal[None, None],
+               "decoder.cross": t_real[:, None, :, None] & s_real[:, None, None, :]}
+    out = []
+    for kind, ms in mhas.items():
+        for i, m in enumerate(ms):
+            z, P = m.record[0]
+            m.record = None
+            ok = allowed[kind].expand(z.shape)
+            rows = ok.any(-1)  # [B, H, Tq]: the real query rows
+            ent = -(torch.where(P > 0, P * torch.log(torch.where(P > 0, P, torch.ones_like(P))),
+                                torch.zeros_like(P))).sum(-1)
+            hi = torch.where(ok, z, torch.full_like(z, -math.inf)).max(-1).values
+            lo = torch.where(ok, z, torch.full_like(z, math.inf)).min(-1).values
+            out.append({"layer": "%s.%d" % (kind, i), "entropy": float(ent[rows].mean()),
+                        "max_score": float(hi[rows].max()), "max_gap": float((hi - lo)[rows].max())})
+    return out
+
+
 def evaluate(torch, model, pairs, sv, tv, L):
     """examples/translate/'s evaluate: greedy translations of the distinct
     sources (in order of first appearance), scored against all their
@@ -527,9 +597,9 @@ def cmd_train(torch, a):
     sv, tv = build_vocabs(train_pairs, a.min_freq)
     L = a.max_len
     cfg = dict(src_vocab=len(sv), tgt_vocab=len(tv), hidden=a.hidden, heads=a.heads, ffn=a.ffn,
-               layers=a.layers, max_len=L, dropout=a.dropout)
+               layers=a.layers, max_len=L, dropout=a.dropout, init=a.init)
     model = define_model(torch)(cfg)
-    model.init_weights()
+    model.init_weights(a.init)
     model.train()
     d = Dataset(torch, train_pairs, sv, tv, L)
     dt = Dataset(torch, test_pairs, sv, tv, L) if test_pairs else None
@@ -557,6 +627,7 @@ def cmd_train(torch, a):
               "torch %s, %d threads" % (d.n, skipped, len(sv), len(tv), nparams, a.optimizer, lr,
                                         torch.__version__, torch.get_num_threads()), flush=True)
     gen = torch.Generator().manual_seed(a.seed)
+    attention0 = attention_stats(torch, model, d)  # before the first step
     B = a.batch
     history = []
     t_start = time.perf_counter()
@@ -584,6 +655,7 @@ def cmd_train(torch, a):
         dt_, cpu = time.perf_counter() - t0, time.process_time() - c0
         last_loss = total / tokens
         history.append({"epoch": epoch + 1, "loss": last_loss, "seconds": dt_, "cpu_seconds": cpu,
+                        "attention": attention_stats(torch, model, d),
                         "tokens_per_s": tokens / dt_})
         if not math.isfinite(last_loss):
             sys.exit("translator.py: epoch %d: loss is %g" % (epoch + 1, last_loss))
@@ -597,7 +669,8 @@ def cmd_train(torch, a):
     seconds = time.perf_counter() - t_start  # held-out losses included, as translate's
     if a.out:
         save_checkpoint(model, sv, tv, a.out)
-    result = {"epochs": a.epochs, "loss": last_loss, "seconds": seconds, "history": history,
+    result = {"epochs": a.epochs, "loss": last_loss, "seconds": seconds, "init": a.init,
+              "attention_init": attention0, "history": history,
               "threads": torch.get_num_threads(), "torch": torch.__version__}
     if dt is not None:
         test_loss = dataset_loss(torch, model, dt, B)
@@ -639,6 +712,8 @@ def save_checkpoint(model, sv, tv, path):
     for key in ("hidden", "heads", "ffn", "layers", "max_len"):
         meta[key] = str(cfg[key])
     meta["dropout"] = repr(float(cfg["dropout"]))
+    if cfg.get("init", "scaled") != "scaled":
+        meta["init"] = cfg["init"]
     st_write(path, tensors, meta)
 
 
@@ -736,6 +811,58 @@ def cmd_step(torch, a):
 
 
 # ---------------------------------------------------------------------------
+# initcheck: the twin's initial weights against the C program's
+# ---------------------------------------------------------------------------
+
+def ks_statistic(a, b):
+    """Two-sample Kolmogorov-Smirnov D: the largest gap between the
+    empirical distribution functions of the sorted lists a and b."""
+    i = j = 0
+    d = 0.0
+    while i < len(a) and j < len(b):
+        x = min(a[i], b[j])
+        while i < len(a) and a[i] <= x:
+            i += 1
+        while j < len(b) and b[j] <= x:
+            j += 1
+        d = max(d, abs(i / len(a) - j / len(b)))
+    return d
+
+
+def cmd_initcheck(torch, a):
+    """Every parameter of a C checkpoint (trained so little that its weights
+    are its initial ones) against the twin's init for the same config: equal
+    when the twin's is a constant (0 or 1, to 1e-6), else drawn from the same
+    distribution: two-sample Kolmogorov-Smirnov D below its 1e-6 critical
+    value, 2.63 sqrt((n + m) / (n m)).  Exit status 1 when one is not."""
+    tensors, meta = st_read(a.model)
+    init = a.init or meta.get("init", "scaled")
+    sv, tv = Vocab.parse(meta["src_vocab"]), Vocab.parse(meta["tgt_vocab"])
+    cfg = dict(src_vocab=len(sv), tgt_vocab=len(tv), hidden=int(meta["hidden"]), heads=int(meta["heads"]),
+               ffn=int(meta["ffn"]), layers=int(meta["layers"]), max_len=int(meta["max_len"]),
+               dropout=float(meta["dropout"]), init=init)
+    torch.manual_seed(a.seed)
+    model = define_model(torch)(cfg)
+    model.init_weights(init)
+    bad = 0
+    for name, p in model.named_parameters():
+        ours = sorted(p.detach().reshape(-1).tolist())
+        theirs = sorted(tensors[name][2])
+        if ours[0] == ours[-1]:
+            worst = max(abs(x - ours[0]) for x in theirs)
+            ok, what = worst <= 1e-6, "constant %g, C differs by up to %.3g" % (ours[0], worst)
+        else:
+            n, m = len(ours), len(theirs)
+            d, crit = ks_statistic(ours, theirs), 2.63 * math.sqrt((n + m) / (n * m))
+            ok, what = d < crit, "KS D %.4f, critical %.4f (n %d)" % (d, crit, n)
+        bad += not ok
+        if not ok or not a.quiet:
+            print("%-48s %s  %s" % (name, "ok " if ok else "BAD", what))
+    print("initcheck %s: %d of %d parameters differ in distribution" % (init, bad, len(list(model.parameters()))))
+    return 1 if bad else 0
+
+
+# ---------------------------------------------------------------------------
 # split: a train / held-out split by distinct source sentence
 # ---------------------------------------------------------------------------
 
@@ -796,6 +923,8 @@ def main(argv):
     t.add_argument("--max-len", type=int, default=10)
     t.add_argument("--min-freq", type=int, default=2)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--init", choices=("scaled", "d2l"), default="scaled",
+                   help="initial weights: scaled (embeddings N(0, 1/C)) or d2l's (N(0, 1), see init_weights)")
     t.add_argument("--threads", type=int)
     t.add_argument("--json")
     t.add_argument("--out", help="also save the model in translate's checkpoint format")
@@ -806,6 +935,12 @@ def main(argv):
     s.add_argument("--out", required=True)
     s.add_argument("--min-freq", type=int, default=2, help="when the checkpoint does not say")
     s.add_argument("--threads", type=int, default=1)
+    c = sub.add_parser("initcheck", help="compare a C checkpoint's initial weights with the twin's init")
+    c.add_argument("--model", required=True)
+    c.add_argument("--init", choices=("scaled", "d2l"), help="default: the checkpoint's")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--quiet", action="store_true")
+    c.add_argument("--threads", type=int, default=1)
     d = sub.add_parser("split", help="split a TSV file into train and held-out files by distinct source")
     d.add_argument("--data", required=True)
     d.add_argument("--train", required=True)
@@ -815,6 +950,8 @@ def main(argv):
     if a.cmd == "split":
         return cmd_split(a)
     torch = import_torch(a.threads)
+    if a.cmd == "initcheck":
+        return cmd_initcheck(torch, a)
     return cmd_train(torch, a) if a.cmd == "train" else cmd_step(torch, a)
 
 

@@ -5,7 +5,10 @@
 #   - 2 epochs + --resume to 4 epochs equals 4 epochs straight, bit for bit;
 #   - the same seed gives the same losses, run after run, with --threads 2 too;
 #   - SIGINT / SIGTERM during training: exit 130 / 143, a checkpoint at --out,
-#     and --resume from it gives the uninterrupted run's model, bit for bit.
+#     and --resume from it gives the uninterrupted run's model, bit for bit;
+#   - split is a deterministic partition by distinct source (the twin's bytes);
+#     train --test and make run print both scores; --init d2l draws the
+#     twin's init.
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=${1:-build}
@@ -166,6 +169,74 @@ if [ "$rc" = 1 ] && [ -n "$why" ] && [ ! -e "$tmp/div.safetensors" ]; then ok "a
 elif [ "$SANITIZED" = 1 ] && [ "$rc" = 87 ] && grep -q 'src/core/elementwise.c.*runtime error' "$tmp/div.log"; then
     echo "skip a diverging run: UBSan stops it first in the library ($(grep -o 'elementwise.c.*' "$tmp/div.log" | head -n 1))"
 else no "a diverging run: exit $rc, $(grep -v '^epoch' "$tmp/div.log" | head -n 12)"; fi
+
+# 8. split: a partition of the usable lines by distinct source, the same
+# run after run and the same bytes as the PyTorch twin's split; train with
+# --test scores both parts; --init d2l draws the twin's distributions.
+data=examples/data/eng-fra.tsv
+"$T" split --data "$data" --train "$tmp/sp_a.tsv" --test "$tmp/sp_b.tsv" > "$tmp/sp.log" 2>&1
+"$T" split --data "$data" --train "$tmp/sp_a2.tsv" --test "$tmp/sp_b2.tsv" > /dev/null 2>&1
+if [ -s "$tmp/sp_a.tsv" ] && cmp -s "$tmp/sp_a.tsv" "$tmp/sp_a2.tsv" && cmp -s "$tmp/sp_b.tsv" "$tmp/sp_b2.tsv"; then
+    ok "split: the same files twice ($(cat "$tmp/sp.log"))"
+else no "split: two runs differ: $(cat "$tmp/sp.log")"; fi
+# the shipped file has no bad line: the two parts are its lines, reordered
+if diff <(sort "$data") <(sort "$tmp/sp_a.tsv" "$tmp/sp_b.tsv") > /dev/null; then ok "split: a partition of the lines"
+else no "split: the parts are not the file's lines"; fi
+# disjoint by source: the tokens of each source (the reader's preprocessing,
+# as translate eval groups them) in one part only; eval --json counts the
+# distinct sources of a file, so the parts' counts add up to the file's
+src_count() { "$T" eval --model "$tmp/a.safetensors" --data "$1" --json "$tmp/count.json" > /dev/null 2>&1 &&
+    grep -o '"sources": [0-9]*' "$tmp/count.json" | awk '{print $2}'; }
+na=$(src_count "$tmp/sp_a.tsv") nb=$(src_count "$tmp/sp_b.tsv") nall=$(src_count "$data")
+if [ -n "$na" ] && [ -n "$nb" ] && [ $((na + nb)) = "$nall" ] && [ $((nb * 10)) -le "$nall" ] &&
+   [ $((nb * 10 + 10)) -gt "$nall" ]
+then ok "split: $na + $nb distinct sources = $nall, a tenth held out"
+else no "split: sources $na + $nb, file $nall"; fi
+PY=/usr/bin/python3
+if [ -x "$PY" ]; then
+    "$PY" tests/reference/translator.py split --data "$data" --train "$tmp/py_a.tsv" --test "$tmp/py_b.tsv" > /dev/null 2>&1
+    if cmp -s "$tmp/sp_a.tsv" "$tmp/py_a.tsv" && cmp -s "$tmp/sp_b.tsv" "$tmp/py_b.tsv"; then
+        ok "split: the same bytes as translator.py split"
+    else no "split differs from translator.py split"; fi
+else echo "skip split against translator.py: no $PY"; fi
+head -n 300 "$tmp/sp_a.tsv" > "$tmp/sp_train.tsv"
+head -n 60 "$tmp/sp_b.tsv" > "$tmp/sp_test.tsv"
+if "$T" train --data "$tmp/sp_train.tsv" --test "$tmp/sp_test.tsv" --out "$tmp/h.safetensors" --epochs 2 "${small[@]}" \
+       --json "$tmp/h.json" > "$tmp/h.log" 2>&1 &&
+   grep -q '^training data: sources [0-9]*  exact match [0-9.]*  BLEU [0-9.]*' "$tmp/h.log" &&
+   grep -q '^held-out: *sources [0-9]*  exact match [0-9.]*  BLEU [0-9.]*' "$tmp/h.log" &&
+   grep -q '"train_exact_match": [0-9.]*, "train_bleu": [0-9.]*' "$tmp/h.json"
+then ok "train --test: training-data and held-out scores"; else no "train --test: $(tail -n 3 "$tmp/h.log")"; fi
+# the probe: epochs 0 (before training), 1 and 2, each with 3 kinds x 1 layer
+n_ep=$(grep -o '"epoch": [0-9]*, "layers"' "$tmp/h.json" | wc -l)
+n_l=$(grep -o '"layer": "[a-z.]*[0-9]*", "entropy": [0-9.e+-]*, "max_score": [0-9.e+-]*' "$tmp/h.json" | wc -l)
+if [ "$n_ep" = 3 ] && [ "$n_l" = 9 ]; then ok "train --json: attention statistics per epoch and layer"
+else no "train --json: $n_ep probed epochs, $n_l layer entries (want 3, 9)"; fi
+# measuring does not change the run: the same model without --json
+"$T" train --data "$tmp/sp_train.tsv" --test "$tmp/sp_test.tsv" --out "$tmp/h0.safetensors" --epochs 2 "${small[@]}" \
+    > /dev/null 2>&1
+if [ -s "$tmp/h0.safetensors" ] && cmp -s "$tmp/h.safetensors" "$tmp/h0.safetensors"; then ok "the probe changes nothing"
+else no "train --json wrote another model than train"; fi
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/i.safetensors" --epochs 1 --lr 1e-12 --init d2l "${small[@]}" > /dev/null 2>&1
+if [ -x "$PY" ] && "$PY" -c 'import torch' 2> /dev/null; then
+    if "$PY" tests/reference/translator.py initcheck --model "$tmp/i.safetensors" --quiet > "$tmp/ic.log" 2>&1
+    then ok "--init d2l: $(tail -n 1 "$tmp/ic.log")"; else no "--init d2l: $(tail -n 5 "$tmp/ic.log")"; fi
+    # and the check can fail: the scaled init is not d2l's
+    "$T" train --data "$tmp/tiny.tsv" --out "$tmp/i0.safetensors" --epochs 1 --lr 1e-12 "${small[@]}" > /dev/null 2>&1
+    if ! "$PY" tests/reference/translator.py initcheck --model "$tmp/i0.safetensors" --init d2l --quiet > "$tmp/ic0.log" 2>&1 &&
+       grep -q 'embedding.weight *BAD' "$tmp/ic0.log"
+    then ok "initcheck tells the scaled init from d2l's"; else no "initcheck took the scaled init for d2l's"; fi
+else echo "skip --init d2l against translator.py: no PyTorch under $PY"; fi
+
+# 9. make run prints both scores (a short run of a small model; not on a
+# sanitizer build, which make would rebuild with the default flags)
+if [ "$SANITIZED" != 1 ]; then
+    if make -s --no-print-directory run BUILD="$B" RUN_MODEL="$tmp/run.safetensors" \
+           RUN_FLAGS="--epochs 1 --hidden 16 --heads 2 --ffn 32 --layers 1 --quiet" > "$tmp/run.log" 2>&1 &&
+       grep -q '^training data: sources 2338  exact match [0-9.]*  BLEU [0-9.]*' "$tmp/run.log" &&
+       grep -q '^held-out: *sources 259  exact match [0-9.]*  BLEU [0-9.]*' "$tmp/run.log"
+    then ok "make run: training-data and held-out scores"; else no "make run: $(tail -n 5 "$tmp/run.log")"; fi
+fi
 
 echo "translate: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -94,10 +94,10 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     ag__impl(y)->iarg[0] = ignore_index;
     ag__impl(y)->iarg[1] = (int)reduction;
     ag__impl(y)->farg[0] = ls;
-    saved *sv = ag__alloc(g, sizeof *sv);
-    int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
-    double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
-    ag_real *ex = mx ? ag__alloc(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
+    saved *sv = ag__save(g, sizeof *sv);
+    int *tg = sv ? ag__save(g, (rows ? rows : 1) * sizeof(int)) : NULL;
+    double *mx = tg ? ag__save(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
+    ag_real *ex = mx ? ag__save(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
     if (!ex) return NULL;
     double *logsum = mx + (rows ? rows : 1);
     if (rows) memcpy(tg, targets, rows * sizeof(int));

@@ -334,10 +334,14 @@ int ag_seq2seq_team_size(const ag_seq2seq_team *t);
 ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, const int *src_valid,
                                const int *tgt_in, const int *tgt_out, int B, int S, int T, double *loss);
 
-/* Greedy decoding of B sentences at once: the encoder runs once; the decoder
- * recomputes the whole prefix at each step (no key/value cache: simple).
- * out [B, max_len] gets the ids up to (not including) <eos>, out_len [B]
- * their counts.  Uses (and resets) g; returns the graph's status. */
+/* Greedy decoding of B sentences at once, in no-grad mode: the encoder
+ * runs once (the cross-attentions' keys and values too); each step decodes
+ * only the newest position, its self-attention reading the earlier
+ * positions' keys and values from a key/value cache (the tokens of
+ * decoding the whole prefix at every step).  Allocates per call, never per
+ * step.  out [B, max_len] gets the ids up to (not including) <eos>,
+ * out_len [B] their counts.  Uses (and resets) g; returns the graph's
+ * status. */
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                             int S, int bos, int eos, int max_len, int *out, int *out_len);
 

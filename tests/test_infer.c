@@ -231,3 +231,101 @@ Test(kv_cache, no_allocation_per_token)
     ag_gpt_free(&m);
     ag_store_free(s);
 }
+
+/* ---- the translator's greedy decoding -------------------------------------- */
+
+enum { S2S_B = 3, S2S_S = 5, S2S_L = 9, S2S_BOS = 1, S2S_EOS = 2 };
+
+static void make_seq2seq(ag_seq2seq *m, ag_store *s, int pre_norm)
+{
+    ag_seq2seq_config cfg = {.src_vocab = 10, .tgt_vocab = 9, .hidden = 16, .heads = 2, .ffn = 24, .layers = 2,
+                             .max_len = S2S_L, .dropout = 0.1};
+    cr_assert_eq(ag_seq2seq_init(m, s, &cfg, 5), AG_OK, "%s", ag_store_error(s));
+    for (int i = 0; i < ag_store_count(s); i++) ag_init_normal(ag_store_at(s, i), 0, 0.4, 200 + (uint64_t)i);
+    for (int i = 0; i < cfg.layers; i++) m->enc[i].cfg.pre_norm = m->dec[i].cfg.pre_norm = pre_norm;
+}
+
+/* Greedy decoding without a cache: the whole prefix through
+ * ag_seq2seq_decode at every step, the argmax of its last row. */
+static void greedy_uncached(const ag_seq2seq *m, const int *src, const int *valid, int *out, int *out_len)
+{
+    ag_graph *g = ag_graph_new();
+    ag_graph_set_training(g, 0);
+    ag_tensor *mask = NULL, *enc = ag_seq2seq_encode(g, m, src, valid, S2S_B, S2S_S, &mask);
+    cr_assert_not_null(enc, "%s", ag_graph_error(g));
+    int prefix[S2S_B][S2S_L] = {{0}}, done[S2S_B] = {0}, V = m->cfg.tgt_vocab;
+    for (int b = 0; b < S2S_B; b++) prefix[b][0] = S2S_BOS, out_len[b] = 0;
+    for (int t = 0; t < S2S_L; t++) {
+        ag_tensor *logits = ag_seq2seq_decode(g, m, enc, mask, &prefix[0][0] /* [B, L], first t + 1 read */, S2S_B,
+                                              S2S_L);
+        cr_assert_not_null(logits, "%s", ag_graph_error(g));
+        for (int b = 0; b < S2S_B; b++) {
+            if (done[b]) continue;
+            const ag_real *row = logits->data + ((size_t)b * S2S_L + t) * V;
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (row[v] > row[best]) best = v;
+            if (best == S2S_EOS) {
+                done[b] = 1;
+                continue;
+            }
+            out[b * S2S_L + out_len[b]++] = best;
+            if (t + 1 < S2S_L) prefix[b][t + 1] = best;
+        }
+    }
+    ag_graph_free(g);
+}
+
+Test(kv_cache, seq2seq_greedy_matches_uncached_post_and_pre_norm)
+{
+    const int src[S2S_B * S2S_S] = {4, 5, 6, 7, 2, 9, 8, 2, 0, 0, 3, 2, 0, 0, 0}, valid[S2S_B] = {5, 3, 2};
+    int decoded = 0;
+    for (int pre = 0; pre <= 1; pre++) {
+        ag_store *s = ag_store_new();
+        ag_seq2seq m;
+        make_seq2seq(&m, s, pre);
+        int want[S2S_B * S2S_L] = {0}, want_len[S2S_B], got[S2S_B * S2S_L] = {0}, got_len[S2S_B];
+        greedy_uncached(&m, src, valid, want, want_len);
+        ag_graph *g = ag_graph_new();
+        cr_assert_eq(ag_seq2seq_greedy(g, &m, src, valid, S2S_B, S2S_S, S2S_BOS, S2S_EOS, S2S_L, got, got_len), AG_OK,
+                     "%s", ag_graph_error(g));
+        cr_assert_eq(ag_graph_training(g), 1, "training mode restored");
+        cr_assert_eq(ag_graph_grad(g), 1, "grad mode restored");
+        for (int b = 0; b < S2S_B; b++) {
+            cr_assert_eq(got_len[b], want_len[b], "%s-norm: sentence %d: %d ids, want %d", pre ? "pre" : "post", b,
+                         got_len[b], want_len[b]);
+            for (int i = 0; i < want_len[b]; i++)
+                cr_assert_eq(got[b * S2S_L + i], want[b * S2S_L + i], "sentence %d id %d", b, i);
+            decoded += want_len[b];
+        }
+        ag_graph_free(g);
+        ag_seq2seq_free(&m);
+        ag_store_free(s);
+    }
+    cr_assert_gt(decoded, 6, "the models decoded only %d ids: the test compares too little", decoded);
+}
+
+/* Greedy decoding of 2 steps and of 9 allocate alike: nothing per step. */
+Test(kv_cache, seq2seq_greedy_no_allocation_per_step)
+{
+    const int src[S2S_B * S2S_S] = {4, 5, 6, 7, 2, 9, 8, 2, 0, 0, 3, 2, 0, 0, 0}, valid[S2S_B] = {5, 3, 2};
+    ag_store *s = ag_store_new();
+    ag_seq2seq m;
+    make_seq2seq(&m, s, 0);
+    int out[S2S_B * S2S_L], len[S2S_B];
+    uint64_t count[3];
+    const int steps[3] = {S2S_L, 2, S2S_L};
+    for (int k = 0; k < 3; k++) { /* k = 0 warms the gemm's packing buffers */
+        ag_graph *g = ag_graph_new();
+        uint64_t before = ag_alloc_count();
+        cr_assert_eq(ag_seq2seq_greedy(g, &m, src, valid, S2S_B, S2S_S, S2S_BOS, 999, steps[k], out, len), AG_OK,
+                     "%s", ag_graph_error(g));
+        count[k] = ag_alloc_count() - before;
+        ag_graph_free(g);
+    }
+    cr_assert_eq(len[0], S2S_L, "no <eos> (999): every step ran");
+    cr_assert_eq(count[2], count[1], "%llu allocations for %d steps, %llu for 2", (unsigned long long)count[2], S2S_L,
+                 (unsigned long long)count[1]);
+    ag_seq2seq_free(&m);
+    ag_store_free(s);
+}

@@ -617,6 +617,10 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
     dataset_free(&d);
 }
 
+/* ---- 4. the GPT ------------------------------------------------------------------- */
+
+#include "gpt.h"
+
 /* ---- main ------------------------------------------------------------------------- */
 
 /* Run `call` in a child process (its output goes to the same stdout and
@@ -680,7 +684,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator] [--seconds S]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|gpt] [--seconds S]\n"
                     "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n");
             return 2;
         }
@@ -719,6 +723,9 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "translator")) {
         SECTION(failed, bench_translator(threads, nthreads, python, have_torch, data_path));
+    }
+    if (!only || !strcmp(only, "gpt")) {
+        SECTION(failed, bench_gpt(threads, nthreads, python, have_torch, budget, data_path));
     }
     if (out_file) {
         fclose(out_file);

@@ -16,6 +16,12 @@ text pipeline, and one training step written out as a parity fixture.
         [--activation gelu|gelu_tanh|relu] [--untied] [--dropout 0] [--lr 1e-3] [--clip 1.0] [--seed 0]
         [--threads N] [--eval-every 100]
 
+    # side-by-side timing for `make bench` (tests/bench/gpt.h): one JSON line
+    # with the milliseconds of a training step (forward, backward, clip, Adam)
+    # on random ids, and the tokens per second of a generate loop as nanoGPT's
+    # (crop to the context, the whole window forward, argmax, append: no cache)
+    /usr/bin/python3 tests/reference/gpt.py bench [--threads 1] [--seconds 2] [--new 31,200]
+
 The model: x = tokens[ids] + positions[t]; per block x = x + attention(norm1(x)),
 x = x + ffn(norm2(x)) (causal attention, heads of width C / H, GELU MLP);
 logits = norm(x) tokens^T (tied) or head(norm(x)) (untied).  Names:
@@ -283,6 +289,63 @@ def cmd_train(torch, a):
     return 0
 
 
+# ---------------------------------------------------------------------------
+# bench: the timings `make bench` puts beside attograd's
+# ---------------------------------------------------------------------------
+
+def best_ms(fn, budget):
+    """Milliseconds per call of fn: the best round of several, about budget seconds in all."""
+    fn()
+    best, spent = float("inf"), 0.0
+    while spent < budget or best == float("inf"):
+        t0, n = time.perf_counter(), 0
+        while True:
+            fn()
+            n += 1
+            dt = time.perf_counter() - t0
+            if n >= 2 and dt >= budget / 5:
+                break
+        best, spent = min(best, dt / n), spent + dt
+    return 1e3 * best
+
+
+def generate(torch, model, idx, n_new, context):
+    """nanoGPT's generate (greedy): every token runs the model on the whole
+    cropped window; no key/value cache."""
+    for _ in range(n_new):
+        logits = model(idx[:, -context:])[:, -1, :]
+        idx = torch.cat((idx, logits.argmax(dim=-1, keepdim=True)), dim=1)
+    return idx
+
+
+def cmd_bench(torch, a):
+    import json
+    torch.manual_seed(0)
+    cfg = dict(vocab=a.vocab, context=a.context, hidden=a.hidden, heads=a.heads, ffn=a.ffn, layers=a.layers,
+               untied=0, activation="gelu", dropout=0.0)
+    model = define_model(torch)(cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=ADAM_LR, betas=ADAM_BETAS, eps=ADAM_EPS)
+    x = torch.randint(0, a.vocab, (a.batch, a.context))
+    y = torch.randint(0, a.vocab, (a.batch, a.context))
+
+    def step():
+        loss = model.loss(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        opt.step()
+
+    out = {"threads": torch.get_num_threads(), "step_ms": best_ms(step, a.seconds), "generate_tok_s": {}}
+    model.eval()
+    prompt = torch.zeros((1, 1), dtype=torch.long)
+    with torch.no_grad():
+        for n in (int(v) for v in a.new.split(",")):
+            ms = best_ms(lambda: generate(torch, model, prompt, n, a.context), a.seconds)
+            out["generate_tok_s"][str(n)] = n / (ms / 1e3)
+    print(json.dumps(out))
+    return 0
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="gpt.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -308,6 +371,13 @@ def main(argv):
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--eval-every", type=int, default=100)
     t.add_argument("--threads", type=int)
+    b = sub.add_parser("bench", help="time a training step and a generate loop (for make bench)")
+    b.add_argument("--threads", type=int, default=1)
+    b.add_argument("--seconds", type=float, default=2.0)
+    b.add_argument("--new", default="31,200", help="tokens to generate from a one-token prompt, comma-separated")
+    for name, default in (("vocab", 64), ("batch", 32), ("context", 32), ("hidden", 64), ("heads", 4), ("ffn", 256),
+                          ("layers", 2)):
+        b.add_argument("--" + name, type=int, default=default)
     a = p.parse_args(argv)
     if a.threads:
         # before torch is imported, so its thread pools start at this size
@@ -317,7 +387,7 @@ def main(argv):
     if a.threads:
         torch.set_num_threads(a.threads)
         torch.set_num_interop_threads(a.threads)
-    return cmd_step(torch, a) if a.cmd == "step" else cmd_train(torch, a)
+    return {"step": cmd_step, "train": cmd_train, "bench": cmd_bench}[a.cmd](torch, a)
 
 
 if __name__ == "__main__":

@@ -193,20 +193,28 @@ void ag_gpt_cache_free(ag_gpt_cache *c)
 void ag_gpt_cache_clear(ag_gpt_cache *c) { if (c) c->len = 0; }
 int ag_gpt_cache_len(const ag_gpt_cache *c) { return c ? c->len : 0; }
 
-/* One pre-norm block on the rows at positions pos ..:
+/* One pre-norm block on the rows x [1, T, C] at positions pos ..:
  *   x = x + attention(norm1(x))   (over the cached rows and these)
  *   x = x + ffn(norm2(x))
- * as ag_decoder_only_block_forward in eval mode, for the new rows only. */
-static ag_tensor *block_cached(ag_graph *g, const ag_decoder_only_block *b, ag_tensor *x, ag_real *keys,
+ * as ag_decoder_only_block_forward in eval mode, for the new rows only.
+ * Every row's key and value goes to the cache; the output is rows
+ * q0 .. T - 1 only (the last block of a step that needs the last row). */
+static ag_tensor *block_cached(ag_graph *g, const ag_decoder_only_block *b, ag_tensor *x, int q0, ag_real *keys,
                                ag_real *values, int pos, int S)
 {
     ag_tensor *h = ag_layernorm_forward(g, &b->norm1, x);
-    x = ag_add(g, x, ag__mha_cached(g, &b->attention, h, keys, values, pos, S));
+    ag_tensor *a = ag__mha_cached(g, &b->attention, h, q0, keys, values, pos, S);
+    if (q0 && x) x = ag_slice(g, x, 1, q0, x->shape[1] - q0);
+    x = ag_add(g, x, a);
     h = ag_layernorm_forward(g, &b->norm2, x);
     return ag_add(g, x, ag_ffn_forward(g, &b->ffn, h));
 }
 
-ag_tensor *ag_gpt_forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, const int *ids, int T)
+/* ag_gpt_forward_cached; last_only: the logits of the last id only,
+ * [1, 1, V] (the sampler's need: the last block and the head skip the
+ * other rows, whose keys and values still go to the cache). */
+static ag_tensor *forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, const int *ids, int T,
+                                 int last_only)
 {
     if (!ag__ok(g, "gpt_forward_cached", 0) || !ag__given(g, "gpt_forward_cached", "cache", c) ||
         !ag__given(g, "gpt_forward_cached", "ids", ids))
@@ -228,13 +236,18 @@ ag_tensor *ag_gpt_forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, 
     x = ag_add(g, x, ag_slice(g, e->positions, 0, pos, T));
     for (int l = 0; l < c->layers; l++) {
         ag_real *keys = c->kv + 2 * (size_t)l * S * C, *values = keys + (size_t)S * C;
-        x = block_cached(g, &m->blocks[l], x, keys, values, pos, S);
+        x = block_cached(g, &m->blocks[l], x, last_only && l == c->layers - 1 ? T - 1 : 0, keys, values, pos, S);
     }
     x = ag_layernorm_forward(g, &m->norm, x);
     ag_tensor *logits = m->cfg.untied ? ag_linear_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
     if (!logits || ag_graph_status(g) != AG_OK) return NULL;
     c->len = pos + T;
-    return ag_set_name(logits, "logits"); /* [1, T, V] */
+    return ag_set_name(logits, "logits"); /* [1, T, V], or [1, 1, V] when last_only */
+}
+
+ag_tensor *ag_gpt_forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, const int *ids, int T)
+{
+    return forward_cached(g, m, c, ids, T, 0);
 }
 
 /* The logits [V] that follow out[0 .. len): the model on the window of the
@@ -246,10 +259,10 @@ static const ag_real *next_logits(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c,
     int ctx = m->cfg.context, T = len < ctx ? len : ctx;
     ag_tensor *logits;
     if (!c) logits = ag_gpt_forward(g, m, out + len - T, 1, T);
-    else if (ag_gpt_cache_len(c) == len - 1 && len <= ctx) logits = ag_gpt_forward_cached(g, m, c, out + len - 1, 1);
+    else if (ag_gpt_cache_len(c) == len - 1 && len <= ctx) logits = forward_cached(g, m, c, out + len - 1, 1, 1);
     else {
         ag_gpt_cache_clear(c);
-        logits = ag_gpt_forward_cached(g, m, c, out + len - T, T);
+        logits = forward_cached(g, m, c, out + len - T, T, 1);
     }
     return logits ? logits->data + (size_t)(logits->shape[1] - 1) * (size_t)m->cfg.vocab : NULL;
 }

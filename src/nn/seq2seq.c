@@ -273,7 +273,7 @@ static ag_tensor *decoder_block_step(ag_graph *g, const ag_decoder_block *b, con
     int pre = b->cfg.pre_norm, B = d->B, S = d->S, C = d->C;
     ag_real *self = d->self + 2 * (size_t)l * B * d->L * C, *cross = d->cross + 2 * (size_t)l * B * S * C;
     ag_tensor *h = pre ? ag_layernorm_forward(g, &b->norm1, y) : y;
-    y = residual(g, pre, &b->norm1, y, ag__mha_cached(g, &b->self_attention, h, self, self + (size_t)B * d->L * C, t, d->L));
+    y = residual(g, pre, &b->norm1, y, ag__mha_cached(g, &b->self_attention, h, 0, self, self + (size_t)B * d->L * C, t, d->L));
     h = pre ? ag_layernorm_forward(g, &b->norm2, y) : y;
     ag_tensor *k = ag__view_of(g, cross, AG_SHAPE(B, S, C));
     ag_tensor *v = ag__view_of(g, cross + (size_t)B * S * C, AG_SHAPE(B, S, C));

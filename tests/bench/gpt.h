@@ -1,10 +1,10 @@
 /* tests/bench/gpt.h: section 4 of `make bench` (included by bench.c once,
- * after its helpers emit, now, best_time, ratio_cell): the GPT of
+ * after its functions emit, now, best_time, ratio_cell): the GPT of
  * examples/gpt/ against its PyTorch twin (tests/reference/gpt.py bench),
  * measured in the same run.
  *
  *   - a training step (forward, backward, clip 1, Adam 1e-3) of the
- *     issue's configuration: vocab 64, context 32, width 64, 4 heads, GELU
+ *     configuration of examples/gpt: vocab 64, context 32, width 64, 4 heads, GELU
  *     MLP 256, 2 pre-norm layers, tied, batch 32 of random ids; at N > 1
  *     threads the batch is split among N workers (ag_team_step), as
  *     examples/gpt's trainer does;

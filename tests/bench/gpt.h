@@ -3,11 +3,11 @@
  * examples/gpt/ against its PyTorch twin (tests/reference/gpt.py bench),
  * measured in the same run.
  *
- *   - a training step (forward, backward, clip 1, Adam 1e-3) of the
- *     configuration of examples/gpt: vocab 64, context 32, width 64, 4 heads, GELU
- *     MLP 256, 2 pre-norm layers, tied, batch 32 of random ids; at N > 1
- *     threads the batch is split among N workers (ag_team_step), as
- *     examples/gpt's trainer does;
+ *   - a training step (forward, backward, clip 1, Adam 1e-3) of
+ *     examples/gpt's default model: vocab 64, context 32, width 64, 4
+ *     heads, GELU MLP 256, 2 pre-norm layers, tied, batch 32 of random
+ *     ids; at N > 1 threads the batch is split among N workers
+ *     (ag_team_step), as the translator's trainer does;
  *   - greedy generation from a one-token prompt, tokens per second, with
  *     the key/value cache and without (every window recomputed), against
  *     PyTorch's nanoGPT-style generate loop (no cache);

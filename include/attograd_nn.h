@@ -439,7 +439,8 @@ void ag_gpt_cache_clear(ag_gpt_cache *c); /* forget every position */
 int ag_gpt_cache_len(const ag_gpt_cache *c); /* positions held */
 /* ids [T] at positions len .. len + T - 1 -> logits [1, T, V]; the cache
  * then holds len + T positions.  len + T > context is AG_ERR_SHAPE on g
- * (the cache is unchanged).  Best in no-grad mode (ag_graph_set_grad). */
+ * (the cache is unchanged).  Eval mode: a model with dropout on a graph in
+ * training mode is AG_ERR_STATE.  Best in no-grad mode (ag_graph_set_grad). */
 ag_tensor *ag_gpt_forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, const int *ids, int T);
 
 #ifdef __cplusplus

@@ -197,6 +197,14 @@ Test(kv_cache, refuses_past_the_context)
     cr_assert_eq(ag_gpt_cache_len(c), 3);
     ag_gpt_cache_clear(c);
     cr_assert_eq(ag_gpt_cache_len(c), 0);
+    /* dropout would make the cached rows differ from any uncached forward */
+    m.cfg.dropout = 0.1;
+    ag_graph_reset(g);
+    ag_graph_set_training(g, 1);
+    cr_assert_null(ag_gpt_forward_cached(g, &m, c, (int[]){1}, 1));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_STATE);
+    cr_assert(strstr(ag_graph_error(g), "eval mode"), "message: %s", ag_graph_error(g));
+    cr_assert_eq(ag_gpt_cache_len(c), 0);
     ag_gpt_cache_free(c);
     ag_graph_free(g);
     ag_gpt_free(&m);

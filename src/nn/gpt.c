@@ -224,6 +224,11 @@ static ag_tensor *forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, 
                                                                  : "the cache was made for another model");
         return NULL;
     }
+    if (ag_graph_training(g) && m->cfg.dropout > 0) {
+        ag_graph_fail(g, AG_ERR_STATE, "gpt_forward_cached: the model has dropout %g and g is in training mode: "
+                      "decode in eval mode (ag_graph_set_training(g, 0))", m->cfg.dropout);
+        return NULL;
+    }
     int pos = c->len, S = c->context, C = c->C;
     if (T < 1 || pos + T > S) {
         ag_graph_fail(g, AG_ERR_SHAPE, "gpt_forward_cached: %d ids after %d cached positions: want 1 .. %d "

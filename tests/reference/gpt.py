@@ -20,6 +20,7 @@ text pipeline, and one training step written out as a parity fixture.
     # with the milliseconds of a training step (forward, backward, clip, Adam)
     # on random ids, and the tokens per second of a generate loop as nanoGPT's
     # (crop to the context, the whole window forward, argmax, append: no cache)
+    # and of the same loop with a key/value cache (the same tokens, checked)
     /usr/bin/python3 tests/reference/gpt.py bench [--threads 1] [--seconds 2] [--new 31,200]
 
 The model: x = tokens[ids] + positions[t]; per block x = x + attention(norm1(x)),
@@ -318,6 +319,46 @@ def generate(torch, model, idx, n_new, context):
     return idx
 
 
+def generate_cached(torch, model, idx, n_new, context):
+    """The same tokens as generate(), with a key/value cache as attograd's
+    ag_gpt_sample keeps: the window once, then one position per token; past
+    the context the cropped window again from an empty cache."""
+    F = torch.nn.functional
+    caches = []
+
+    def run(ids, pos):  # ids [1, T] at positions pos ..; the last position's logits
+        T = ids.shape[1]
+        x = model.embedding.tokens(ids) + model.embedding.positions.weight[pos:pos + T]
+        for layer, b in enumerate(model.blocks):
+            a, h = b.attention, b.norm1(x)
+            C = h.shape[-1]
+            split = lambda t: t.view(1, T, a.H, C // a.H).transpose(1, 2)  # noqa: E731
+            q, k, v = split(a.w_q(h)), split(a.w_k(h)), split(a.w_v(h))
+            if pos:
+                k, v = torch.cat((caches[layer][0], k), dim=2), torch.cat((caches[layer][1], v), dim=2)
+                caches[layer] = (k, v)
+            else:
+                caches.append((k, v))
+            scores = q @ k.transpose(-1, -2) / math.sqrt(C // a.H)
+            allowed = torch.ones(T, pos + T, dtype=torch.bool).tril(diagonal=pos)
+            p = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+            x = x + a.w_o((p @ v).transpose(1, 2).reshape(1, T, C))
+            x = x + b.ffn(b.norm2(x))
+        x = model.norm(x[:, -1:])
+        return (model.head(x) if model.head is not None else x @ model.embedding.tokens.weight.t())[:, -1, :]
+
+    for _ in range(n_new):
+        n = idx.shape[1]
+        if caches and n <= context:
+            logits = run(idx[:, -1:], n - 1)
+        else:
+            caches.clear()
+            window = idx[:, -context:]
+            logits = run(window, 0)
+        idx = torch.cat((idx, logits.argmax(dim=-1, keepdim=True)), dim=1)
+    return idx
+
+
 def cmd_bench(torch, a):
     import json
     torch.manual_seed(0)
@@ -338,10 +379,17 @@ def cmd_bench(torch, a):
     out = {"threads": torch.get_num_threads(), "step_ms": best_ms(step, a.seconds), "generate_tok_s": {}}
     model.eval()
     prompt = torch.zeros((1, 1), dtype=torch.long)
+    out["generate_cached_tok_s"] = {}
     with torch.no_grad():
         for n in (int(v) for v in a.new.split(",")):
+            plain, cached = generate(torch, model, prompt, n, a.context), generate_cached(torch, model, prompt, n,
+                                                                                          a.context)
+            if not torch.equal(plain, cached):
+                raise SystemExit("gpt.py bench: generate_cached gave other tokens than generate")
             ms = best_ms(lambda: generate(torch, model, prompt, n, a.context), a.seconds)
             out["generate_tok_s"][str(n)] = n / (ms / 1e3)
+            ms = best_ms(lambda: generate_cached(torch, model, prompt, n, a.context), a.seconds)
+            out["generate_cached_tok_s"][str(n)] = n / (ms / 1e3)
     print(json.dumps(out))
     return 0
 

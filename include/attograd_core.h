@@ -235,6 +235,13 @@ ag_status ag_graph_fail(ag_graph *g, ag_status s, const char *fmt, ...)
 /* Training mode switches dropout on (default: on). */
 void ag_graph_set_training(ag_graph *g, int training);
 int ag_graph_training(const ag_graph *g);
+/* Grad mode (default: on).  Off (PyTorch's torch.no_grad()): ops compute
+ * their values but record nothing for backward: no tape entry, nothing
+ * requires grad, and the state an op saves only for backward is dropped
+ * when the next op is made.  ag_backward then fails with AG_ERR_STATE.
+ * For inference: a GPT forward uses less arena. */
+void ag_graph_set_grad(ag_graph *g, int grad);
+int ag_graph_grad(const ag_graph *g);
 /* The graph's random stream (dropout).  Seeded, so runs repeat. */
 void ag_graph_seed(ag_graph *g, uint64_t seed);
 uint64_t *ag_graph_rng(ag_graph *g); /* the state, to save or restore */

@@ -377,10 +377,14 @@ int ag_seq2seq_team_size(const ag_seq2seq_team *t);
 ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, const int *src_valid,
                                const int *tgt_in, const int *tgt_out, int B, int S, int T, double *loss);
 
-/* Greedy decoding of B sentences at once: the encoder runs once; the decoder
- * recomputes the whole prefix at each step (no key/value cache: simple).
- * out [B, max_len] gets the ids up to (not including) <eos>, out_len [B]
- * their counts.  Uses (and resets) g; returns the graph's status. */
+/* Greedy decoding of B sentences at once, in no-grad mode: the encoder
+ * runs once (the cross-attentions' keys and values too); each step decodes
+ * only the newest position, its self-attention reading the earlier
+ * positions' keys and values from a key/value cache (the tokens of
+ * decoding the whole prefix at every step).  Allocates per call, never per
+ * step.  out [B, max_len] gets the ids up to (not including) <eos>,
+ * out_len [B] their counts.  Uses (and resets) g; returns the graph's
+ * status. */
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                             int S, int bos, int eos, int max_len, int *out, int *out_len);
 
@@ -433,6 +437,8 @@ typedef struct ag_sample_opts {
     double temperature; /* p ~ exp(logit / temperature); 0: greedy (argmax) */
     int top_k;          /* draw among the top_k largest logits only; 0: all */
     uint64_t seed;      /* the same seed gives the same tokens */
+    int no_cache;       /* 1: recompute the whole window for every token
+                           (no key/value cache); the same tokens, slower */
 } ag_sample_opts;
 
 /* One draw from logits [V]: among the logits >= the top_k-th largest (all
@@ -444,12 +450,41 @@ typedef struct ag_sample_opts {
 int ag_sample_logits(const ag_real *logits, int V, double temperature, int top_k, ag_rng *rng, double *work);
 
 /* Continue prompt (n_prompt >= 1 ids) by n_new tokens into out (n_prompt +
- * n_new ids: the prompt, then the new ones).  Each step runs the model on
- * the last `context` ids in eval mode and draws from the last position's
- * logits.  Uses (and resets) g; returns its status (an error names the
- * problem, e.g. an id out of range). */
+ * n_new ids: the prompt, then the new ones).  Each token's logits are
+ * those of the model on the last `context` ids, in eval and no-grad mode,
+ * computed with a key/value cache: the prompt's window once, then one row
+ * per token; once the sequence outgrows the context, the cropped window is
+ * recomputed for each token.  The token is drawn from the last position's
+ * logits.  Allocates per call, never per token.  Uses (and resets) g;
+ * returns its status (an error names the problem, e.g. an id out of range). */
 ag_status ag_gpt_sample(ag_graph *g, const ag_gpt *m, const int *prompt, int n_prompt, int n_new,
                         const ag_sample_opts *opts, int *out);
+
+/* ---- incremental decoding: the key/value cache ------------------------------- */
+
+/* The keys and values that every block's attention computed for the
+ * positions seen so far (context rows per block, zero at first), so that
+ * the next token's forward computes only its own row:
+ *
+ *   ag_gpt_cache *c = ag_gpt_cache_new(&m);
+ *   logits = ag_gpt_forward_cached(g, &m, c, prompt, n);  [1, n, V]
+ *   logits = ag_gpt_forward_cached(g, &m, c, &next, 1);   [1, 1, V]: position n
+ *
+ * Each call's logits equal those of ag_gpt_forward on the whole prefix (to
+ * rounding).  The learned positions end at the context: a sequence longer
+ * than that is cropped to its newest `context` ids and recomputed from an
+ * emptied cache (ag_gpt_sample does this, as nanoGPT's generate crops). */
+typedef struct ag_gpt_cache ag_gpt_cache;
+/* NULL when out of memory or m is not made. */
+ag_gpt_cache *ag_gpt_cache_new(const ag_gpt *m);
+void ag_gpt_cache_free(ag_gpt_cache *c);
+void ag_gpt_cache_clear(ag_gpt_cache *c); /* forget every position */
+int ag_gpt_cache_len(const ag_gpt_cache *c); /* positions held */
+/* ids [T] at positions len .. len + T - 1 -> logits [1, T, V]; the cache
+ * then holds len + T positions.  len + T > context is AG_ERR_SHAPE on g
+ * (the cache is unchanged).  Eval mode: a model with dropout on a graph in
+ * training mode is AG_ERR_STATE.  Best in no-grad mode (ag_graph_set_grad). */
+ag_tensor *ag_gpt_forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, const int *ids, int T);
 
 #ifdef __cplusplus
 }

@@ -95,10 +95,10 @@ static bool check_args(ag_graph *g, const ag_tensor *logits, const int *targets,
  * the arena is out of memory. */
 static saved *save_for_backward(ag_graph *g, ag_tensor *y, const int *targets, size_t rows, size_t count, int V)
 {
-    saved *sv = ag__alloc(g, sizeof *sv);
-    int *tg = sv ? ag__alloc(g, (rows ? rows : 1) * sizeof(int)) : NULL;
-    double *mx = tg ? ag__alloc(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
-    ag_real *ex = mx ? ag__alloc(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
+    saved *sv = ag__save(g, sizeof *sv);
+    int *tg = sv ? ag__save(g, (rows ? rows : 1) * sizeof(int)) : NULL;
+    double *mx = tg ? ag__save(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
+    ag_real *ex = mx ? ag__save(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
     if (!ex) return NULL;
     if (rows) memcpy(tg, targets, rows * sizeof(int));
     *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = mx + (rows ? rows : 1),

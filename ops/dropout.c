@@ -31,7 +31,7 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p)
         memcpy(y->data, x->data, x->size * sizeof(ag_real));
         return y;
     }
-    unsigned char *kept = ag__alloc(g, x->size ? x->size : 1);
+    unsigned char *kept = ag__save(g, x->size ? x->size : 1);
     if (!kept) return NULL;
     ag__impl(y)->aux = kept;
     ag_rng *r = ag__graph_rng(g);

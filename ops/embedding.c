@@ -48,7 +48,7 @@ ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim
             return NULL;
         }
     }
-    int *saved = ag__alloc(g, (n ? n : 1) * sizeof(int));
+    int *saved = ag__save(g, (n ? n : 1) * sizeof(int));
     if (!saved) return NULL;
     if (n) memcpy(saved, ids, n * sizeof(int));
     ag__impl(y)->aux = saved;

@@ -42,7 +42,7 @@ ag_tensor *ag_index_add(ag_graph *g, ag_tensor *x, const int *idx, int N)
         }
     ag_tensor *y = ag__node(g, AG_OP_INDEX_ADD, 2, (int[]){N, C}, 1, &x);
     if (!y) return NULL;
-    int *saved = ag__alloc(g, (size_t)(n ? n : 1) * sizeof(int));
+    int *saved = ag__save(g, (size_t)(n ? n : 1) * sizeof(int));
     if (!saved) return NULL;
     if (n) memcpy(saved, idx, (size_t)n * sizeof(int));
     ag__impl(y)->aux = saved;

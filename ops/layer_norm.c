@@ -81,7 +81,7 @@ ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *
     size_t C = (size_t)x->shape[x->ndim - 1];
     if (C == 0) return y; /* no rows to normalise */
     size_t rows = x->size / C;
-    ag_real *mean = ag__alloc(g, (2 * rows + 1) * sizeof(ag_real)), *rstd = mean + rows;
+    ag_real *mean = ag__save(g, (2 * rows + 1) * sizeof(ag_real)), *rstd = mean + rows;
     if (!mean) return NULL;
     ag__impl(y)->aux = mean;
     const ag_real *gd = gain ? gain->data : NULL, *bd = bias ? bias->data : NULL;

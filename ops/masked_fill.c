@@ -27,7 +27,7 @@ ag_tensor *ag_masked_fill(ag_graph *g, ag_tensor *x, ag_tensor *mask, double val
     if (!y) return NULL;
     y->requires_grad = x->requires_grad; /* the mask is never differentiated */
     ag__impl(y)->farg[0] = value;
-    unsigned char *keep = ag__alloc(g, y->size ? y->size : 1);
+    unsigned char *keep = ag__save(g, y->size ? y->size : 1);
     if (!keep) return NULL;
     ag__impl(y)->aux = keep;
 

@@ -40,7 +40,7 @@ ag_tensor *ag_max(ag_graph *g, ag_tensor *x, int axis, int keepdim)
     if (!y) return NULL;
     ag__impl(y)->iarg[0] = a;
     ag__impl(y)->iarg[1] = keepdim != 0;
-    int *arg = ag__alloc(g, (y->size ? y->size : 1) * sizeof *arg);
+    int *arg = ag__save(g, (y->size ? y->size : 1) * sizeof *arg);
     if (!arg) return NULL;
     ag__impl(y)->aux = arg;
     size_t outer = ag__numel(a, x->shape), n = (size_t)x->shape[a];

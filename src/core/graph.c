@@ -18,6 +18,7 @@
 struct ag_graph {
     ag_arena *arena;   /* values, gradients and the ops' saved state */
     ag_arena *heads;   /* tensor headers, two slots each (see header_new) */
+    ag_arena *scratch; /* no-grad mode: the newest op's saved state (ag__save) */
     ag_tensor **nodes; /* the tape; capacity kept across resets */
     int count, cap;
     int made;          /* headers made since the last reset */
@@ -26,6 +27,7 @@ struct ag_graph {
     ag_status status;
     char err[ERR_LEN];
     int training;
+    int no_grad;       /* ag_graph_set_grad(g, 0): nothing recorded for backward */
     ag_rng rng;
     /* the op table backward reads: ag_op_table, or a copy with one op's
      * backward wrapped by ag__graph_break (the gradient checker's test) */
@@ -57,6 +59,7 @@ void ag_graph_free(ag_graph *g)
     if (!g) return;
     ag__arena_free(g->arena);
     ag__arena_free(g->heads);
+    ag__arena_free(g->scratch);
     ag__free(g->nodes);
     ag__free(g);
 }
@@ -107,6 +110,8 @@ void ag__graph_prefix(ag_graph *g, const char *fmt, ...)
 
 void ag_graph_set_training(ag_graph *g, int training) { if (g) g->training = training != 0; }
 int ag_graph_training(const ag_graph *g) { return g ? g->training : 0; }
+void ag_graph_set_grad(ag_graph *g, int grad) { if (g) g->no_grad = grad == 0; }
+int ag_graph_grad(const ag_graph *g) { return g ? !g->no_grad : 0; }
 void ag_graph_seed(ag_graph *g, uint64_t seed) { if (g) ag_rng_seed(&g->rng, seed); }
 uint64_t *ag_graph_rng(ag_graph *g) { return g ? g->rng.s : NULL; }
 ag_rng *ag__graph_rng(ag_graph *g) { return &g->rng; }
@@ -118,17 +123,35 @@ ag_tensor *ag_graph_node(const ag_graph *g, int i)
 }
 size_t ag_graph_arena_bytes(const ag_graph *g)
 {
-    return g ? ag__arena_reserved(g->arena) + ag__arena_reserved(g->heads) : 0;
+    if (!g) return 0;
+    return ag__arena_reserved(g->arena) + ag__arena_reserved(g->heads) + (g->scratch ? ag__arena_reserved(g->scratch) : 0);
 }
 size_t ag_graph_arena_used(const ag_graph *g)
 {
-    return g ? ag__arena_used(g->arena) + ag__arena_used(g->heads) : 0;
+    if (!g) return 0;
+    return ag__arena_used(g->arena) + ag__arena_used(g->heads) + (g->scratch ? ag__arena_used(g->scratch) : 0);
 }
 
 void *ag__alloc(ag_graph *g, size_t bytes)
 {
     void *p = ag__arena_alloc(g->arena, bytes);
     if (!p) ag_graph_fail(g, AG_ERR_NOMEM, "out of memory: arena could not grow by %zu bytes", bytes);
+    return p;
+}
+
+/* With grad on, the saved state lives in the arena until the reset, for
+ * backward.  In no-grad mode nothing will read it after its op returns:
+ * every op's state shares one scratch arena, emptied when the next node is
+ * made (ag__node), so it costs the largest op's state, not the sum. */
+void *ag__save(ag_graph *g, size_t bytes)
+{
+    if (!g->no_grad) return ag__alloc(g, bytes);
+    if (!g->scratch && !(g->scratch = ag__arena_new())) {
+        ag_graph_fail(g, AG_ERR_NOMEM, "out of memory: no scratch arena for %zu bytes", bytes);
+        return NULL;
+    }
+    void *p = ag__arena_alloc(g->scratch, bytes);
+    if (!p) ag_graph_fail(g, AG_ERR_NOMEM, "out of memory: scratch arena could not grow by %zu bytes", bytes);
     return p;
 }
 
@@ -272,12 +295,40 @@ ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
     t->nsrc = nsrc;
     for (int i = 0; i < nsrc; i++) {
         t->src[i] = src[i];
-        if (src[i] && src[i]->requires_grad) t->requires_grad = 1;
+        if (src[i] && src[i]->requires_grad && !g->no_grad) t->requires_grad = 1;
     }
     n->graph = g;
     n->epoch = g->epoch;
+    if (g->no_grad) { /* off the tape; the op before is done with its scratch */
+        n->slot = -1;
+        if (g->scratch) ag__arena_reset(g->scratch);
+        return t;
+    }
     n->slot = g->count;
     if (!tape_push(g, t)) return NULL;
+    return t;
+}
+
+ag_tensor *ag__view_of(ag_graph *g, ag_real *data, int ndim, const int *shape)
+{
+    size_t size;
+    if (!ag__ok(g, "view_of", 0)) return NULL;
+    if (!data || ndim < 0 || ndim > AG_MAX_DIMS || !ag__shape_size(ndim, shape, &size)) {
+        ag_graph_fail(g, AG_ERR_ARG, "view_of: %s", data ? "bad shape" : "data is NULL");
+        return NULL;
+    }
+    ag__tensor_impl *n = header_new(g);
+    if (!n) return NULL;
+    ag_tensor *t = &n->pub;
+    t->data = data;
+    t->ndim = ndim;
+    for (int i = 0; i < AG_MAX_DIMS; i++) t->shape[i] = i < ndim ? shape[i] : 1;
+    t->size = size;
+    t->op = AG_OP_LEAF;
+    n->graph = g;
+    n->epoch = g->epoch;
+    n->slot = g->no_grad ? -1 : g->count;
+    if (!g->no_grad && !tape_push(g, t)) return NULL;
     return t;
 }
 
@@ -647,6 +698,9 @@ static ag_status check_before(ag_graph *g, ag_tensor *y, const ag_real *dy)
 
 static ag_status backward_checked(ag_graph *g, const char *what, ag_tensor *y, const ag_real *dy)
 {
+    if (g->no_grad)
+        return ag_graph_fail(g, AG_ERR_STATE, "%s: the graph is in no-grad mode (ag_graph_set_grad(g, 0)): "
+                             "its ops recorded nothing to differentiate", what);
     bool check = check_finite_on();
     if (check && check_before(g, y, dy)) return g->status;
     if (backward(g, what, y, dy)) return g->status;

@@ -115,6 +115,9 @@ void ag__store_pieces(ag_store *s, size_t lo, size_t hi, ag_piece_fn fn, void *c
 
 /* From the graph's arena; on failure records AG_ERR_NOMEM and returns NULL. */
 void *ag__alloc(ag_graph *g, size_t bytes);
+/* An op's state saved for its backward (aux), allocated after its node:
+ * ag__alloc, or in no-grad mode scratch that the next node reuses. */
+void *ag__save(ag_graph *g, size_t bytes);
 
 /* ---- building nodes ------------------------------------------------------ */
 
@@ -142,6 +145,11 @@ bool ag__usable(ag_graph *g, const char *op, int k, const ag_tensor *t);
  * any input requires it.  NULL (error recorded) on a bad shape or no memory. */
 ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
                     ag_tensor *const *src);
+
+/* A leaf of the given shape whose values are the caller's `data` (not
+ * copied, not owned): memory that outlives the step, such as a key/value
+ * cache, read by this step's ops.  It never requires grad. */
+ag_tensor *ag__view_of(ag_graph *g, ag_real *data, int ndim, const int *shape);
 
 /* x's gradient buffer, allocated zero-filled in the arena on first use. */
 ag_real *ag__grad(ag_graph *g, ag_tensor *x);

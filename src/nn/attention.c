@@ -278,3 +278,62 @@ ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q,
     tb.textbook = 1;
     return ag__mha_rows(g, &tb, x_q, NULL, x_kv, NULL, mask, fill, weights);
 }
+
+/* ---- incremental decoding: attention over a key/value cache --------------- */
+
+/* x [B, T, C] holds the rows at positions pos .. pos + T - 1 of B
+ * sequences whose earlier rows' keys and values are in keys, values
+ * [B, S, C] (rows [0, pos) of each).  Their own keys and values are
+ * written to rows [pos, pos + T), then query t attends to keys s <= pos + t:
+ * the rows of the uncached causal attention over the whole prefix.  Only
+ * the queries of rows q0 .. T - 1 are computed: the result is [B, T - q0, C]
+ * (a last layer whose other rows nobody reads takes q0 = T - 1).  Every
+ * call attends over all S rows, the ones past pos + t masked (their weight
+ * is exactly 0, so the result is the prefix's): a step's shapes, hence its
+ * arena, do not grow with the position.  Rows past pos + T must be finite
+ * (0 * NaN is NaN). */
+ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
+                          int pos, int S)
+{
+    if (!ag__ok(g, "mha_cached", 1, x)) return NULL;
+    int C = m->C, H = m->H, B = x->shape[0], T = x->ndim == 3 ? x->shape[1] : 0;
+    if (x->ndim != 3 || x->shape[2] != C || pos < 0 || pos + T > S || q0 < 0 || q0 >= T) {
+        char a[96];
+        ag_graph_fail(g, AG_ERR_SHAPE,
+                      "mha_cached: x %s at position %d, queries from row %d: want [B, T, %d] with %d + T <= %d",
+                      ag_shape_str(x, a, sizeof a), pos, q0, C, pos, S);
+        return NULL;
+    }
+    ag_tensor *q = ag_set_name(ag_linear_forward(g, &m->w_q, q0 ? ag_slice(g, x, 1, q0, T - q0) : x), "q");
+    ag_tensor *k = ag_set_name(ag_linear_forward(g, &m->w_k, x), "k");
+    ag_tensor *v = ag_set_name(ag_linear_forward(g, &m->w_v, x), "v");
+    ag_tensor *mask = ag_tensor_new(g, AG_SHAPE(T - q0, S));
+    if (!ag__ok(g, "mha_cached", 4, q, k, v, mask)) return NULL;
+    size_t row = (size_t)T * C;
+    for (int b = 0; b < B; b++) {
+        memcpy(keys + ((size_t)b * S + pos) * C, k->data + b * row, row * sizeof(ag_real));
+        memcpy(values + ((size_t)b * S + pos) * C, v->data + b * row, row * sizeof(ag_real));
+    }
+    for (int t = q0; t < T; t++)
+        for (int s = 0; s <= pos + t; s++) mask->data[(size_t)(t - q0) * S + s] = 1;
+    ag_tensor *kh = ag__view_of(g, keys, AG_SHAPE(B, S, H, C / H));
+    ag_tensor *vh = ag__view_of(g, values, AG_SHAPE(B, S, H, C / H));
+    ag_tensor *qh = split_heads(g, q, H);
+    if (!ag__ok(g, "mha_cached", 3, qh, kh, vh)) return NULL;
+    ag_tensor *o = concat_heads(g, attend(g, qh, kh, vh, 1, mask, AG_MASK_NEG_INF, 0, NULL));
+    return ag_linear_forward(g, &m->w_o, o);
+}
+
+/* Attention of x [B, T, C] over keys and values already projected, k and v
+ * [B, S, C] (w_k and w_v of m applied once, e.g. to an encoder's output
+ * that every decoding step reads): ag_mha_forward(x, kv source) without
+ * computing k and v again. */
+ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
+                             ag_tensor *mask, double fill)
+{
+    if (!ag__ok(g, "mha_projected", 3, x, k, v)) return NULL;
+    ag_tensor *q = ag_set_name(ag_linear_forward(g, &m->w_q, x), "q");
+    ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
+    if (!ag__ok(g, "mha_projected", 3, qh, kh, vh)) return NULL;
+    return ag_linear_forward(g, &m->w_o, concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, 0, NULL)));
+}

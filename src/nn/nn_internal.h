@@ -36,5 +36,12 @@ ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_ten
 ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
                                   ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
                                   ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w);
+/* Attention of x [B, T, C] (positions pos ..; queries of rows q0 ..) over
+ * a key/value cache of [B, S, C], which it extends; attention over keys and
+ * values projected once (src/nn/attention.c). */
+ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
+                          int pos, int S);
+ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
+                             ag_tensor *mask, double fill);
 
 #endif /* AG_NN_INTERNAL_H */

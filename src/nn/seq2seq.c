@@ -247,12 +247,94 @@ ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, con
     return ag_set_name(ag_cross_entropy(g, logits, targets, 0, 0.0), "loss");
 }
 
+/* ---- greedy decoding with a key/value cache ------------------------------------ */
+
+/* What every decoding step reads and no step changes or grows: per decoder
+ * layer l, the self-attention cache self[l] (keys then values, [B, L, C]
+ * each, position t written at step t) and the cross-attention's keys and
+ * values of the encoder output, cross[l] ([B, S, C] each, projected once);
+ * the source padding mask [B, 1, 1, S]; the positions [L, C].  Kept in
+ * memory of its own, so the graph is reset at every step. */
+typedef struct decode_state {
+    int B, S, L, C, layers;
+    ag_real *self, *cross, *mask, *pos;
+} decode_state;
+
+static void decode_state_free(decode_state *d) { ag__free(d->self); }
+
+/* Run the encoder on g, copy what the steps need into d (one allocation).
+ * Returns g's status. */
+static ag_status decode_state_init(decode_state *d, ag_graph *g, const ag_seq2seq *m, const int *src,
+                                   const int *src_valid, int B, int S, int L)
+{
+    int C = m->cfg.hidden, n = m->cfg.layers;
+    *d = (decode_state){.B = B, .S = S, .L = L, .C = C, .layers = n};
+    size_t self = 2 * (size_t)B * L * C, cross = 2 * (size_t)B * S * C, mask = (size_t)B * S;
+    d->self = ag__calloc(n * (self + cross) + mask + (size_t)L * C, sizeof(ag_real));
+    if (!d->self) return ag_graph_fail(g, AG_ERR_NOMEM, "seq2seq_greedy: out of memory for the cache");
+    d->cross = d->self + n * self, d->mask = d->cross + n * cross, d->pos = d->mask + mask;
+    ag_graph_reset(g);
+    ag_tensor *src_mask = NULL;
+    ag_tensor *enc = ag_seq2seq_encode(g, m, src, src_valid, B, S, &src_mask);
+    ag_tensor *pe = ag_positional_encoding(g, L, C);
+    for (int l = 0; l < n && ag_graph_status(g) == AG_OK; l++) {
+        ag_tensor *k = ag_linear_forward(g, &m->dec[l].cross_attention.w_k, enc);
+        ag_tensor *v = ag_linear_forward(g, &m->dec[l].cross_attention.w_v, enc);
+        if (!k || !v) break;
+        memcpy(d->cross + l * cross, k->data, cross / 2 * sizeof(ag_real));
+        memcpy(d->cross + l * cross + cross / 2, v->data, cross / 2 * sizeof(ag_real));
+    }
+    if (ag_graph_status(g) != AG_OK || !src_mask || !pe) return ag_graph_status(g);
+    memcpy(d->mask, src_mask->data, mask * sizeof(ag_real));
+    memcpy(d->pos, pe->data, (size_t)L * C * sizeof(ag_real));
+    return AG_OK;
+}
+
+/* residual sublayer, eval mode: pre-norm x + f, post-norm norm(x + f) */
+static ag_tensor *residual(ag_graph *g, int pre, const ag_layernorm *n, ag_tensor *x, ag_tensor *fx)
+{
+    return pre ? ag_add(g, x, fx) : ag_add_norm(g, n, x, fx, 0);
+}
+
+/* Decoder block l on the rows y [B, 1, C] at position t, as
+ * ag_decoder_block_forward computes that row of the whole prefix:
+ * self-attention over the cache, cross-attention over the encoder's
+ * projected keys and values, FFN. */
+static ag_tensor *decoder_block_step(ag_graph *g, const ag_decoder_block *b, const decode_state *d, int l, int t,
+                                     ag_tensor *y)
+{
+    int pre = b->cfg.pre_norm, B = d->B, S = d->S, C = d->C;
+    ag_real *self = d->self + 2 * (size_t)l * B * d->L * C, *cross = d->cross + 2 * (size_t)l * B * S * C;
+    ag_tensor *h = pre ? ag_layernorm_forward(g, &b->norm1, y) : y;
+    y = residual(g, pre, &b->norm1, y, ag__mha_cached(g, &b->self_attention, h, 0, self, self + (size_t)B * d->L * C, t, d->L));
+    h = pre ? ag_layernorm_forward(g, &b->norm2, y) : y;
+    ag_tensor *k = ag__view_of(g, cross, AG_SHAPE(B, S, C));
+    ag_tensor *v = ag__view_of(g, cross + (size_t)B * S * C, AG_SHAPE(B, S, C));
+    ag_tensor *mask = ag__view_of(g, d->mask, AG_SHAPE(B, 1, 1, S));
+    y = residual(g, pre, &b->norm2, y, ag__mha_projected(g, &b->cross_attention, h, k, v, mask, AG_MASK_NEG_INF));
+    h = pre ? ag_layernorm_forward(g, &b->norm3, y) : y;
+    return residual(g, pre, &b->norm3, y, ag_ffn_forward(g, &b->ffn, h));
+}
+
+/* The logits [B, 1, V] of position t, whose input ids are ids [B]. */
+static ag_tensor *decode_step(ag_graph *g, const ag_seq2seq *m, const decode_state *d, const int *ids, int t)
+{
+    int C = d->C;
+    ag_tensor *y = ag_scale(g, ag_embedding(g, m->tgt_embedding, ids, AG_SHAPE(d->B, 1)), sqrt((double)C));
+    y = ag_add(g, y, ag__view_of(g, d->pos + (size_t)t * C, AG_SHAPE(1, C)));
+    for (int l = 0; l < d->layers; l++) y = decoder_block_step(g, &m->dec[l], d, l, t, y);
+    return ag_linear_forward(g, &m->dense, y);
+}
+
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                             int S, int bos, int eos, int max_len, int *out, int *out_len)
 {
     if (!g) return AG_ERR_ARG;
     if (!ag__given(g, "seq2seq_greedy", "model", m) || !ag__given(g, "seq2seq_greedy", "out", out))
         return ag_graph_status(g) ? ag_graph_status(g) : AG_ERR_ARG;
+    if (B < 1 || S < 1 || max_len < 1)
+        return ag_graph_fail(g, AG_ERR_ARG, "seq2seq_greedy: B = %d, S = %d, max_len = %d: each must be >= 1", B,
+                             S, max_len);
     if (max_len > m->cfg.max_len) max_len = m->cfg.max_len;
     int *prefix = ag__calloc((size_t)B * (size_t)max_len, sizeof(int));
     unsigned char *done = ag__calloc((size_t)B, 1);
@@ -261,26 +343,26 @@ ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, co
         ag__free(done);
         return AG_ERR_NOMEM;
     }
-    int training = ag_graph_training(g);
+    int training = ag_graph_training(g), grad = ag_graph_grad(g);
     ag_graph_set_training(g, 0);
+    ag_graph_set_grad(g, 0);
     for (int b = 0; b < B; b++) out_len[b] = 0, prefix[(size_t)b * max_len] = bos;
-    ag_status st = AG_OK;
-    /* The encoder runs once; each step decodes the whole prefix again on the
-     * same graph (no reset between steps, so the encoder output stays). */
-    ag_graph_reset(g);
-    ag_tensor *mask = NULL;
-    ag_tensor *enc = ag_seq2seq_encode(g, m, src, src_valid, B, S, &mask);
-    for (int t = 0; t < max_len; t++) {
-        int T = t + 1;
-        int *tin = ag__alloc(g, (size_t)B * T * sizeof(int));
-        if (!tin) break;
-        for (int b = 0; b < B; b++) memcpy(tin + (size_t)b * T, prefix + (size_t)b * max_len, (size_t)T * sizeof(int));
-        ag_tensor *logits = ag_seq2seq_decode(g, m, enc, mask, tin, B, T);
+    /* The encoder runs once, into d; each step decodes only the newest
+     * position of every sentence, its attention reading the keys and values
+     * the earlier steps left in d's cache. */
+    decode_state d;
+    ag_status st = decode_state_init(&d, g, m, src, src_valid, B, S, max_len);
+    int *ids = ag__calloc((size_t)B, sizeof *ids);
+    if (!ids && st == AG_OK) st = ag_graph_fail(g, AG_ERR_NOMEM, "seq2seq_greedy: out of memory");
+    for (int t = 0; t < max_len && st == AG_OK; t++) {
+        ag_graph_reset(g);
+        for (int b = 0; b < B; b++) ids[b] = prefix[(size_t)b * max_len + t];
+        ag_tensor *logits = decode_step(g, m, &d, ids, t);
         if ((st = ag_graph_status(g)) != AG_OK) break;
         int V = m->cfg.tgt_vocab, all_done = 1;
         for (int b = 0; b < B; b++) {
             if (done[b]) continue;
-            const ag_real *row = logits->data + ((size_t)b * T + t) * V;
+            const ag_real *row = logits->data + (size_t)b * V;
             int best = 0;
             for (int v = 1; v < V; v++)
                 if (row[v] > row[best]) best = v;
@@ -294,6 +376,9 @@ ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, co
         }
         if (all_done) break;
     }
+    ag__free(ids);
+    decode_state_free(&d);
+    ag_graph_set_grad(g, grad);
     if (st == AG_OK) st = ag_graph_status(g);
     ag_graph_set_training(g, training);
     ag__free(prefix);

@@ -742,6 +742,10 @@ static void bench_ops(const char *python, int have_torch, double budget)
         }
 }
 
+/* ---- 5. the GPT ------------------------------------------------------------------- */
+
+#include "gpt.h"
+
 /* ---- main ------------------------------------------------------------------------- */
 
 /* Run `call` in a child process (its output goes to the same stdout and
@@ -805,7 +809,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops] [--seconds S]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt] [--seconds S]\n"
                     "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n");
             return 2;
         }
@@ -847,6 +851,9 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "ops")) {
         SECTION(failed, bench_ops(python, have_torch, budget));
+    }
+    if (!only || !strcmp(only, "gpt")) {
+        SECTION(failed, bench_gpt(threads, nthreads, python, have_torch, budget, data_path));
     }
     if (out_file) {
         fclose(out_file);

@@ -15,7 +15,7 @@ BENCH_WAIT    ?= passive
 BENCH_BLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null)
 BENCH_BLAS_CFLAGS := $(if $(BENCH_BLAS_LIBS),-DHAVE_OPENBLAS $(shell pkg-config --cflags openblas 2>/dev/null))
 
-$(BUILD)/bench: tests/bench/bench.c examples/translate/seq2seq_data.h $(LIB32)
+$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h examples/translate/seq2seq_data.h $(LIB32)
 	$(CC) $(AG_FLAGS) $(CFLAGS) $(BENCH_BLAS_CFLAGS) $< $(LIB32) -o $@ $(BENCH_BLAS_LIBS) $(LDLIBS)
 
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines) would make

@@ -16,6 +16,13 @@ text pipeline, and one training step written out as a parity fixture.
         [--activation gelu|gelu_tanh|relu] [--untied] [--dropout 0] [--lr 1e-3] [--clip 1.0] [--seed 0]
         [--threads N] [--eval-every 100]
 
+    # side-by-side timing for `make bench` (tests/bench/gpt.h): one JSON line
+    # with the milliseconds of a training step (forward, backward, clip, Adam)
+    # on random ids, and the tokens per second of a generate loop as nanoGPT's
+    # (crop to the context, the whole window forward, argmax, append: no cache)
+    # and of the same loop with a key/value cache (the same tokens, checked)
+    /usr/bin/python3 tests/reference/gpt.py bench [--threads 1] [--seconds 2] [--new 31,200]
+
 The model: x = tokens[ids] + positions[t]; per block x = x + attention(norm1(x)),
 x = x + ffn(norm2(x)) (causal attention, heads of width C / H, GELU MLP);
 logits = norm(x) tokens^T (tied) or head(norm(x)) (untied).  Names:
@@ -283,6 +290,110 @@ def cmd_train(torch, a):
     return 0
 
 
+# ---------------------------------------------------------------------------
+# bench: the timings `make bench` puts beside attograd's
+# ---------------------------------------------------------------------------
+
+def best_ms(fn, budget):
+    """Milliseconds per call of fn: the best round of several, about budget seconds in all."""
+    fn()
+    best, spent = float("inf"), 0.0
+    while spent < budget or best == float("inf"):
+        t0, n = time.perf_counter(), 0
+        while True:
+            fn()
+            n += 1
+            dt = time.perf_counter() - t0
+            if n >= 2 and dt >= budget / 5:
+                break
+        best, spent = min(best, dt / n), spent + dt
+    return 1e3 * best
+
+
+def generate(torch, model, idx, n_new, context):
+    """nanoGPT's generate (greedy): every token runs the model on the whole
+    cropped window; no key/value cache."""
+    for _ in range(n_new):
+        logits = model(idx[:, -context:])[:, -1, :]
+        idx = torch.cat((idx, logits.argmax(dim=-1, keepdim=True)), dim=1)
+    return idx
+
+
+def generate_cached(torch, model, idx, n_new, context):
+    """The same tokens as generate(), with a key/value cache as attograd's
+    ag_gpt_sample keeps: the window once, then one position per token; past
+    the context the cropped window again from an empty cache."""
+    F = torch.nn.functional
+    caches = []
+
+    def run(ids, pos):  # ids [1, T] at positions pos ..; the last position's logits
+        T = ids.shape[1]
+        x = model.embedding.tokens(ids) + model.embedding.positions.weight[pos:pos + T]
+        for layer, b in enumerate(model.blocks):
+            a, h = b.attention, b.norm1(x)
+            C = h.shape[-1]
+            split = lambda t: t.view(1, T, a.H, C // a.H).transpose(1, 2)  # noqa: E731
+            q, k, v = split(a.w_q(h)), split(a.w_k(h)), split(a.w_v(h))
+            if pos:
+                k, v = torch.cat((caches[layer][0], k), dim=2), torch.cat((caches[layer][1], v), dim=2)
+                caches[layer] = (k, v)
+            else:
+                caches.append((k, v))
+            scores = q @ k.transpose(-1, -2) / math.sqrt(C // a.H)
+            allowed = torch.ones(T, pos + T, dtype=torch.bool).tril(diagonal=pos)
+            p = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+            x = x + a.w_o((p @ v).transpose(1, 2).reshape(1, T, C))
+            x = x + b.ffn(b.norm2(x))
+        x = model.norm(x[:, -1:])
+        return (model.head(x) if model.head is not None else x @ model.embedding.tokens.weight.t())[:, -1, :]
+
+    for _ in range(n_new):
+        n = idx.shape[1]
+        if caches and n <= context:
+            logits = run(idx[:, -1:], n - 1)
+        else:
+            caches.clear()
+            window = idx[:, -context:]
+            logits = run(window, 0)
+        idx = torch.cat((idx, logits.argmax(dim=-1, keepdim=True)), dim=1)
+    return idx
+
+
+def cmd_bench(torch, a):
+    import json
+    torch.manual_seed(0)
+    cfg = dict(vocab=a.vocab, context=a.context, hidden=a.hidden, heads=a.heads, ffn=a.ffn, layers=a.layers,
+               untied=0, activation="gelu", dropout=0.0)
+    model = define_model(torch)(cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=ADAM_LR, betas=ADAM_BETAS, eps=ADAM_EPS)
+    x = torch.randint(0, a.vocab, (a.batch, a.context))
+    y = torch.randint(0, a.vocab, (a.batch, a.context))
+
+    def step():
+        loss = model.loss(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        opt.step()
+
+    out = {"threads": torch.get_num_threads(), "step_ms": best_ms(step, a.seconds), "generate_tok_s": {}}
+    model.eval()
+    prompt = torch.zeros((1, 1), dtype=torch.long)
+    out["generate_cached_tok_s"] = {}
+    with torch.no_grad():
+        for n in (int(v) for v in a.new.split(",")):
+            plain, cached = generate(torch, model, prompt, n, a.context), generate_cached(torch, model, prompt, n,
+                                                                                          a.context)
+            if not torch.equal(plain, cached):
+                raise SystemExit("gpt.py bench: generate_cached gave other tokens than generate")
+            ms = best_ms(lambda: generate(torch, model, prompt, n, a.context), a.seconds)
+            out["generate_tok_s"][str(n)] = n / (ms / 1e3)
+            ms = best_ms(lambda: generate_cached(torch, model, prompt, n, a.context), a.seconds)
+            out["generate_cached_tok_s"][str(n)] = n / (ms / 1e3)
+    print(json.dumps(out))
+    return 0
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="gpt.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -308,9 +419,16 @@ def main(argv):
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--eval-every", type=int, default=100)
     t.add_argument("--threads", type=int)
+    b = sub.add_parser("bench", help="time a training step and a generate loop (for make bench)")
+    b.add_argument("--threads", type=int, default=1)
+    b.add_argument("--seconds", type=float, default=2.0)
+    b.add_argument("--new", default="31,200", help="tokens to generate from a one-token prompt, comma-separated")
+    for name, default in (("vocab", 64), ("batch", 32), ("context", 32), ("hidden", 64), ("heads", 4), ("ffn", 256),
+                          ("layers", 2)):
+        b.add_argument("--" + name, type=int, default=default)
     a = p.parse_args(argv)
     torch = import_torch(a.threads)
-    return cmd_step(torch, a) if a.cmd == "step" else cmd_train(torch, a)
+    return {"step": cmd_step, "train": cmd_train, "bench": cmd_bench}[a.cmd](torch, a)
 
 
 if __name__ == "__main__":

@@ -431,7 +431,7 @@ def define_model(torch):
 
         @torch.no_grad()
         def greedy(self, src, src_valid, max_len):
-            """ag_seq2seq_greedy: the encoder once, then the whole prefix again at each step."""
+            """ag_seq2seq_greedy's tokens: the encoder once, then the whole prefix again at each step."""
             training = self.training
             self.eval()
             B = src.shape[0]

@@ -71,10 +71,10 @@ static int tutorial(uint64_t seed, const char *svg_dir)
     ag_store *s = ag_store_new();
     ag_graph *g = ag_graph_new();
     ag_mha mha;
-    ag_norm norm;
+    ag_layernorm norm;
     int rc = 1;
     if (!s || !g || ag_mha_init(&mha, s, "mha", C, H, 1, 0.0, seed) != AG_OK ||
-        ag_norm_init(&norm, s, "layer_norm", C) != AG_OK) {
+        ag_layernorm_init(&norm, s, "layer_norm", C) != AG_OK) {
         fprintf(stderr, "attention_demo: could not make the module: %s\n", ag_store_error(s));
         goto done;
     }

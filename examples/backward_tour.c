@@ -71,7 +71,7 @@ static const struct step {
 typedef struct model {
     ag_store *s;
     ag_linear wq, wk, wv, out;
-    ag_norm norm1, norm2;
+    ag_layernorm norm1, norm2;
     ag_ffn ffn;
     ag_tensor *probe[NSTEP]; /* zeros, the same shape as each step's tensor */
     int probes;              /* 1: add each probe to its tensor */
@@ -109,13 +109,13 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
     ag_tensor *o = at(g, m, O, ag_set_name(ag_matmul(g, p, v), "O = P V"));
     /* Add&Norm: the sublayer, then the skip */
     ag_tensor *r1 = at(g, m, R1, ag_set_name(ag_add(g, o, x), "O + X"));
-    ag_tensor *h = at(g, m, H, ag_set_name(ag_norm_forward(g, &m->norm1, r1), "h"));
+    ag_tensor *h = at(g, m, H, ag_set_name(ag_layernorm_forward(g, &m->norm1, r1), "h"));
     /* FFN, and the second Add&Norm: h fans out to the FFN and the add */
     ag_tensor *f1 = at(g, m, FPRE, ag_set_name(ag_linear_forward(g, &m->ffn.dense1, h), "W1 h + b1"));
     ag_tensor *a1 = at(g, m, FRELU, ag_set_name(ag_relu(g, f1), "relu"));
     ag_tensor *f = at(g, m, FOUT, ag_set_name(ag_linear_forward(g, &m->ffn.dense2, a1), "FFN(h)"));
     ag_tensor *r2 = at(g, m, R2, ag_set_name(ag_add(g, f, h), "FFN(h) + h"));
-    ag_tensor *z = at(g, m, Z, ag_set_name(ag_norm_forward(g, &m->norm2, r2), "z"));
+    ag_tensor *z = at(g, m, Z, ag_set_name(ag_layernorm_forward(g, &m->norm2, r2), "z"));
     ag_tensor *logits = at(g, m, LOGITS, ag_set_name(ag_linear_forward(g, &m->out, z), "logits"));
     return ag_set_name(ag_cross_entropy(g, logits, Y, -1, 0), "loss");
 }
@@ -127,9 +127,9 @@ static int model_init(model *m)
     ag_status st = ag_linear_init(&m->wq, m->s, "w_q", D, D, 0, 1);
     if (st == AG_OK) st = ag_linear_init(&m->wk, m->s, "w_k", D, D, 0, 1);
     if (st == AG_OK) st = ag_linear_init(&m->wv, m->s, "w_v", D, D, 0, 1);
-    if (st == AG_OK) st = ag_norm_init(&m->norm1, m->s, "norm1", D);
+    if (st == AG_OK) st = ag_layernorm_init(&m->norm1, m->s, "norm1", D);
     if (st == AG_OK) st = ag_ffn_init(&m->ffn, m->s, "ffn", D, F, 2);
-    if (st == AG_OK) st = ag_norm_init(&m->norm2, m->s, "norm2", D);
+    if (st == AG_OK) st = ag_layernorm_init(&m->norm2, m->s, "norm2", D);
     if (st == AG_OK) st = ag_linear_init(&m->out, m->s, "out", D, V, 1, 3);
     if (st != AG_OK) return 1;
     /* identity maps: Q = K = V = X, the numbers of the forward tour */

@@ -15,68 +15,68 @@
 
 #include "common.h"
 
-static inline ag_st *open_fixture(const char *path)
+static inline ag_safetensors *open_fixture(const char *path)
 {
-    ag_st *f = NULL;
+    ag_safetensors *f = NULL;
     char err[256] = "";
-    ag_status st = ag_st_load(path, &f, err, sizeof err);
+    ag_status st = ag_safetensors_load(path, &f, err, sizeof err);
     cr_assert_eq(st, AG_OK, "%s (run the tests from the repository root; tests/reference/README.md says "
                             "how to regenerate the fixtures)", err);
     return f;
 }
 
 /* The index of the stored tensor `name`. */
-static inline int stored(const ag_st *f, const char *name)
+static inline int stored(const ag_safetensors *f, const char *name)
 {
-    int i = ag_st_find(f, name);
+    int i = ag_safetensors_find(f, name);
     cr_assert_geq(i, 0, "the fixture has no tensor %s", name);
     return i;
 }
 
 /* How many stored tensors are named "<prefix>.<something>". */
-static inline int count_stored(const ag_st *f, const char *prefix)
+static inline int count_stored(const ag_safetensors *f, const char *prefix)
 {
     int k = 0;
     size_t len = strlen(prefix);
-    for (int i = 0; i < ag_st_count(f); i++)
-        if (!strncmp(ag_st_name(f, i), prefix, len) && ag_st_name(f, i)[len] == '.') k++;
+    for (int i = 0; i < ag_safetensors_count(f); i++)
+        if (!strncmp(ag_safetensors_name(f, i), prefix, len) && ag_safetensors_name(f, i)[len] == '.') k++;
     return k;
 }
 
 /* A leaf of g with the stored tensor's shape and values. */
-static inline ag_tensor *load_leaf(ag_graph *g, const ag_st *f, const char *name, int requires_grad)
+static inline ag_tensor *load_leaf(ag_graph *g, const ag_safetensors *f, const char *name, int requires_grad)
 {
-    int i = stored(f, name), nd = ag_st_ndim(f, i), shape[AG_MAX_DIMS];
+    int i = stored(f, name), nd = ag_safetensors_ndim(f, i), shape[AG_MAX_DIMS];
     cr_assert(nd >= 0 && nd <= AG_MAX_DIMS, "%s has %d axes", name, nd);
-    for (int d = 0; d < nd; d++) shape[d] = (int)ag_st_shape(f, i)[d];
+    for (int d = 0; d < nd; d++) shape[d] = (int)ag_safetensors_shape(f, i)[d];
     ag_tensor *t = ag_tensor_new(g, nd, shape);
     cr_assert_not_null(t, "%s: %s", name, ag_graph_error(g));
     char err[256] = "";
-    cr_assert_eq(ag_st_read_tensor(f, name, t, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read_tensor(f, name, t, err, sizeof err), AG_OK, "%s", err);
     ag_set_requires_grad(t, requires_grad);
     return ag_set_name(t, name);
 }
 
 /* n stored ints (I64), which must be exactly n. */
-static inline void load_ints(const ag_st *f, const char *name, int *dst, size_t n)
+static inline void load_ints(const ag_safetensors *f, const char *name, int *dst, size_t n)
 {
-    cr_assert_eq(ag_st_numel(f, stored(f, name)), n, "%s: element count", name);
+    cr_assert_eq(ag_safetensors_numel(f, stored(f, name)), n, "%s: element count", name);
     char err[256] = "";
-    cr_assert_eq(ag_st_read_int(f, name, dst, n, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read_int(f, name, dst, n, err, sizeof err), AG_OK, "%s", err);
 }
 
 /* The stored F32 or F64 values as doubles, exactly as stored (not rounded
  * to ag_real): a reference.  *n gets the count; the caller frees them. */
-static inline double *load_ref(const ag_st *f, const char *name, size_t *n)
+static inline double *load_ref(const ag_safetensors *f, const char *name, size_t *n)
 {
     int i = stored(f, name);
-    const char *dt = ag_st_dtype(f, i);
+    const char *dt = ag_safetensors_dtype(f, i);
     int wide = !strcmp(dt, "F64");
     cr_assert(wide || !strcmp(dt, "F32"), "%s is %s, want F32 or F64", name, dt);
-    *n = ag_st_numel(f, i);
+    *n = ag_safetensors_numel(f, i);
     double *v = malloc((*n ? *n : 1) * sizeof *v);
     cr_assert_not_null(v);
-    const unsigned char *b = ag_st_bytes(f, i);
+    const unsigned char *b = ag_safetensors_bytes(f, i);
     size_t width = wide ? 8 : 4;
     for (size_t k = 0; k < *n; k++) {
         uint64_t u = 0; /* little-endian, at any alignment */
@@ -94,28 +94,28 @@ static inline double *load_ref(const ag_st *f, const char *name, size_t *n)
 }
 
 /* The same for a tensor that must be F64. */
-static inline double *load_f64(const ag_st *f, const char *name, size_t *n)
+static inline double *load_f64(const ag_safetensors *f, const char *name, size_t *n)
 {
-    cr_assert_str_eq(ag_st_dtype(f, stored(f, name)), "F64", "%s", name);
+    cr_assert_str_eq(ag_safetensors_dtype(f, stored(f, name)), "F64", "%s", name);
     return load_ref(f, name, n);
 }
 
 /* got (t's data or gradient) matches the stored tensor `name`, shape
  * included (a scalar t matches a stored [1]), every element within
  * abs_tol + rel_tol * |want|. */
-static inline void expect_ref(const ag_st *f, const char *name, const ag_tensor *t, const ag_real *got,
+static inline void expect_ref(const ag_safetensors *f, const char *name, const ag_tensor *t, const ag_real *got,
                               double abs_tol, double rel_tol)
 {
     cr_assert_not_null(t, "%s: no tensor", name);
     cr_assert_not_null(got, "%s: no values (no gradient reached it?)", name);
-    int i = stored(f, name), nd = ag_st_ndim(f, i);
+    int i = stored(f, name), nd = ag_safetensors_ndim(f, i);
     if (t->ndim == 0) {
-        cr_assert_eq(ag_st_numel(f, i), 1, "%s: a scalar, stored with %zu elements", name, ag_st_numel(f, i));
+        cr_assert_eq(ag_safetensors_numel(f, i), 1, "%s: a scalar, stored with %zu elements", name, ag_safetensors_numel(f, i));
     } else {
         cr_assert_eq(t->ndim, nd, "%s: %d axes, stored %d", name, t->ndim, nd);
         for (int d = 0; d < nd; d++)
-            cr_assert_eq((int64_t)t->shape[d], ag_st_shape(f, i)[d], "%s: axis %d is %d, stored %lld", name, d,
-                         t->shape[d], (long long)ag_st_shape(f, i)[d]);
+            cr_assert_eq((int64_t)t->shape[d], ag_safetensors_shape(f, i)[d], "%s: axis %d is %d, stored %lld", name, d,
+                         t->shape[d], (long long)ag_safetensors_shape(f, i)[d]);
     }
     size_t n;
     double *want = load_ref(f, name, &n);
@@ -125,10 +125,10 @@ static inline void expect_ref(const ag_st *f, const char *name, const ag_tensor 
 }
 
 /* The same against a stored F64 tensor (the fixtures of make_fixtures.py). */
-static inline void expect_f64(const ag_st *f, const char *name, const ag_tensor *t, const ag_real *got,
+static inline void expect_f64(const ag_safetensors *f, const char *name, const ag_tensor *t, const ag_real *got,
                               double abs_tol, double rel_tol)
 {
-    cr_assert_str_eq(ag_st_dtype(f, stored(f, name)), "F64", "%s", name);
+    cr_assert_str_eq(ag_safetensors_dtype(f, stored(f, name)), "F64", "%s", name);
     expect_ref(f, name, t, got, abs_tol, rel_tol);
 }
 

@@ -11,7 +11,7 @@
  * A case is either a JSON header (text, or made by a function) followed by
  * data_len pattern bytes, with the 8-byte length field computed from it; or
  * the raw bytes of the whole file, for cases about the length field itself.
- * Each bad case names the status ag_st_parse must return and a substring its
+ * Each bad case names the status ag_safetensors_parse must return and a substring its
  * message must contain: one rejection per case, the messages all distinct. */
 #ifndef AG_TESTS_ST_CORPUS_H
 #define AG_TESTS_ST_CORPUS_H
@@ -29,7 +29,7 @@ typedef struct st_corpus_case {
     size_t data_len;                     /* data bytes after the header */
     const char *raw;                     /* or the whole file, raw_len bytes */
     size_t raw_len;
-    ag_status status;                    /* expected from ag_st_parse */
+    ag_status status;                    /* expected from ag_safetensors_parse */
     const char *message;                 /* expected in the message (bad cases) */
     int count;                           /* tensors (good cases) */
 } st_corpus_case;

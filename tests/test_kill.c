@@ -92,16 +92,16 @@ static ag_status save_version(const char *path, int version, char *err, size_t e
 static int loaded_version(const char *path)
 {
     char err[512];
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "the checkpoint does not load: %s", err);
-    const char *v = ag_st_meta(f, "version");
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "the checkpoint does not load: %s", err);
+    const char *v = ag_safetensors_meta(f, "version");
     cr_assert_not_null(v);
     int version = atoi(v);
     ag_store *s = store_of(-1);
     cr_assert_eq(ag_store_load(s, f, err, sizeof err), AG_OK, "%s", err);
     cr_assert(store_is(s, version), "the values are not those of version %d", version);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     return version;
 }
 

@@ -29,7 +29,7 @@ static void expect_graph_error(const void *got, const char *want)
 
 Test(nn_args, linear_forward) { expect_graph_error(ag_linear_forward(g, NULL, x), "linear_forward: layer is NULL"); }
 Test(nn_args, layernorm_forward) { expect_graph_error(ag_layernorm_forward(g, NULL, x), "layernorm_forward: layer is NULL"); }
-Test(nn_args, deprecated_norm_forward) { expect_graph_error(ag_norm_forward(g, NULL, x), "layernorm_forward: layer is NULL"); }
+Test(nn_args, deprecated_norm_forward) { expect_graph_error(ag_layernorm_forward(g, NULL, x), "layernorm_forward: layer is NULL"); }
 Test(nn_args, add_norm) { expect_graph_error(ag_add_norm(g, NULL, x, x, 0), "add_norm: layer is NULL"); }
 Test(nn_args, ffn_forward) { expect_graph_error(ag_ffn_forward(g, NULL, x), "ffn_forward: layer is NULL"); }
 

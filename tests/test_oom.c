@@ -103,7 +103,7 @@ static ag_status train_steps_on(int workers, outcome *o, char *msg, size_t msgle
         goto done;
     }
     if (!(opt = ag_adam_new(s, 1e-3, 0.9, 0.98, 1e-9, 0.01, 1))) {
-        snprintf(msg, msglen, "ag_adam_new: %s", ag_optim_last_error());
+        snprintf(msg, msglen, "ag_adam_new: %s", ag_store_error(s));
         st = AG_ERR_NOMEM;
         goto done;
     }
@@ -127,8 +127,12 @@ static ag_status train_steps_on(int workers, outcome *o, char *msg, size_t msgle
             goto done;
         }
         double norm;
-        if ((st = ag_clip_grad_norm(s, 1.0, &norm)) != AG_OK || (st = ag_optim_step(opt)) != AG_OK) {
-            snprintf(msg, msglen, "step %d: %s", step, ag_optim_last_error());
+        if ((st = ag_clip_grad_norm(s, 1.0, &norm)) != AG_OK) {
+            snprintf(msg, msglen, "step %d: clip: %s", step, ag_store_error(s));
+            goto done;
+        }
+        if ((st = ag_optim_step(opt)) != AG_OK) {
+            snprintf(msg, msglen, "step %d: %s", step, ag_optim_error(opt));
             goto done;
         }
         ag_store_zero_grad(s);
@@ -167,15 +171,15 @@ static ag_status load_checkpoint(outcome *o, char *msg, size_t msglen)
 {
     ag_seq2seq m;
     ag_store *s;
-    ag_st *f = NULL;
+    ag_safetensors *f = NULL;
     ag_status st = model_new(&m, &s, 99, msg, msglen);
-    if (st == AG_OK) st = ag_st_load(ckpt_path, &f, msg, msglen);
+    if (st == AG_OK) st = ag_safetensors_load(ckpt_path, &f, msg, msglen);
     if (st == AG_OK) {
-        cr_assert_str_eq(ag_st_meta(f, "format"), "oom-test");
+        cr_assert_str_eq(ag_safetensors_meta(f, "format"), "oom-test");
         st = ag_store_load(s, f, msg, msglen);
     }
     if (st == AG_OK) o->sum = hash_store(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     ag_seq2seq_free(&m);
     ag_store_free(s);
     return st;

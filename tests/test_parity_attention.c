@@ -21,18 +21,18 @@
 
 /* Every parameter of s from the fixture, by its name (the layers' seeded
  * initial values are overwritten). */
-static void load_params(const ag_st *f, ag_store *s)
+static void load_params(const ag_safetensors *f, ag_store *s)
 {
     cr_assert_gt(ag_store_count(s), 0);
     for (int i = 0; i < ag_store_count(s); i++) {
         ag_tensor *p = ag_store_at(s, i);
         char err[256] = "";
-        cr_assert_eq(ag_st_read_tensor(f, p->name, p, err, sizeof err), AG_OK, "%s", err);
+        cr_assert_eq(ag_safetensors_read_tensor(f, p->name, p, err, sizeof err), AG_OK, "%s", err);
     }
 }
 
 /* got (t's data or gradient) matches stored tensor `name`. */
-static void expect_stored(const ag_st *f, const char *name, const ag_tensor *t, const ag_real *got)
+static void expect_stored(const ag_safetensors *f, const char *name, const ag_tensor *t, const ag_real *got)
 {
     expect_f64(f, name, t, got, ABS, REL);
 }
@@ -46,7 +46,7 @@ typedef struct named_input {
 /* grad.<input> for each input and grad.<param> for each parameter of s;
  * every gradient the fixture stores under grad.<prefix>. must be one of
  * them (so a parameter PyTorch has and attograd lacks is caught). */
-static void expect_grads(const ag_st *f, const ag_store *s, const char *prefix,
+static void expect_grads(const ag_safetensors *f, const ag_store *s, const char *prefix,
                          const named_input *inputs, int n_inputs)
 {
     char name[128];
@@ -82,14 +82,14 @@ static ag_graph *eval_graph(void)
 static void check_tutorial_mhsa(const char *prefix, int masked, int textbook)
 {
     char name[64];
-    ag_st *f = open_fixture(ATTN_FIXTURE);
+    ag_safetensors *f = open_fixture(ATTN_FIXTURE);
     ag_store *s = ag_store_new();
     ag_mha m;
-    ag_norm n;
+    ag_layernorm n;
     cr_assert_eq(ag_mha_init(&m, s, prefix, 64, 8, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
     m.textbook = textbook;
     snprintf(name, sizeof name, "%s.norm", prefix);
-    cr_assert_eq(ag_norm_init(&n, s, name, 64), AG_OK, "%s", ag_store_error(s));
+    cr_assert_eq(ag_layernorm_init(&n, s, name, 64), AG_OK, "%s", ag_store_error(s));
     load_params(f, s);
 
     ag_graph *g = eval_graph();
@@ -114,7 +114,7 @@ static void check_tutorial_mhsa(const char *prefix, int masked, int textbook)
     expect_grads(f, s, prefix, (named_input[]){{name, x}}, 1);
     ag_graph_free(g);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(parity_attn, tutorial_mhsa_without_mask)
@@ -137,7 +137,7 @@ Test(parity_attn, tutorial_mhsa_textbook_path)
 
 Test(parity_attn, causal_self_attention)
 {
-    ag_st *f = open_fixture(ATTN_FIXTURE);
+    ag_safetensors *f = open_fixture(ATTN_FIXTURE);
     ag_store *s = ag_store_new();
     ag_mha m;
     cr_assert_eq(ag_mha_init(&m, s, "causal", 16, 4, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
@@ -160,7 +160,7 @@ Test(parity_attn, causal_self_attention)
     expect_grads(f, s, "causal", (named_input[]){{"causal.x", x}}, 1);
     ag_graph_free(g);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 /* ---- (c) key padding from valid lengths (d2l) ---------------------------------- */
@@ -174,7 +174,7 @@ static void check_padding(const char *prefix, int per_query)
     const double fills[2] = {-1e6, AG_MASK_NEG_INF};
     char name[64];
     int valid_lens[B * T];
-    ag_st *f = open_fixture(ATTN_FIXTURE);
+    ag_safetensors *f = open_fixture(ATTN_FIXTURE);
     ag_store *s = ag_store_new();
     ag_mha m;
     cr_assert_eq(ag_mha_init(&m, s, prefix, C, H, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
@@ -204,7 +204,7 @@ static void check_padding(const char *prefix, int per_query)
     }
     ag_graph_free(g);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(parity_attn, key_padding_from_valid_lengths)
@@ -222,7 +222,7 @@ Test(parity_attn, key_padding_from_valid_lengths_per_query)
 Test(parity_attn, cross_attention_with_key_padding)
 {
     int valid_lens[2];
-    ag_st *f = open_fixture(ATTN_FIXTURE);
+    ag_safetensors *f = open_fixture(ATTN_FIXTURE);
     ag_store *s = ag_store_new();
     ag_mha m;
     cr_assert_eq(ag_mha_init(&m, s, "cross", 16, 4, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
@@ -244,7 +244,7 @@ Test(parity_attn, cross_attention_with_key_padding)
     expect_grads(f, s, "cross", (named_input[]){{"cross.x_q", x_q}, {"cross.x_kv", x_kv}}, 2);
     ag_graph_free(g);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 /* ---- (e), (f) one encoder block, one decoder block ------------------------------ */
@@ -252,7 +252,7 @@ Test(parity_attn, cross_attention_with_key_padding)
 Test(parity_attn, encoder_block)
 {
     int valid_lens[2];
-    ag_st *f = open_fixture(BLOCKS_FIXTURE);
+    ag_safetensors *f = open_fixture(BLOCKS_FIXTURE);
     ag_store *s = ag_store_new();
     ag_encoder_block b;
     cr_assert_eq(ag_encoder_block_init(&b, s, "enc", 8, 2, 16, 0.0, 1), AG_OK, "%s", ag_store_error(s));
@@ -271,13 +271,13 @@ Test(parity_attn, encoder_block)
     expect_grads(f, s, "enc", (named_input[]){{"enc.x", x}}, 1);
     ag_graph_free(g);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(parity_attn, decoder_block)
 {
     int valid_lens[2];
-    ag_st *f = open_fixture(BLOCKS_FIXTURE);
+    ag_safetensors *f = open_fixture(BLOCKS_FIXTURE);
     ag_store *s = ag_store_new();
     ag_decoder_block b;
     cr_assert_eq(ag_decoder_block_init(&b, s, "dec", 8, 2, 16, 0.0, 1), AG_OK, "%s", ag_store_error(s));
@@ -299,14 +299,14 @@ Test(parity_attn, decoder_block)
     expect_grads(f, s, "dec", (named_input[]){{"dec.x", x}, {"dec.enc", enc}}, 2);
     ag_graph_free(g);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 /* ---- 3. d2l's example ----------------------------------------------------------- */
 
 /* MultiHeadAttention(num_hiddens 100, num_heads 5, dropout 0.5, bias=False) in
  * eval mode, valid_lens [3, 2], masked scores -1e6 as d2l's masked_softmax. */
-static void d2l_module(ag_st *f, ag_store *s, ag_mha *m)
+static void d2l_module(ag_safetensors *f, ag_store *s, ag_mha *m)
 {
     cr_assert_eq(ag_mha_init(m, s, "d2l", 100, 5, 0, 0.5, 1), AG_OK, "%s", ag_store_error(s));
     cr_assert_eq(ag_store_count(s), 4, "bias=False: four weights and nothing else");
@@ -316,7 +316,7 @@ static void d2l_module(ag_st *f, ag_store *s, ag_mha *m)
 Test(parity_attn, d2l_example_all_ones)
 {
     int valid_lens[2];
-    ag_st *f = open_fixture(D2L_FIXTURE);
+    ag_safetensors *f = open_fixture(D2L_FIXTURE);
     ag_store *s = ag_store_new();
     ag_mha m;
     d2l_module(f, s, &m);
@@ -332,13 +332,13 @@ Test(parity_attn, d2l_example_all_ones)
     expect_stored(f, "d2l.ones.out", y, y->data);
     ag_graph_free(g);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 static void check_d2l_random(int textbook)
 {
     int valid_lens[2];
-    ag_st *f = open_fixture(D2L_FIXTURE);
+    ag_safetensors *f = open_fixture(D2L_FIXTURE);
     ag_store *s = ag_store_new();
     ag_mha m;
     d2l_module(f, s, &m);
@@ -358,7 +358,7 @@ static void check_d2l_random(int textbook)
     expect_grads(f, s, "d2l", (named_input[]){{"d2l.rand.x_q", x_q}, {"d2l.rand.x_kv", x_kv}}, 2);
     ag_graph_free(g);
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(parity_attn, d2l_example_random_inputs)

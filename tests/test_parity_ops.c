@@ -15,7 +15,7 @@
 #define REL TOL(1e-10, 1e-5)
 
 /* got (t's data or gradient) matches stored tensor `name`. */
-static void expect_stored(const ag_st *f, const char *name, const ag_tensor *t, const ag_real *got)
+static void expect_stored(const ag_safetensors *f, const char *name, const ag_tensor *t, const ag_real *got)
 {
     expect_f64(f, name, t, got, ABS, REL);
 }
@@ -28,7 +28,7 @@ typedef ag_tensor *(*unary_fn)(ag_graph *g, ag_tensor *x);
 static void check_unary(const char *c, unary_fn op)
 {
     char name[64];
-    ag_st *f = open_fixture(OPS_FIXTURE);
+    ag_safetensors *f = open_fixture(OPS_FIXTURE);
     ag_graph *g = ag_graph_new();
     snprintf(name, sizeof name, "%s.x", c);
     ag_tensor *x = load_leaf(g, f, name, 1);
@@ -41,7 +41,7 @@ static void check_unary(const char *c, unary_fn op)
     snprintf(name, sizeof name, "grad.%s.x", c);
     expect_stored(f, name, x, x->grad);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(parity_ops, softmax)
@@ -56,7 +56,7 @@ Test(parity_ops, log_softmax)
 
 Test(parity_ops, layer_norm_with_gain_and_bias)
 {
-    ag_st *f = open_fixture(OPS_FIXTURE);
+    ag_safetensors *f = open_fixture(OPS_FIXTURE);
     ag_graph *g = ag_graph_new();
     ag_tensor *x = load_leaf(g, f, "layer_norm.x", 1);
     ag_tensor *gain = load_leaf(g, f, "layer_norm.weight", 1);
@@ -69,12 +69,12 @@ Test(parity_ops, layer_norm_with_gain_and_bias)
     expect_stored(f, "grad.layer_norm.weight", gain, gain->grad);
     expect_stored(f, "grad.layer_norm.bias", bias, bias->grad);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(parity_ops, matmul_with_broadcast_batch)
 {
-    ag_st *f = open_fixture(OPS_FIXTURE);
+    ag_safetensors *f = open_fixture(OPS_FIXTURE);
     ag_graph *g = ag_graph_new();
     ag_tensor *a = load_leaf(g, f, "matmul.a", 1); /* [2, 1, 3, 4] */
     ag_tensor *b = load_leaf(g, f, "matmul.b", 1); /* [3, 4, 5] */
@@ -88,7 +88,7 @@ Test(parity_ops, matmul_with_broadcast_batch)
     /* b had no leading batch axis: its gradient sums over a's batch of 2 */
     expect_stored(f, "grad.matmul.b", b, b->grad);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 /* Cross-entropy case c: logits [2, 3, 5], targets [2, 3], ignore_index and
@@ -98,7 +98,7 @@ static void check_cross_entropy(const char *c)
     char name[64];
     int targets[6], ignore;
     size_t n;
-    ag_st *f = open_fixture(OPS_FIXTURE);
+    ag_safetensors *f = open_fixture(OPS_FIXTURE);
     ag_graph *g = ag_graph_new();
     snprintf(name, sizeof name, "%s.logits", c);
     ag_tensor *logits = load_leaf(g, f, name, 1);
@@ -122,7 +122,7 @@ static void check_cross_entropy(const char *c)
     expect_stored(f, name, logits, logits->grad);
     free(ls);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(parity_ops, cross_entropy_with_ignore_index)
@@ -138,7 +138,7 @@ Test(parity_ops, cross_entropy_with_label_smoothing_and_ignore_index)
 Test(parity_ops, embedding_with_repeated_ids)
 {
     int ids[6];
-    ag_st *f = open_fixture(OPS_FIXTURE);
+    ag_safetensors *f = open_fixture(OPS_FIXTURE);
     ag_graph *g = ag_graph_new();
     ag_tensor *weight = load_leaf(g, f, "embedding.weight", 1); /* [6, 4] */
     load_ints(f, "embedding.ids", ids, 6);                      /* [2, 3] */
@@ -150,13 +150,13 @@ Test(parity_ops, embedding_with_repeated_ids)
     /* id 1 appears three times: its row of the gradient is the sum of three */
     expect_stored(f, "grad.embedding.weight", weight, weight->grad);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(parity_ops, index_add_with_a_repeated_index)
 {
     int idx[5];
-    ag_st *f = open_fixture(OPS_FIXTURE);
+    ag_safetensors *f = open_fixture(OPS_FIXTURE);
     ag_graph *g = ag_graph_new();
     ag_tensor *x = load_leaf(g, f, "index_add.x", 1); /* [5, 3] */
     load_ints(f, "index_add.idx", idx, 5);
@@ -167,5 +167,5 @@ Test(parity_ops, index_add_with_a_repeated_index)
     expect_stored(f, "index_add.out", y, y->data);
     expect_stored(f, "grad.index_add.x", x, x->grad);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }

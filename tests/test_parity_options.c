@@ -18,7 +18,7 @@
 enum { B = 2, T = 5, C = 8, H = 2, F = 16 };
 
 typedef struct parity {
-    ag_st *f;
+    ag_safetensors *f;
     ag_store *s;
     ag_graph *g;
 } parity;
@@ -35,7 +35,7 @@ static void parity_close(parity *p)
 {
     ag_graph_free(p->g);
     ag_store_free(p->s);
-    ag_st_free(p->f);
+    ag_safetensors_free(p->f);
 }
 
 /* Every parameter of the store from the fixture, by name. */
@@ -44,7 +44,7 @@ static void load_store(parity *p)
     for (int i = 0; i < ag_store_count(p->s); i++) {
         ag_tensor *t = ag_store_at(p->s, i);
         char err[256] = "";
-        cr_assert_eq(ag_st_read_tensor(p->f, t->name, t, err, sizeof err), AG_OK, "%s", err);
+        cr_assert_eq(ag_safetensors_read_tensor(p->f, t->name, t, err, sizeof err), AG_OK, "%s", err);
     }
 }
 

@@ -43,7 +43,7 @@
 
 /* ---- the fixture and the checkpoint ------------------------------------------ */
 
-static double load_scalar(const ag_st *f, const char *name)
+static double load_scalar(const ag_safetensors *f, const char *name)
 {
     size_t n;
     double *v = load_ref(f, name, &n);
@@ -57,15 +57,15 @@ static double load_scalar(const ag_st *f, const char *name)
  * metadata, its weights from the checkpoint (as examples/translate/checkpoint.c's
  * load_model). */
 typedef struct tiny {
-    ag_st *ckpt;
+    ag_safetensors *ckpt;
     ag_vocab *sv, *tv;
     ag_store *store;
     ag_seq2seq net;
 } tiny;
 
-static int meta_int(const ag_st *f, const char *key)
+static int meta_int(const ag_safetensors *f, const char *key)
 {
-    const char *v = ag_st_meta(f, key);
+    const char *v = ag_safetensors_meta(f, key);
     cr_assert_not_null(v, "%s: no metadata '%s'", MODEL, key);
     return atoi(v);
 }
@@ -75,13 +75,13 @@ static void tiny_load(tiny *m)
     char err[256] = "";
     memset(m, 0, sizeof *m);
     m->ckpt = open_fixture(MODEL);
-    const char *fmt = ag_st_meta(m->ckpt, "format");
+    const char *fmt = ag_safetensors_meta(m->ckpt, "format");
     cr_assert(fmt && !strcmp(fmt, "attograd-translator-1"), "%s: format %s", MODEL, fmt ? fmt : "missing");
-    const char *vs = ag_st_meta(m->ckpt, "src_vocab"), *vt = ag_st_meta(m->ckpt, "tgt_vocab");
+    const char *vs = ag_safetensors_meta(m->ckpt, "src_vocab"), *vt = ag_safetensors_meta(m->ckpt, "tgt_vocab");
     cr_assert(vs && vt, "%s: no vocabularies", MODEL);
     cr_assert_eq(ag_vocab_parse(vs, strlen(vs), &m->sv, err, sizeof err), AG_OK, "%s", err);
     cr_assert_eq(ag_vocab_parse(vt, strlen(vt), &m->tv, err, sizeof err), AG_OK, "%s", err);
-    const char *dr = ag_st_meta(m->ckpt, "dropout");
+    const char *dr = ag_safetensors_meta(m->ckpt, "dropout");
     cr_assert_not_null(dr);
     ag_seq2seq_config cfg = {ag_vocab_size(m->sv), ag_vocab_size(m->tv), meta_int(m->ckpt, "hidden"),
                              meta_int(m->ckpt, "heads"), meta_int(m->ckpt, "ffn"), meta_int(m->ckpt, "layers"),
@@ -99,7 +99,7 @@ static void tiny_free(tiny *m)
     ag_store_free(m->store);
     ag_vocab_free(m->sv);
     ag_vocab_free(m->tv);
-    ag_st_free(m->ckpt);
+    ag_safetensors_free(m->ckpt);
 }
 
 /* The fixture's batch: B rows of S source ids and T target ids. */
@@ -109,21 +109,21 @@ typedef struct batch {
 } batch;
 
 /* Stored ints of shape [rows, cols], or [rows] when cols is 0. */
-static void load_rows(const ag_st *f, const char *name, int *dst, int rows, int cols)
+static void load_rows(const ag_safetensors *f, const char *name, int *dst, int rows, int cols)
 {
     int i = stored(f, name);
-    cr_assert_eq(ag_st_ndim(f, i), cols ? 2 : 1, "%s: axes", name);
-    cr_assert_eq(ag_st_shape(f, i)[0], rows, "%s: rows", name);
-    if (cols) cr_assert_eq(ag_st_shape(f, i)[1], cols, "%s: columns", name);
+    cr_assert_eq(ag_safetensors_ndim(f, i), cols ? 2 : 1, "%s: axes", name);
+    cr_assert_eq(ag_safetensors_shape(f, i)[0], rows, "%s: rows", name);
+    if (cols) cr_assert_eq(ag_safetensors_shape(f, i)[1], cols, "%s: columns", name);
     load_ints(f, name, dst, (size_t)rows * (size_t)(cols ? cols : 1));
 }
 
-static void batch_load(const ag_st *f, batch *b)
+static void batch_load(const ag_safetensors *f, batch *b)
 {
     int i = stored(f, "batch.src"), j = stored(f, "batch.tgt_out");
-    b->B = (int)ag_st_shape(f, i)[0];
-    b->S = (int)ag_st_shape(f, i)[1];
-    b->T = (int)ag_st_shape(f, j)[1];
+    b->B = (int)ag_safetensors_shape(f, i)[0];
+    b->S = (int)ag_safetensors_shape(f, i)[1];
+    b->T = (int)ag_safetensors_shape(f, j)[1];
     cr_assert(b->B == BATCH && b->S >= 1 && b->S <= 16 && b->T >= 1 && b->T <= 16, "batch [%d, %d] / [%d, %d]",
               b->B, b->S, b->B, b->T);
     load_rows(f, "batch.src", b->src, b->B, b->S);
@@ -135,7 +135,7 @@ static void batch_load(const ag_st *f, batch *b)
 /* The loss of the fixture's batch in eval mode (dropout off) on a new graph
  * (the caller frees it), then its gradients; the loss against the
  * fixture's "loss" (float build) or "loss64" (double build). */
-static ag_graph *loss_and_backward(tiny *m, const ag_st *f)
+static ag_graph *loss_and_backward(tiny *m, const ag_safetensors *f)
 {
     batch b;
     batch_load(f, &b);
@@ -151,7 +151,7 @@ static ag_graph *loss_and_backward(tiny *m, const ag_st *f)
 }
 
 /* The fixture holds exactly one "<prefix>.<p>" per parameter of the store. */
-static void expect_count(const ag_st *f, const ag_store *s, const char *prefix)
+static void expect_count(const ag_safetensors *f, const ag_store *s, const char *prefix)
 {
     int k = count_stored(f, prefix);
     cr_assert_eq(k, ag_store_count(s), "the fixture has %d %s.* tensors, the model %d parameters", k, prefix,
@@ -165,22 +165,22 @@ static void check_step(const char *kind)
 {
     tiny m;
     tiny_load(&m);
-    ag_st *f = open_fixture(FIXTURE);
+    ag_safetensors *f = open_fixture(FIXTURE);
     ag_graph *g = loss_and_backward(&m, f);
     double norm;
-    cr_assert_eq(ag_clip_grad_norm(m.store, CLIP, &norm), AG_OK, "%s", ag_optim_last_error());
+    cr_assert_eq(ag_clip_grad_norm(m.store, CLIP, &norm), AG_OK, "%s", ag_store_error(m.store));
     cr_assert_gt(norm, CLIP, "the batch's gradient norm %g should exceed %g, so that clipping is tested", norm,
                  CLIP);
     ag_optim *opt = !strcmp(kind, "sgd") ? ag_sgd_new(m.store, SGD_LR, SGD_MOMENTUM, 0, 0)
                                          : ag_adam_new(m.store, ADAM_LR, 0.9, 0.98, 1e-9, 0, 0);
-    cr_assert_not_null(opt, "%s", ag_optim_last_error());
+    cr_assert_not_null(opt, "%s", ag_store_error(m.store));
     /* the step moves each parameter from its checkpoint value */
     size_t total = ag_store_numel(m.store);
     ag_real *before = malloc(total * sizeof *before);
     cr_assert_not_null(before);
     for (int i = 0, at = 0; i < ag_store_count(m.store); at += (int)ag_store_at(m.store, i)->size, i++)
         memcpy(before + at, ag_store_at(m.store, i)->data, ag_store_at(m.store, i)->size * sizeof(ag_real));
-    cr_assert_eq(ag_optim_step(opt), AG_OK, "%s", ag_optim_last_error());
+    cr_assert_eq(ag_optim_step(opt), AG_OK, "%s", ag_optim_error(opt));
 
     expect_count(f, m.store, kind);
     char name[160];
@@ -216,7 +216,7 @@ static void check_step(const char *kind)
     free(before);
     ag_optim_free(opt);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     tiny_free(&m);
 }
 
@@ -230,7 +230,7 @@ Test(parity_translator, batch_from_the_c_pipeline)
     char err[256] = "";
     tiny m;
     tiny_load(&m);
-    ag_st *f = open_fixture(FIXTURE);
+    ag_safetensors *f = open_fixture(FIXTURE);
     batch want;
     batch_load(f, &want);
     ag_pairs *p = NULL;
@@ -239,7 +239,7 @@ Test(parity_translator, batch_from_the_c_pipeline)
     int min_freq = meta_int(m.ckpt, "min_freq");
     for (int side = 0; side < 2; side++) {
         cr_assert_eq(ag_vocab_from_pairs(p, side, min_freq, &v[side], err, sizeof err), AG_OK, "%s", err);
-        const char *stored_vocab = ag_st_meta(m.ckpt, side == AG_SOURCE ? "src_vocab" : "tgt_vocab");
+        const char *stored_vocab = ag_safetensors_meta(m.ckpt, side == AG_SOURCE ? "src_vocab" : "tgt_vocab");
         size_t n = ag_vocab_serialize(v[side], NULL, 0) + 1;
         char *s = malloc(n);
         cr_assert_not_null(s);
@@ -276,7 +276,7 @@ Test(parity_translator, batch_from_the_c_pipeline)
     ag_vocab_free(v[0]);
     ag_vocab_free(v[1]);
     ag_pairs_free(p);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     tiny_free(&m);
 }
 
@@ -285,7 +285,7 @@ Test(parity_translator, loss_and_gradients)
 {
     tiny m;
     tiny_load(&m);
-    ag_st *f = open_fixture(FIXTURE);
+    ag_safetensors *f = open_fixture(FIXTURE);
     ag_graph *g = loss_and_backward(&m, f);
     expect_count(f, m.store, "grad" SUFFIX);
     char name[160];
@@ -298,7 +298,7 @@ Test(parity_translator, loss_and_gradients)
     cr_assert_eq(ag_clip_grad_norm(m.store, CLIP, &norm), AG_OK);
     cr_assert(fabs(norm - want_norm) <= LOSS_REL * want_norm, "norm %.10g, want %.10g", norm, want_norm);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     tiny_free(&m);
 }
 

@@ -335,20 +335,20 @@ Test(robust, check_finite_on_a_graph_in_error_returns_its_error)
 
 /* ---- the safetensors reader on mutated files --------------------------------------- */
 
-/* A valid checkpoint of three tensors and metadata, as ag_st_save writes it. */
+/* A valid checkpoint of three tensors and metadata, as ag_safetensors_save writes it. */
 static unsigned char *valid_checkpoint(size_t *len)
 {
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     const ag_real a[6] = {1, -2, 3.5, 0, 1e-3, 7};
-    cr_assert_eq(ag_st_add(w, "enc.w", "F32", AG_SHAPE(2, 3), a), AG_OK);
-    cr_assert_eq(ag_st_add(w, "enc.b", "F64", AG_SHAPE(3), a), AG_OK);
-    cr_assert_eq(ag_st_add(w, "s", "F32", 0, NULL, a), AG_OK);
-    cr_assert_eq(ag_st_add_int(w, "ids", AG_SHAPE(2), (const int[]){5, -1}), AG_OK);
-    cr_assert_eq(ag_st_add_meta(w, "format", "robust"), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "enc.w", "F32", AG_SHAPE(2, 3), a), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "enc.b", "F64", AG_SHAPE(3), a), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "s", "F32", 0, NULL, a), AG_OK);
+    cr_assert_eq(ag_safetensors_add_int(w, "ids", AG_SHAPE(2), (const int[]){5, -1}), AG_OK);
+    cr_assert_eq(ag_safetensors_add_meta(w, "format", "robust"), AG_OK);
     char path[64], err[256];
     snprintf(path, sizeof path, "/tmp/ag_robust_%d.safetensors", (int)getpid());
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
-    ag_st_writer_free(w);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors_writer_free(w);
     FILE *f = fopen(path, "rb");
     cr_assert_not_null(f);
     unsigned char *b = malloc(1 << 16);
@@ -375,8 +375,8 @@ static size_t dtype_size(const char *d)
  * a message naming the buffer. */
 static ag_status parse_any(const unsigned char *b, size_t len, char *err, size_t errlen)
 {
-    ag_st *f = (ag_st *)1;
-    ag_status st = ag_st_parse(b, len, &f, err, errlen);
+    ag_safetensors *f = (ag_safetensors *)1;
+    ag_status st = ag_safetensors_parse(b, len, &f, err, errlen);
     if (st != AG_OK) {
         cr_assert_null(f);
         cr_assert(strncmp(err, "safetensors buffer: ", 20) == 0, "%s", err);
@@ -384,14 +384,14 @@ static ag_status parse_any(const unsigned char *b, size_t len, char *err, size_t
     }
     size_t total = 0;
     volatile unsigned sum = 0;
-    for (int i = 0; i < ag_st_count(f); i++) {
-        const unsigned char *p = ag_st_bytes(f, i);
-        size_t n = ag_st_numel(f, i) * dtype_size(ag_st_dtype(f, i));
+    for (int i = 0; i < ag_safetensors_count(f); i++) {
+        const unsigned char *p = ag_safetensors_bytes(f, i);
+        size_t n = ag_safetensors_numel(f, i) * dtype_size(ag_safetensors_dtype(f, i));
         for (size_t k = 0; k < n; k++) sum += p[k];
         total += n;
     }
     cr_assert_leq(total, len, "tensors of %zu bytes in a file of %zu", total, len);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     return AG_OK;
 }
 

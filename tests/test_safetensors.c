@@ -67,9 +67,9 @@ Test(safetensors, corpus_of_corrupt_files_is_rejected_with_specific_messages)
         const st_corpus_case *c = &st_corpus_bad[i];
         size_t len;
         unsigned char *bytes = st_corpus_build(c, &len);
-        ag_st *f = (ag_st *)1;
+        ag_safetensors *f = (ag_safetensors *)1;
         char err[512] = "";
-        ag_status st = ag_st_parse(bytes, len, &f, err, sizeof err);
+        ag_status st = ag_safetensors_parse(bytes, len, &f, err, sizeof err);
         cr_expect_eq(st, c->status, "case '%s': status %s, want %s (%s)", c->what, ag_status_name(st),
                      ag_status_name(c->status), err);
         cr_expect_null(f, "case '%s': *out not NULL on failure", c->what);
@@ -77,7 +77,7 @@ Test(safetensors, corpus_of_corrupt_files_is_rejected_with_specific_messages)
                   c->what, err);
         cr_expect_not_null(strstr(err, c->message), "case '%s':\n  message: %s\n  missing: %s", c->what, err,
                            c->message);
-        if (st == AG_OK) ag_st_free(f);
+        if (st == AG_OK) ag_safetensors_free(f);
         free(bytes);
     }
 }
@@ -91,9 +91,9 @@ Test(safetensors, corpus_through_files_names_the_path)
         size_t len;
         unsigned char *bytes = st_corpus_build(c, &len);
         write_bytes(path, bytes, len);
-        ag_st *f = (ag_st *)1;
+        ag_safetensors *f = (ag_safetensors *)1;
         char err[512] = "";
-        ag_status st = ag_st_load(path, &f, err, sizeof err);
+        ag_status st = ag_safetensors_load(path, &f, err, sizeof err);
         cr_expect_eq(st, c->status, "case '%s': %s", c->what, err);
         cr_expect_null(f);
         cr_expect(strncmp(err, path, strlen(path)) == 0 && strncmp(err + strlen(path), ": ", 2) == 0,
@@ -112,17 +112,17 @@ Test(safetensors, corpus_of_valid_files_is_accepted)
         const st_corpus_case *c = &st_corpus_good[i];
         size_t len;
         unsigned char *bytes = st_corpus_build(c, &len);
-        ag_st *f = NULL;
+        ag_safetensors *f = NULL;
         char err[512] = "";
-        ag_status st = ag_st_parse(bytes, len, &f, err, sizeof err);
+        ag_status st = ag_safetensors_parse(bytes, len, &f, err, sizeof err);
         cr_expect_eq(st, AG_OK, "case '%s': %s", c->what, err);
         if (st == AG_OK) {
-            cr_expect_eq(ag_st_count(f), c->count, "case '%s': %d tensors, want %d", c->what, ag_st_count(f),
+            cr_expect_eq(ag_safetensors_count(f), c->count, "case '%s': %d tensors, want %d", c->what, ag_safetensors_count(f),
                          c->count);
             /* every tensor's bytes are the pattern at its offset */
-            for (int t = 0; t < ag_st_count(f); t++)
-                cr_expect_eq(ag_st_find(f, ag_st_name(f, t)), t, "case '%s': tensor %d not found by name", c->what, t);
-            ag_st_free(f);
+            for (int t = 0; t < ag_safetensors_count(f); t++)
+                cr_expect_eq(ag_safetensors_find(f, ag_safetensors_name(f, t)), t, "case '%s': tensor %d not found by name", c->what, t);
+            ag_safetensors_free(f);
         }
         free(bytes);
     }
@@ -133,48 +133,48 @@ Test(safetensors, accepted_files_keep_header_order_dtypes_and_shapes)
     /* "tensors and keys in any order": b comes first in the header, a first in the data */
     size_t len;
     unsigned char *bytes = st_corpus_build(&st_corpus_good[6], &len);
-    ag_st *f;
+    ag_safetensors *f;
     char err[256];
-    cr_assert_eq(ag_st_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_count(f), 2);
-    cr_assert_str_eq(ag_st_name(f, 0), "b");
-    cr_assert_str_eq(ag_st_name(f, 1), "a");
-    cr_assert_str_eq(ag_st_dtype(f, 0), "I32");
-    cr_assert_str_eq(ag_st_dtype(f, 1), "U16");
-    cr_assert_eq(ag_st_ndim(f, 1), 1);
-    cr_assert_eq(ag_st_shape(f, 1)[0], 2);
-    cr_assert_eq(ag_st_numel(f, 1), 2);
+    cr_assert_eq(ag_safetensors_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_count(f), 2);
+    cr_assert_str_eq(ag_safetensors_name(f, 0), "b");
+    cr_assert_str_eq(ag_safetensors_name(f, 1), "a");
+    cr_assert_str_eq(ag_safetensors_dtype(f, 0), "I32");
+    cr_assert_str_eq(ag_safetensors_dtype(f, 1), "U16");
+    cr_assert_eq(ag_safetensors_ndim(f, 1), 1);
+    cr_assert_eq(ag_safetensors_shape(f, 1)[0], 2);
+    cr_assert_eq(ag_safetensors_numel(f, 1), 2);
     /* data pattern i*7+1: a is bytes 0..3, b bytes 4..7 */
-    const unsigned char *a = ag_st_bytes(f, 1), *b = ag_st_bytes(f, 0);
+    const unsigned char *a = ag_safetensors_bytes(f, 1), *b = ag_safetensors_bytes(f, 0);
     cr_assert_eq(a[0], 1);
     cr_assert_eq(b[0], 4 * 7 + 1);
-    cr_assert_eq(ag_st_find(f, "a"), 1);
-    cr_assert_eq(ag_st_find(f, "c"), -1);
-    cr_assert_null(ag_st_name(f, 2));
-    cr_assert_eq(ag_st_meta_count(f), 0);
-    ag_st_free(f);
+    cr_assert_eq(ag_safetensors_find(f, "a"), 1);
+    cr_assert_eq(ag_safetensors_find(f, "c"), -1);
+    cr_assert_null(ag_safetensors_name(f, 2));
+    cr_assert_eq(ag_safetensors_meta_count(f), 0);
+    ag_safetensors_free(f);
     free(bytes);
 
     /* rank 0, zero-size, 64 axes */
     bytes = st_corpus_build(&st_corpus_good[3], &len);
-    cr_assert_eq(ag_st_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_ndim(f, 0), 0);
-    cr_assert_eq(ag_st_numel(f, 0), 1);
-    ag_st_free(f);
+    cr_assert_eq(ag_safetensors_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_ndim(f, 0), 0);
+    cr_assert_eq(ag_safetensors_numel(f, 0), 1);
+    ag_safetensors_free(f);
     free(bytes);
     bytes = st_corpus_build(&st_corpus_good[5], &len);
-    cr_assert_eq(ag_st_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
-    int z = ag_st_find(f, "z");
-    cr_assert_eq(ag_st_numel(f, z), 0);
-    cr_assert_eq(ag_st_ndim(f, z), 2);
-    cr_assert_eq(ag_st_shape(f, z)[0], 3);
-    cr_assert_eq(ag_st_shape(f, z)[1], 0);
-    ag_st_free(f);
+    cr_assert_eq(ag_safetensors_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
+    int z = ag_safetensors_find(f, "z");
+    cr_assert_eq(ag_safetensors_numel(f, z), 0);
+    cr_assert_eq(ag_safetensors_ndim(f, z), 2);
+    cr_assert_eq(ag_safetensors_shape(f, z)[0], 3);
+    cr_assert_eq(ag_safetensors_shape(f, z)[1], 0);
+    ag_safetensors_free(f);
     free(bytes);
     bytes = st_corpus_build(&st_corpus_good[ST_CORPUS_GOOD_COUNT - 1], &len);
-    cr_assert_eq(ag_st_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_ndim(f, 0), 64);
-    ag_st_free(f);
+    cr_assert_eq(ag_safetensors_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_ndim(f, 0), 64);
+    ag_safetensors_free(f);
     free(bytes);
 }
 
@@ -183,15 +183,15 @@ Test(safetensors, header_strings_are_decoded)
     /* "metadata with escapes and unicode" */
     size_t len;
     unsigned char *bytes = st_corpus_build(&st_corpus_good[8], &len);
-    ag_st *f;
+    ag_safetensors *f;
     char err[256];
-    cr_assert_eq(ag_st_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_meta_count(f), 2);
-    cr_assert_str_eq(ag_st_meta_key(f, 0), "q\"k");
-    cr_assert_str_eq(ag_st_meta(f, "q\"k"), "a\\b/\xc3\xa9\xf0\x9f\x98\x80\n"); /* é, U+1F600 */
-    cr_assert_str_eq(ag_st_meta(f, ""), "");
-    cr_assert_null(ag_st_meta(f, "missing"));
-    ag_st_free(f);
+    cr_assert_eq(ag_safetensors_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_meta_count(f), 2);
+    cr_assert_str_eq(ag_safetensors_meta_key(f, 0), "q\"k");
+    cr_assert_str_eq(ag_safetensors_meta(f, "q\"k"), "a\\b/\xc3\xa9\xf0\x9f\x98\x80\n"); /* é, U+1F600 */
+    cr_assert_str_eq(ag_safetensors_meta(f, ""), "");
+    cr_assert_null(ag_safetensors_meta(f, "missing"));
+    ag_safetensors_free(f);
     free(bytes);
 }
 
@@ -215,23 +215,23 @@ Test(safetensors, values_are_read_from_little_endian_bytes_at_any_alignment)
     char *dir = make_tmpdir("st"), *path = join(dir, "hand.safetensors");
     write_bytes(path, bytes, len);
     for (int via_file = 0; via_file < 2; via_file++) {
-        ag_st *f;
+        ag_safetensors *f;
         char err[256];
-        ag_status st = via_file ? ag_st_load(path, &f, err, sizeof err) : ag_st_parse(bytes, len, &f, err, sizeof err);
+        ag_status st = via_file ? ag_safetensors_load(path, &f, err, sizeof err) : ag_safetensors_parse(bytes, len, &f, err, sizeof err);
         cr_assert_eq(st, AG_OK, "%s", err);
         ag_real v[2];
-        cr_assert_eq(ag_st_read(f, "f", v, 2, err, sizeof err), AG_OK, "%s", err);
+        cr_assert_eq(ag_safetensors_read(f, "f", v, 2, err, sizeof err), AG_OK, "%s", err);
         cr_assert_eq(v[0], (ag_real)1.0);
         cr_assert_eq(v[1], (ag_real)-2.5);
-        cr_assert_eq(ag_st_read(f, "d", v, 1, err, sizeof err), AG_OK, "%s", err);
+        cr_assert_eq(ag_safetensors_read(f, "d", v, 1, err, sizeof err), AG_OK, "%s", err);
         cr_assert_eq(v[0], (ag_real)0.375);
         int iv[2];
-        cr_assert_eq(ag_st_read_int(f, "i", iv, 2, err, sizeof err), AG_OK, "%s", err);
+        cr_assert_eq(ag_safetensors_read_int(f, "i", iv, 2, err, sizeof err), AG_OK, "%s", err);
         cr_assert_eq(iv[0], -7);
         cr_assert_eq(iv[1], 123456);
-        cr_assert_eq(ag_st_read_int(f, "big", iv, 1, err, sizeof err), AG_ERR_FORMAT);
+        cr_assert_eq(ag_safetensors_read_int(f, "big", iv, 1, err, sizeof err), AG_ERR_FORMAT);
         cr_assert_str_eq(err, "tensor 'big': element 0 is 4294967296, outside the range of int");
-        ag_st_free(f);
+        ag_safetensors_free(f);
     }
     free(bytes);
     free(path);
@@ -243,25 +243,25 @@ Test(safetensors, values_are_read_from_little_endian_bytes_at_any_alignment)
 Test(safetensors, round_trip_of_tensors_and_metadata)
 {
     char *dir = make_tmpdir("st"), *path = join(dir, "rt.safetensors");
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     cr_assert_not_null(w);
     const ag_real wv[6] = {0.5, -1.25, 3, 1024, -0.0078125, 7};
     const ag_real bv[3] = {(ag_real)0.1, -2.5, (ag_real)1e10};
     const ag_real sv = 42.5;
     const int ids[4] = {0, -1, INT_MAX, INT_MIN};
     const char *uni = "h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x99\x82"; /* héllo ✓ 🙂 */
-    cr_assert_eq(ag_st_add(w, "layer.w", "F32", AG_SHAPE(3, 2), wv), AG_OK);
-    cr_assert_eq(ag_st_add(w, "layer.b", "F64", AG_SHAPE(3), bv), AG_OK);
-    cr_assert_eq(ag_st_add(w, "scalar", "F32", 0, NULL, &sv), AG_OK);
-    cr_assert_eq(ag_st_add(w, "empty", "F32", AG_SHAPE(0, 4), NULL), AG_OK);
-    cr_assert_eq(ag_st_add_int(w, "ids", AG_SHAPE(4), ids), AG_OK);
-    cr_assert_eq(ag_st_add_meta(w, "quote\"key", "back\\slash"), AG_OK);
-    cr_assert_eq(ag_st_add_meta(w, "unicode", uni), AG_OK);
-    cr_assert_eq(ag_st_add_meta(w, "controls", "a\nb\tc\x01" "d\x7f"), AG_OK);
-    cr_assert_eq(ag_st_add_meta(w, "empty", ""), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "layer.w", "F32", AG_SHAPE(3, 2), wv), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "layer.b", "F64", AG_SHAPE(3), bv), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "scalar", "F32", 0, NULL, &sv), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "empty", "F32", AG_SHAPE(0, 4), NULL), AG_OK);
+    cr_assert_eq(ag_safetensors_add_int(w, "ids", AG_SHAPE(4), ids), AG_OK);
+    cr_assert_eq(ag_safetensors_add_meta(w, "quote\"key", "back\\slash"), AG_OK);
+    cr_assert_eq(ag_safetensors_add_meta(w, "unicode", uni), AG_OK);
+    cr_assert_eq(ag_safetensors_add_meta(w, "controls", "a\nb\tc\x01" "d\x7f"), AG_OK);
+    cr_assert_eq(ag_safetensors_add_meta(w, "empty", ""), AG_OK);
     char err[512];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
-    ag_st_writer_free(w);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors_writer_free(w);
 
     /* the layout: header padded with spaces to a multiple of 8, then the data */
     size_t len;
@@ -278,53 +278,53 @@ Test(safetensors, round_trip_of_tensors_and_metadata)
     cr_assert(raw[8 + n] == 0 && raw[8 + n + 1] == 0 && raw[8 + n + 2] == 0 && raw[8 + n + 3] == 0x3f);
     free(raw);
 
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_count(f), 5);
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_count(f), 5);
     const char *names[5] = {"layer.w", "layer.b", "scalar", "empty", "ids"};
     const char *dtypes[5] = {"F32", "F64", "F32", "F32", "I64"};
     const int ndims[5] = {2, 1, 0, 2, 1};
     const size_t numels[5] = {6, 3, 1, 0, 4};
     for (int i = 0; i < 5; i++) {
-        cr_assert_str_eq(ag_st_name(f, i), names[i]);
-        cr_assert_str_eq(ag_st_dtype(f, i), dtypes[i]);
-        cr_assert_eq(ag_st_ndim(f, i), ndims[i]);
-        cr_assert_eq(ag_st_numel(f, i), numels[i]);
-        cr_assert_eq(ag_st_find(f, names[i]), i);
+        cr_assert_str_eq(ag_safetensors_name(f, i), names[i]);
+        cr_assert_str_eq(ag_safetensors_dtype(f, i), dtypes[i]);
+        cr_assert_eq(ag_safetensors_ndim(f, i), ndims[i]);
+        cr_assert_eq(ag_safetensors_numel(f, i), numels[i]);
+        cr_assert_eq(ag_safetensors_find(f, names[i]), i);
     }
-    cr_assert_eq(ag_st_shape(f, 0)[0], 3);
-    cr_assert_eq(ag_st_shape(f, 0)[1], 2);
-    cr_assert_eq(ag_st_shape(f, 3)[0], 0);
-    cr_assert_eq(ag_st_shape(f, 3)[1], 4);
+    cr_assert_eq(ag_safetensors_shape(f, 0)[0], 3);
+    cr_assert_eq(ag_safetensors_shape(f, 0)[1], 2);
+    cr_assert_eq(ag_safetensors_shape(f, 3)[0], 0);
+    cr_assert_eq(ag_safetensors_shape(f, 3)[1], 4);
 
     ag_real got[6];
-    cr_assert_eq(ag_st_read(f, "layer.w", got, 6, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read(f, "layer.w", got, 6, err, sizeof err), AG_OK, "%s", err);
     for (int i = 0; i < 6; i++) cr_assert_eq(got[i], wv[i], "layer.w[%d]", i);
-    cr_assert_eq(ag_st_read(f, "layer.b", got, 3, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read(f, "layer.b", got, 3, err, sizeof err), AG_OK, "%s", err);
     for (int i = 0; i < 3; i++) cr_assert_eq(got[i], bv[i], "layer.b[%d]", i);
-    cr_assert_eq(ag_st_read(f, "scalar", got, 1, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read(f, "scalar", got, 1, err, sizeof err), AG_OK, "%s", err);
     cr_assert_eq(got[0], sv);
-    cr_assert_eq(ag_st_read(f, "empty", got, 0, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read(f, "empty", got, 0, err, sizeof err), AG_OK, "%s", err);
     int gi[4];
-    cr_assert_eq(ag_st_read_int(f, "ids", gi, 4, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read_int(f, "ids", gi, 4, err, sizeof err), AG_OK, "%s", err);
     for (int i = 0; i < 4; i++) cr_assert_eq(gi[i], ids[i]);
 
     ag_graph *g = ag_graph_new();
     ag_tensor *t = ag_tensor_new(g, AG_SHAPE(3, 2));
-    cr_assert_eq(ag_st_read_tensor(f, "layer.w", t, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read_tensor(f, "layer.w", t, err, sizeof err), AG_OK, "%s", err);
     for (int i = 0; i < 6; i++) cr_assert_eq(t->data[i], wv[i]);
     ag_tensor *s = ag_tensor_new(g, 0, NULL);
-    cr_assert_eq(ag_st_read_tensor(f, "scalar", s, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read_tensor(f, "scalar", s, err, sizeof err), AG_OK, "%s", err);
     cr_assert_eq(s->data[0], sv);
     ag_graph_free(g);
 
-    cr_assert_eq(ag_st_meta_count(f), 4);
-    cr_assert_str_eq(ag_st_meta_key(f, 0), "quote\"key");
-    cr_assert_str_eq(ag_st_meta(f, "quote\"key"), "back\\slash");
-    cr_assert_str_eq(ag_st_meta(f, "unicode"), uni);
-    cr_assert_str_eq(ag_st_meta(f, "controls"), "a\nb\tc\x01" "d\x7f");
-    cr_assert_str_eq(ag_st_meta(f, "empty"), "");
-    ag_st_free(f);
+    cr_assert_eq(ag_safetensors_meta_count(f), 4);
+    cr_assert_str_eq(ag_safetensors_meta_key(f, 0), "quote\"key");
+    cr_assert_str_eq(ag_safetensors_meta(f, "quote\"key"), "back\\slash");
+    cr_assert_str_eq(ag_safetensors_meta(f, "unicode"), uni);
+    cr_assert_str_eq(ag_safetensors_meta(f, "controls"), "a\nb\tc\x01" "d\x7f");
+    cr_assert_str_eq(ag_safetensors_meta(f, "empty"), "");
+    ag_safetensors_free(f);
     free(path);
     rm_dir(dir);
 }
@@ -332,34 +332,34 @@ Test(safetensors, round_trip_of_tensors_and_metadata)
 Test(safetensors, empty_writer_saves_a_valid_empty_file)
 {
     char *dir = make_tmpdir("st"), *path = join(dir, "empty.safetensors");
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     char err[256];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
-    ag_st_writer_free(w);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors_writer_free(w);
     static const unsigned char want[16] = {8, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' ', ' ', ' ', ' ', ' '};
     cr_assert(file_equals(path, want, sizeof want));
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_count(f), 0);
-    ag_st_free(f);
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_count(f), 0);
+    ag_safetensors_free(f);
     free(path);
     rm_dir(dir);
 }
 
 /* A file with w [3, 2] F32, s [] F32 and n [2] I64, parsed. */
-static ag_st *small_file(void)
+static ag_safetensors *small_file(void)
 {
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     const ag_real v[6] = {1, 2, 3, 4, 5, 6};
-    cr_assert_eq(ag_st_add(w, "w", "F32", AG_SHAPE(3, 2), v), AG_OK);
-    cr_assert_eq(ag_st_add(w, "s", "F32", 0, NULL, v), AG_OK);
-    cr_assert_eq(ag_st_add_int(w, "n", AG_SHAPE(2), ((const int[]){3, 4})), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "w", "F32", AG_SHAPE(3, 2), v), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "s", "F32", 0, NULL, v), AG_OK);
+    cr_assert_eq(ag_safetensors_add_int(w, "n", AG_SHAPE(2), ((const int[]){3, 4})), AG_OK);
     char *dir = make_tmpdir("st"), *path = join(dir, "small.safetensors");
     char err[256];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
-    ag_st_writer_free(w);
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors_writer_free(w);
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
     free(path);
     rm_dir(dir);
     return f;
@@ -367,53 +367,53 @@ static ag_st *small_file(void)
 
 Test(safetensors, reads_that_do_not_fit_name_the_tensor_and_the_mismatch)
 {
-    ag_st *f = small_file();
+    ag_safetensors *f = small_file();
     char err[256];
     ag_real buf[8];
     int ib[8];
     ag_graph *g = ag_graph_new();
 
     ag_tensor *t = ag_tensor_new(g, AG_SHAPE(2, 3));
-    cr_assert_eq(ag_st_read_tensor(f, "w", t, err, sizeof err), AG_ERR_SHAPE);
+    cr_assert_eq(ag_safetensors_read_tensor(f, "w", t, err, sizeof err), AG_ERR_SHAPE);
     cr_assert_str_eq(err, "tensor 'w': shape [3, 2] in file, [2, 3] expected");
     t = ag_tensor_new(g, AG_SHAPE(1));
-    cr_assert_eq(ag_st_read_tensor(f, "s", t, err, sizeof err), AG_ERR_SHAPE);
+    cr_assert_eq(ag_safetensors_read_tensor(f, "s", t, err, sizeof err), AG_ERR_SHAPE);
     cr_assert_str_eq(err, "tensor 's': shape [] in file, [1] expected");
-    cr_assert_eq(ag_st_read_tensor(f, "n", t, err, sizeof err), AG_ERR_FORMAT);
+    cr_assert_eq(ag_safetensors_read_tensor(f, "n", t, err, sizeof err), AG_ERR_FORMAT);
     cr_assert_str_eq(err, "tensor 'n': dtype I64 in file, F32 or F64 expected");
 
-    cr_assert_eq(ag_st_read(f, "w", buf, 5, err, sizeof err), AG_ERR_SHAPE);
+    cr_assert_eq(ag_safetensors_read(f, "w", buf, 5, err, sizeof err), AG_ERR_SHAPE);
     cr_assert_str_eq(err, "tensor 'w': 6 elements in file, 5 expected");
-    cr_assert_eq(ag_st_read(f, "n", buf, 2, err, sizeof err), AG_ERR_FORMAT);
+    cr_assert_eq(ag_safetensors_read(f, "n", buf, 2, err, sizeof err), AG_ERR_FORMAT);
     cr_assert_str_eq(err, "tensor 'n': dtype I64 in file, F32 or F64 expected");
-    cr_assert_eq(ag_st_read(f, "nope", buf, 2, err, sizeof err), AG_ERR_FORMAT);
+    cr_assert_eq(ag_safetensors_read(f, "nope", buf, 2, err, sizeof err), AG_ERR_FORMAT);
     cr_assert_str_eq(err, "tensor 'nope': not in the file");
 
-    cr_assert_eq(ag_st_read_int(f, "w", ib, 6, err, sizeof err), AG_ERR_FORMAT);
+    cr_assert_eq(ag_safetensors_read_int(f, "w", ib, 6, err, sizeof err), AG_ERR_FORMAT);
     cr_assert_str_eq(err, "tensor 'w': dtype F32 in file, I64 or I32 expected");
-    cr_assert_eq(ag_st_read_int(f, "n", ib, 3, err, sizeof err), AG_ERR_SHAPE);
+    cr_assert_eq(ag_safetensors_read_int(f, "n", ib, 3, err, sizeof err), AG_ERR_SHAPE);
     cr_assert_str_eq(err, "tensor 'n': 2 elements in file, 3 expected");
-    cr_assert_eq(ag_st_read_int(f, "n", ib, 2, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read_int(f, "n", ib, 2, err, sizeof err), AG_OK, "%s", err);
     cr_assert(ib[0] == 3 && ib[1] == 4);
 
-    cr_assert_eq(ag_st_read(NULL, "w", buf, 6, err, sizeof err), AG_ERR_ARG);
-    cr_assert_eq(ag_st_read_tensor(f, "w", NULL, err, sizeof err), AG_ERR_ARG);
+    cr_assert_eq(ag_safetensors_read(NULL, "w", buf, 6, err, sizeof err), AG_ERR_ARG);
+    cr_assert_eq(ag_safetensors_read_tensor(f, "w", NULL, err, sizeof err), AG_ERR_ARG);
     /* a NULL or empty message buffer is allowed */
-    cr_assert_eq(ag_st_read(f, "nope", buf, 2, NULL, 0), AG_ERR_FORMAT);
+    cr_assert_eq(ag_safetensors_read(f, "nope", buf, 2, NULL, 0), AG_ERR_FORMAT);
     ag_graph_free(g);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 }
 
 Test(safetensors, load_of_a_missing_file_or_a_directory_fails_with_a_message)
 {
     char *dir = make_tmpdir("st"), *path = join(dir, "absent.safetensors");
-    ag_st *f = (ag_st *)1;
+    ag_safetensors *f = (ag_safetensors *)1;
     char err[512];
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_ERR_IO);
     cr_assert_null(f);
     cr_assert_not_null(strstr(err, path));
     cr_assert_not_null(strstr(err, "No such file or directory"), "%s", err);
-    cr_assert_eq(ag_st_load(dir, &f, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_load(dir, &f, err, sizeof err), AG_ERR_IO);
     cr_assert_not_null(strstr(err, "Is a directory"), "%s", err);
     free(path);
     rm_dir(dir);
@@ -421,43 +421,43 @@ Test(safetensors, load_of_a_missing_file_or_a_directory_fails_with_a_message)
 
 Test(safetensors, writer_rejects_bad_arguments)
 {
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     const ag_real v[4] = {1, 2, 3, 4};
-    cr_assert_eq(ag_st_add(w, "a", "F32", AG_SHAPE(4), v), AG_OK);
-    cr_assert_eq(ag_st_add(w, "a", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "duplicate name");
+    cr_assert_eq(ag_safetensors_add(w, "a", "F32", AG_SHAPE(4), v), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "a", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "duplicate name");
     cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'a': the name is given twice");
-    cr_assert_eq(ag_st_add_int(w, "a", AG_SHAPE(1), (const int[]){1}), AG_ERR_ARG, "duplicate name (int)");
-    cr_assert_eq(ag_st_add(w, "b", "F16", AG_SHAPE(4), v), AG_ERR_ARG, "unsupported dtype");
+    cr_assert_eq(ag_safetensors_add_int(w, "a", AG_SHAPE(1), (const int[]){1}), AG_ERR_ARG, "duplicate name (int)");
+    cr_assert_eq(ag_safetensors_add(w, "b", "F16", AG_SHAPE(4), v), AG_ERR_ARG, "unsupported dtype");
     cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': dtype F16, F32 or F64 expected");
-    cr_assert_eq(ag_st_add(w, "b", "F32", AG_SHAPE(-1), v), AG_ERR_ARG, "negative dimension");
+    cr_assert_eq(ag_safetensors_add(w, "b", "F32", AG_SHAPE(-1), v), AG_ERR_ARG, "negative dimension");
     cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': axis 0 of size -1 is negative");
-    cr_assert_eq(ag_st_add(w, "b", "F32", AG_MAX_DIMS + 1, (const int[8]){1, 1, 1, 1, 1, 1, 1, 1}, v), AG_ERR_ARG,
+    cr_assert_eq(ag_safetensors_add(w, "b", "F32", AG_MAX_DIMS + 1, (const int[8]){1, 1, 1, 1, 1, 1, 1, 1}, v), AG_ERR_ARG,
                  "too many axes");
-    cr_assert_eq(ag_st_add(w, "b", "F32", AG_SHAPE(4), NULL), AG_ERR_ARG, "no data");
+    cr_assert_eq(ag_safetensors_add(w, "b", "F32", AG_SHAPE(4), NULL), AG_ERR_ARG, "no data");
     cr_assert_str_eq(ag_safetensors_writer_error(w), "tensor 'b': the data is NULL");
-    cr_assert_eq(ag_st_add(w, "__metadata__", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "reserved name");
-    cr_assert_eq(ag_st_add(w, "bad\xff", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "name not UTF-8");
-    cr_assert_eq(ag_st_add(w, NULL, "F32", AG_SHAPE(4), v), AG_ERR_ARG, "NULL name");
-    cr_assert_eq(ag_st_add_meta(w, "k", "v"), AG_OK);
-    cr_assert_eq(ag_st_add_meta(w, "k", "other"), AG_ERR_ARG, "duplicate metadata key");
+    cr_assert_eq(ag_safetensors_add(w, "__metadata__", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "reserved name");
+    cr_assert_eq(ag_safetensors_add(w, "bad\xff", "F32", AG_SHAPE(4), v), AG_ERR_ARG, "name not UTF-8");
+    cr_assert_eq(ag_safetensors_add(w, NULL, "F32", AG_SHAPE(4), v), AG_ERR_ARG, "NULL name");
+    cr_assert_eq(ag_safetensors_add_meta(w, "k", "v"), AG_OK);
+    cr_assert_eq(ag_safetensors_add_meta(w, "k", "other"), AG_ERR_ARG, "duplicate metadata key");
     cr_assert_str_eq(ag_safetensors_writer_error(w), "key 'k' is given twice");
-    cr_assert_eq(ag_st_add_meta(w, "k2", "\xc0\xaf"), AG_ERR_ARG, "value not UTF-8");
-    cr_assert_eq(ag_st_add_meta(w, "k3", NULL), AG_ERR_ARG);
+    cr_assert_eq(ag_safetensors_add_meta(w, "k2", "\xc0\xaf"), AG_ERR_ARG, "value not UTF-8");
+    cr_assert_eq(ag_safetensors_add_meta(w, "k3", NULL), AG_ERR_ARG);
     /* a NULL dtype means ag_real's own */
-    cr_assert_eq(ag_st_add(w, "c", NULL, AG_SHAPE(4), v), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "c", NULL, AG_SHAPE(4), v), AG_OK);
 
     /* the failed calls left nothing behind */
     char *dir = make_tmpdir("st"), *path = join(dir, "w.safetensors");
     char err[256];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_count(f), 2);
-    cr_assert_str_eq(ag_st_dtype(f, 1), sizeof(ag_real) == 8 ? "F64" : "F32");
-    cr_assert_eq(ag_st_meta_count(f), 1);
-    cr_assert_str_eq(ag_st_meta(f, "k"), "v");
-    ag_st_free(f);
-    ag_st_writer_free(w);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_count(f), 2);
+    cr_assert_str_eq(ag_safetensors_dtype(f, 1), sizeof(ag_real) == 8 ? "F64" : "F32");
+    cr_assert_eq(ag_safetensors_meta_count(f), 1);
+    cr_assert_str_eq(ag_safetensors_meta(f, "k"), "v");
+    ag_safetensors_free(f);
+    ag_safetensors_writer_free(w);
     free(path);
     rm_dir(dir);
 }
@@ -465,12 +465,12 @@ Test(safetensors, writer_rejects_bad_arguments)
 /* ---- saving crash-safely ------------------------------------------------------------ */
 
 /* A writer with one tensor of n values starting at first. */
-static ag_st_writer *writer_of(int n, ag_real first)
+static ag_safetensors_writer *writer_of(int n, ag_real first)
 {
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     ag_real *v = malloc((size_t)n * sizeof *v);
     for (int i = 0; i < n; i++) v[i] = first + (ag_real)i;
-    cr_assert_eq(ag_st_add(w, "x", "F32", 1, &n, v), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "x", "F32", 1, &n, v), AG_OK);
     free(v);
     return w;
 }
@@ -478,14 +478,14 @@ static ag_st_writer *writer_of(int n, ag_real first)
 Test(safetensors, save_into_a_missing_directory_fails_with_a_message)
 {
     char *dir = make_tmpdir("st"), *path = join(dir, "no/such/dir/x.safetensors");
-    ag_st_writer *w = writer_of(4, 0);
+    ag_safetensors_writer *w = writer_of(4, 0);
     char err[512];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_ERR_IO);
     cr_assert_not_null(strstr(err, path), "%s", err);
     cr_assert_not_null(strstr(err, "cannot create the temporary file"), "%s", err);
     cr_assert_not_null(strstr(err, "No such file or directory"), "%s", err);
     cr_assert_eq(count_entries(dir, NULL, 0), 0);
-    ag_st_writer_free(w);
+    ag_safetensors_writer_free(w);
     free(path);
     rm_dir(dir);
 }
@@ -494,14 +494,14 @@ Test(safetensors, save_under_a_regular_file_fails_and_changes_nothing)
 {
     char *dir = make_tmpdir("st"), *plain = join(dir, "plain"), *path = join(dir, "plain/x.safetensors");
     write_bytes(plain, "hello", 5);
-    ag_st_writer *w = writer_of(4, 0);
+    ag_safetensors_writer *w = writer_of(4, 0);
     char err[512];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_ERR_IO);
     cr_assert_not_null(strstr(err, path), "%s", err);
     cr_assert_not_null(strstr(err, "Not a directory"), "%s", err);
     cr_assert(file_equals(plain, (const unsigned char *)"hello", 5));
     cr_assert_eq(count_entries(dir, NULL, 0), 1);
-    ag_st_writer_free(w);
+    ag_safetensors_writer_free(w);
     free(plain);
     free(path);
     rm_dir(dir);
@@ -511,16 +511,16 @@ Test(safetensors, save_over_a_directory_fails_and_leaves_no_temporary_file)
 {
     char *dir = make_tmpdir("st"), *path = join(dir, "target");
     cr_assert_eq(mkdir(path, 0755), 0);
-    ag_st_writer *w = writer_of(4, 0);
+    ag_safetensors_writer *w = writer_of(4, 0);
     char err[512];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_ERR_IO);
     cr_assert_not_null(strstr(err, "it is a directory, not a regular file"), "%s", err);
     cr_assert_not_null(strstr(err, path), "%s", err);
     struct stat sb;
     cr_assert_eq(stat(path, &sb), 0);
     cr_assert(S_ISDIR(sb.st_mode), "the directory is still there");
     cr_assert_eq(count_entries(dir, NULL, 0), 1, "the temporary file is gone");
-    ag_st_writer_free(w);
+    ag_safetensors_writer_free(w);
     free(path);
     rm_dir(dir);
 }
@@ -529,18 +529,18 @@ Test(safetensors, save_replaces_an_existing_file_whole)
 {
     char *dir = make_tmpdir("st"), *path = join(dir, "ckpt.safetensors");
     char err[512];
-    ag_st_writer *old = writer_of(4, 100), *neu = writer_of(6, -3);
-    cr_assert_eq(ag_st_save(old, path, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_save(neu, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors_writer *old = writer_of(4, 100), *neu = writer_of(6, -3);
+    cr_assert_eq(ag_safetensors_save(old, path, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_save(neu, path, err, sizeof err), AG_OK, "%s", err);
     cr_assert_eq(count_entries(dir, NULL, 0), 1, "no temporary file left");
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
     ag_real v[6];
-    cr_assert_eq(ag_st_read(f, "x", v, 6, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_read(f, "x", v, 6, err, sizeof err), AG_OK, "%s", err);
     for (int i = 0; i < 6; i++) cr_assert_eq(v[i], (ag_real)(i - 3));
-    ag_st_free(f);
-    ag_st_writer_free(old);
-    ag_st_writer_free(neu);
+    ag_safetensors_free(f);
+    ag_safetensors_writer_free(old);
+    ag_safetensors_writer_free(neu);
     free(path);
     rm_dir(dir);
 }
@@ -549,8 +549,8 @@ Test(safetensors, a_failed_write_leaves_the_old_file_intact)
 {
     char *dir = make_tmpdir("st"), *path = join(dir, "ckpt.safetensors");
     char err[512];
-    ag_st_writer *old = writer_of(4, 100), *big = writer_of(4096, 0);
-    cr_assert_eq(ag_st_save(old, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors_writer *old = writer_of(4, 100), *big = writer_of(4096, 0);
+    cr_assert_eq(ag_safetensors_save(old, path, err, sizeof err), AG_OK, "%s", err);
     size_t old_len;
     unsigned char *old_bytes = read_file(path, &old_len);
 
@@ -561,7 +561,7 @@ Test(safetensors, a_failed_write_leaves_the_old_file_intact)
     small.rlim_cur = 1024;
     signal(SIGXFSZ, SIG_IGN);
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
-    ag_status st = ag_st_save(big, path, err, sizeof err);
+    ag_status st = ag_safetensors_save(big, path, err, sizeof err);
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
 
     cr_assert_eq(st, AG_ERR_IO, "%s", err);
@@ -571,8 +571,8 @@ Test(safetensors, a_failed_write_leaves_the_old_file_intact)
     cr_assert(file_equals(path, old_bytes, old_len), "the old checkpoint is intact");
     cr_assert_eq(count_entries(dir, NULL, 0), 1, "the temporary file is gone");
     free(old_bytes);
-    ag_st_writer_free(old);
-    ag_st_writer_free(big);
+    ag_safetensors_writer_free(old);
+    ag_safetensors_writer_free(big);
     free(path);
     rm_dir(dir);
 }
@@ -611,16 +611,16 @@ Test(safetensors, store_save_and_load_round_trip)
     const char *meta[] = {"step", "100", "note", "a \"quoted\" \\ value"};
     char err[512];
     cr_assert_eq(ag_store_save(s, path, meta, 2, err, sizeof err), AG_OK, "%s", err);
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_count(f), 3);
-    cr_assert_str_eq(ag_st_dtype(f, 0), sizeof(ag_real) == 8 ? "F64" : "F32");
-    cr_assert_str_eq(ag_st_meta(f, "step"), "100");
-    cr_assert_str_eq(ag_st_meta(f, "note"), "a \"quoted\" \\ value");
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_count(f), 3);
+    cr_assert_str_eq(ag_safetensors_dtype(f, 0), sizeof(ag_real) == 8 ? "F64" : "F32");
+    cr_assert_str_eq(ag_safetensors_meta(f, "step"), "100");
+    cr_assert_str_eq(ag_safetensors_meta(f, "note"), "a \"quoted\" \\ value");
     cr_assert(!store_equal(s, t));
     cr_assert_eq(ag_store_load(t, f, err, sizeof err), AG_OK, "%s", err);
     cr_assert(store_equal(s, t), "loaded parameters equal the saved ones");
-    ag_st_free(f);
+    ag_safetensors_free(f);
     ag_store_free(s);
     ag_store_free(t);
     free(path);
@@ -629,16 +629,16 @@ Test(safetensors, store_save_and_load_round_trip)
 
 Test(safetensors, store_load_converts_the_other_float_width)
 {
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     const ag_real v[3] = {(ag_real)0.1, (ag_real)-2.75, (ag_real)1e-3};
     /* the width ag_real is not */
     const char *other = sizeof(ag_real) == 8 ? "F32" : "F64";
-    cr_assert_eq(ag_st_add(w, "b", other, AG_SHAPE(3), v), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "b", other, AG_SHAPE(3), v), AG_OK);
     char *dir = make_tmpdir("st"), *path = join(dir, "other.safetensors");
     char err[256];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
     ag_store *s = ag_store_new();
     ag_tensor *b = ag_param(s, "b", AG_SHAPE(3));
     cr_assert_eq(ag_store_load(s, f, err, sizeof err), AG_OK, "%s", err);
@@ -646,15 +646,15 @@ Test(safetensors, store_load_converts_the_other_float_width)
         cr_assert_eq(b->data[i], (ag_real)(float)v[i], "b[%d] = %.17g, want %.17g", i, (double)b->data[i],
                      (double)(float)v[i]);
     ag_store_free(s);
-    ag_st_free(f);
-    ag_st_writer_free(w);
+    ag_safetensors_free(f);
+    ag_safetensors_writer_free(w);
     free(path);
     rm_dir(dir);
 }
 
 /* Load f into a store of base values; it must fail with status and msg, and
  * change no parameter. */
-static void expect_load_fails(ag_store *s, const ag_st *f, ag_status status, const char *msg)
+static void expect_load_fails(ag_store *s, const ag_safetensors *f, ag_status status, const char *msg)
 {
     ag_store *before = store_of(0);
     for (int i = 0; i < ag_store_count(before); i++) { /* snapshot of s */
@@ -678,8 +678,8 @@ Test(safetensors, store_load_failures_change_no_parameter)
     ag_store *saved = store_of(3);
     char err[512];
     cr_assert_eq(ag_store_save(saved, path, NULL, 0, err, sizeof err), AG_OK, "%s", err);
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
 
     /* a parameter the file lacks, after ones it has */
     ag_store *s = store_of(-1);
@@ -694,21 +694,21 @@ Test(safetensors, store_load_failures_change_no_parameter)
     ag_param(s, "scale", AG_SHAPE(1));
     expect_load_fails(s, f, AG_ERR_SHAPE, "tensor 'scale': shape [] in file, [1] expected");
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 
     /* a dtype that is not a float */
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     const ag_real v[6] = {0};
-    cr_assert_eq(ag_st_add(w, "enc.w", NULL, AG_SHAPE(2, 3), v), AG_OK);
-    cr_assert_eq(ag_st_add(w, "scale", NULL, 0, NULL, v), AG_OK);
-    cr_assert_eq(ag_st_add_int(w, "enc.b", AG_SHAPE(3), (const int[]){1, 2, 3}), AG_OK);
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
-    ag_st_writer_free(w);
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_add(w, "enc.w", NULL, AG_SHAPE(2, 3), v), AG_OK);
+    cr_assert_eq(ag_safetensors_add(w, "scale", NULL, 0, NULL, v), AG_OK);
+    cr_assert_eq(ag_safetensors_add_int(w, "enc.b", AG_SHAPE(3), (const int[]){1, 2, 3}), AG_OK);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors_writer_free(w);
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
     s = store_of(5);
     expect_load_fails(s, f, AG_ERR_FORMAT, "tensor 'enc.b': dtype I64 in file, F32 or F64 expected");
     ag_store_free(s);
-    ag_st_free(f);
+    ag_safetensors_free(f);
 
     ag_store_free(saved);
     free(path);
@@ -745,26 +745,26 @@ typedef struct sweep_ctx {
 static ag_status op_parse(void *p, char *err, size_t errlen)
 {
     sweep_ctx *c = p;
-    ag_st *f = NULL;
-    ag_status st = ag_st_parse(c->bytes, c->len, &f, err, errlen);
+    ag_safetensors *f = NULL;
+    ag_status st = ag_safetensors_parse(c->bytes, c->len, &f, err, errlen);
     if (st == AG_OK) {
-        cr_assert_eq(ag_st_count(f), 3);
-        cr_assert_str_eq(ag_st_meta(f, "q\"k"), "a\\b/\xc3\xa9\xf0\x9f\x98\x80\n");
+        cr_assert_eq(ag_safetensors_count(f), 3);
+        cr_assert_str_eq(ag_safetensors_meta(f, "q\"k"), "a\\b/\xc3\xa9\xf0\x9f\x98\x80\n");
     } else {
         cr_assert_null(f);
     }
-    ag_st_free(f);
+    ag_safetensors_free(f);
     return st;
 }
 
 static ag_status op_load(void *p, char *err, size_t errlen)
 {
     sweep_ctx *c = p;
-    ag_st *f = NULL;
-    ag_status st = ag_st_load(c->path, &f, err, errlen);
-    if (st == AG_OK) cr_assert_eq(ag_st_count(f), 3);
+    ag_safetensors *f = NULL;
+    ag_status st = ag_safetensors_load(c->path, &f, err, errlen);
+    if (st == AG_OK) cr_assert_eq(ag_safetensors_count(f), 3);
     if (st == AG_ERR_NOMEM) cr_assert_not_null(strstr(err, "out of memory"), "%s", err);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     return st;
 }
 
@@ -772,22 +772,22 @@ static ag_status op_load(void *p, char *err, size_t errlen)
 static ag_status op_save(void *p, char *err, size_t errlen)
 {
     sweep_ctx *c = p;
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     if (!w) return AG_ERR_NOMEM;
     const ag_real v[12] = {1, 2, 3};
     ag_status st = AG_OK;
     char name[16];
     for (int i = 0; !st && i < 10; i++) { /* enough to make the arrays grow */
         snprintf(name, sizeof name, "t%d", i);
-        st = ag_st_add(w, name, "F32", AG_SHAPE(3, 4), v);
+        st = ag_safetensors_add(w, name, "F32", AG_SHAPE(3, 4), v);
     }
-    if (!st) st = ag_st_add_int(w, "ids", AG_SHAPE(2), (const int[]){1, 2});
+    if (!st) st = ag_safetensors_add_int(w, "ids", AG_SHAPE(2), (const int[]){1, 2});
     for (int i = 0; !st && i < 10; i++) {
         snprintf(name, sizeof name, "k%d", i);
-        st = ag_st_add_meta(w, name, "value \"quoted\"");
+        st = ag_safetensors_add_meta(w, name, "value \"quoted\"");
     }
-    if (!st) st = ag_st_save(w, c->path, err, errlen);
-    ag_st_writer_free(w);
+    if (!st) st = ag_safetensors_save(w, c->path, err, errlen);
+    ag_safetensors_writer_free(w);
     return st;
 }
 
@@ -808,11 +808,11 @@ static ag_status op_store_save(void *p, char *err, size_t errlen)
 static ag_status op_store_load(void *p, char *err, size_t errlen)
 {
     sweep_ctx *c = p;
-    ag_st *f;
-    ag_status st = ag_st_load(c->path, &f, err, errlen);
+    ag_safetensors *f;
+    ag_status st = ag_safetensors_load(c->path, &f, err, errlen);
     if (st) return st;
     st = ag_store_load(c->store, f, err, errlen);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     return st;
 }
 
@@ -833,13 +833,13 @@ Test(safetensors, every_allocation_failure_is_reported_without_leaks)
     c.path = path;
     c.dir = dir;
     write_bytes(path, bytes, c.len);
-    alloc_sweep("ag_st_parse", op_parse, &c, NULL);
-    alloc_sweep("ag_st_load", op_load, &c, NULL);
+    alloc_sweep("ag_safetensors_parse", op_parse, &c, NULL);
+    alloc_sweep("ag_safetensors_load", op_load, &c, NULL);
 
     /* saves over the file: each failure leaves it as it was */
     c.old = bytes;
     c.old_len = c.len;
-    alloc_sweep("ag_st_save", op_save, &c, check_old_file);
+    alloc_sweep("ag_safetensors_save", op_save, &c, check_old_file);
 
     c.store = store_of(2);
     unsigned char *before = read_file(path, &c.old_len);
@@ -867,20 +867,20 @@ Test(safetensors, save_refuses_a_fifo_or_a_device_and_leaves_it_alone)
 {
     char *dir = make_tmpdir("st"), *fifo = join(dir, "pipe");
     cr_assert_eq(mkfifo(fifo, 0644), 0, "mkfifo: %s", strerror(errno));
-    ag_st_writer *w = writer_of(4, 0);
+    ag_safetensors_writer *w = writer_of(4, 0);
     char err[512];
-    cr_assert_eq(ag_st_save(w, fifo, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_save(w, fifo, err, sizeof err), AG_ERR_IO);
     cr_assert_not_null(strstr(err, "it is a FIFO, not a regular file"), "%s", err);
     struct stat sb;
     cr_assert_eq(lstat(fifo, &sb), 0);
     cr_assert(S_ISFIFO(sb.st_mode), "the FIFO was replaced");
     cr_assert_eq(count_entries(dir, NULL, 0), 1, "no temporary file left");
     /* /dev/full: refused before any temporary is made in /dev */
-    cr_assert_eq(ag_st_save(w, "/dev/full", err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_save(w, "/dev/full", err, sizeof err), AG_ERR_IO);
     cr_assert_not_null(strstr(err, "/dev/full: cannot write: it is a character device"), "%s", err);
     cr_assert_eq(stat("/dev/full", &sb), 0);
     cr_assert(S_ISCHR(sb.st_mode), "/dev/full is no longer a device");
-    ag_st_writer_free(w);
+    ag_safetensors_writer_free(w);
     free(fifo);
     rm_dir(dir);
 }
@@ -900,15 +900,15 @@ Test(safetensors, save_refuses_a_device_node)
         rm_dir(dir);
         return;
     }
-    ag_st_writer *w = writer_of(4, 0);
+    ag_safetensors_writer *w = writer_of(4, 0);
     char err[512];
-    cr_assert_eq(ag_st_save(w, dev, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_save(w, dev, err, sizeof err), AG_ERR_IO);
     cr_assert_not_null(strstr(err, "character device"), "%s", err);
     struct stat sb;
     cr_assert_eq(lstat(dev, &sb), 0);
     cr_assert(S_ISCHR(sb.st_mode), "the device node was replaced by a regular file");
     cr_assert_eq(count_entries(dir, NULL, 0), 1);
-    ag_st_writer_free(w);
+    ag_safetensors_writer_free(w);
     free(dev);
     rm_dir(dir);
 }
@@ -922,25 +922,25 @@ Test(safetensors, save_replaces_a_symlink_and_not_its_target)
     write_bytes(real, "precious", 8);
     cr_assert_eq(symlink("real", link), 0);
     cr_assert_eq(symlink("nowhere", dangling), 0);
-    ag_st_writer *w = writer_of(4, 7);
+    ag_safetensors_writer *w = writer_of(4, 7);
     char err[512];
-    cr_assert_eq(ag_st_save(w, link, err, sizeof err), AG_OK, "%s", err);
-    cr_assert_eq(ag_st_save(w, dangling, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_save(w, link, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_save(w, dangling, err, sizeof err), AG_OK, "%s", err);
     struct stat sb;
     for (int i = 0; i < 2; i++) {
         const char *p = i ? dangling : link;
         cr_assert_eq(lstat(p, &sb), 0);
         cr_assert(S_ISREG(sb.st_mode), "%s is still a link", p);
-        ag_st *f;
-        cr_assert_eq(ag_st_load(p, &f, err, sizeof err), AG_OK, "%s", err);
+        ag_safetensors *f;
+        cr_assert_eq(ag_safetensors_load(p, &f, err, sizeof err), AG_OK, "%s", err);
         ag_real v[4];
-        cr_assert_eq(ag_st_read(f, "x", v, 4, err, sizeof err), AG_OK, "%s", err);
+        cr_assert_eq(ag_safetensors_read(f, "x", v, 4, err, sizeof err), AG_OK, "%s", err);
         cr_assert_eq(v[3], (ag_real)10);
-        ag_st_free(f);
+        ag_safetensors_free(f);
     }
     cr_assert(file_equals(real, "precious", 8), "the link's target changed");
     cr_assert_eq(count_entries(dir, NULL, 0), 3, "real, link, dangling and no temporary");
-    ag_st_writer_free(w);
+    ag_safetensors_writer_free(w);
     free(real);
     free(link);
     free(dangling);
@@ -956,16 +956,16 @@ Test(safetensors, save_leaves_another_writers_temporary_alone)
     char theirs[512];
     snprintf(theirs, sizeof theirs, "%s.tmp.%ld", path, (long)getpid());
     write_bytes(theirs, "their half-written model", 24);
-    ag_st_writer *w = writer_of(4, 0);
+    ag_safetensors_writer *w = writer_of(4, 0);
     char err[512], tmp[256];
-    cr_assert_eq(ag_st_save(w, path, err, sizeof err), AG_OK, "%s", err);
+    cr_assert_eq(ag_safetensors_save(w, path, err, sizeof err), AG_OK, "%s", err);
     cr_assert(file_equals(theirs, "their half-written model", 24), "the other writer's file was touched");
     cr_assert_eq(count_entries(dir, tmp, sizeof tmp), 2, "ours renamed away, theirs kept");
     cr_assert_str_eq(tmp, strrchr(theirs, '/') + 1);
-    ag_st *f;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_OK, "%s", err);
-    ag_st_free(f);
-    ag_st_writer_free(w);
+    ag_safetensors *f;
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_OK, "%s", err);
+    ag_safetensors_free(f);
+    ag_safetensors_writer_free(w);
     free(path);
     rm_dir(dir);
 }
@@ -976,9 +976,9 @@ Test(safetensors, load_refuses_a_fifo_without_blocking, .timeout = 10)
 {
     char *dir = make_tmpdir("st"), *fifo = join(dir, "pipe");
     cr_assert_eq(mkfifo(fifo, 0644), 0, "mkfifo: %s", strerror(errno));
-    ag_st *f = (ag_st *)1;
+    ag_safetensors *f = (ag_safetensors *)1;
     char err[512];
-    cr_assert_eq(ag_st_load(fifo, &f, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_load(fifo, &f, err, sizeof err), AG_ERR_IO);
     cr_assert_null(f);
     cr_assert_not_null(strstr(err, "not a regular file (a FIFO)"), "%s", err);
     cr_assert_not_null(strstr(err, fifo), "%s", err);
@@ -1022,13 +1022,13 @@ Test(safetensors, load_checks_the_header_before_reading_the_data)
     const off_t big = (off_t)64 << 20;
     char *dir = make_tmpdir("st"), *path = join(dir, "sparse.safetensors");
     char err[512];
-    ag_st *f;
+    ag_safetensors *f;
     ag_set_allocator(&(ag_allocator){note_alloc, note_release, NULL});
 
     /* a header length past the end of the file */
     sparse_file(path, (uint64_t)big, NULL, big);
     largest_request = 0;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_ERR_FORMAT);
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_ERR_FORMAT);
     cr_assert_not_null(strstr(err, "runs past the end of the file"), "%s", err);
     cr_assert_lt(largest_request, (size_t)4096, "allocated %zu bytes for a header it refused", largest_request);
 
@@ -1036,7 +1036,7 @@ Test(safetensors, load_checks_the_header_before_reading_the_data)
     const char *hdr = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
     sparse_file(path, strlen(hdr), hdr, big);
     largest_request = 0;
-    cr_assert_eq(ag_st_load(path, &f, err, sizeof err), AG_ERR_FORMAT);
+    cr_assert_eq(ag_safetensors_load(path, &f, err, sizeof err), AG_ERR_FORMAT);
     cr_assert_not_null(strstr(err, "trailing bytes after the last tensor"), "%s", err);
     cr_assert_lt(largest_request, (size_t)65536, "allocated %zu bytes for a file it refused", largest_request);
     ag_set_allocator(NULL);
@@ -1088,8 +1088,8 @@ Test(safetensors, store_load_refuses_non_finite_weights_naming_the_tensor)
         size_t len;
         unsigned char *bytes = bad_weights(cases[c].f64, cases[c].bad, &len);
         char err[512];
-        ag_st *f;
-        cr_assert_eq(ag_st_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
+        ag_safetensors *f;
+        cr_assert_eq(ag_safetensors_parse(bytes, len, &f, err, sizeof err), AG_OK, "%s", err);
         ag_store *s = ag_store_new();
         ag_tensor *a = ag_param(s, "a", AG_SHAPE(2)), *w = ag_param(s, "layer.w", AG_SHAPE(2, 2));
         for (int i = 0; i < 4; i++) w->data[i] = 5;
@@ -1104,7 +1104,7 @@ Test(safetensors, store_load_refuses_non_finite_weights_naming_the_tensor)
             cr_assert_eq(st, AG_OK, "case %zu: %s", c, err);
             cr_assert_eq(w->data[2], (ag_real)cases[c].bad);
         }
-        ag_st_free(f);
+        ag_safetensors_free(f);
         ag_store_free(s);
         free(bytes);
     }

@@ -109,9 +109,9 @@ static run pytorch_run(path how, int masked)
 {
     ag_store *s = ag_store_new();
     ag_mha mha;
-    ag_norm norm;
+    ag_layernorm norm;
     cr_assert_eq(ag_mha_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 3), AG_OK);
-    cr_assert_eq(ag_norm_init(&norm, s, "layer_norm", PT_C), AG_OK);
+    cr_assert_eq(ag_layernorm_init(&norm, s, "layer_norm", PT_C), AG_OK);
     ag_tensor *x = ag_param(s, "x", AG_SHAPE(PT_B, PT_T, PT_C)); /* an input: its gradient is checked too */
     cr_assert_not_null(x);
     ag_init_normal(x, 0, 1, 4);
@@ -139,9 +139,9 @@ static run pytorch_run(path how, int masked)
 static void pytorch_names(ag_store *s)
 {
     ag_mha mha;
-    ag_norm norm;
+    ag_layernorm norm;
     ag_mha_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 3);
-    ag_norm_init(&norm, s, "layer_norm", PT_C);
+    ag_layernorm_init(&norm, s, "layer_norm", PT_C);
     ag_param(s, "x", AG_SHAPE(PT_B, PT_T, PT_C));
 }
 

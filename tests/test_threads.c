@@ -127,7 +127,7 @@ Test(threads, every_gemm_kernel_agrees_within_rounding)
 typedef struct block {
     ag_store *s;
     ag_mha mha;
-    ag_norm norm;
+    ag_layernorm norm;
     ag_linear out;
     ag_tensor *x;
 } block;
@@ -165,7 +165,7 @@ Test(threads, a_training_step_gives_the_same_bits_for_every_thread_count)
     block b = {0};
     b.s = ag_store_new();
     cr_assert_eq(ag_mha_init(&b.mha, b.s, "mha", 256, 8, 1, 0.1, 1), AG_OK);
-    cr_assert_eq(ag_norm_init(&b.norm, b.s, "norm", 256), AG_OK);
+    cr_assert_eq(ag_layernorm_init(&b.norm, b.s, "norm", 256), AG_OK);
     cr_assert_eq(ag_linear_init(&b.out, b.s, "out", 256, 300, 1, 2), AG_OK);
     b.x = ag_param(b.s, "x", AG_SHAPE(8, 64, 256));
     ag_init_uniform(b.x, -1, 1, 3);
@@ -235,7 +235,7 @@ static void optimizer_steps(int threads, int adam, ag_real **out, size_t *n_out)
         }
         cr_assert_eq(ag_clip_grad_norm(s, 2.0, &norm), AG_OK);
         cr_assert_gt(norm, 2.0, "the clipping really scales");
-        cr_assert_eq(ag_optim_step(o), AG_OK, "%s", ag_optim_last_error());
+        cr_assert_eq(ag_optim_step(o), AG_OK, "%s", ag_optim_error(o));
     }
     /* every value, gradient and state, in order */
     size_t total = ag_store_numel(s), k = 0;

@@ -272,9 +272,9 @@ Test(viz, dot_of_a_multi_head_attention_block)
     ag_store *s = ag_store_new();
     ag_graph *g = ag_graph_new();
     ag_mha mha;
-    ag_norm norm;
+    ag_layernorm norm;
     cr_assert_eq(ag_mha_init(&mha, s, "mha", 64, 8, 1, 0.0, 1), AG_OK);
-    cr_assert_eq(ag_norm_init(&norm, s, "layer_norm", 64), AG_OK);
+    cr_assert_eq(ag_layernorm_init(&norm, s, "layer_norm", 64), AG_OK);
     ag_graph_set_training(g, 0);
     ag_tensor *x = ag_set_name(ag_tensor_new(g, AG_SHAPE(2, 4, 64)), "x");
     ag_tensor *out = ag_add_norm(g, &norm, x, ag_mha_forward(g, &mha, x, x, NULL, -1e9, NULL), 0);

@@ -145,9 +145,9 @@ static void describe(const meta_field *fl, char *buf, size_t len)
 
 /* Field fl of f into base + fl->at.  0, or 1 with a message naming the key,
  * what it holds and what it should. */
-static int read_field(const ag_st *f, const char *path, const meta_field *fl, char *base)
+static int read_field(const ag_safetensors *f, const char *path, const meta_field *fl, char *base)
 {
-    const char *v = ag_st_meta(f, fl->key);
+    const char *v = ag_safetensors_meta(f, fl->key);
     void *dst = base + fl->at;
     if (!v && fl->optional) return 0;
     int bad = !v;
@@ -194,7 +194,7 @@ static int read_field(const ag_st *f, const char *path, const meta_field *fl, ch
     return 1;
 }
 
-static int read_fields(const ag_st *f, const char *path, const meta_field *t, size_t n, void *base)
+static int read_fields(const ag_safetensors *f, const char *path, const meta_field *t, size_t n, void *base)
 {
     for (size_t i = 0; i < n; i++)
         if (read_field(f, path, &t[i], base)) return 1;
@@ -203,7 +203,7 @@ static int read_fields(const ag_st *f, const char *path, const meta_field *t, si
 
 /* Field fl of base + fl->at as a metadata pair; optional fields that are 0
  * are left out.  Returns the writer's status. */
-static ag_status write_field(ag_st_writer *w, const meta_field *fl, const char *base)
+static ag_status write_field(ag_safetensors_writer *w, const meta_field *fl, const char *base)
 {
     const void *src = base + fl->at;
     char buf[80];
@@ -237,12 +237,12 @@ static ag_status write_field(ag_st_writer *w, const meta_field *fl, const char *
         char *s = malloc(n);
         if (!s) return AG_ERR_NOMEM;
         ag_vocab_serialize(voc, s, n);
-        ag_status st = ag_st_add_meta(w, fl->key, s);
+        ag_status st = ag_safetensors_add_meta(w, fl->key, s);
         free(s);
         return st;
     }
     }
-    return ag_st_add_meta(w, fl->key, v);
+    return ag_safetensors_add_meta(w, fl->key, v);
 }
 
 /* ---- the config against the tensors ----------------------------------------- */
@@ -251,7 +251,7 @@ static ag_status write_field(ag_st_writer *w, const meta_field *fl, const char *
  * shape [d0] or [d0, d1] (attograd_nn.h names them): each must be in the
  * file with that shape. */
 typedef struct expect {
-    const ag_st *f;
+    const ag_safetensors *f;
     const char *path;
     const ag_seq2seq_config *cfg;
     int bad, count; /* first mismatch seen; parameters walked */
@@ -264,17 +264,17 @@ static void want(expect *e, const char *name, int d0, int d1)
     e->numel += (size_t)d0 * (size_t)(d1 ? d1 : 1);
     if (e->bad) return;
     const ag_seq2seq_config *c = e->cfg;
-    int i = ag_st_find(e->f, name), nd = d1 ? 2 : 1;
+    int i = ag_safetensors_find(e->f, name), nd = d1 ? 2 : 1;
     if (i < 0) {
         fprintf(stderr, "%s: %s: tensor '%s': not in the file (metadata: layers %d)\n", prog, e->path, name,
                 c->layers);
         e->bad = 1;
         return;
     }
-    const int64_t *s = ag_st_shape(e->f, i);
-    if (ag_st_ndim(e->f, i) == nd && s[0] == d0 && (nd == 1 || s[1] == d1)) return;
+    const int64_t *s = ag_safetensors_shape(e->f, i);
+    if (ag_safetensors_ndim(e->f, i) == nd && s[0] == d0 && (nd == 1 || s[1] == d1)) return;
     char got[160] = "[", need[64];
-    for (int k = 0; k < ag_st_ndim(e->f, i) && strlen(got) < 120; k++)
+    for (int k = 0; k < ag_safetensors_ndim(e->f, i) && strlen(got) < 120; k++)
         snprintf(got + strlen(got), sizeof got - strlen(got), "%s%" PRId64, k ? ", " : "", s[k]);
     if (nd == 1) snprintf(need, sizeof need, "[%d]", d0);
     else snprintf(need, sizeof need, "[%d, %d]", d0, d1);
@@ -345,9 +345,9 @@ static void want_model(expect *e)
 
 /* ---- loading -------------------------------------------------------------- */
 
-static int check_format(const ag_st *f, const char *path)
+static int check_format(const ag_safetensors *f, const char *path)
 {
-    const char *fmt = ag_st_meta(f, "format");
+    const char *fmt = ag_safetensors_meta(f, "format");
     if (fmt && !strcmp(fmt, FORMAT)) return 0;
     fprintf(stderr, "%s: %s: not a translator model (metadata 'format' is %s%.60s%s, want '%s')\n", prog, path,
             fmt ? "'" : "missing", fmt ? fmt : "", fmt ? "'" : "", FORMAT);
@@ -355,7 +355,7 @@ static int check_format(const ag_st *f, const char *path)
 }
 
 /* The config from the metadata, checked against the tensors. */
-static int read_config(model *m, const ag_st *f, const char *path, expect *e)
+static int read_config(model *m, const ag_safetensors *f, const char *path, expect *e)
 {
     if (read_fields(f, path, config_fields, COUNT(config_fields), m)) return 1;
     if (m->cfg.hidden % m->cfg.heads) {
@@ -370,13 +370,13 @@ static int read_config(model *m, const ag_st *f, const char *path, expect *e)
     return e->bad;
 }
 
-int load_model(model *m, const char *path, ag_st **keep)
+int load_model(model *m, const char *path, ag_safetensors **keep)
 {
     char err[512];
-    ag_st *f = NULL;
+    ag_safetensors *f = NULL;
     expect e;
     memset(m, 0, sizeof *m);
-    if (ag_st_load(path, &f, err, sizeof err) != AG_OK) {
+    if (ag_safetensors_load(path, &f, err, sizeof err) != AG_OK) {
         fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
@@ -391,18 +391,18 @@ int load_model(model *m, const char *path, ag_st **keep)
         goto fail;
     }
     if (keep) *keep = f;
-    else ag_st_free(f);
+    else ag_safetensors_free(f);
     return 0;
 fail:
-    ag_st_free(f);
+    ag_safetensors_free(f);
     model_free(m);
     return 1;
 }
 
-int load_train_state(const ag_st *f, const char *path, train_state *ts)
+int load_train_state(const ag_safetensors *f, const char *path, train_state *ts)
 {
     memset(ts, 0, sizeof *ts);
-    if (!ag_st_meta(f, "epoch") && !ag_st_meta(f, "data_rng") && !ag_st_meta(f, "graph_rng")) {
+    if (!ag_safetensors_meta(f, "epoch") && !ag_safetensors_meta(f, "data_rng") && !ag_safetensors_meta(f, "graph_rng")) {
         fprintf(stderr, "%s: %s: no training state to resume from (saved without it?)\n", prog, path);
         return 1;
     }
@@ -415,7 +415,7 @@ static void state_name(char *buf, size_t len, int which, const ag_tensor *t)
     snprintf(buf, len, "optimizer.%s.%s", which ? "v" : "m", t->name);
 }
 
-int optimizer_load(ag_optim *opt, const model *m, const ag_st *f, const char *path, int64_t steps)
+int optimizer_load(ag_optim *opt, const model *m, const ag_safetensors *f, const char *path, int64_t steps)
 {
     char err[512], name[160];
     ag_optim_set_steps(opt, steps);
@@ -425,7 +425,7 @@ int optimizer_load(ag_optim *opt, const model *m, const ag_st *f, const char *pa
             ag_real *s = ag_optim_state(opt, i, which, &cnt);
             if (!s) continue;
             state_name(name, sizeof name, which, ag_store_at(m->store, i));
-            if (ag_st_read(f, name, s, cnt, err, sizeof err) != AG_OK) {
+            if (ag_safetensors_read(f, name, s, cnt, err, sizeof err) != AG_OK) {
                 fprintf(stderr, "%s: %s: %s\n", prog, path, err);
                 return 1;
             }
@@ -436,7 +436,7 @@ int optimizer_load(ag_optim *opt, const model *m, const ag_st *f, const char *pa
 
 /* ---- saving ---------------------------------------------------------------- */
 
-static ag_status add_optimizer_state(ag_st_writer *w, const model *m, ag_optim *opt, const char *dtype)
+static ag_status add_optimizer_state(ag_safetensors_writer *w, const model *m, ag_optim *opt, const char *dtype)
 {
     char name[160];
     ag_status st = AG_OK;
@@ -447,7 +447,7 @@ static ag_status add_optimizer_state(ag_st_writer *w, const model *m, ag_optim *
             ag_real *s = ag_optim_state(opt, i, which, &cnt);
             if (!s) continue;
             state_name(name, sizeof name, which, t);
-            st = ag_st_add(w, name, dtype, t->ndim, t->shape, s);
+            st = ag_safetensors_add(w, name, dtype, t->ndim, t->shape, s);
         }
     }
     return st;
@@ -455,15 +455,15 @@ static ag_status add_optimizer_state(ag_st_writer *w, const model *m, ag_optim *
 
 /* The file's contents: the parameters, "format", the vocabularies, the
  * config, then (opt and ts) the training state and the moments. */
-static ag_status fill_writer(ag_st_writer *w, const model *m, ag_optim *opt, const train_state *ts)
+static ag_status fill_writer(ag_safetensors_writer *w, const model *m, ag_optim *opt, const train_state *ts)
 {
     const char *dtype = sizeof(ag_real) == 8 ? "F64" : "F32";
     ag_status st = AG_OK;
     for (int i = 0; st == AG_OK && i < ag_store_count(m->store); i++) {
         ag_tensor *t = ag_store_at(m->store, i);
-        st = ag_st_add(w, t->name, dtype, t->ndim, t->shape, t->data);
+        st = ag_safetensors_add(w, t->name, dtype, t->ndim, t->shape, t->data);
     }
-    if (st == AG_OK) st = ag_st_add_meta(w, "format", FORMAT);
+    if (st == AG_OK) st = ag_safetensors_add_meta(w, "format", FORMAT);
     /* the vocabularies first, then the rest of the config in table order */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; st == AG_OK && i < COUNT(config_fields); i++)
@@ -481,12 +481,12 @@ static ag_status fill_writer(ag_st_writer *w, const model *m, ag_optim *opt, con
 int save_model(const model *m, ag_optim *opt, const train_state *ts, const char *path)
 {
     char err[512];
-    ag_st_writer *w = ag_st_writer_new();
+    ag_safetensors_writer *w = ag_safetensors_writer_new();
     ag_status st = w ? fill_writer(w, m, opt, ts) : AG_ERR_NOMEM;
     int rc = 1;
     if (st != AG_OK) fprintf(stderr, "%s: %s: cannot save: %s\n", prog, path, ag_status_name(st));
-    else if (ag_st_save(w, path, err, sizeof err) != AG_OK) fprintf(stderr, "%s: %s\n", prog, err);
+    else if (ag_safetensors_save(w, path, err, sizeof err) != AG_OK) fprintf(stderr, "%s: %s\n", prog, err);
     else rc = 0;
-    ag_st_writer_free(w);
+    ag_safetensors_writer_free(w);
     return rc;
 }

@@ -39,7 +39,7 @@ typedef struct trainer {
     const opts *o;
     ag_pairs *train, *test;  /* the data files */
     model m;
-    ag_st *resume;           /* the checkpoint, open until the optimizer is restored */
+    ag_safetensors *resume;           /* the checkpoint, open until the optimizer is restored */
     train_state ts;          /* where the run is: saved with the model */
     const char *optimizer;   /* "sgd" or "adam" */
     dataset d, dt;           /* training and held-out pairs as ids */
@@ -202,12 +202,12 @@ static int make_optimizer(trainer *t)
     t->opt = adam ? ag_adam_new(t->m.store, t->lr, 0.9, 0.98, 1e-9, o->weight_decay, 0)
                   : ag_sgd_new(t->m.store, t->lr, momentum, o->weight_decay, o->nesterov && momentum > 0);
     if (!t->opt) {
-        fprintf(stderr, "%s: optimizer: %s\n", prog, ag_optim_last_error());
+        fprintf(stderr, "%s: optimizer: %s\n", prog, ag_store_error(t->m.store));
         return 1;
     }
     if (t->resume) {
         if (optimizer_load(t->opt, &t->m, t->resume, o->resume, t->ts.optimizer_steps)) return 1;
-        ag_st_free(t->resume);
+        ag_safetensors_free(t->resume);
         t->resume = NULL;
     }
     if (!o->quiet)
@@ -320,7 +320,7 @@ static int train_step(trainer *t, const int *idx, int nb, int k)
         ag_optim_set_lr(t->opt, ag_lr_schedule(t->lr, ag_optim_steps(t->opt) + 1, t->warmup, t->total_steps,
                                                o->schedule));
     if (ag_optim_step(t->opt) != AG_OK) {
-        fprintf(stderr, "%s: optimizer: %s\n", prog, ag_optim_last_error());
+        fprintf(stderr, "%s: optimizer: %s\n", prog, ag_optim_error(t->opt));
         return 1;
     }
     ag_store_zero_grad(t->m.store);
@@ -527,7 +527,7 @@ static int report(trainer *t)
 
 static void trainer_free(trainer *t)
 {
-    ag_st_free(t->resume);
+    ag_safetensors_free(t->resume);
     ag_optim_free(t->opt);
     ag_seq2seq_team_free(t->team);
     ag_graph_free(t->g);

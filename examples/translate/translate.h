@@ -93,11 +93,11 @@ void model_free(model *m);
 /* Config, vocabularies and weights from path, the metadata checked against
  * the tensors before anything is built.  With keep, the open file goes to
  * *keep for load_train_state and optimizer_load.  0 or 1. */
-int load_model(model *m, const char *path, ag_st **keep);
+int load_model(model *m, const char *path, ag_safetensors **keep);
 /* The training state of a checkpoint, every field checked.  0 or 1. */
-int load_train_state(const ag_st *f, const char *path, train_state *ts);
+int load_train_state(const ag_safetensors *f, const char *path, train_state *ts);
 /* The optimizer's moments and step count from f.  0 or 1. */
-int optimizer_load(ag_optim *opt, const model *m, const ag_st *f, const char *path, int64_t steps);
+int optimizer_load(ag_optim *opt, const model *m, const ag_safetensors *f, const char *path, int64_t steps);
 /* Save m (and, with opt and ts, what --resume needs) crash-safely.  0 or 1. */
 int save_model(const model *m, ag_optim *opt, const train_state *ts, const char *path);
 

@@ -1,5 +1,5 @@
 # tests/fuzz/fuzz.mk: libFuzzer targets for the two parsers of outside input,
-# the safetensors reader (ag_st_parse) and the data-file reader
+# the safetensors reader (ag_safetensors_parse) and the data-file reader
 # (ag_pairs_parse), built with clang under ASan + UBSan into build-fuzz/.
 #
 #   make fuzz                      each target for FUZZ_SECONDS (default 300)

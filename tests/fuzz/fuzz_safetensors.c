@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_safetensors.c: libFuzzer target for the safetensors reader.
  *
- * Any bytes go to ag_st_parse.  A rejected file must come back with a
+ * Any bytes go to ag_safetensors_parse.  A rejected file must come back with a
  * status, a NULL result and a message; an accepted one is then walked the
  * way a program would walk it (every accessor, every value read as float
  * and as int, and a store load), so that a validation hole shows up as an
@@ -35,26 +35,26 @@ static size_t dtype_size(const char *d)
     __builtin_trap(); /* a dtype the reader should have refused */
 }
 
-static void walk(ag_st *f)
+static void walk(ag_safetensors *f)
 {
     char err[512];
-    int n = ag_st_count(f);
+    int n = ag_safetensors_count(f);
     CHECK(n >= 0);
     for (int i = 0; i < n; i++) {
-        const char *name = ag_st_name(f, i), *dtype = ag_st_dtype(f, i);
+        const char *name = ag_safetensors_name(f, i), *dtype = ag_safetensors_dtype(f, i);
         CHECK(name && dtype);
-        CHECK(ag_st_find(f, name) == i); /* names are unique */
-        int nd = ag_st_ndim(f, i);
+        CHECK(ag_safetensors_find(f, name) == i); /* names are unique */
+        int nd = ag_safetensors_ndim(f, i);
         CHECK(nd >= 0 && nd <= 64);
-        const int64_t *shape = ag_st_shape(f, i);
+        const int64_t *shape = ag_safetensors_shape(f, i);
         size_t numel = 1;
         for (int k = 0; k < nd; k++) {
             CHECK(shape[k] >= 0);
             numel *= (size_t)shape[k];
         }
-        CHECK(numel == ag_st_numel(f, i));
+        CHECK(numel == ag_safetensors_numel(f, i));
         /* every byte of the tensor is inside the buffer: touch them all */
-        const unsigned char *b = ag_st_bytes(f, i);
+        const unsigned char *b = ag_safetensors_bytes(f, i);
         unsigned acc = 0;
         for (size_t k = 0; k < numel * dtype_size(dtype); k++) acc += b[k];
         sink += acc;
@@ -62,20 +62,20 @@ static void walk(ag_st *f)
         ag_real *v = malloc((numel ? numel : 1) * sizeof *v);
         int *iv = malloc((numel ? numel : 1) * sizeof *iv);
         CHECK(v && iv);
-        ag_status st = ag_st_read(f, name, v, numel, err, sizeof err);
+        ag_status st = ag_safetensors_read(f, name, v, numel, err, sizeof err);
         CHECK(st == AG_OK || st == AG_ERR_FORMAT);
         if (st == AG_OK) CHECK(!strcmp(dtype, "F32") || !strcmp(dtype, "F64"));
-        st = ag_st_read(f, name, v, numel + 1, err, sizeof err); /* the wrong count */
+        st = ag_safetensors_read(f, name, v, numel + 1, err, sizeof err); /* the wrong count */
         CHECK(st != AG_OK);
-        st = ag_st_read_int(f, name, iv, numel, err, sizeof err);
+        st = ag_safetensors_read_int(f, name, iv, numel, err, sizeof err);
         CHECK(st == AG_OK || st == AG_ERR_FORMAT);
         free(v);
         free(iv);
     }
-    CHECK(ag_st_name(f, n) == NULL && ag_st_name(f, -1) == NULL);
-    for (int i = 0; i < ag_st_meta_count(f); i++) {
-        const char *k = ag_st_meta_key(f, i);
-        CHECK(k && ag_st_meta(f, k) != NULL);
+    CHECK(ag_safetensors_name(f, n) == NULL && ag_safetensors_name(f, -1) == NULL);
+    for (int i = 0; i < ag_safetensors_meta_count(f); i++) {
+        const char *k = ag_safetensors_meta_key(f, i);
+        CHECK(k && ag_safetensors_meta(f, k) != NULL);
     }
 
     /* a store that expects w [2, 3] and b [3]: loads only when both are there,
@@ -98,9 +98,9 @@ static void walk(ag_st *f)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ag_st *f = (ag_st *)&sink;
+    ag_safetensors *f = (ag_safetensors *)&sink;
     char err[512] = "";
-    ag_status st = ag_st_parse(data, size, &f, err, sizeof err);
+    ag_status st = ag_safetensors_parse(data, size, &f, err, sizeof err);
     if (st != AG_OK) {
         CHECK(f == NULL);
         CHECK(st == AG_ERR_FORMAT || st == AG_ERR_NOMEM);
@@ -109,6 +109,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     CHECK(f != NULL);
     walk(f);
-    ag_st_free(f);
+    ag_safetensors_free(f);
     return 0;
 }

@@ -292,7 +292,9 @@ void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
 /* Here only, a * b + c may be one fused multiply-add where the clone's
  * instruction set has one (the polynomial below is a chain of them): the
  * result stays within exp_poly's error bound, and the same on every run. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT ON
+#elif defined(__GNUC__)
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
 #endif
@@ -320,13 +322,32 @@ static inline float exp_poly(float x)
 }
 #endif
 
+/* The largest of n values, in 16 running maxima (vector lanes): the max
+ * does not depend on the order, so this is the same value as a plain loop. */
+static inline AG_ALWAYS_INLINE ag_real row_max(size_t n, const ag_real *x)
+{
+    ag_real lane[16], m = -INFINITY;
+    for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) {
+            ag_real v = x[i + l];
+            lane[l] = v > lane[l] ? v : lane[l];
+        }
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 vector steps */
+#pragma GCC unroll 8
+        for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
+    return lane[0] > m ? lane[0] : m;
+}
+
+AG_ISA_CLONES(ag_real, row_max, (size_t n, const ag_real *x), return row_max(n, x))
+ag_real ag__row_max(size_t n, const ag_real *x) { return AG_ISA_CALL(row_max, (n, x)); }
+
 /* y_i = exp(x_i - shift) for i < n (y may be x); returns sum_i y_i.  The
  * float build vectorises for the machine (one clone per instruction set,
- * picked when the program loads). */
-#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
+ * picked by ag__isa). */
+static inline AG_ALWAYS_INLINE ag_real exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
 {
     ag_real s = 0;
 #ifdef AG_DOUBLE
@@ -362,6 +383,11 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
     s = lane[0] + lane[1];
 #endif
     return s;
+}
+AG_ISA_CLONES(ag_real, exp_sum, (size_t n, const ag_real *x, ag_real shift, ag_real *y), return exp_sum(n, x, shift, y))
+ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
+{
+    return AG_ISA_CALL(exp_sum, (n, x, shift, y));
 }
 
 #ifndef AG_DOUBLE
@@ -404,11 +430,8 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
  *   y = exp(z - max) / sum exp(z - max);  a row of all -inf gives zeros.
  * A row of 64 or fewer floats (attention's rows at toy sizes) stays in
  * vector registers from end to end (softmax_short); longer ones take
- * ag__row_max and ag__exp_sum. */
-#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
+ * row_max and exp_sum. */
+static inline AG_ALWAYS_INLINE void softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
 {
 #ifndef AG_DOUBLE
     if (n <= 64) {
@@ -428,17 +451,24 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
     for (size_t r = 0; r < rows; r++) {
         const ag_real *zr = z + r * n;
         ag_real *yr = y + r * n;
-        ag_real m = ag__row_max(n, zr);
+        ag_real m = row_max(n, zr);
         if (m == -INFINITY) { /* every key masked with -inf */
             memset(yr, 0, n * sizeof(ag_real));
             continue;
         }
-        ag_real inv = 1 / ag__exp_sum(n, zr, m, yr);
+        ag_real inv = 1 / exp_sum(n, zr, m, yr);
 #pragma omp simd
         for (size_t j = 0; j < n; j++) yr[j] *= inv;
     }
 }
-#if !defined(AG_DOUBLE) && defined(__GNUC__) && !defined(__clang__)
+AG_ISA_CLONES(void, softmax_rows, (size_t rows, size_t n, const ag_real *z, ag_real *y), softmax_rows(rows, n, z, y))
+void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
+{
+    AG_ISA_CALL(softmax_rows, (rows, n, z, y));
+}
+#if !defined(AG_DOUBLE) && defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif !defined(AG_DOUBLE) && defined(__GNUC__)
 #pragma GCC pop_options
 #endif
 
@@ -459,28 +489,6 @@ void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, cons
         next = r + 1;
     }
     if (N > next) memset(dst + next * C, 0, (N - next) * C * sizeof(ag_real));
-}
-
-/* The largest of n values, in 16 running maxima (vector lanes): the max
- * does not depend on the order, so this is the same value as a plain loop. */
-#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-ag_real ag__row_max(size_t n, const ag_real *x)
-{
-    ag_real lane[16], m = -INFINITY;
-    for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) {
-            ag_real v = x[i + l];
-            lane[l] = v > lane[l] ? v : lane[l];
-        }
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 vector steps */
-#pragma GCC unroll 8
-        for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
-    return lane[0] > m ? lane[0] : m;
 }
 
 /* ---- reductions ------------------------------------------------------------

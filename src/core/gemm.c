@@ -253,7 +253,7 @@ typedef void (*kernel_fn)(KERNEL_ARGS);
     TARGET static void PREFIX##3(KERNEL_ARGS) BODY(3);                                                         \
     TARGET static void PREFIX##4(KERNEL_ARGS) BODY(4);
 
-#if defined(__GNUC__) && defined(__x86_64__)
+#if AG_X86_KERNELS
 #define HAVE_X86 1
 #include <immintrin.h>
 #ifdef AG_DOUBLE
@@ -303,43 +303,18 @@ static const isa isa_avx512 = {{NULL, k512_1, k512_2, k512_3, k512_4}, 64 / (int
 static const isa isa_avx2 = {{NULL, k256_1, k256_2, k256_3, k256_4}, 32 / (int)sizeof(ag_real), 2, "avx2"};
 #endif
 
-static const isa *best_isa(void)
-{
-#ifdef HAVE_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return &isa_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &isa_avx2;
-#endif
-    return &isa_base;
-}
-
-static const isa *cpu;
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
-
-static void choose_isa(void) { cpu = best_isa(); }
-
-/* The kernel set in use, chosen once (workers of a team may ask at once). */
+/* The kernel set in use: the instruction set ag__isa picks. */
 static const isa *current(void)
 {
-    pthread_once(&cpu_once, choose_isa);
-    return cpu;
+#ifdef HAVE_X86
+    static const isa *const by_level[AG_ISA_COUNT] = {&isa_base, &isa_avx2, &isa_avx512};
+    return by_level[ag__isa()];
+#else
+    return &isa_base;
+#endif
 }
 
-/* Which micro-kernel runs: "avx512", "avx2" or "baseline".  Tests and the
- * benchmark may force one the CPU has (by name), or return to the CPU's
- * choice (NULL).  Returns the name of the one in use.  Not thread-safe:
- * call it while no product runs. */
-const char *ag__gemm_kernel(const char *force)
-{
-    const isa *best = best_isa();
-    pthread_once(&cpu_once, choose_isa); /* so that a later current() keeps the choice */
-    cpu = best;
-    if (force && !strcmp(force, "baseline")) cpu = &isa_base;
-#ifdef HAVE_X86
-    if (force && !strcmp(force, "avx2") && best != &isa_base) cpu = &isa_avx2;
-#endif
-    return cpu->name;
-}
+const char *ag__gemm_kernel(const char *force) { return ag__isa_force(force); }
 
 /* ---- the plain loops: for products too small to repay packing ---------- */
 
@@ -363,11 +338,8 @@ static inline ag_real dot(const ag_real *a, const ag_real *b, int n)
 /* Row by row: c_i += a_ik b_k (rows of B) or c_ij += a_i . b_j (B stored
  * transposed: rows of A and B both contiguous, a dot product), the inner
  * loop vectorised for the machine (one clone per instruction set). */
-#if defined(HAVE_X86) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
-                       ag_real beta, ag_real *C, int ldc)
+static inline AG_ALWAYS_INLINE void small_loops(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
+                                                const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc)
 {
     if (N <= 16 && K <= 64) {
         /* A row of C fits in one vector (a toy head: T, S, D of 4 to 16):
@@ -421,6 +393,12 @@ static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, in
         }
     }
 }
+#define SMALL_PARAMS                                                                                              \
+    (int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb, ag_real beta,       \
+     ag_real *C, int ldc)
+#define SMALL_ARGS (ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)
+AG_ISA_CLONES(void, small_loops, SMALL_PARAMS, small_loops SMALL_ARGS)
+static void gemm_small SMALL_PARAMS { AG_ISA_CALL(small_loops, SMALL_ARGS); }
 
 /* ---- a toy attention head's products (AVX-512, float) -------------------- */
 

@@ -115,6 +115,21 @@ static void walk_next(const walk *w, int *idx, size_t *oa, size_t *ob)
     }
 }
 
+/* One long run of a binary op's forward, cut in nt pieces. */
+typedef struct binary_run {
+    ag_binary_fwd fwd;
+    const ag_tensor *a, *b, *y;
+    size_t run, ra, rb;
+    int nt;
+} binary_run;
+
+static void binary_piece(void *ctx, size_t t)
+{
+    const binary_run *j = ctx;
+    size_t i0 = piece(j->run, (int)t, j->nt), i1 = piece(j->run, (int)t + 1, j->nt);
+    j->fwd(i1 - i0, j->a->data + i0 * j->ra, j->ra, j->b->data + i0 * j->rb, j->rb, j->y->data + i0);
+}
+
 ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary_fwd fwd)
 {
     const char *name = ag_op_name(op);
@@ -132,13 +147,9 @@ ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary
     walk_init(&w, a, b, ndim, shape);
     size_t run = (size_t)w.shape[w.ndim - 1], nruns = y->size / run;
     size_t ra = w.sa[w.ndim - 1], rb = w.sb[w.ndim - 1];
-    int nt = nruns == 1 ? ag__threads_for(y->size) : 1;
-    if (nt > 1) { /* one long run (inputs of y's shape): a piece per thread */
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++) {
-            size_t i0 = piece(run, t, nt), i1 = piece(run, t + 1, nt);
-            fwd(i1 - i0, a->data + i0 * ra, ra, b->data + i0 * rb, rb, y->data + i0);
-        }
+    if (nruns == 1) { /* one long run (inputs of y's shape): a piece per thread */
+        binary_run j = {fwd, a, b, y, run, ra, rb, ag__threads_for(y->size)};
+        ag__parallel_for((size_t)j.nt, j.nt, binary_piece, &j);
         return y;
     }
     int idx[AG_MAX_DIMS] = {0};
@@ -175,6 +186,23 @@ static void binary_bwd_range(ag_binary_bwd bwd, const ag_tensor *a, const ag_ten
     }
 }
 
+/* The backward of one long run, cut in nt pieces. */
+typedef struct binary_bwd_run {
+    ag_binary_bwd bwd;
+    const ag_tensor *a, *b, *y;
+    ag_real *da, *db;
+    bool fa, fb;
+    size_t run;
+    int nt;
+} binary_bwd_run;
+
+static void binary_bwd_piece(void *ctx, size_t t)
+{
+    const binary_bwd_run *j = ctx;
+    binary_bwd_range(j->bwd, j->a, j->b, j->y, j->da, j->fa, j->db, j->fb, piece(j->run, (int)t, j->nt),
+                     piece(j->run, (int)t + 1, j->nt));
+}
+
 void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
@@ -194,14 +222,8 @@ void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
     if (nruns == 1 && ra == 1 && rb == 1) {
         /* one long run in which no input is stretched: each element of da
          * and db has one contribution, so pieces can go to threads */
-        int nt = ag__threads_for(y->size);
-        if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-            for (int t = 0; t < nt; t++)
-                binary_bwd_range(bwd, a, b, y, da, fa, db, fb, piece(run, t, nt), piece(run, t + 1, nt));
-        } else {
-            binary_bwd_range(bwd, a, b, y, da, fa, db, fb, 0, run);
-        }
+        binary_bwd_run j = {bwd, a, b, y, da, db, fa, fb, run, ag__threads_for(y->size)};
+        ag__parallel_for((size_t)j.nt, j.nt, binary_bwd_piece, &j);
         return;
     }
     /* broadcast: many outputs add into one input element; zero first */
@@ -241,22 +263,31 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim, const int *fro
     }
 }
 
+/* A unary op's forward or backward, cut in nt pieces. */
+typedef struct unary_run {
+    ag_unary_fwd fwd;
+    ag_unary_bwd bwd;
+    const ag_tensor *x, *y;
+    ag_real *dx;
+    bool fresh;
+    int nt;
+} unary_run;
+
+static void unary_piece(void *ctx, size_t t)
+{
+    const unary_run *j = ctx;
+    size_t i0 = piece(j->x->size, (int)t, j->nt), i1 = piece(j->x->size, (int)t + 1, j->nt);
+    j->fwd(i1 - i0, j->x->data + i0, j->y->data + i0, j->y->farg);
+}
+
 ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd, double farg0)
 {
     if (!ag__ok(g, ag_op_name(op), 1, x)) return NULL;
     ag_tensor *y = ag__node(g, op, x->ndim, x->shape, 1, &x);
     if (!y) return NULL;
     y->farg[0] = farg0;
-    int nt = ag__threads_for(x->size);
-    if (nt > 1) { /* a piece per thread */
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++) {
-            size_t i0 = piece(x->size, t, nt), i1 = piece(x->size, t + 1, nt);
-            fwd(i1 - i0, x->data + i0, y->data + i0, y->farg);
-        }
-    } else {
-        fwd(x->size, x->data, y->data, y->farg);
-    }
+    unary_run j = {.fwd = fwd, .x = x, .y = y, .nt = ag__threads_for(x->size)}; /* a piece per thread */
+    ag__parallel_for((size_t)j.nt, j.nt, unary_piece, &j);
     return y;
 }
 
@@ -270,20 +301,21 @@ static void unary_bwd_range(ag_unary_bwd bwd, const ag_tensor *x, const ag_tenso
     }
 }
 
+static void unary_bwd_piece(void *ctx, size_t t)
+{
+    const unary_run *j = ctx;
+    unary_bwd_range(j->bwd, j->x, j->y, j->dx, j->fresh, piece(j->y->size, (int)t, j->nt),
+                    piece(j->y->size, (int)t + 1, j->nt));
+}
+
 void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
 {
     ag_tensor *x = y->src[0];
     bool fresh;
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
-    int nt = ag__threads_for(y->size);
-    if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++)
-            unary_bwd_range(bwd, x, y, dx, fresh, piece(y->size, t, nt), piece(y->size, t + 1, nt));
-    } else {
-        unary_bwd_range(bwd, x, y, dx, fresh, 0, y->size);
-    }
+    unary_run j = {.bwd = bwd, .x = x, .y = y, .dx = dx, .fresh = fresh, .nt = ag__threads_for(y->size)};
+    ag__parallel_for((size_t)j.nt, j.nt, unary_bwd_piece, &j);
 }
 
 /* ---- exp over a row (softmax and its fused forms) ----------------------- */

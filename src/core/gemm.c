@@ -43,9 +43,6 @@
 #if defined(__SSE__) && !defined(AG_DOUBLE)
 #include <xmmintrin.h>
 #endif
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 
 /* Block sizes, measured on AMD Zen 5 (48 KiB L1, 1 MiB L2) and sane
@@ -543,6 +540,7 @@ typedef struct job {
     ag_real *C;
     ag_real beta;
     const isa *isa;
+    int nshares, by_rows; /* C cut in nshares shares of row (or column) panels */
 } job;
 
 /* C[m0:m1, n0:n1] of the product, on the calling thread with its own
@@ -619,8 +617,10 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
 /* Thread t of nt takes a contiguous share of the MR-row panels (rows) or of
  * the NR-column panels (columns) and computes it alone: no barriers, and
  * each element is computed exactly as one thread would. */
-static void gemm_share(const job *jb, int by_rows, int t, int nt)
+static void gemm_share(void *ctx, size_t share)
 {
+    const job *jb = ctx;
+    int by_rows = jb->by_rows, t = (int)share, nt = jb->nshares;
     int P = by_rows ? MR : jb->isa->nv * jb->isa->vl, n = by_rows ? jb->M : jb->N;
     int panels = (n + P - 1) / P;
     int lo = (int)((long)panels * t / nt) * P, hi = (int)((long)panels * (t + 1) / nt) * P;
@@ -650,20 +650,18 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
         gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is};
+    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is, 1, 0};
     /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
      * core; M N K / 8 multiply-adds count as one "value" of src/core/threads.c) */
     int nt = ag__threads_for((size_t)((double)M * N * K / 8));
-#ifdef _OPENMP
-    if (nt > 1) {
-        /* split the way that leaves the largest share smallest; columns
-         * on a tie (each thread then packs only its own part of B) */
-        long NR = is->nv * is->vl, mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR;
-        long rows = (mp + nt - 1) / nt * MR * (long)N, cols = (np + nt - 1) / nt * NR * (long)M;
-        int by_rows = rows < cols;
-#pragma omp parallel num_threads(nt)
-        gemm_share(&jb, by_rows, omp_get_thread_num(), omp_get_num_threads());
-    } else
-#endif
+    if (nt == 1) {
         gemm_part(&jb, 0, M, 0, N);
+        return;
+    }
+    /* split the way that leaves the largest share smallest; columns on a
+     * tie (each thread then packs only its own part of B) */
+    long NR = is->nv * is->vl, mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR;
+    long rows = (mp + nt - 1) / nt * MR * (long)N, cols = (np + nt - 1) / nt * NR * (long)M;
+    jb.nshares = nt, jb.by_rows = rows < cols;
+    ag__parallel_for((size_t)nt, nt, gemm_share, &jb);
 }

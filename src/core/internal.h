@@ -204,6 +204,16 @@ ag_real ag__row_max(size_t n, const ag_real *x);
  * it is too small to repay a fork and join (src/core/threads.c). */
 int ag__threads_for(size_t work);
 extern size_t ag__thread_min_work; /* below it, one thread (src/core/threads.c) */
+/* body(ctx, i) for every i in [0, n), on nt threads (thread t takes the
+ * t-th contiguous block of i) or, for nt <= 1, on the calling thread.
+ * Built with OpenMP it uses OpenMP's threads, otherwise pthreads.  Callers
+ * make each i's work independent of which thread does it, so the results
+ * are the same for every nt (src/core/threads.c). */
+typedef void (*ag_loop_fn)(void *ctx, size_t i);
+void ag__parallel_for(size_t n, int nt, ag_loop_fn body, void *ctx);
+/* Tests set it to run every loop on the calling thread, i in order (an
+ * allocation sweep needs the k-th allocation to be the same every run). */
+extern bool ag__threads_off;
 
 /* ---- kernels compiled per instruction set (src/core/cpu.c) ---------------- */
 

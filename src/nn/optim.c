@@ -215,6 +215,7 @@ static void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p, cons
     const double bc2_sqrt = sqrt(bc2);
     const double decay = o->kind == OPT_ADAMW ? 1 - o->lr * wd : 1; /* AdamW: p *= 1 - lr * wd */
     const double l2 = o->kind == OPT_ADAM ? wd : 0;                 /* Adam: g += wd * p */
+    const double eps = o->eps;
 #pragma omp simd
     for (size_t j = 0; j < n; j++) {
         double pj = (double)p[j] * decay;
@@ -223,7 +224,7 @@ static void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p, cons
         double vj = b2 * (double)v[j] + (1 - b2) * g * g; /* v = b2 v + (1 - b2) g^2 */
         m[j] = (ag_real)mj;
         v[j] = (ag_real)vj;
-        double denom = sqrt(vj) / bc2_sqrt + o->eps;      /* sqrt(vhat) + eps */
+        double denom = sqrt(vj) / bc2_sqrt + eps;         /* sqrt(vhat) + eps */
         p[j] = (ag_real)(pj - step_size * mj / denom);    /* p -= lr * mhat / denom */
     }
 }

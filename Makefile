@@ -63,14 +63,13 @@ $(BUILD)/%: $(BUILD)/f32/examples/%.o $(LIB32)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # ---- tests: every test file runs twice, in float and in double ----------
-CRITERION_HDR := /usr/include/criterion/criterion.h
 check-criterion:
-	@if [ ! -f $(CRITERION_HDR) ]; then \
+	@if ! printf '\043include <criterion/criterion.h>\n' | $(CC) $(CFLAGS) -E -x c - >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "Criterion missing: installing libcriterion-dev with apt-get"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcriterion-dev >/dev/null || exit 1; \
 	  else \
-	    echo "Criterion is missing: run  sudo apt-get install libcriterion-dev"; exit 1; \
+	    echo "Criterion is missing: run  sudo apt-get install libcriterion-dev  (macOS: brew install criterion)"; exit 1; \
 	  fi; \
 	fi
 

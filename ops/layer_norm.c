@@ -62,6 +62,21 @@ static void norm_row(size_t C, const ag_real *xr, ag_real *yr, const ag_real *gd
     for (size_t i = 0; i < C; i++) yr[i] = (xr[i] - m) * s * gd[i] + bd[i];
 }
 
+/* What the rows of a forward or a backward share; rows are independent. */
+typedef struct norm_job {
+    size_t rows, C, nt; /* nt: blocks of columns (dgain, dbias) */
+    const ag_real *x, *gd, *bd, *dy;
+    ag_real *y, *mean, *rstd, *dx, *dgain, *dbias;
+    double eps;
+    bool fresh;
+} norm_job;
+
+static void norm_row_at(void *ctx, size_t r)
+{
+    const norm_job *j = ctx;
+    norm_row(j->C, j->x + r * j->C, j->y + r * j->C, j->gd, j->bd, j->eps, j->mean + r, j->rstd + r);
+}
+
 ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *bias, double eps)
 {
     if (!ag__ok(g, "layer_norm", 1, x)) return NULL;
@@ -91,13 +106,8 @@ ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *
         for (size_t i = 0; i < C; i++) unit[i] = 1, unit[C + i] = 0;
         gd = gd ? gd : unit, bd = bd ? bd : unit + C;
     }
-    int nt = ag__threads_for(x->size);
-    if (nt > 1) { /* rows are independent */
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (size_t r = 0; r < rows; r++) norm_row(C, x->data + r * C, y->data + r * C, gd, bd, eps, mean + r, rstd + r);
-    } else {
-        for (size_t r = 0; r < rows; r++) norm_row(C, x->data + r * C, y->data + r * C, gd, bd, eps, mean + r, rstd + r);
-    }
+    norm_job j = {.C = C, .x = x->data, .gd = gd, .bd = bd, .y = y->data, .mean = mean, .rstd = rstd, .eps = eps};
+    ag__parallel_for(rows, ag__threads_for(x->size), norm_row_at, &j);
     return y;
 }
 
@@ -148,6 +158,21 @@ static void norm_params_backward(size_t rows, size_t C, size_t c0, size_t c1, co
     }
 }
 
+static void norm_row_backward_at(void *ctx, size_t r)
+{
+    const norm_job *j = ctx;
+    norm_row_backward(j->C, j->x + r * j->C, j->dy + r * j->C, j->dx + r * j->C, j->gd, j->mean[r], j->rstd[r],
+                      j->fresh);
+}
+
+/* Block t of nt of the columns. */
+static void norm_params_backward_at(void *ctx, size_t t)
+{
+    const norm_job *j = ctx;
+    norm_params_backward(j->rows, j->C, j->C * t / j->nt, j->C * (t + 1) / j->nt, j->x, j->dy, j->mean, j->rstd,
+                         j->dgain, j->dbias);
+}
+
 static void layer_norm_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0], *gain = y->src[1], *bias = y->src[2];
@@ -157,7 +182,8 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
     ag_real *dbias = bias && bias->requires_grad ? ag__grad(g, bias) : NULL;
     if (ag_graph_status(g) != AG_OK || y->size == 0) return;
     size_t C = (size_t)y->shape[y->ndim - 1], rows = y->size / C;
-    const ag_real *mean = ag__impl(y)->aux, *rstd = mean + rows, *gd = gain ? gain->data : NULL;
+    ag_real *mean = ag__impl(y)->aux, *rstd = mean + rows;
+    const ag_real *gd = gain ? gain->data : NULL;
     if (!gd) { /* gain 1 when NULL */
         ag_real *ones = ag__alloc(g, C * sizeof(ag_real));
         if (!ones) return;
@@ -165,29 +191,13 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
         gd = ones;
     }
     int nt = ag__threads_for(y->size);
-    if (nt > 1) {
-        /* dx by rows; dgain and dbias by columns, so that each of their
-         * sums is made by one thread in row order, whatever the count */
-#pragma omp parallel num_threads(nt)
-        {
-            if (dx) {
-#pragma omp for schedule(static)
-                for (size_t r = 0; r < rows; r++)
-                    norm_row_backward(C, x->data + r * C, y->grad + r * C, dx + r * C, gd, mean[r], rstd[r], fresh);
-            }
-            if (dgain || dbias) {
-#pragma omp for schedule(static)
-                for (int t = 0; t < nt; t++)
-                    norm_params_backward(rows, C, C * (size_t)t / (size_t)nt, C * (size_t)(t + 1) / (size_t)nt,
-                                         x->data, y->grad, mean, rstd, dgain, dbias);
-            }
-        }
-    } else {
-        if (dx)
-            for (size_t r = 0; r < rows; r++)
-                norm_row_backward(C, x->data + r * C, y->grad + r * C, dx + r * C, gd, mean[r], rstd[r], fresh);
-        if (dgain || dbias) norm_params_backward(rows, C, 0, C, x->data, y->grad, mean, rstd, dgain, dbias);
-    }
+    norm_job j = {.rows = rows, .C = C, .nt = (size_t)nt, .x = x->data, .gd = gd, .dy = y->grad,
+                  .mean = mean, .rstd = rstd, .dx = dx, .dgain = dgain, .dbias = dbias,
+                  .fresh = fresh};
+    /* dx by rows; dgain and dbias by columns, so that each of their sums
+     * is made by one thread in row order, whatever the count */
+    if (dx) ag__parallel_for(rows, nt, norm_row_backward_at, &j);
+    if (dgain || dbias) ag__parallel_for((size_t)nt, nt, norm_params_backward_at, &j);
 }
 
 static ag_tensor *case_affine(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 1e-5); }

@@ -106,6 +106,21 @@ static void forward_rows(size_t r0, size_t r1, size_t n, const ag_tensor *x, con
     ag__softmax_rows(r1 - r0, n, z + r0 * n, y + r0 * n);
 }
 
+/* What the rows of a forward (nt blocks of rows) or a backward share. */
+typedef struct ms_job {
+    const ag_tensor *x, *mask, *y;
+    const mask_map *mm;
+    size_t rows, n, nt;
+    ag_real scale, fill, *z, *dx;
+} ms_job;
+
+static void forward_block(void *ctx, size_t t)
+{
+    const ms_job *j = ctx;
+    forward_rows(j->rows * t / j->nt, j->rows * (t + 1) / j->nt, j->n, j->x, j->mask, j->mm, j->scale, j->fill, j->z,
+                 j->y->data);
+}
+
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill)
 {
     if (!ag__ok(g, "masked_softmax", 1, x)) return NULL;
@@ -123,14 +138,10 @@ ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor
     ag_real sc = (ag_real)scale, fl = (ag_real)fill;
     ag_real *z = ag__alloc(g, x->size * sizeof(ag_real));
     if (!z) return NULL;
-    int nt = ag__threads_for(x->size);
-    if (nt > 1) { /* rows are independent: a block of them per thread */
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++)
-            forward_rows(rows * t / nt, rows * (t + 1) / nt, n, x, mask, &mm, sc, fl, z, y->data);
-    } else {
-        forward_rows(0, rows, n, x, mask, &mm, sc, fl, z, y->data);
-    }
+    int nt = ag__threads_for(x->size); /* rows are independent: a block of them per thread */
+    ms_job j = {.x = x, .mask = mask, .y = y, .mm = &mm, .rows = rows, .n = n, .nt = (size_t)nt, .scale = sc,
+                .fill = fl, .z = z};
+    ag__parallel_for((size_t)nt, nt, forward_block, &j);
     return y;
 }
 
@@ -162,6 +173,14 @@ static void softmax_row_backward(size_t n, const ag_real *yr, const ag_real *dyr
     }
 }
 
+static void row_backward(void *ctx, size_t r)
+{
+    const ms_job *j = ctx;
+    size_t n = j->n;
+    softmax_row_backward(n, j->y->data + r * n, j->y->grad + r * n, j->dx + r * n, j->scale,
+                         row_mask(j->mask, j->mm, r), j->mm->along);
+}
+
 static void masked_softmax_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0], *mask = y->src[1];
@@ -171,15 +190,8 @@ static void masked_softmax_backward(ag_graph *g, ag_tensor *y)
     mask_map mm = {0};
     if (mask) mask_map_init(&mm, x, mask);
     ag_real sc = (ag_real)ag__impl(y)->farg[0];
-    int nt = ag__threads_for(y->size);
-    if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (size_t r = 0; r < rows; r++)
-            softmax_row_backward(n, y->data + r * n, y->grad + r * n, dx + r * n, sc, row_mask(mask, &mm, r), mm.along);
-    } else {
-        for (size_t r = 0; r < rows; r++)
-            softmax_row_backward(n, y->data + r * n, y->grad + r * n, dx + r * n, sc, row_mask(mask, &mm, r), mm.along);
-    }
+    ms_job j = {.mask = mask, .y = y, .mm = &mm, .n = n, .scale = sc, .dx = dx};
+    ag__parallel_for(rows, ag__threads_for(y->size), row_backward, &j);
 }
 
 /* Fixed masks, made inside the builds: they are data, not checked inputs. */

@@ -112,12 +112,22 @@ static void batch_init(batch *bt, const ag_tensor *a, const ag_tensor *b, const 
     }
 }
 
+/* A product's batch and operands, for its entries on the threads. */
+typedef struct mm_job {
+    const batch *bt;
+    const ag_real *a, *b, *dy;
+    ag_real *y, *da, *db;
+    ag_real beta_a, beta_b;
+    int tb;
+} mm_job;
+
 /* Batch entry r of the forward: y[r] = a[r] b[r] (b[r]^T when tb). */
-static void matmul_entry(const batch *bt, size_t r, int M, int N, int K, const ag_real *a, const ag_real *b,
-                         ag_real *y, int tb)
+static void matmul_entry(void *ctx, size_t r)
 {
-    ag__gemm(0, tb, M, N, K, a + offset(bt, &bt->a, r), bt->a.ld, b + offset(bt, &bt->b, r), bt->b.ld, 0,
-             y + offset(bt, &bt->y, r), bt->y.ld);
+    const mm_job *j = ctx;
+    const batch *bt = j->bt;
+    ag__gemm(0, j->tb, bt->M, bt->N, bt->K, j->a + offset(bt, &bt->a, r), bt->a.ld, j->b + offset(bt, &bt->b, r),
+             bt->b.ld, 0, j->y + offset(bt, &bt->y, r), bt->y.ld);
 }
 
 static ag_tensor *matmul(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads)
@@ -169,12 +179,8 @@ static ag_tensor *matmul(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int he
     /* many small products (attention's heads): one per thread at a time;
      * a large one is split inside ag__gemm instead */
     int nt = bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 16) : 1;
-    if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (size_t r = 0; r < bt.count; r++) matmul_entry(&bt, r, M, N, K, a->data, b->data, y->data, tb);
-    } else {
-        for (size_t r = 0; r < bt.count; r++) matmul_entry(&bt, r, M, N, K, a->data, b->data, y->data, tb);
-    }
+    mm_job j = {.bt = &bt, .a = a->data, .b = b->data, .y = y->data, .tb = tb};
+    ag__parallel_for(bt.count, nt, matmul_entry, &j);
     return y;
 }
 
@@ -190,13 +196,17 @@ ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int
 /* Batch entry r of the backward.  beta_a = 0 (beta_b = 0) when da (db) held
  * nothing yet and this entry is the only one to write its matrix: the
  * product is stored, not added. */
-static void matmul_entry_backward(const batch *bt, size_t r, int M, int N, int K, const ag_real *a, const ag_real *b,
-                                  const ag_real *dy, ag_real *da, ag_real *db, ag_real beta_a, ag_real beta_b, int tb)
+static void matmul_entry_backward(void *ctx, size_t r)
 {
+    const mm_job *j = ctx;
+    const batch *bt = j->bt;
+    const int M = bt->M, N = bt->N, K = bt->K;
+    const ag_real *a = j->a, *b = j->b, *dy = j->dy;
+    ag_real *da = j->da, *db = j->db, beta_a = j->beta_a, beta_b = j->beta_b;
     size_t ia = offset(bt, &bt->a, r), ib = offset(bt, &bt->b, r), iy = offset(bt, &bt->y, r);
     int lda = bt->a.ld, ldb = bt->b.ld, ldy = bt->y.ld;
     dy += iy;
-    if (!tb) {
+    if (!j->tb) {
         /* y = a b:  da += dy b^T  [M, N] x [N, K] */
         if (da) ag__gemm(0, 1, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
         /* y = a b:  db += a^T dy  [K, M] x [M, N] */
@@ -238,14 +248,8 @@ static void matmul_backward(ag_graph *g, ag_tensor *y)
     ag_real *db = b->requires_grad ? grad_for(g, b, own_b, &beta_b) : NULL;
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
     int nt = own_a && own_b && bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 8) : 1;
-    if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (size_t r = 0; r < bt.count; r++)
-            matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db, beta_a, beta_b, tb);
-    } else {
-        for (size_t r = 0; r < bt.count; r++)
-            matmul_entry_backward(&bt, r, M, N, K, a->data, b->data, y->grad, da, db, beta_a, beta_b, tb);
-    }
+    mm_job j = {&bt, a->data, b->data, y->grad, NULL, da, db, beta_a, beta_b, tb};
+    ag__parallel_for(bt.count, nt, matmul_entry_backward, &j);
 }
 
 static ag_tensor *case_mm(ag_graph *g, ag_tensor *const *in) { return ag_matmul(g, in[0], in[1]); }

@@ -25,9 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <omp.h>
-
 #include "common.h"
+#include "core/internal.h"
 #include "failing_alloc.h"
 #include "tmpdir.h"
 
@@ -272,10 +271,11 @@ Test(oom, every_allocation_of_two_training_steps)
 
 Test(oom, every_allocation_of_two_data_parallel_steps)
 {
-    /* the two workers run one after the other (no active parallel region),
-     * so that the k-th allocation is the same one in every run */
-    omp_set_max_active_levels(0);
+    /* the two workers run one after the other (no thread started), so
+     * that the k-th allocation is the same one in every run */
+    ag__threads_off = true;
     sweep_both_ways("data-parallel step", team_steps, NULL);
+    ag__threads_off = false;
 }
 
 Test(oom, every_allocation_of_a_greedy_decode)

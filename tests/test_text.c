@@ -380,7 +380,7 @@ Test(text, pairs_skip_bad_lines_with_line_numbers)
     }
     const int lines[] = {1, 4, 9, 10};
     const char *src[] = {"go .", "hi .", "who ?", "wow !"};
-    const char *tgt[] = {"va !", "salut !", "qui ?", "\xc3\xa7" "a alors !"};
+    const char *tgt[] = {"va !", "salut !", "qui ?", ("\xc3\xa7" "a alors !")};
     for (int i = 0; i < 4; i++) {
         cr_assert_eq(p->pairs[i].line, lines[i]);
         cr_assert_str_eq(joined(p->pairs[i].src, p->pairs[i].src_len), src[i]);

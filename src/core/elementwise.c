@@ -126,6 +126,21 @@ static void walk_next(const walk *w, int *idx, size_t *oa, size_t *ob)
     }
 }
 
+/* One long run of a binary op's forward, cut in nt pieces. */
+typedef struct binary_run {
+    ag_binary_fwd fwd;
+    const ag_tensor *a, *b, *y;
+    size_t run, ra, rb;
+    int nt;
+} binary_run;
+
+static void binary_piece(void *ctx, size_t t)
+{
+    const binary_run *j = ctx;
+    size_t i0 = piece(j->run, (int)t, j->nt), i1 = piece(j->run, (int)t + 1, j->nt);
+    j->fwd(i1 - i0, j->a->data + i0 * j->ra, j->ra, j->b->data + i0 * j->rb, j->rb, j->y->data + i0);
+}
+
 ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary_fwd fwd)
 {
     const char *name = ag_op_name(op);
@@ -143,13 +158,9 @@ ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary
     walk_init(&w, a, b, ndim, shape);
     size_t run = (size_t)w.shape[w.ndim - 1], nruns = y->size / run;
     size_t ra = w.sa[w.ndim - 1], rb = w.sb[w.ndim - 1];
-    int nt = nruns == 1 ? ag__threads_for(y->size) : 1;
-    if (nt > 1) { /* one long run (inputs of y's shape): a piece per thread */
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++) {
-            size_t i0 = piece(run, t, nt), i1 = piece(run, t + 1, nt);
-            fwd(i1 - i0, a->data + i0 * ra, ra, b->data + i0 * rb, rb, y->data + i0);
-        }
+    if (nruns == 1) { /* one long run (inputs of y's shape): a piece per thread */
+        binary_run j = {fwd, a, b, y, run, ra, rb, ag__threads_for(y->size)};
+        ag__parallel_for((size_t)j.nt, j.nt, binary_piece, &j);
         return y;
     }
     int idx[AG_MAX_DIMS] = {0};
@@ -186,6 +197,23 @@ static void binary_bwd_range(ag_binary_bwd bwd, const ag_tensor *a, const ag_ten
     }
 }
 
+/* The backward of one long run, cut in nt pieces. */
+typedef struct binary_bwd_run {
+    ag_binary_bwd bwd;
+    const ag_tensor *a, *b, *y;
+    ag_real *da, *db;
+    bool fa, fb;
+    size_t run;
+    int nt;
+} binary_bwd_run;
+
+static void binary_bwd_piece(void *ctx, size_t t)
+{
+    const binary_bwd_run *j = ctx;
+    binary_bwd_range(j->bwd, j->a, j->b, j->y, j->da, j->fa, j->db, j->fb, piece(j->run, (int)t, j->nt),
+                     piece(j->run, (int)t + 1, j->nt));
+}
+
 void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
@@ -205,14 +233,8 @@ void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
     if (nruns == 1 && ra == 1 && rb == 1) {
         /* one long run in which no input is stretched: each element of da
          * and db has one contribution, so pieces can go to threads */
-        int nt = ag__threads_for(y->size);
-        if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-            for (int t = 0; t < nt; t++)
-                binary_bwd_range(bwd, a, b, y, da, fa, db, fb, piece(run, t, nt), piece(run, t + 1, nt));
-        } else {
-            binary_bwd_range(bwd, a, b, y, da, fa, db, fb, 0, run);
-        }
+        binary_bwd_run j = {bwd, a, b, y, da, db, fa, fb, run, ag__threads_for(y->size)};
+        ag__parallel_for((size_t)j.nt, j.nt, binary_bwd_piece, &j);
         return;
     }
     /* broadcast: many outputs add into one input element; zero first */
@@ -252,22 +274,31 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim, const int *fro
     }
 }
 
+/* A unary op's forward or backward, cut in nt pieces. */
+typedef struct unary_run {
+    ag_unary_fwd fwd;
+    ag_unary_bwd bwd;
+    const ag_tensor *x, *y;
+    ag_real *dx;
+    bool fresh;
+    int nt;
+} unary_run;
+
+static void unary_piece(void *ctx, size_t t)
+{
+    const unary_run *j = ctx;
+    size_t i0 = piece(j->x->size, (int)t, j->nt), i1 = piece(j->x->size, (int)t + 1, j->nt);
+    j->fwd(i1 - i0, j->x->data + i0, j->y->data + i0, ag__impl(j->y)->farg);
+}
+
 ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd, double farg0)
 {
     if (!ag__ok(g, ag_op_name(op), 1, x)) return NULL;
     ag_tensor *y = ag__node(g, op, x->ndim, x->shape, 1, &x);
     if (!y) return NULL;
     ag__impl(y)->farg[0] = farg0;
-    int nt = ag__threads_for(x->size);
-    if (nt > 1) { /* a piece per thread */
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++) {
-            size_t i0 = piece(x->size, t, nt), i1 = piece(x->size, t + 1, nt);
-            fwd(i1 - i0, x->data + i0, y->data + i0, ag__impl(y)->farg);
-        }
-    } else {
-        fwd(x->size, x->data, y->data, ag__impl(y)->farg);
-    }
+    unary_run j = {.fwd = fwd, .x = x, .y = y, .nt = ag__threads_for(x->size)}; /* a piece per thread */
+    ag__parallel_for((size_t)j.nt, j.nt, unary_piece, &j);
     return y;
 }
 
@@ -281,20 +312,21 @@ static void unary_bwd_range(ag_unary_bwd bwd, const ag_tensor *x, const ag_tenso
     }
 }
 
+static void unary_bwd_piece(void *ctx, size_t t)
+{
+    const unary_run *j = ctx;
+    unary_bwd_range(j->bwd, j->x, j->y, j->dx, j->fresh, piece(j->y->size, (int)t, j->nt),
+                    piece(j->y->size, (int)t + 1, j->nt));
+}
+
 void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
 {
     ag_tensor *x = y->src[0];
     bool fresh;
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
-    int nt = ag__threads_for(y->size);
-    if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++)
-            unary_bwd_range(bwd, x, y, dx, fresh, piece(y->size, t, nt), piece(y->size, t + 1, nt));
-    } else {
-        unary_bwd_range(bwd, x, y, dx, fresh, 0, y->size);
-    }
+    unary_run j = {.bwd = bwd, .x = x, .y = y, .dx = dx, .fresh = fresh, .nt = ag__threads_for(y->size)};
+    ag__parallel_for((size_t)j.nt, j.nt, unary_bwd_piece, &j);
 }
 
 /* ---- float math for element-wise ops ------------------------------------
@@ -482,20 +514,44 @@ static bool has_nan(size_t n, const ag_real *x)
 #ifndef AG_DOUBLE
 /* Here only, a * b + c may be one fused multiply-add where the clone's
  * instruction set has one (the polynomial below is a chain of them): the
- * result stays within exp_f's error bound, and the same on every run. */
-#if defined(__GNUC__) && !defined(__clang__)
+ * result stays within exp_core's error bound, and the same on every run. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT ON
+#elif defined(__GNUC__)
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
 #endif
 #endif
 
+/* The largest of n values, in 16 running maxima (vector lanes): the max
+ * does not depend on the order, so this is the same value as a plain
+ * loop.  NaNs are passed over, but a row of nothing above -inf that holds
+ * a NaN gives NaN: it is not a fully masked row (see has_nan). */
+static inline AG_ALWAYS_INLINE ag_real row_max(size_t n, const ag_real *x)
+{
+    ag_real lane[16], m = -INFINITY;
+    for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) {
+            ag_real v = x[i + l];
+            lane[l] = v > lane[l] ? v : lane[l];
+        }
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 vector steps */
+#pragma GCC unroll 8
+        for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
+    m = lane[0] > m ? lane[0] : m;
+    return m == -INFINITY && has_nan(n, x) ? NAN : m;
+}
+
+AG_ISA_CLONES(ag_real, row_max, (size_t n, const ag_real *x), return row_max(n, x))
+ag_real ag__row_max(size_t n, const ag_real *x) { return AG_ISA_CALL(row_max, (n, x)); }
+
 /* y_i = exp(x_i - shift) for i < n (y may be x); returns sum_i y_i.  The
  * float build vectorises for the machine (one clone per instruction set,
- * picked when the program loads). */
-#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
+ * picked by ag__isa). */
+static inline AG_ALWAYS_INLINE ag_real exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
 {
     ag_real s = 0;
 #ifdef AG_DOUBLE
@@ -531,6 +587,11 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
     s = lane[0] + lane[1];
 #endif
     return s;
+}
+AG_ISA_CLONES(ag_real, exp_sum, (size_t n, const ag_real *x, ag_real shift, ag_real *y), return exp_sum(n, x, shift, y))
+ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
+{
+    return AG_ISA_CALL(exp_sum, (n, x, shift, y));
 }
 
 #ifndef AG_DOUBLE
@@ -575,11 +636,8 @@ static inline __attribute__((always_inline)) void softmax_short(const float *zr,
  *   a NaN or +inf in a row makes the whole row NaN (see has_nan).
  * A row of 64 or fewer floats (attention's rows at toy sizes) stays in
  * vector registers from end to end (softmax_short); longer ones take
- * ag__row_max and ag__exp_sum. */
-#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
+ * row_max and exp_sum. */
+static inline AG_ALWAYS_INLINE void softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
 {
 #ifndef AG_DOUBLE
     if (n <= 64) {
@@ -599,17 +657,24 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
     for (size_t r = 0; r < rows; r++) {
         const ag_real *zr = z + r * n;
         ag_real *yr = y + r * n;
-        ag_real m = ag__row_max(n, zr);
+        ag_real m = row_max(n, zr);
         if (m == -INFINITY) { /* every key masked with -inf */
             memset(yr, 0, n * sizeof(ag_real));
             continue;
         }
-        ag_real inv = 1 / ag__exp_sum(n, zr, m, yr);
+        ag_real inv = 1 / exp_sum(n, zr, m, yr);
 #pragma omp simd
         for (size_t j = 0; j < n; j++) yr[j] *= inv;
     }
 }
-#if !defined(AG_DOUBLE) && defined(__GNUC__) && !defined(__clang__)
+AG_ISA_CLONES(void, softmax_rows, (size_t rows, size_t n, const ag_real *z, ag_real *y), softmax_rows(rows, n, z, y))
+void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
+{
+    AG_ISA_CALL(softmax_rows, (rows, n, z, y));
+}
+#if !defined(AG_DOUBLE) && defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif !defined(AG_DOUBLE) && defined(__GNUC__)
 #pragma GCC pop_options
 #endif
 
@@ -630,31 +695,6 @@ void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, cons
         next = r + 1;
     }
     if (N > next) memset(dst + next * C, 0, (N - next) * C * sizeof(ag_real));
-}
-
-/* The largest of n values, in 16 running maxima (vector lanes): the max
- * does not depend on the order, so this is the same value as a plain
- * loop.  NaNs are passed over, but a row of nothing above -inf that holds
- * a NaN gives NaN: it is not a fully masked row (see has_nan). */
-#if !defined(AG_DOUBLE) && defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-ag_real ag__row_max(size_t n, const ag_real *x)
-{
-    ag_real lane[16], m = -INFINITY;
-    for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) {
-            ag_real v = x[i + l];
-            lane[l] = v > lane[l] ? v : lane[l];
-        }
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 vector steps */
-#pragma GCC unroll 8
-        for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
-    m = lane[0] > m ? lane[0] : m;
-    return m == -INFINITY && has_nan(n, x) ? NAN : m;
 }
 
 /* ---- reductions ------------------------------------------------------------

@@ -43,9 +43,6 @@
 #if defined(__SSE__) && !defined(AG_DOUBLE)
 #include <xmmintrin.h>
 #endif
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 
 /* Block sizes, measured on AMD Zen 5 (48 KiB L1, 1 MiB L2) and sane
@@ -253,7 +250,7 @@ typedef void (*kernel_fn)(KERNEL_ARGS);
     TARGET static void PREFIX##3(KERNEL_ARGS) BODY(3);                                                         \
     TARGET static void PREFIX##4(KERNEL_ARGS) BODY(4);
 
-#if defined(__GNUC__) && defined(__x86_64__)
+#if AG_X86_KERNELS
 #define HAVE_X86 1
 #include <immintrin.h>
 #ifdef AG_DOUBLE
@@ -303,43 +300,18 @@ static const isa isa_avx512 = {{NULL, k512_1, k512_2, k512_3, k512_4}, 64 / (int
 static const isa isa_avx2 = {{NULL, k256_1, k256_2, k256_3, k256_4}, 32 / (int)sizeof(ag_real), 2, "avx2"};
 #endif
 
-static const isa *best_isa(void)
-{
-#ifdef HAVE_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return &isa_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &isa_avx2;
-#endif
-    return &isa_base;
-}
-
-static const isa *cpu;
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
-
-static void choose_isa(void) { cpu = best_isa(); }
-
-/* The kernel set in use, chosen once (workers of a team may ask at once). */
+/* The kernel set in use: the instruction set ag__isa picks. */
 static const isa *current(void)
 {
-    pthread_once(&cpu_once, choose_isa);
-    return cpu;
+#ifdef HAVE_X86
+    static const isa *const by_level[AG_ISA_COUNT] = {&isa_base, &isa_avx2, &isa_avx512};
+    return by_level[ag__isa()];
+#else
+    return &isa_base;
+#endif
 }
 
-/* Which micro-kernel runs: "avx512", "avx2" or "baseline".  Tests and the
- * benchmark may force one the CPU has (by name), or return to the CPU's
- * choice (NULL).  Returns the name of the one in use.  Not thread-safe:
- * call it while no product runs. */
-const char *ag__gemm_kernel(const char *force)
-{
-    const isa *best = best_isa();
-    pthread_once(&cpu_once, choose_isa); /* so that a later current() keeps the choice */
-    cpu = best;
-    if (force && !strcmp(force, "baseline")) cpu = &isa_base;
-#ifdef HAVE_X86
-    if (force && !strcmp(force, "avx2") && best != &isa_base) cpu = &isa_avx2;
-#endif
-    return cpu->name;
-}
+const char *ag__gemm_kernel(const char *force) { return ag__isa_force(force); }
 
 /* ---- the plain loops: for products too small to repay packing ---------- */
 
@@ -363,11 +335,8 @@ static inline ag_real dot(const ag_real *a, const ag_real *b, int n)
 /* Row by row: c_i += a_ik b_k (rows of B) or c_ij += a_i . b_j (B stored
  * transposed: rows of A and B both contiguous, a dot product), the inner
  * loop vectorised for the machine (one clone per instruction set). */
-#if defined(HAVE_X86) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
-                       ag_real beta, ag_real *C, int ldc)
+static inline AG_ALWAYS_INLINE void small_loops(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
+                                                const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc)
 {
     if (N <= 16 && K <= 64) {
         /* A row of C fits in one vector (a toy head: T, S, D of 4 to 16):
@@ -421,6 +390,12 @@ static void gemm_small(int ta, int tb, int M, int N, int K, const ag_real *A, in
         }
     }
 }
+#define SMALL_PARAMS                                                                                              \
+    (int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb, ag_real beta,       \
+     ag_real *C, int ldc)
+#define SMALL_ARGS (ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)
+AG_ISA_CLONES(void, small_loops, SMALL_PARAMS, small_loops SMALL_ARGS)
+static void gemm_small SMALL_PARAMS { AG_ISA_CALL(small_loops, SMALL_ARGS); }
 
 /* ---- a toy attention head's products (AVX-512, float) -------------------- */
 
@@ -565,6 +540,7 @@ typedef struct job {
     ag_real *C;
     ag_real beta;
     const isa *isa;
+    int nshares, by_rows; /* C cut in nshares shares of row (or column) panels */
 } job;
 
 /* C[m0:m1, n0:n1] of the product, on the calling thread with its own
@@ -641,8 +617,10 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
 /* Thread t of nt takes a contiguous share of the MR-row panels (rows) or of
  * the NR-column panels (columns) and computes it alone: no barriers, and
  * each element is computed exactly as one thread would. */
-static void gemm_share(const job *jb, int by_rows, int t, int nt)
+static void gemm_share(void *ctx, size_t share)
 {
+    const job *jb = ctx;
+    int by_rows = jb->by_rows, t = (int)share, nt = jb->nshares;
     int P = by_rows ? MR : jb->isa->nv * jb->isa->vl, n = by_rows ? jb->M : jb->N;
     int panels = (n + P - 1) / P;
     int lo = (int)((long)panels * t / nt) * P, hi = (int)((long)panels * (t + 1) / nt) * P;
@@ -672,20 +650,18 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
         gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is};
+    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is, 1, 0};
     /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
      * core; M N K / 8 multiply-adds count as one "value" of src/core/threads.c) */
     int nt = ag__threads_for((size_t)((double)M * N * K / 8));
-#ifdef _OPENMP
-    if (nt > 1) {
-        /* split the way that leaves the largest share smallest; columns
-         * on a tie (each thread then packs only its own part of B) */
-        long NR = is->nv * is->vl, mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR;
-        long rows = (mp + nt - 1) / nt * MR * (long)N, cols = (np + nt - 1) / nt * NR * (long)M;
-        int by_rows = rows < cols;
-#pragma omp parallel num_threads(nt)
-        gemm_share(&jb, by_rows, omp_get_thread_num(), omp_get_num_threads());
-    } else
-#endif
+    if (nt == 1) {
         gemm_part(&jb, 0, M, 0, N);
+        return;
+    }
+    /* split the way that leaves the largest share smallest; columns on a
+     * tie (each thread then packs only its own part of B) */
+    long NR = is->nv * is->vl, mp = (M + MR - 1) / MR, np = (N + NR - 1) / NR;
+    long rows = (mp + nt - 1) / nt * MR * (long)N, cols = (np + nt - 1) / nt * NR * (long)M;
+    jb.nshares = nt, jb.by_rows = rows < cols;
+    ag__parallel_for((size_t)nt, nt, gemm_share, &jb);
 }

@@ -285,8 +285,51 @@ void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float 
  * it is too small to repay a fork and join (src/core/threads.c). */
 int ag__threads_for(size_t work);
 extern size_t ag__thread_min_work; /* below it, one thread (src/core/threads.c) */
+/* body(ctx, i) for every i in [0, n), on nt threads (thread t takes the
+ * t-th contiguous block of i) or, for nt <= 1, on the calling thread.
+ * Built with OpenMP it uses OpenMP's threads, otherwise pthreads.  Callers
+ * make each i's work independent of which thread does it, so the results
+ * are the same for every nt (src/core/threads.c). */
+typedef void (*ag_loop_fn)(void *ctx, size_t i);
+void ag__parallel_for(size_t n, int nt, ag_loop_fn body, void *ctx);
+/* Tests set it to run every loop on the calling thread, i in order (an
+ * allocation sweep needs the k-th allocation to be the same every run). */
+extern bool ag__threads_off;
+
+/* ---- kernels compiled per instruction set (src/core/cpu.c) ---------------- */
+
+enum { AG_ISA_BASE, AG_ISA_AVX2, AG_ISA_AVX512, AG_ISA_COUNT };
+#if defined(__GNUC__) && defined(__x86_64__)
+#define AG_X86_KERNELS 1
+#else
+#define AG_X86_KERNELS 0
+#endif
+/* The level in use: the CPU's best, read once, unless forced lower. */
+int ag__isa(void);
+/* Force "baseline", "avx2" or "avx512" (only a level the CPU has; NULL or
+ * an unknown name: the CPU's best); returns the name now in use.  For
+ * tests and benchmarks, while no kernel runs. */
+const char *ag__isa_force(const char *name);
+/* One kernel, several instruction sets.  Write the body once as
+ *   static inline AG_ALWAYS_INLINE ret name(params) { ... }
+ * then AG_ISA_CLONES(ret, name, params, call) defines name_avx2 and
+ * name_avx512, each the statement `call` (which calls the body) compiled
+ * for its instruction set, and AG_ISA_CALL(name, args) calls the one that
+ * ag__isa() picks (the body itself for the baseline, or off x86). */
+#define AG_ALWAYS_INLINE __attribute__((always_inline))
+#if AG_X86_KERNELS
+#define AG_ISA_CLONES(ret, name, params, call)                                                        \
+    __attribute__((target("avx2"))) static ret name##_avx2 params { call; }                           \
+    __attribute__((target("avx512f"))) static ret name##_avx512 params { call; }
+#define AG_ISA_CALL(name, args)                                                                       \
+    (ag__isa() == AG_ISA_AVX512 ? name##_avx512 args : ag__isa() == AG_ISA_AVX2 ? name##_avx2 args : name args)
+#else
+#define AG_ISA_CLONES(ret, name, params, call)
+#define AG_ISA_CALL(name, args) (name args)
+#endif
 /* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
- * (for tests and benchmarks), NULL keeps the CPU's choice (src/core/gemm.c). */
+ * (for tests and benchmarks), NULL keeps the CPU's choice.  The same as
+ * ag__isa_force: every kernel follows (src/core/gemm.c). */
 const char *ag__gemm_kernel(const char *force);
 
 /* For the gradient checker's test of itself: backward on g multiplies the

@@ -42,10 +42,7 @@ double ag_rng_uniform(ag_rng *r) { return (double)(ag_rng_next(r) >> 11) * 0x1.0
  * two 32-bit uniforms u = k 2^-32.  u < p exactly when k < ceil(p 2^32)
  * (scaling by a power of two is exact): integer compares only. */
 enum { LANES = 8 };
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep)
+static inline AG_ALWAYS_INLINE void rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep)
 {
     const uint64_t below = (uint64_t)ceil(p * 0x1.0p32);
     uint64_t s0[LANES], s1[LANES], s2[LANES], s3[LANES];
@@ -71,6 +68,8 @@ void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep)
     }
     for (; i < n; i++) keep[i] = (ag_rng_next(r) & 0xffffffffu) >= below; /* the last few */
 }
+AG_ISA_CLONES(void, rng_keep, (ag_rng *r, double p, size_t n, unsigned char *keep), rng_keep(r, p, n, keep))
+void ag__rng_keep(ag_rng *r, double p, size_t n, unsigned char *keep) { AG_ISA_CALL(rng_keep, (r, p, n, keep)); }
 
 double ag_rng_normal(ag_rng *r)
 {

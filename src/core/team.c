@@ -26,10 +26,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 enum { MAX_WORKERS = 256 }; /* as many as ag_set_threads allows */
 
 struct ag_team {
@@ -114,19 +110,37 @@ fail:
     return NULL;
 }
 
+/* One step's workers: part k's loss and weight, and the gradients' sum. */
+typedef struct step_job {
+    ag_team *t;
+    ag_graph **gw;             /* worker k's graph */
+    ag_team_loss_fn fn;
+    void *ctx;
+    int nw, add;               /* workers; whether their gradients are added (none failed) */
+    double *part, *weight;     /* part k's loss and weight */
+    size_t numel, nslices;     /* the values summed, in nslices slices */
+} step_job;
+
+/* Worker k: its part's loss on its own graph, then backward of w_k L_k. */
+static void work_part(void *ctx, size_t i)
+{
+    const step_job *j = ctx;
+    int k = (int)i;
+    ag_graph *gk = j->gw[k];
+    j->part[k] = 0, j->weight[k] = 0;
+    ag_tensor *l = j->fn(j->ctx, gk, ag_team_store(j->t, k), k, j->nw, &j->weight[k]);
+    if (j->weight[k] == 0 && ag_graph_status(gk) == AG_OK) return; /* an empty part: no gradient */
+    if (ag_backward(gk, ag_scale(gk, l, j->weight[k])) == AG_OK) j->part[k] = l->data[0];
+}
+
 /* The sum of the gradients over parameter i's elements [a, b): model's +=
  * worker 1's + worker 2's ... (in that order, whichever thread does it),
  * and each replica's back to zero.  Without `add` (a worker failed) only
  * the zeroing. */
-typedef struct gather_job {
-    ag_team *t;
-    int nw, add;
-} gather_job;
-
 static void gather_piece(void *ctx, int i, ag_tensor *t1, size_t a, size_t b)
 {
     (void)t1;
-    const gather_job *j = ctx;
+    const step_job *j = ctx;
     ag_real *dw = j->t->param[i]->grad;
     for (int k = 1; k < j->nw; k++) {
         ag_real *dwk = ag_store_at(j->t->rep[k], i)->grad;
@@ -134,6 +148,13 @@ static void gather_piece(void *ctx, int i, ag_tensor *t1, size_t a, size_t b)
             for (size_t e = a; e < b; e++) dw[e] += dwk[e];
         memset(dwk + a, 0, (b - a) * sizeof(ag_real));
     }
+}
+
+/* Slice i of nslices of the values: the same sums however they are cut. */
+static void gather_slice(void *ctx, size_t i)
+{
+    step_job *j = ctx;
+    ag__store_pieces(j->t->rep[1], j->numel * i / j->nslices, j->numel * (i + 1) / j->nslices, gather_piece, j);
 }
 
 ag_status ag_team_step(ag_team *t, ag_graph *g, int nparts, ag_team_loss_fn fn, void *ctx, double *loss)
@@ -160,35 +181,14 @@ ag_status ag_team_step(ag_team *t, ag_graph *g, int nparts, ag_team_loss_fn fn, 
         ag_graph_seed(gw[k], ag_rng_next(ag__graph_rng(g)));
     }
     double part[MAX_WORKERS], weight[MAX_WORKERS];
-    size_t numel = ag_store_numel(t->rep[1]); /* the values the threads share out to sum */
+    step_job job = {t, gw, fn, ctx, nparts, 0, part, weight, ag_store_numel(t->rep[1]), (size_t)nparts};
+    ag__parallel_for((size_t)nparts, nparts, work_part, &job);
+    /* every worker's result is in: add the replicas' gradients up, each
+     * thread a slice of the parameters */
     int failed = 0;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nparts) reduction(| : failed)
-#endif
-    {
-        int id = 0, nt = 1;
-#ifdef _OPENMP
-        id = omp_get_thread_num(), nt = omp_get_num_threads();
-#endif
-        for (int k = id; k < nparts; k += nt) {
-            ag_graph *gk = gw[k];
-            part[k] = 0, weight[k] = 0;
-            ag_tensor *l = fn(ctx, gk, ag_team_store(t, k), k, nparts, &weight[k]);
-            if (weight[k] == 0 && ag_graph_status(gk) == AG_OK) continue; /* an empty part: no gradient */
-            if (ag_backward(gk, ag_scale(gk, l, weight[k])) == AG_OK) part[k] = l->data[0];
-            failed |= ag_graph_status(gk) != AG_OK;
-        }
-#ifdef _OPENMP
-#pragma omp barrier
-#endif
-        /* every worker's result is in: add the replicas' gradients up,
-         * each thread a slice of the parameters */
-        int ok = 1;
-        for (int k = 0; k < nparts; k++) ok &= ag_graph_status(gw[k]) == AG_OK;
-        gather_job job = {t, nparts, ok};
-        ag__store_pieces(t->rep[1], numel * (size_t)id / (size_t)nt, numel * (size_t)(id + 1) / (size_t)nt,
-                         gather_piece, &job);
-    }
+    for (int k = 0; k < nparts; k++) failed |= ag_graph_status(gw[k]) != AG_OK;
+    job.add = !failed;
+    ag__parallel_for(job.nslices, nparts, gather_slice, &job);
     if (failed) {
         for (int k = 1; k < nparts; k++)
             if (ag_graph_status(gw[k]) != AG_OK && ag_graph_status(g) == AG_OK)

@@ -229,6 +229,7 @@ static void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p, cons
     const double bc2_sqrt = sqrt(bc2);
     const double decay = o->kind == OPT_ADAMW ? 1 - o->lr * wd : 1; /* AdamW: p *= 1 - lr * wd */
     const double l2 = o->kind == OPT_ADAM ? wd : 0;                 /* Adam: g += wd * p */
+    const double eps = o->eps;
 #pragma omp simd
     for (size_t j = 0; j < n; j++) {
         double pj = (double)p[j] * decay;
@@ -237,7 +238,7 @@ static void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p, cons
         double vj = b2 * (double)v[j] + (1 - b2) * g * g; /* v = b2 v + (1 - b2) g^2 */
         m[j] = (ag_real)mj;
         v[j] = (ag_real)vj;
-        double denom = sqrt(vj) / bc2_sqrt + o->eps;      /* sqrt(vhat) + eps */
+        double denom = sqrt(vj) / bc2_sqrt + eps;         /* sqrt(vhat) + eps */
         p[j] = (ag_real)(pj - step_size * mj / denom);    /* p -= lr * mhat / denom */
     }
 }
@@ -254,16 +255,25 @@ static const char *kind_name(int kind)
  * arrays of the parameters' size, read or written) to repay a fork: a
  * training step's optimizer and clipping are otherwise the serial part of
  * a data-parallel step (src/core/team.c). */
+typedef struct values_job {
+    ag_store *s;
+    size_t n, nt;
+    ag_piece_fn fn;
+    void *ctx;
+} values_job;
+
+static void values_piece(void *ctx, size_t k)
+{
+    const values_job *j = ctx;
+    ag__store_pieces(j->s, j->n * k / j->nt, j->n * (k + 1) / j->nt, j->fn, j->ctx);
+}
+
 static void for_values(ag_store *s, size_t arrays, ag_piece_fn fn, void *ctx)
 {
     size_t n = ag_store_numel(s);
     int nt = ag__threads_for(n * arrays);
-    if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int k = 0; k < nt; k++) ag__store_pieces(s, n * (size_t)k / (size_t)nt, n * (size_t)(k + 1) / (size_t)nt, fn, ctx);
-    } else {
-        ag__store_pieces(s, 0, n, fn, ctx);
-    }
+    values_job j = {s, n, (size_t)nt, fn, ctx};
+    ag__parallel_for((size_t)nt, nt, values_piece, &j);
 }
 
 static void update_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
@@ -354,6 +364,20 @@ static double sum_squares(size_t n, const ag_real *x)
     return s;
 }
 
+/* part[i] = the sum of squares of parameter i0 + i's gradient */
+typedef struct squares_job {
+    ag_store *s;
+    int i0;
+    double *part;
+} squares_job;
+
+static void squares_of(void *ctx, size_t i)
+{
+    const squares_job *j = ctx;
+    const ag_tensor *t = ag_store_at(j->s, j->i0 + (int)i);
+    j->part[i] = sum_squares(t->size, t->grad);
+}
+
 static void scale_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
 {
     (void)i;
@@ -376,12 +400,8 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
     int nt = ag__threads_for(ag_store_numel(s));
     for (int i0 = 0; i0 < np; i0 += PART) {
         int n = np - i0 < PART ? np - i0 : PART;
-        if (nt > 1) {
-#pragma omp parallel for schedule(dynamic) num_threads(nt)
-            for (int i = 0; i < n; i++) part[i] = sum_squares(ag_store_at(s, i0 + i)->size, ag_store_at(s, i0 + i)->grad);
-        } else {
-            for (int i = 0; i < n; i++) part[i] = sum_squares(ag_store_at(s, i0 + i)->size, ag_store_at(s, i0 + i)->grad);
-        }
+        squares_job j = {s, i0, part};
+        ag__parallel_for((size_t)n, nt, squares_of, &j);
         for (int i = 0; i < n; i++) {
             if (bad < 0 && !isfinite(part[i])) bad = i0 + i;
             sum += part[i];

@@ -1,0 +1,223 @@
+/* tests/test_kernels.c: every instruction set's kernels against plain
+ * reference loops, the portable baseline included.
+ *
+ * Each test runs once per level the CPU has (ag__isa_force): on x86-64
+ * "baseline", "avx2" and "avx512", elsewhere (arm64) the baseline alone, so
+ * the portable code is checked on every machine.  Where a kernel promises
+ * an order of operations the reference follows it and the comparison is
+ * bit for bit: gemm's tiles (k ascending per depth block, one rounding per
+ * multiply and add, or one fused multiply-add on the FMA levels), the
+ * dropout draws and the row max.  exp, whose float polynomial may fuse
+ * where the instruction set can, is checked against double within its
+ * error bound. */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "core/internal.h"
+
+static const char *const levels[] = {"baseline", "avx2", "avx512"};
+enum { NLEVELS = sizeof levels / sizeof levels[0] };
+
+/* Force level l; false when the CPU lacks it. */
+static bool use_level(int l) { return strcmp(ag__isa_force(levels[l]), levels[l]) == 0; }
+
+static ag_real *uniform(size_t n, uint64_t seed)
+{
+    ag_rng r;
+    ag_rng_seed(&r, seed);
+    ag_real *v = malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+    return v;
+}
+
+/* ---- gemm: C = beta C + op(A) op(B) in the blocked kernel's order ---------- */
+
+enum { KC = 384 }; /* src/core/gemm.c's depth block */
+
+static ag_real mul_add(ag_real a, ag_real b, ag_real c, bool fused)
+{
+#ifdef AG_DOUBLE
+    return fused ? fma(a, b, c) : c + a * b;
+#else
+    return fused ? fmaf(a, b, c) : c + a * b;
+#endif
+}
+
+/* Element (i, j): per depth block of KC, acc = 0, acc += a_ik b_kj for k
+ * ascending (fused or not), then C = acc (first block, beta 0) or C + acc. */
+static void gemm_reference(int ta, int tb, int M, int N, int K, const ag_real *A, const ag_real *B, int beta,
+                           ag_real *C, bool fused)
+{
+    int lda = ta ? M : K, ldb = tb ? K : N;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            ag_real c = C[(size_t)i * N + j];
+            for (int p0 = 0; p0 < K; p0 += KC) {
+                ag_real acc = 0;
+                for (int k = p0; k < K && k < p0 + KC; k++) {
+                    ag_real a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                    ag_real b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                    acc = mul_add(a, b, acc, fused);
+                }
+                c = p0 == 0 && !beta ? acc : c + acc;
+            }
+            C[(size_t)i * N + j] = c;
+        }
+}
+
+Test(kernels, every_gemm_kernel_is_the_reference_loop_bit_for_bit)
+{
+    /* products past gemm's plain loops (M N K >= 256): full and edge tiles,
+     * a depth across KC, narrow heads (the AVX-512 head kernel's shapes),
+     * and B read in place (few rows) */
+    static const int shapes[][3] = {{37, 70, 300}, {6, 32, 64}, {10, 10, 16}, {10, 16, 10}, {13, 17, 40},
+                                    {7, 129, 800}, {64, 64, 64}, {2, 100, 50},  {50, 3, 20},  {1, 64, 16}};
+    int tested = 0;
+    for (int l = 0; l < NLEVELS; l++) {
+        if (!use_level(l)) continue;
+        tested++;
+        bool fused = l != 0; /* the baseline multiplies, then adds */
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int t = 0; t < 8; t++) {
+                int ta = t & 1, tb = (t >> 1) & 1, beta = t >> 2;
+                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                ag_real *A = uniform((size_t)M * K, 1 + s), *B = uniform((size_t)K * N, 100 + s);
+                ag_real *C = uniform((size_t)M * N, 200 + s), *want = malloc((size_t)M * N * sizeof *want);
+                memcpy(want, C, (size_t)M * N * sizeof *want);
+                ag__gemm(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, (ag_real)beta, C, N);
+                gemm_reference(ta, tb, M, N, K, A, B, beta, want, fused);
+                for (int i = 0; i < M * N; i++)
+                    cr_assert(memcmp(&C[i], &want[i], sizeof *C) == 0,
+                              "%s: %dx%dx%d ta=%d tb=%d beta=%d: C[%d] = %.9g, the loop gives %.9g", levels[l], M,
+                              N, K, ta, tb, beta, i, (double)C[i], (double)want[i]);
+                free(A), free(B), free(C), free(want);
+            }
+    }
+    ag__isa_force(NULL);
+    cr_assert_geq(tested, 1, "the baseline always runs");
+}
+
+/* ---- dropout's draws: eight xoshiro256** streams side by side ------------- */
+
+/* keep[i] by the definition: lane l is a generator whose state is the
+ * next four draws of r; each of its outputs gives keep[i + l] (low 32
+ * bits) and keep[i + 8 + l] (high); the last n mod 16 come from r itself. */
+static void keep_reference(ag_rng *r, double p, size_t n, unsigned char *keep)
+{
+    uint64_t below = (uint64_t)ceil(p * 0x1.0p32);
+    ag_rng lane[8];
+    for (int l = 0; l < 8; l++)
+        for (int w = 0; w < 4; w++) lane[l].s[w] = ag_rng_next(r);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 8; l++) {
+            uint64_t out = ag_rng_next(&lane[l]);
+            keep[i + l] = (out & 0xffffffffu) >= below;
+            keep[i + 8 + l] = (out >> 32) >= below;
+        }
+    for (; i < n; i++) keep[i] = (ag_rng_next(r) & 0xffffffffu) >= below;
+}
+
+Test(kernels, every_dropout_kernel_draws_the_reference_bits)
+{
+    static const size_t sizes[] = {0, 1, 15, 16, 17, 100, 4099};
+    static const double probs[] = {0, 0.1, 0.5, 1};
+    for (int l = 0; l < NLEVELS; l++) {
+        if (!use_level(l)) continue;
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (size_t q = 0; q < sizeof probs / sizeof probs[0]; q++) {
+                size_t n = sizes[s];
+                unsigned char *got = malloc(n + 1), *want = malloc(n + 1);
+                ag_rng r1, r2;
+                ag_rng_seed(&r1, 42 + s), ag_rng_seed(&r2, 42 + s);
+                ag__rng_keep(&r1, probs[q], n, got);
+                keep_reference(&r2, probs[q], n, want);
+                cr_assert(memcmp(got, want, n) == 0, "%s: n=%zu p=%g: keep[] differs", levels[l], n, probs[q]);
+                cr_assert(memcmp(&r1, &r2, sizeof r1) == 0, "%s: n=%zu: the generator ends elsewhere", levels[l], n);
+                free(got), free(want);
+            }
+    }
+    ag__isa_force(NULL);
+}
+
+/* ---- rows: max, exp and softmax ---------------------------------------------- */
+
+Test(kernels, every_row_max_kernel_is_the_plain_loop)
+{
+    for (int l = 0; l < NLEVELS; l++) {
+        if (!use_level(l)) continue;
+        for (size_t n = 0; n <= 70; n++) {
+            ag_real *x = uniform(n, 7 + n);
+            if (n > 3) x[n / 2] = NAN, x[1] = -INFINITY; /* NaN is passed over */
+            ag_real want = -INFINITY;
+            for (size_t i = 0; i < n; i++) want = x[i] > want ? x[i] : want;
+            ag_real got = ag__row_max(n, x);
+            cr_assert(memcmp(&got, &want, sizeof got) == 0, "%s: n=%zu: max %g, the loop gives %g", levels[l], n,
+                      (double)got, (double)want);
+            free(x);
+        }
+    }
+    ag__isa_force(NULL);
+}
+
+/* exp's error bound: float's polynomial is within 2 ulp (plus the rounding
+ * of x - shift); double calls libm. */
+#define EXP_TOL TOL(4 * DBL_EPSILON, 4 * FLT_EPSILON)
+
+Test(kernels, every_exp_sum_kernel_is_within_the_bound)
+{
+    for (int l = 0; l < NLEVELS; l++) {
+        if (!use_level(l)) continue;
+        for (size_t n = 1; n <= 100; n += 11) {
+            ag_real *x = uniform(n, 30 + n), *y = malloc(n * sizeof *y);
+            for (size_t i = 0; i < n; i++) x[i] *= 20; /* [-20, 20] */
+            if (n > 2) x[0] = -INFINITY, x[1] = -100; /* exp gives 0 */
+            ag_real shift = 3;
+            double sum = 0;
+            ag_real got = ag__exp_sum(n, x, shift, y);
+            for (size_t i = 0; i < n; i++) {
+                double want = exp((double)(x[i] - shift));
+                sum += want;
+                cr_assert(fabs(y[i] - want) <= EXP_TOL * want + 1e-37, "%s: n=%zu: exp(%g) = %.9g, want %.9g",
+                          levels[l], n, (double)(x[i] - shift), (double)y[i], want);
+            }
+            cr_assert(fabs(got - sum) <= (EXP_TOL + n * TOL(DBL_EPSILON, FLT_EPSILON)) * sum,
+                      "%s: n=%zu: sum %.9g, want %.9g", levels[l], n, (double)got, sum);
+            free(x), free(y);
+        }
+    }
+    ag__isa_force(NULL);
+}
+
+Test(kernels, every_softmax_kernel_is_within_the_bound)
+{
+    for (int l = 0; l < NLEVELS; l++) {
+        if (!use_level(l)) continue;
+        /* the short rows (n <= 64) stay in registers; longer ones take the
+         * max and exp loops */
+        static const size_t widths[] = {1, 5, 16, 17, 33, 64, 65, 200};
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+            size_t n = widths[w], rows = 3;
+            ag_real *z = uniform(rows * n, 60 + w), *y = malloc(rows * n * sizeof *y);
+            for (size_t i = 0; i < n; i++) z[2 * n + i] = -INFINITY; /* a fully masked row: zeros */
+            if (n > 1) z[1] = -INFINITY;
+            ag__softmax_rows(rows, n, z, y);
+            for (size_t r = 0; r < 2; r++) {
+                double m = -INFINITY, s = 0;
+                for (size_t i = 0; i < n; i++) m = fmax(m, (double)z[r * n + i]);
+                for (size_t i = 0; i < n; i++) s += exp((double)z[r * n + i] - m);
+                for (size_t i = 0; i < n; i++) {
+                    double want = exp((double)z[r * n + i] - m) / s;
+                    cr_assert(fabs(y[r * n + i] - want) <= (2 * EXP_TOL + n * TOL(DBL_EPSILON, FLT_EPSILON)) * want,
+                              "%s: n=%zu row %zu: y[%zu] = %.9g, want %.9g", levels[l], n, r, i,
+                              (double)y[r * n + i], want);
+                }
+            }
+            for (size_t i = 0; i < n; i++) cr_assert(y[2 * n + i] == 0, "%s: n=%zu: a masked row gives zeros", levels[l], n);
+            free(z), free(y);
+        }
+    }
+    ag__isa_force(NULL);
+}

@@ -95,18 +95,27 @@ static int write_attention(const model *m, ag_graph *g, const char *dir, int ind
         fprintf(stderr, "%s: attention: %s\n", prog, ag_graph_error(g));
         return 1;
     }
+    /* the decoder's self-attention was computed under the causal mask: its
+     * cells above the diagonal are drawn masked (one sentence: no padding) */
+    ag_tensor *causal = ag_causal_mask(g, T, T);
+    if (!causal) {
+        fprintf(stderr, "%s: attention: %s\n", prog, ag_graph_error(g));
+        return 1;
+    }
     for (int l = 0; l < w.layers; l++) {
         struct {
             const char *kind, *what;
-            const ag_tensor *t;
+            const ag_tensor *t, *mask;
             const char *const *rows, *const *cols;
-        } maps[3] = {{"encoder", "encoder self-attention", w.enc_self[l], src_lab, src_lab},
-                     {"decoder", "decoder causal self-attention", w.dec_self[l], tgt_lab, tgt_lab},
-                     {"cross", "cross-attention (rows: target, columns: source)", w.dec_cross[l], tgt_lab, src_lab}};
+        } maps[3] = {{"encoder", "encoder self-attention", w.enc_self[l], NULL, src_lab, src_lab},
+                     {"decoder", "decoder causal self-attention", w.dec_self[l], causal, tgt_lab, tgt_lab},
+                     {"cross", "cross-attention (rows: target, columns: source)", w.dec_cross[l], NULL, tgt_lab,
+                      src_lab}};
         for (int k = 0; k < 3; k++) {
             snprintf(path, sizeof path, "%s/%d-%s-%d.svg", dir, index, maps[k].kind, l);
             snprintf(title, sizeof title, "layer %d %s", l, maps[k].what);
-            if (ag_svg_attention(path, title, maps[k].t, 0, maps[k].rows, maps[k].cols, err, sizeof err) != AG_OK) {
+            if (ag_svg_attention_masked(path, title, maps[k].t, 0, maps[k].mask, maps[k].rows, maps[k].cols, err,
+                                        sizeof err) != AG_OK) {
                 fprintf(stderr, "%s: %s\n", prog, err);
                 return 1;
             }

@@ -40,6 +40,13 @@ if "$T" run --model "$tmp/a.safetensors" "go ." "i lost ." > "$tmp/r1.txt" 2>&1 
 else no "run on a saved model: $(cat "$tmp/r1.txt")"; fi
 if printf 'go .\ni lost .\n' | "$T" run --model "$tmp/a.safetensors" > "$tmp/r3.txt" 2>&1 && cmp -s "$tmp/r1.txt" "$tmp/r3.txt"
 then ok "run reads stdin lines"; else no "run from stdin differs: $(cat "$tmp/r3.txt")"; fi
+# run --attention: the decoder's pictures cross out the causal mask's cells
+# (above the diagonal), the encoder's (one sentence, no padding) none
+if "$T" run --model "$tmp/a.safetensors" --attention "$tmp/att" "i lost ." > /dev/null 2>&1 &&
+   [ "$(grep -c 'class="cell masked"' "$tmp/att/0-decoder-0.svg")" -gt 0 ] &&
+   [ "$(grep -c 'class="cell masked"' "$tmp/att/0-encoder-0.svg")" = 0 ]
+then ok "run --attention: the decoder's masked cells are drawn masked"
+else no "run --attention: masked cells in $(ls "$tmp/att" 2>&1)"; fi
 if "$T" eval --model "$tmp/a.safetensors" --data "$tmp/tiny.tsv" --json "$tmp/e.json" > "$tmp/e.log" 2>&1 &&
    grep -q '"sources": [0-9]*, "exact_match": [0-9.]*, "bleu": [0-9.]*, "ceiling": [0-9.]*' "$tmp/e.json"
 then ok "eval writes its json ($(cat "$tmp/e.json"))"; else no "eval: $(cat "$tmp/e.log")"; fi

@@ -50,6 +50,22 @@ ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
  * stack. */
 enum { EXP_PIECE = 256 };
 
+/* dx_i += dy_i - e_i s for i < k, in blocks of 16 that -O2 vectorises
+ * (core/blocks.h), then the rest; one clone per instruction set
+ * (AG_ISA_CLONES), all giving the same bits. */
+#define UPDATE_PARAMS (size_t k, const ag_real *e, ag_real s, const ag_real *dy, ag_real *dx)
+static inline AG_ALWAYS_INLINE void update UPDATE_PARAMS
+{
+    size_t i = 0;
+    for (; i + AG_BLOCK <= k; i += AG_BLOCK) {
+        ag_real t[AG_BLOCK];
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = dx[i + l] + (dy[i + l] - e[i + l] * s);
+        memcpy(dx + i, t, sizeof t);
+    }
+    for (; i < k; i++) dx[i] += dy[i] - e[i] * s;
+}
+AG_ISA_CLONES(void, update, UPDATE_PARAMS, update(k, e, s, dy, dx))
+
 static void log_softmax_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
@@ -70,15 +86,10 @@ static void log_softmax_backward(ag_graph *g, ag_tensor *y)
          * a piece of the row at a time: its exp(y_i) into a buffer first
          * (vectorised), then the update in blocks of 16 */
         for (size_t j = 0; j < n; j += EXP_PIECE) {
-            size_t k = n - j < EXP_PIECE ? n - j : EXP_PIECE, i = 0;
+            size_t k = n - j < EXP_PIECE ? n - j : EXP_PIECE;
             ag_real e[EXP_PIECE];
             ag__exp_sum(k, yr + j, 0, e);
-            for (; i + AG_BLOCK <= k; i += AG_BLOCK) {
-                ag_real t[AG_BLOCK];
-                for (int l = 0; l < AG_BLOCK; l++) t[l] = dxr[j + i + l] + (dyr[j + i + l] - e[i + l] * sdy);
-                memcpy(dxr + j + i, t, sizeof t);
-            }
-            for (; i < k; i++) dxr[j + i] += dyr[j + i] - e[i] * sdy;
+            AG_ISA_CALL(update, (k, e, sdy, dyr + j, dxr + j));
         }
     }
 }

@@ -9,7 +9,10 @@
  * multiply and add, or one fused multiply-add on the FMA levels), the
  * dropout draws and the row max.  exp, whose float polynomial may fuse
  * where the instruction set can, is checked against double within its
- * error bound. */
+ * error bound.  The element-wise ops (exp, log, tanh, sqrt, GELU in both
+ * forms, softmax and log-softmax's backward), one clone per level, must
+ * give the baseline's bits: no multiply-add may fuse there; softmax and
+ * log-softmax, whose exps go through exp_sum, stay within its bound. */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,5 +222,75 @@ Test(kernels, every_softmax_kernel_is_within_the_bound)
             free(z), free(y);
         }
     }
+    ag__isa_force(NULL);
+}
+
+/* ---- element-wise ops: every level gives the baseline's bits --------------- */
+
+typedef ag_tensor *(*unary_op)(ag_graph *g, ag_tensor *x);
+
+/* y = op(x) and dx from dy, on [rows, n] of x in [lo, lo + 8) (dx starts
+ * at zero), into y and dx. */
+static void run_op(unary_op op, int rows, int n, ag_real lo, ag_real *y, ag_real *dx)
+{
+    size_t size = (size_t)rows * (size_t)n;
+    ag_real *x = uniform(size, 90 + size), *dy = uniform(size, 91 + size);
+    for (size_t i = 0; i < size; i++) x[i] = lo + 4 * (x[i] + 1);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *xt = ag_tensor_from(g, 2, (int[]){rows, n}, x);
+    ag_set_requires_grad(xt, 1);
+    ag_tensor *yt = op(g, xt);
+    cr_assert(yt && ag_backward_from(g, yt, dy) == AG_OK, "%s", ag_graph_error(g));
+    memcpy(y, yt->data, size * sizeof *y);
+    memcpy(dx, xt->grad, size * sizeof *dx);
+    ag_graph_free(g);
+    free(x), free(dy);
+}
+
+Test(kernels, every_elementwise_kernel_gives_the_baselines_bits)
+{
+    static const struct {
+        const char *name;
+        unary_op op;
+        ag_real lo; /* x in [lo, lo + 8) */
+        bool fused; /* exps through exp_sum's multiply-adds: within a bound */
+    } ops[] = {{"exp", ag_exp, -4, false},          {"log", ag_log, 0.01f, false},
+               {"tanh", ag_tanh, -4, false},        {"sqrt", ag_sqrt, 0.01f, false},
+               {"gelu", ag_gelu, -5, false},        {"gelu_tanh", ag_gelu_tanh, -5, false},
+               {"softmax", ag_softmax, -4, true},   {"log_softmax", ag_log_softmax, -4, true}};
+    /* every padded tail, and rows longer than softmax's short ones and
+     * log-softmax's pieces of 256 */
+    static const int shapes[][2] = {{1, 1}, {3, 15}, {2, 16}, {3, 17}, {4, 70}, {2, 300}, {1, 4099}};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int rows = shapes[s][0], n = shapes[s][1];
+            size_t size = (size_t)rows * (size_t)n;
+            ag_real *y0 = malloc(size * sizeof *y0), *dx0 = malloc(size * sizeof *dx0);
+            ag_real *y = malloc(size * sizeof *y), *dx = malloc(size * sizeof *dx);
+            cr_assert(use_level(0));
+            run_op(ops[o].op, rows, n, ops[o].lo, y0, dx0);
+            for (int l = 1; l < NLEVELS; l++) {
+                if (!use_level(l)) continue;
+                run_op(ops[o].op, rows, n, ops[o].lo, y, dx);
+                for (size_t i = 0; i < size && ops[o].fused; i++) {
+                    /* exp's bound (2 ulp each side) and the row's sum; dx
+                     * from those y, relative to the terms' size (|dy| <= 1) */
+                    double tol = 2 * EXP_TOL + n * TOL(DBL_EPSILON, FLT_EPSILON);
+                    cr_assert(fabs(y[i] - y0[i]) <= tol * fabs(y0[i]), "%s %s [%d, %d]: y[%zu] = %a, baseline %a",
+                              levels[l], ops[o].name, rows, n, i, (double)y[i], (double)y0[i]);
+                    cr_assert(fabs(dx[i] - dx0[i]) <= tol * (fabs(dx0[i]) + 1),
+                              "%s %s [%d, %d]: dx[%zu] = %a, baseline %a", levels[l], ops[o].name, rows, n, i,
+                              (double)dx[i], (double)dx0[i]);
+                }
+                for (size_t i = 0; i < size && !ops[o].fused; i++) {
+                    cr_assert(memcmp(&y[i], &y0[i], sizeof *y) == 0, "%s %s [%d, %d]: y[%zu] = %a, baseline %a",
+                              levels[l], ops[o].name, rows, n, i, (double)y[i], (double)y0[i]);
+                    cr_assert(memcmp(&dx[i], &dx0[i], sizeof *dx) == 0,
+                              "%s %s [%d, %d]: dx[%zu] = %a, baseline %a", levels[l], ops[o].name, rows, n, i,
+                              (double)dx[i], (double)dx0[i]);
+                }
+            }
+            free(y0), free(dx0), free(y), free(dx);
+        }
     ag__isa_force(NULL);
 }

@@ -476,10 +476,15 @@ AG_INLINE float normal_cdf_f(float x)
 
 AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x); }
 
-void ag__exp_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, exp_f); }
-void ag__log_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, log_f); }
-void ag__tanh_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, tanh_f); }
-void ag__gelu_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, gelu_f); }
+/* one clone per instruction set of each (core/blocks.h) */
+AG_ISA_MAP(exp_map, exp_f)
+AG_ISA_MAP(log_map, log_f)
+AG_ISA_MAP(tanh_map, tanh_f)
+AG_ISA_MAP(gelu_map, gelu_f)
+void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
+void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
+void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
+void ag__gelu_floats(size_t n, const float *x, float *y) { gelu_map(n, x, y); }
 
 /* y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x), with Phi(x) = y / x read
  * off the forward's output (1/2 at x = 0): only phi is computed anew. */
@@ -489,9 +494,10 @@ AG_INLINE float gelu_grad_f(float x, float y, float dy)
     return dy * (cdf + x * pdf);
 }
 
+AG_ISA_MAP_GRAD(gelu_grad_map, gelu_grad_f)
 void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx)
 {
-    ag__map_grad(n, x, y, dy, dx, gelu_grad_f);
+    gelu_grad_map(n, x, y, dy, dx);
 }
 #endif
 

@@ -13,7 +13,11 @@
  * Bounds (measured, then rounded up): exp and log 1 ulp, tanh 1.5; GELU
  * 8 ulp down to x = -13 and 10 below, where Phi(x) is subnormal; GELU's
  * gradient 7 ulp of |Phi(x)| + |x phi(x)| (it cancels near its root at
- * x = -0.75, where no relative bound holds), 13 below x = -13.
+ * x = -0.75, where no relative bound holds), 13 below x = -13.  GELU's
+ * tanh form 3.5 ulp down to x = -9 and 10 below; its gradient 7 ulp of
+ * its terms down to x = -9, 175 below: there (x < -9.9) s = e^-|w| is
+ * subnormal, and its rounding (half of 2^-149) is multiplied by
+ * |x 2 k (1 + 3 c x^2)|, about 170: an absolute error below 2^-141.
  * Every test runs at each instruction-set level the CPU has (forced with
  * ag__isa_force, as tests/test_kernels.c does): the kernels are compiled
  * once per level.
@@ -140,15 +144,21 @@ Test(fastmath, tanh_within_1_5_ulp)
     ag__isa_force(NULL);
 }
 
-Test(fastmath, gelu_within_8_ulp_and_10_in_the_far_tail)
+/* At every level: within `bound` ulp from x = `from` up, `tail` below. */
+static void sweep_with_tail(const char *name, kernel k, reference ref, double from, double bound, double tail)
 {
     EACH_LEVEL {
-        worst w = sweep("gelu", ag__gelu_floats, gelu_ref, -13);
-        cr_assert(w.ulps <= 8.0, "%s gelu: %.3f ulp at %a", level, w.ulps, (double)w.at);
-        w = sweep("gelu", ag__gelu_floats, gelu_ref, -INFINITY);
-        cr_assert(w.ulps <= 10.0, "%s gelu: %.3f ulp at %a", level, w.ulps, (double)w.at);
+        worst w = sweep(name, k, ref, from);
+        cr_assert(w.ulps <= bound, "%s %s: %.3f ulp at %a", level, name, w.ulps, (double)w.at);
+        w = sweep(name, k, ref, -INFINITY);
+        cr_assert(w.ulps <= tail, "%s %s: %.3f ulp at %a", level, name, w.ulps, (double)w.at);
     }
     ag__isa_force(NULL);
+}
+
+Test(fastmath, gelu_within_8_ulp_and_10_in_the_far_tail)
+{
+    sweep_with_tail("gelu", ag__gelu_floats, gelu_ref, -13, 8.0, 10.0);
 }
 
 /* Signs and the values that are not finite, one by one. */
@@ -206,6 +216,54 @@ Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
                 cr_assert(fabs(dx[i] - (3 + g)) <= 4 * FLT_EPSILON, "%s: n = %d: dx[%d] = %.9g, want %.9g", level, n, i,
                           (double)dx[i], 3 + g);
             }
+        }
+        free(x), free(y), free(dy), free(dx);
+    }
+    ag__isa_force(NULL);
+}
+/* GELU's tanh form in double: x s, s = 1 / (1 + e^w), w = -2 k (x + c x^3). */
+static double gelu_tanh_ref(double x)
+{
+    return x / (1 + exp(-2 * 0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+
+Test(fastmath, gelu_tanh_within_3_5_ulp_and_10_in_the_far_tail)
+{
+    sweep_with_tail("gelu_tanh", ag__gelu_tanh_floats, gelu_tanh_ref, -9, 3.5, 10.0);
+}
+
+/* Its backward against s + x 2 s (1 - s) k (1 + 3 c x^2) in double, on the
+ * dense grid of GELU's, relative to the terms' size (the sum cancels near
+ * its root), and every tail length. */
+Test(fastmath, gelu_tanh_gradient_within_7_ulp_of_its_terms)
+{
+    enum { N = 1 << 20 };
+    EACH_LEVEL {
+        float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dy = malloc(N * sizeof *dy),
+              *dx = malloc(N * sizeof *dx);
+        cr_assert(x && y && dy && dx);
+        for (int i = 0; i < N; i++) x[i] = (float)(-15 + 25.0 * i / N), dy[i] = 1, dx[i] = 0;
+        ag__gelu_tanh_floats(N, x, y);
+        ag__gelu_tanh_grad_floats(N, x, y, dy, dx);
+        double worst_main = 0, worst_tail = 0;
+        for (int i = 0; i < N; i++) {
+            double v = x[i], s = 1 / (1 + exp(-2 * 0.79788456080286535588 * (v + 0.044715 * v * v * v)));
+            double t = v * 2 * s * (1 - s) * 0.79788456080286535588 * (1 + 3 * 0.044715 * v * v);
+            double e = fabs(dx[i] - (s + t)) / ulp_at(fabs(s) + fabs(t));
+            if (v >= -9) worst_main = fmax(worst_main, e);
+            else worst_tail = fmax(worst_tail, e);
+        }
+        cr_assert(worst_main <= 7 && worst_tail <= 175, "%s gelu_tanh grad: %.2f ulp (x >= -9), %.2f below", level,
+                  worst_main, worst_tail);
+        for (int n = 1; n <= 40; n++) {
+            for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, dx[i] = 3;
+            ag__gelu_tanh_floats((size_t)n, x, y);
+            ag__gelu_tanh_grad_floats((size_t)n, x, y, dy, dx);
+            for (int i = n; i < 48; i++)
+                cr_assert(y[i] == -7 && dx[i] == 3, "%s: n = %d wrote past the end at %d", level, n, i);
+            for (int i = 0; i < n; i++)
+                cr_assert(fabs(y[i] - gelu_tanh_ref(x[i])) <= 4 * FLT_EPSILON * (fabs(x[i]) + 1),
+                          "%s: n = %d: y[%d] = %.9g, want %.9g", level, n, i, (double)y[i], gelu_tanh_ref(x[i]));
         }
         free(x), free(y), free(dy), free(dx);
     }

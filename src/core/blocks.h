@@ -72,12 +72,12 @@ AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const 
 #define AG_MAP_PARAMS (size_t n, const ag_real *x, ag_real *y)
 #define AG_MAP_GRAD_PARAMS (size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx)
 #define AG_ISA_MAP(name, f)                                                                           \
-    AG_INLINE void name##_map AG_MAP_PARAMS { ag__map(n, x, y, f); }                                  \
-    AG_ISA_CLONES(void, name##_map, AG_MAP_PARAMS, name##_map(n, x, y))                               \
-    static void name AG_MAP_PARAMS { AG_ISA_CALL(name##_map, (n, x, y)); }
+    AG_INLINE void name##_loop AG_MAP_PARAMS { ag__map(n, x, y, f); }                                  \
+    AG_ISA_CLONES(void, name##_loop, AG_MAP_PARAMS, name##_loop(n, x, y))                               \
+    static void name AG_MAP_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y)); }
 #define AG_ISA_MAP_GRAD(name, f)                                                                      \
-    AG_INLINE void name##_map AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, f); }                \
-    AG_ISA_CLONES(void, name##_map, AG_MAP_GRAD_PARAMS, name##_map(n, x, y, dy, dx))                  \
-    static void name AG_MAP_GRAD_PARAMS { AG_ISA_CALL(name##_map, (n, x, y, dy, dx)); }
+    AG_INLINE void name##_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, f); }                \
+    AG_ISA_CLONES(void, name##_loop, AG_MAP_GRAD_PARAMS, name##_loop(n, x, y, dy, dx))                  \
+    static void name AG_MAP_GRAD_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y, dy, dx)); }
 
 #endif

@@ -499,6 +499,63 @@ void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float 
 {
     gelu_grad_map(n, x, y, dy, dx);
 }
+/* GELU's tanh form, x (1 + tanh u) / 2 with u = k (x + c x^3), k = sqrt(2 /
+ * pi), c = 0.044715, through the logistic function:
+ *   s = (1 + tanh u) / 2 = 1 / (1 + e^w),   1 - s = e^w / (1 + e^w),   w = -2u
+ * taken with e = e^-|w| (never above 1, so never inf; subnormal where s or
+ * 1 - s is):  s = (w > 0 ? e : 1) / (1 + e),  1 - s = (w > 0 ? 1 : e) / (1 + e).
+ * w is formed in double and split in two floats, w = hi + lo, so that the
+ * rounding of w (which e^w would magnify |w| times, up to 100) is not lost:
+ * e^-|w| = e^-|hi| (1 -+ lo).  The sum 1 + e and the division round once
+ * each: y = x s within 3.5 ulp of the double result down to x = -9, where
+ * s is a normal float (tests/test_fastmath.c). */
+/* e = e^-|w| for x, and whether w > 0 (x < 0) */
+AG_INLINE float logistic_exp(float x, int *neg)
+{
+    double v = x, w = -2 * 0.79788456080286535588 * (v + 0.044715 * v * v * v);
+    w = w < -200 ? -200 : w > 200 ? 200 : w; /* e^-200 is 0 in float; a NaN stays */
+    float hi = (float)w, lo = (float)(w - hi);
+    *neg = hi > 0;
+    return exp_core(hi > 0 ? -hi : hi, 1) * (hi > 0 ? 1.0f - lo : 1.0f + lo);
+}
+
+/* y = x s = (w > 0 ? x e : x) / (1 + e): one division, rounded once */
+AG_INLINE float gelu_tanh_f(float x)
+{
+    int neg;
+    float e = logistic_exp(x, &neg);
+    return (neg ? x * e : x) / (1.0f + e);
+}
+
+/* s and 1 - s, through one division */
+AG_INLINE void logistic_pair(float x, float *s, float *sc)
+{
+    int neg;
+    float e = logistic_exp(x, &neg), r = 1.0f / (1.0f + e);
+    *s = neg ? e * r : r;
+    *sc = neg ? r : e * r;
+}
+
+/* y = x s  ->  dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)
+ * (ds/du = (1 - tanh^2 u) / 2 = 2 s (1 - s)).  s and 1 - s are taken again
+ * from x: 1 - s read off the forward's y / x would cancel where s is near
+ * 1 (x > 2), and it is the one that costs the exp. */
+AG_INLINE float gelu_tanh_grad_f(float x, float y, float dy)
+{
+    (void)y;
+    float s, sc;
+    logistic_pair(x, &s, &sc);
+    float du = 0.797884561f * (1.0f + 0.134145f * x * x); /* k (1 + 3 c x^2) */
+    return dy * (s + x * (2.0f * s * sc) * du);
+}
+
+AG_ISA_MAP(gelu_tanh_map, gelu_tanh_f)
+AG_ISA_MAP_GRAD(gelu_tanh_grad_map, gelu_tanh_grad_f)
+void ag__gelu_tanh_floats(size_t n, const float *x, float *y) { gelu_tanh_map(n, x, y); }
+void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx)
+{
+    gelu_tanh_grad_map(n, x, y, dy, dx);
+}
 #endif
 
 /* ---- exp over a row (softmax and its fused forms) ----------------------- */

@@ -274,12 +274,15 @@ ag_real ag__row_max(size_t n, const ag_real *x);
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
  * vectorised and within a few ulp (src/core/elementwise.c); and gelu's
  * backward, dx += dy (Phi(x) + x phi(x)), which reads Phi(x) = y / x off
- * the forward's output y. */
+ * the forward's output y; GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2,
+ * and its backward (ops/gelu_tanh.c). */
 void ag__exp_floats(size_t n, const float *x, float *y);
 void ag__log_floats(size_t n, const float *x, float *y);
 void ag__tanh_floats(size_t n, const float *x, float *y);
 void ag__gelu_floats(size_t n, const float *x, float *y);
 void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx);
+void ag__gelu_tanh_floats(size_t n, const float *x, float *y);
+void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx);
 #endif
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/core/threads.c). */

@@ -480,7 +480,12 @@ AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x); }
 AG_ISA_MAP(exp_map, exp_f)
 AG_ISA_MAP(log_map, log_f)
 AG_ISA_MAP(tanh_map, tanh_f)
+/* GELU's clones may fuse a * b + c into one multiply-add where the
+ * instruction set has one (its chains of Horner steps): within the same
+ * bound on every level (tests/test_fastmath.c), the same on every run. */
+AG_FUSED_BEGIN
 AG_ISA_MAP(gelu_map, gelu_f)
+AG_FUSED_END
 void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
 void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
 void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
@@ -578,12 +583,7 @@ static bool has_nan(size_t n, const ag_real *x)
 /* Here only, a * b + c may be one fused multiply-add where the clone's
  * instruction set has one (the polynomial below is a chain of them): the
  * result stays within exp_core's error bound, and the same on every run. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT ON
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=fast")
-#endif
+AG_FUSED_BEGIN
 #endif
 
 /* The largest of n values, in 16 running maxima (vector lanes): the max
@@ -735,10 +735,8 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
 {
     AG_ISA_CALL(softmax_rows, (rows, n, z, y));
 }
-#if !defined(AG_DOUBLE) && defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif !defined(AG_DOUBLE) && defined(__GNUC__)
-#pragma GCC pop_options
+#ifndef AG_DOUBLE
+AG_FUSED_END
 #endif
 
 bool ag__increasing(const int *idx, size_t n)

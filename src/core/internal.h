@@ -330,6 +330,19 @@ const char *ag__isa_force(const char *name);
 #define AG_ISA_CLONES(ret, name, params, call)
 #define AG_ISA_CALL(name, args) (name args)
 #endif
+/* Between AG_FUSED_BEGIN and AG_FUSED_END (at file scope), a * b + c may
+ * be one fused multiply-add where the instruction set has one: for kernels
+ * whose stated error bound holds either way (src/core/elementwise.c). */
+#if defined(__clang__)
+#define AG_FUSED_BEGIN _Pragma("STDC FP_CONTRACT ON")
+#define AG_FUSED_END _Pragma("STDC FP_CONTRACT OFF")
+#elif defined(__GNUC__)
+#define AG_FUSED_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"fp-contract=fast\")")
+#define AG_FUSED_END _Pragma("GCC pop_options")
+#else
+#define AG_FUSED_BEGIN
+#define AG_FUSED_END
+#endif
 /* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
  * (for tests and benchmarks), NULL keeps the CPU's choice.  The same as
  * ag__isa_force: every kernel follows (src/core/gemm.c). */

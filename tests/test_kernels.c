@@ -301,3 +301,33 @@ Test(kernels, every_elementwise_kernel_matches_the_baseline)
         }
     ag__isa_force(NULL);
 }
+
+/* softmax and log-softmax's backward store into a fresh gradient and add
+ * into one that holds something: x through both, a fully masked row
+ * among them, gets the sum of what each gives alone. */
+static void softmax_pair(int which, const ag_real *x, const ag_real *dy, ag_real *dx)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *xt = ag_tensor_from(g, 2, (int[]){3, 40}, x);
+    ag_set_requires_grad(xt, 1);
+    ag_tensor *y = which == 0 ? ag_softmax(g, xt) : which == 1 ? ag_log_softmax(g, xt)
+                                                               : ag_add(g, ag_softmax(g, xt), ag_log_softmax(g, xt));
+    cr_assert(y && ag_backward_from(g, y, dy) == AG_OK, "%s", ag_graph_error(g));
+    memcpy(dx, xt->grad, 120 * sizeof *dx);
+    ag_graph_free(g);
+}
+
+Test(kernels, softmax_backward_stores_or_adds)
+{
+    ag_real *x = uniform(120, 5), *dy = uniform(120, 6), a[120], b[120], ab[120];
+    for (int i = 40; i < 80; i++) x[i] = -INFINITY; /* row 1 fully masked */
+    softmax_pair(0, x, dy, a), softmax_pair(1, x, dy, b), softmax_pair(2, x, dy, ab);
+    for (int i = 0; i < 120; i++) {
+        ag_real want = a[i] + b[i];
+        /* equal values (a zero's sign may differ: -0 stored, or 0 + -0) */
+        cr_assert(ab[i] == want, "dx[%d] = %g, want %g + %g", i, (double)ab[i],
+                  (double)a[i], (double)b[i]);
+        if (i >= 40 && i < 80) cr_assert(ab[i] == 0, "a masked row gets no gradient: dx[%d] = %g", i, (double)ab[i]);
+    }
+    free(x), free(dy);
+}

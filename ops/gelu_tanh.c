@@ -26,12 +26,14 @@
 #define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi) */
 #define COEF 0.044715
 
+#ifdef AG_DOUBLE
 /* s = 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)), u = k (x + c x^3) */
 static inline double half_one_plus_tanh(double x)
 {
     double u = SQRT_2_OVER_PI * (x + COEF * x * x * x);
     return 1 / (1 + exp(-2 * u));
 }
+#endif
 
 /* The float build takes the vectorised kernel (src/core/elementwise.c,
  * within 3.5 ulp of this double form); the double build is this form. */

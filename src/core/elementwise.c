@@ -1,6 +1,7 @@
 /* elementwise.c: the loops shared by element-wise ops, so that each op file
  * holds only its math; the float build's vectorised exp, log, tanh and
- * GELU; softmax's rows, the row max and the reductions.
+ * GELU (erf and tanh forms), one clone per instruction set; softmax's
+ * rows, the row max and the reductions.
  *
  * Broadcasting (NumPy's rule): align shapes on the right; two axes agree
  * when they are equal or one is 1; a missing axis counts as 1.  The output

@@ -27,11 +27,13 @@ static void exp_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 /* y = exp(x)  ->  dy/dx = exp(x) = y, so the saved output is reused. */
 static inline ag_real exp_dx(ag_real x, ag_real y, ag_real dy) { return (void)x, dy * y; }
 
+AG_ISA_MAP_GRAD(exp_grad, exp_dx)
+
 static void exp_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
                     const double *farg)
 {
     (void)farg;
-    ag__map_grad(n, x, y, dy, dx, exp_dx);
+    exp_grad(n, x, y, dy, dx);
 }
 
 ag_tensor *ag_exp(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_EXP, x, exp_fwd, 0); }

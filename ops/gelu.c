@@ -45,6 +45,7 @@ static inline ag_real gelu_dx(ag_real x, ag_real y, ag_real dy)
     double cdf = 0.5 * (1 + erf(x * SQRT1_2)), pdf = exp(-0.5 * x * x) * INV_SQRT_2PI;
     return dy * (cdf + x * pdf);
 }
+AG_ISA_MAP_GRAD(gelu_grad, gelu_dx)
 #endif
 
 static void gelu_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
@@ -52,7 +53,7 @@ static void gelu_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real
 {
     (void)farg;
 #ifdef AG_DOUBLE
-    ag__map_grad(n, x, y, dy, dx, gelu_dx);
+    gelu_grad(n, x, y, dy, dx);
 #else
     ag__gelu_grad_floats(n, x, y, dy, dx);
 #endif

@@ -13,7 +13,9 @@
  * one exp instead of libm's tanh (several times slower), and no
  * cancellation where 1 + t is tiny (x very negative: exp(-2u) overflows to
  * inf and s to 0, as it should).  The double build agrees with
- * torch.float64 to rounding (tests/test_parity_options.c, 1e-9).
+ * torch.float64 to rounding (tests/test_parity_options.c, 1e-9); the float
+ * build runs the same form in float, vectorised (src/core/elementwise.c,
+ * tests/test_fastmath.c).
  *
  * It differs from the erf form (ops/gelu.c) by at most about 5e-4; a model
  * trained with one should be run with the same one. */
@@ -24,21 +26,25 @@
 #define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi) */
 #define COEF 0.044715
 
+#ifdef AG_DOUBLE
 /* s = 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)), u = k (x + c x^3) */
 static inline double half_one_plus_tanh(double x)
 {
     double u = SQRT_2_OVER_PI * (x + COEF * x * x * x);
     return 1 / (1 + exp(-2 * u));
 }
+#endif
 
-/* The float build computes in double and rounds. */
+/* The float build takes the vectorised kernel (src/core/elementwise.c,
+ * within 3.5 ulp of this double form); the double build is this form. */
 static void gelu_tanh_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {
     (void)farg;
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i];
-        y[i] = (ag_real)(v * half_one_plus_tanh(v));
-    }
+#ifdef AG_DOUBLE
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * half_one_plus_tanh(x[i]);
+#else
+    ag__gelu_tanh_floats(n, x, y);
+#endif
 }
 
 /* y = x s, s = 0.5 (1 + tanh(u)):
@@ -49,11 +55,15 @@ static void gelu_tanh_bwd(size_t n, const ag_real *x, const ag_real *y, const ag
                           const double *farg)
 {
     (void)y, (void)farg;
+#ifdef AG_DOUBLE
     for (size_t i = 0; i < n; i++) {
         double v = x[i], s = half_one_plus_tanh(v);
         double du = SQRT_2_OVER_PI * (1 + 3 * COEF * v * v);
-        dx[i] += (ag_real)(dy[i] * (s + v * 2 * s * (1 - s) * du));
+        dx[i] += dy[i] * (s + v * 2 * s * (1 - s) * du);
     }
+#else
+    ag__gelu_tanh_grad_floats(n, x, y, dy, dx);
+#endif
 }
 
 ag_tensor *ag_gelu_tanh(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_GELU_TANH, x, gelu_tanh_fwd, 0); }

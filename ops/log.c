@@ -29,11 +29,13 @@ static void log_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 /* y = log(x)  ->  dy/dx = 1 / x. */
 static inline ag_real log_dx(ag_real x, ag_real y, ag_real dy) { return (void)y, dy / x; }
 
+AG_ISA_MAP_GRAD(log_grad, log_dx)
+
 static void log_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
                     const double *farg)
 {
     (void)farg;
-    ag__map_grad(n, x, y, dy, dx, log_dx);
+    log_grad(n, x, y, dy, dx);
 }
 
 ag_tensor *ag_log(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_LOG, x, log_fwd, 0); }

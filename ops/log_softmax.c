@@ -16,6 +16,22 @@
 
 #include <math.h>
 
+/* y_i = x_i - m - lse for i < n, in blocks of 16 that -O2 vectorises
+ * (core/blocks.h), then the rest; one clone per instruction set
+ * (AG_ISA_CLONES), all giving the same bits. */
+#define SHIFT_PARAMS (size_t n, const ag_real *x, ag_real m, ag_real lse, ag_real *y)
+static inline AG_ALWAYS_INLINE void shift_row SHIFT_PARAMS
+{
+    size_t i = 0;
+    for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
+        ag_real t[AG_BLOCK];
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = x[i + l] - m - lse;
+        memcpy(y + i, t, sizeof t);
+    }
+    for (; i < n; i++) y[i] = x[i] - m - lse;
+}
+AG_ISA_CLONES(void, shift_row, SHIFT_PARAMS, shift_row(n, x, m, lse, y))
+
 ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
 {
     if (!ag__ok(g, "log_softmax", 1, x)) return NULL;
@@ -33,15 +49,7 @@ ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
         /* sum_j exp(x_j - m), >= 1 (yr holds the terms for a moment), and
          * its log: log-sum-exp minus m, one libm call a row */
         ag_real lse = (ag_real)log(ag__exp_sum(n, xr, m, yr));
-        /* y_i = x_i - m - lse, in blocks of 16 that -O2 vectorises
-         * (core/blocks.h), then the rest */
-        size_t i = 0;
-        for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
-            ag_real t[AG_BLOCK];
-            for (int l = 0; l < AG_BLOCK; l++) t[l] = xr[i + l] - m - lse;
-            memcpy(yr + i, t, sizeof t);
-        }
-        for (; i < n; i++) yr[i] = xr[i] - m - lse;
+        AG_ISA_CALL(shift_row, (n, xr, m, lse, yr));
     }
     return y;
 }
@@ -50,10 +58,31 @@ ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
  * stack. */
 enum { EXP_PIECE = 256 };
 
+/* dx_i (+)= dy_i - e_i s for i < k: stored into a fresh dx
+ * (ag__grad_fresh), else added; in blocks of 16 that -O2 vectorises
+ * (core/blocks.h), then the rest; one clone per instruction set
+ * (AG_ISA_CLONES), all giving the same bits. */
+#define UPDATE_PARAMS (size_t k, const ag_real *e, ag_real s, const ag_real *dy, ag_real *dx, bool fresh)
+static inline AG_ALWAYS_INLINE void update UPDATE_PARAMS
+{
+    size_t i = 0;
+    for (; i + AG_BLOCK <= k; i += AG_BLOCK) {
+        ag_real t[AG_BLOCK];
+        if (fresh)
+            for (int l = 0; l < AG_BLOCK; l++) t[l] = dy[i + l] - e[i + l] * s;
+        else
+            for (int l = 0; l < AG_BLOCK; l++) t[l] = dx[i + l] + (dy[i + l] - e[i + l] * s);
+        memcpy(dx + i, t, sizeof t);
+    }
+    for (; i < k; i++) dx[i] = fresh ? dy[i] - e[i] * s : dx[i] + (dy[i] - e[i] * s);
+}
+AG_ISA_CLONES(void, update, UPDATE_PARAMS, update(k, e, s, dy, dx, fresh))
+
 static void log_softmax_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
-    ag_real *dx = ag__grad(g, x);
+    bool fresh;
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx || y->size == 0) return;
     size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1, rows = y->size / n;
     for (size_t r = 0; r < rows; r++) {
@@ -63,22 +92,20 @@ static void log_softmax_backward(ag_graph *g, ag_tensor *y)
          * -log(sum) > -inf (its first y is most often finite, which
          * settles it); a row with a NaN or +inf input is NaN throughout
          * (and so its dx) */
-        if (yr[0] == -INFINITY && ag__row_max(n, yr) == -INFINITY) continue;
+        if (yr[0] == -INFINITY && ag__row_max(n, yr) == -INFINITY) {
+            if (fresh) memset(dxr, 0, n * sizeof *dxr); /* nothing flows into it */
+            continue;
+        }
         ag_real sdy = ag__sum(n, dyr); /* sum_j dy_j */
         /* y_i = x_i - m - log(sum_j exp(x_j - m)):
          * dx_i = dy_i - exp(y_i) sum_j dy_j,
          * a piece of the row at a time: its exp(y_i) into a buffer first
          * (vectorised), then the update in blocks of 16 */
         for (size_t j = 0; j < n; j += EXP_PIECE) {
-            size_t k = n - j < EXP_PIECE ? n - j : EXP_PIECE, i = 0;
+            size_t k = n - j < EXP_PIECE ? n - j : EXP_PIECE;
             ag_real e[EXP_PIECE];
             ag__exp_sum(k, yr + j, 0, e);
-            for (; i + AG_BLOCK <= k; i += AG_BLOCK) {
-                ag_real t[AG_BLOCK];
-                for (int l = 0; l < AG_BLOCK; l++) t[l] = dxr[j + i + l] + (dyr[j + i + l] - e[i + l] * sdy);
-                memcpy(dxr + j + i, t, sizeof t);
-            }
-            for (; i < k; i++) dxr[j + i] += dyr[j + i] - e[i] * sdy;
+            AG_ISA_CALL(update, (k, e, sdy, dyr + j, dxr + j, fresh));
         }
     }
 }

@@ -24,25 +24,38 @@ ag_tensor *ag_softmax(ag_graph *g, ag_tensor *x)
     return y;
 }
 
-static void softmax_backward(ag_graph *g, ag_tensor *y)
+/* dx_i (+)= y_i (dy_i - sum_j dy_j y_j) over `rows` rows of n: stored into
+ * a fresh dx (ag__grad_fresh: no zero-fill, no read), else added; in blocks
+ * of 16 that -O2 vectorises (core/blocks.h), then the rest; one clone per
+ * instruction set (AG_ISA_CLONES), all giving the same bits. */
+#define ROWS_PARAMS (size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh)
+static inline AG_ALWAYS_INLINE void backward_rows ROWS_PARAMS
 {
-    ag_tensor *x = y->src[0];
-    ag_real *dx = ag__grad(g, x);
-    if (!dx) return;
-    size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1, rows = y->size / n;
     for (size_t r = 0; r < rows; r++) {
-        const ag_real *yr = y->data + r * n, *dyr = y->grad + r * n;
+        const ag_real *yr = y + r * n, *dyr = dy + r * n;
         ag_real *dxr = dx + r * n, dot = ag__dot(n, dyr, yr); /* sum_j dy_j y_j */
-        /* dx_i += y_i (dy_i - dot), in blocks of 16 that -O2 vectorises
-         * (core/blocks.h), then the rest */
         size_t i = 0;
         for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
             ag_real t[AG_BLOCK];
-            for (int l = 0; l < AG_BLOCK; l++) t[l] = dxr[i + l] + yr[i + l] * (dyr[i + l] - dot);
+            if (fresh)
+                for (int l = 0; l < AG_BLOCK; l++) t[l] = yr[i + l] * (dyr[i + l] - dot);
+            else
+                for (int l = 0; l < AG_BLOCK; l++) t[l] = dxr[i + l] + yr[i + l] * (dyr[i + l] - dot);
             memcpy(dxr + i, t, sizeof t);
         }
-        for (; i < n; i++) dxr[i] += yr[i] * (dyr[i] - dot);
+        for (; i < n; i++) dxr[i] = fresh ? yr[i] * (dyr[i] - dot) : dxr[i] + yr[i] * (dyr[i] - dot);
     }
+}
+AG_ISA_CLONES(void, backward_rows, ROWS_PARAMS, backward_rows(rows, n, y, dy, dx, fresh))
+
+static void softmax_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *x = y->src[0];
+    bool fresh;
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
+    if (!dx || y->size == 0) return;
+    size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1;
+    AG_ISA_CALL(backward_rows, (y->size / n, n, y->data, y->grad, dx, fresh));
 }
 
 static ag_tensor *case_softmax(ag_graph *g, ag_tensor *const *in) { return ag_softmax(g, in[0]); }

@@ -23,20 +23,24 @@ static inline ag_real sqrt_of(ag_real x) { return sqrt(x); }
 static inline ag_real sqrt_of(ag_real x) { return sqrtf(x); }
 #endif
 
+AG_ISA_MAP(sqrt_map, sqrt_of)
+
 static void sqrt_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {
     (void)farg;
-    ag__map(n, x, y, sqrt_of);
+    sqrt_map(n, x, y);
 }
 
 /* y = sqrt(x)  ->  dy/dx = 1 / (2 sqrt(x)) = 1 / (2 y), from the saved output. */
 static inline ag_real sqrt_dx(ag_real x, ag_real y, ag_real dy) { return (void)x, dy / (2 * y); }
 
+AG_ISA_MAP_GRAD(sqrt_grad, sqrt_dx)
+
 static void sqrt_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
                      const double *farg)
 {
     (void)farg;
-    ag__map_grad(n, x, y, dy, dx, sqrt_dx);
+    sqrt_grad(n, x, y, dy, dx);
 }
 
 ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_SQRT, x, sqrt_fwd, 0); }

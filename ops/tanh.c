@@ -27,11 +27,13 @@ static void tanh_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 /* y = tanh(x)  ->  dy/dx = 1 - tanh(x)^2 = 1 - y^2, from the saved output. */
 static inline ag_real tanh_dx(ag_real x, ag_real y, ag_real dy) { return (void)x, dy * (1 - y * y); }
 
+AG_ISA_MAP_GRAD(tanh_grad, tanh_dx)
+
 static void tanh_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
                      const double *farg)
 {
     (void)farg;
-    ag__map_grad(n, x, y, dy, dx, tanh_dx);
+    tanh_grad(n, x, y, dy, dx);
 }
 
 ag_tensor *ag_tanh(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_TANH, x, tanh_fwd, 0); }

@@ -13,7 +13,14 @@
  * Bounds (measured, then rounded up): exp and log 1 ulp, tanh 1.5; GELU
  * 8 ulp down to x = -13 and 10 below, where Phi(x) is subnormal; GELU's
  * gradient 7 ulp of |Phi(x)| + |x phi(x)| (it cancels near its root at
- * x = -0.75, where no relative bound holds), 13 below x = -13.
+ * x = -0.75, where no relative bound holds), 13 below x = -13.  GELU's
+ * tanh form 3.5 ulp down to x = -9 and 10 below; its gradient 7 ulp of
+ * its terms down to x = -9, 175 below: there (x < -9.9) s = e^-|w| is
+ * subnormal, and its rounding (half of 2^-149) is multiplied by
+ * |x 2 k (1 + 3 c x^2)|, about 170: an absolute error below 2^-141.
+ * Every test runs at each instruction-set level the CPU has (forced with
+ * ag__isa_force, as tests/test_kernels.c does): the kernels are compiled
+ * once per level.
  * The double build calls libm itself: nothing to check there. */
 #include "common.h"
 
@@ -41,6 +48,14 @@ static float float_of_bits(uint32_t b)
     return f;
 }
 
+static const char *const levels[] = {"baseline", "avx2", "avx512"};
+static const char *level = "baseline"; /* the one running, for messages */
+
+/* The body after it once per level the CPU has, that level forced. */
+#define EACH_LEVEL                                                                                    \
+    for (int l_ = 0; l_ < 3; l_++)                                                                  \
+        if ((level = levels[l_]), strcmp(ag__isa_force(levels[l_]), levels[l_]) == 0)
+
 typedef void (*kernel)(size_t n, const float *x, float *y);
 typedef double (*reference)(double x);
 
@@ -54,14 +69,14 @@ static void check_one(const char *name, float x, float got, double want, worst *
 {
     float wf = (float)want;
     if (isnan(want)) {
-        cr_assert(isnan(got), "%s(%a) = %a, want NaN", name, (double)x, (double)got);
+        cr_assert(isnan(got), "%s: %s(%a) = %a, want NaN", level, name, (double)x, (double)got);
         return;
     }
     if (isinf(wf)) {
-        cr_assert_eq(got, wf, "%s(%a) = %a, want %g", name, (double)x, (double)got, (double)wf);
+        cr_assert_eq(got, wf, "%s: %s(%a) = %a, want %g", level, name, (double)x, (double)got, (double)wf);
         return;
     }
-    cr_assert(isfinite(got), "%s(%a) = %a, want %a", name, (double)x, (double)got, want);
+    cr_assert(isfinite(got), "%s: %s(%a) = %a, want %a", level, name, (double)x, (double)got, want);
     double e = fabs((double)got - want) / ulp_at(want);
     if (e > w->ulps) w->ulps = e, w->at = x;
 }
@@ -104,45 +119,67 @@ static double gelu_ref(double x) { return x * 0.5 * erfc(-x * 0.7071067811865475
 
 Test(fastmath, exp_within_1_ulp)
 {
-    worst w = sweep("exp", ag__exp_floats, exp, -INFINITY);
-    cr_assert(w.ulps <= 1.0, "exp: %.3f ulp at %a", w.ulps, (double)w.at);
+    EACH_LEVEL {
+        worst w = sweep("exp", ag__exp_floats, exp, -INFINITY);
+        cr_assert(w.ulps <= 1.0, "%s exp: %.3f ulp at %a", level, w.ulps, (double)w.at);
+    }
+    ag__isa_force(NULL);
 }
 
 Test(fastmath, log_within_1_ulp)
 {
-    worst w = sweep("log", ag__log_floats, log, -INFINITY);
-    cr_assert(w.ulps <= 1.0, "log: %.3f ulp at %a", w.ulps, (double)w.at);
+    EACH_LEVEL {
+        worst w = sweep("log", ag__log_floats, log, -INFINITY);
+        cr_assert(w.ulps <= 1.0, "%s log: %.3f ulp at %a", level, w.ulps, (double)w.at);
+    }
+    ag__isa_force(NULL);
 }
 
 Test(fastmath, tanh_within_1_5_ulp)
 {
-    worst w = sweep("tanh", ag__tanh_floats, tanh, -INFINITY);
-    cr_assert(w.ulps <= 1.5, "tanh: %.3f ulp at %a", w.ulps, (double)w.at);
+    EACH_LEVEL {
+        worst w = sweep("tanh", ag__tanh_floats, tanh, -INFINITY);
+        cr_assert(w.ulps <= 1.5, "%s tanh: %.3f ulp at %a", level, w.ulps, (double)w.at);
+    }
+    ag__isa_force(NULL);
+}
+
+/* At every level: within `bound` ulp from x = `from` up, `tail` below. */
+static void sweep_with_tail(const char *name, kernel k, reference ref, double from, double bound, double tail)
+{
+    EACH_LEVEL {
+        worst w = sweep(name, k, ref, from);
+        cr_assert(w.ulps <= bound, "%s %s: %.3f ulp at %a", level, name, w.ulps, (double)w.at);
+        w = sweep(name, k, ref, -INFINITY);
+        cr_assert(w.ulps <= tail, "%s %s: %.3f ulp at %a", level, name, w.ulps, (double)w.at);
+    }
+    ag__isa_force(NULL);
 }
 
 Test(fastmath, gelu_within_8_ulp_and_10_in_the_far_tail)
 {
-    worst w = sweep("gelu", ag__gelu_floats, gelu_ref, -13);
-    cr_assert(w.ulps <= 8.0, "gelu: %.3f ulp at %a", w.ulps, (double)w.at);
-    w = sweep("gelu", ag__gelu_floats, gelu_ref, -INFINITY);
-    cr_assert(w.ulps <= 10.0, "gelu: %.3f ulp at %a", w.ulps, (double)w.at);
+    sweep_with_tail("gelu", ag__gelu_floats, gelu_ref, -13, 8.0, 10.0);
 }
 
 /* Signs and the values that are not finite, one by one. */
 Test(fastmath, special_values)
 {
-    float x[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, -1.0f}, y[6];
-    ag__exp_floats(6, x, y);
-    cr_assert(isnan(y[0]) && y[1] == INFINITY && y[2] == 0 && y[3] == 1 && y[4] == 1, "exp");
-    ag__log_floats(6, x, y);
-    cr_assert(isnan(y[0]) && y[1] == INFINITY && isnan(y[2]) && y[3] == -INFINITY && y[4] == -INFINITY &&
-                  isnan(y[5]), "log");
-    ag__tanh_floats(6, x, y);
-    cr_assert(isnan(y[0]) && y[1] == 1 && y[2] == -1 && y[3] == 0 && !signbit(y[3]) && y[4] == 0 && signbit(y[4]),
-              "tanh");
-    /* gelu(-inf) = -inf * Phi(-inf) = -inf * 0: NaN, as libm's x * 0.5 * (1 + erf(x / sqrt 2)) */
-    ag__gelu_floats(6, x, y);
-    cr_assert(isnan(y[0]) && y[1] == INFINITY && isnan(y[2]) && y[3] == 0, "gelu");
+    EACH_LEVEL {
+        float x[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, -1.0f}, y[6];
+        ag__exp_floats(6, x, y);
+        cr_assert(isnan(y[0]) && y[1] == INFINITY && y[2] == 0 && y[3] == 1 && y[4] == 1, "%s exp", level);
+        ag__log_floats(6, x, y);
+        cr_assert(isnan(y[0]) && y[1] == INFINITY && isnan(y[2]) && y[3] == -INFINITY && y[4] == -INFINITY &&
+                      isnan(y[5]),
+                  "%s log", level);
+        ag__tanh_floats(6, x, y);
+        cr_assert(isnan(y[0]) && y[1] == 1 && y[2] == -1 && y[3] == 0 && !signbit(y[3]) && y[4] == 0 && signbit(y[4]),
+                  "%s tanh", level);
+        /* gelu(-inf) = -inf * Phi(-inf) = -inf * 0: NaN, as libm's x * 0.5 * (1 + erf(x / sqrt 2)) */
+        ag__gelu_floats(6, x, y);
+        cr_assert(isnan(y[0]) && y[1] == INFINITY && isnan(y[2]) && y[3] == 0, "%s gelu", level);
+    }
+    ag__isa_force(NULL);
 }
 
 /* GELU's backward from the forward's own output, against
@@ -150,35 +187,86 @@ Test(fastmath, special_values)
  * lengths 1 to 40 (every padded tail). */
 Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
 {
-    enum { N = 1 << 20 };
-    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dy = malloc(N * sizeof *dy),
-          *dx = malloc(N * sizeof *dx);
-    cr_assert(x && y && dy && dx);
-    for (int i = 0; i < N; i++) x[i] = (float)(-15 + 25.0 * i / N), dy[i] = 1, dx[i] = 0;
-    ag__gelu_floats(N, x, y);
-    ag__gelu_grad_floats(N, x, y, dy, dx);
-    double worst_main = 0, worst_tail = 0;
-    for (int i = 0; i < N; i++) {
-        double v = x[i], cdf = 0.5 * erfc(-v * 0.70710678118654752440),
-               pdf = exp(-0.5 * v * v) * 0.39894228040143267794;
-        double e = fabs(dx[i] - (cdf + v * pdf)) / ulp_at(fabs(cdf) + fabs(v * pdf));
-        if (v >= -13) worst_main = fmax(worst_main, e);
-        else worst_tail = fmax(worst_tail, e);
-    }
-    cr_assert(worst_main <= 7 && worst_tail <= 13, "gelu grad: %.2f ulp (x >= -13), %.2f below", worst_main,
-              worst_tail);
-    /* every tail length: the padded copies must not touch past n */
-    for (int n = 1; n <= 40; n++) {
-        for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, dx[i] = 3;
-        ag__gelu_floats((size_t)n, x, y);
-        ag__gelu_grad_floats((size_t)n, x, y, dy, dx);
-        for (int i = n; i < 48; i++) cr_assert(y[i] == -7 && dx[i] == 3, "n = %d wrote past the end at %d", n, i);
-        for (int i = 0; i < n; i++) { /* dx += dy * gelu'(x), dy = 1 */
-            double v = x[i], g = 0.5 * erfc(-v * 0.70710678118654752440) + v * exp(-0.5 * v * v) * 0.39894228040143267794;
-            cr_assert(fabs(dx[i] - (3 + g)) <= 4 * FLT_EPSILON, "n = %d: dx[%d] = %.9g, want %.9g", n, i,
-                      (double)dx[i], 3 + g);
+    EACH_LEVEL {
+        enum { N = 1 << 20 };
+        float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dy = malloc(N * sizeof *dy),
+              *dx = malloc(N * sizeof *dx);
+        cr_assert(x && y && dy && dx);
+        for (int i = 0; i < N; i++) x[i] = (float)(-15 + 25.0 * i / N), dy[i] = 1, dx[i] = 0;
+        ag__gelu_floats(N, x, y);
+        ag__gelu_grad_floats(N, x, y, dy, dx);
+        double worst_main = 0, worst_tail = 0;
+        for (int i = 0; i < N; i++) {
+            double v = x[i], cdf = 0.5 * erfc(-v * 0.70710678118654752440),
+                   pdf = exp(-0.5 * v * v) * 0.39894228040143267794;
+            double e = fabs(dx[i] - (cdf + v * pdf)) / ulp_at(fabs(cdf) + fabs(v * pdf));
+            if (v >= -13) worst_main = fmax(worst_main, e);
+            else worst_tail = fmax(worst_tail, e);
         }
+        cr_assert(worst_main <= 7 && worst_tail <= 13, "%s gelu grad: %.2f ulp (x >= -13), %.2f below", level, worst_main,
+                  worst_tail);
+        /* every tail length: the padded copies must not touch past n */
+        for (int n = 1; n <= 40; n++) {
+            for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, dx[i] = 3;
+            ag__gelu_floats((size_t)n, x, y);
+            ag__gelu_grad_floats((size_t)n, x, y, dy, dx);
+            for (int i = n; i < 48; i++) cr_assert(y[i] == -7 && dx[i] == 3, "%s: n = %d wrote past the end at %d", level, n, i);
+            for (int i = 0; i < n; i++) { /* dx += dy * gelu'(x), dy = 1 */
+                double v = x[i], g = 0.5 * erfc(-v * 0.70710678118654752440) + v * exp(-0.5 * v * v) * 0.39894228040143267794;
+                cr_assert(fabs(dx[i] - (3 + g)) <= 4 * FLT_EPSILON, "%s: n = %d: dx[%d] = %.9g, want %.9g", level, n, i,
+                          (double)dx[i], 3 + g);
+            }
+        }
+        free(x), free(y), free(dy), free(dx);
     }
-    free(x), free(y), free(dy), free(dx);
+    ag__isa_force(NULL);
+}
+/* GELU's tanh form in double: x s, s = 1 / (1 + e^w), w = -2 k (x + c x^3). */
+static double gelu_tanh_ref(double x)
+{
+    return x / (1 + exp(-2 * 0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+
+Test(fastmath, gelu_tanh_within_3_5_ulp_and_10_in_the_far_tail)
+{
+    sweep_with_tail("gelu_tanh", ag__gelu_tanh_floats, gelu_tanh_ref, -9, 3.5, 10.0);
+}
+
+/* Its backward against s + x 2 s (1 - s) k (1 + 3 c x^2) in double, on the
+ * dense grid of GELU's, relative to the terms' size (the sum cancels near
+ * its root), and every tail length. */
+Test(fastmath, gelu_tanh_gradient_within_7_ulp_of_its_terms)
+{
+    enum { N = 1 << 20 };
+    EACH_LEVEL {
+        float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dy = malloc(N * sizeof *dy),
+              *dx = malloc(N * sizeof *dx);
+        cr_assert(x && y && dy && dx);
+        for (int i = 0; i < N; i++) x[i] = (float)(-15 + 25.0 * i / N), dy[i] = 1, dx[i] = 0;
+        ag__gelu_tanh_floats(N, x, y);
+        ag__gelu_tanh_grad_floats(N, x, y, dy, dx);
+        double worst_main = 0, worst_tail = 0;
+        for (int i = 0; i < N; i++) {
+            double v = x[i], s = 1 / (1 + exp(-2 * 0.79788456080286535588 * (v + 0.044715 * v * v * v)));
+            double t = v * 2 * s * (1 - s) * 0.79788456080286535588 * (1 + 3 * 0.044715 * v * v);
+            double e = fabs(dx[i] - (s + t)) / ulp_at(fabs(s) + fabs(t));
+            if (v >= -9) worst_main = fmax(worst_main, e);
+            else worst_tail = fmax(worst_tail, e);
+        }
+        cr_assert(worst_main <= 7 && worst_tail <= 175, "%s gelu_tanh grad: %.2f ulp (x >= -9), %.2f below", level,
+                  worst_main, worst_tail);
+        for (int n = 1; n <= 40; n++) {
+            for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, dx[i] = 3;
+            ag__gelu_tanh_floats((size_t)n, x, y);
+            ag__gelu_tanh_grad_floats((size_t)n, x, y, dy, dx);
+            for (int i = n; i < 48; i++)
+                cr_assert(y[i] == -7 && dx[i] == 3, "%s: n = %d wrote past the end at %d", level, n, i);
+            for (int i = 0; i < n; i++)
+                cr_assert(fabs(y[i] - gelu_tanh_ref(x[i])) <= 4 * FLT_EPSILON * (fabs(x[i]) + 1),
+                          "%s: n = %d: y[%d] = %.9g, want %.9g", level, n, i, (double)y[i], gelu_tanh_ref(x[i]));
+        }
+        free(x), free(y), free(dy), free(dx);
+    }
+    ag__isa_force(NULL);
 }
 #endif

@@ -9,7 +9,11 @@
  * multiply and add, or one fused multiply-add on the FMA levels), the
  * dropout draws and the row max.  exp, whose float polynomial may fuse
  * where the instruction set can, is checked against double within its
- * error bound. */
+ * error bound.  The element-wise ops (exp, log, tanh, sqrt, GELU in both
+ * forms, softmax and log-softmax's backward), one clone per level, must
+ * give the baseline's bits: no multiply-add may fuse there; softmax and
+ * log-softmax, whose exps go through exp_sum, and GELU, whose erfc
+ * polynomial fuses, stay within their bounds. */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,4 +224,110 @@ Test(kernels, every_softmax_kernel_is_within_the_bound)
         }
     }
     ag__isa_force(NULL);
+}
+
+/* ---- element-wise ops: every level gives the baseline's bits --------------- */
+
+typedef ag_tensor *(*unary_op)(ag_graph *g, ag_tensor *x);
+
+/* y = op(x) and dx from dy, on [rows, n] of x in [lo, lo + 8) (dx starts
+ * at zero), into y and dx. */
+static void run_op(unary_op op, int rows, int n, ag_real lo, ag_real *y, ag_real *dx)
+{
+    size_t size = (size_t)rows * (size_t)n;
+    ag_real *x = uniform(size, 90 + size), *dy = uniform(size, 91 + size);
+    for (size_t i = 0; i < size; i++) x[i] = lo + 4 * (x[i] + 1);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *xt = ag_tensor_from(g, 2, (int[]){rows, n}, x);
+    ag_set_requires_grad(xt, 1);
+    ag_tensor *yt = op(g, xt);
+    cr_assert(yt && ag_backward_from(g, yt, dy) == AG_OK, "%s", ag_graph_error(g));
+    memcpy(y, yt->data, size * sizeof *y);
+    memcpy(dx, xt->grad, size * sizeof *dx);
+    ag_graph_free(g);
+    free(x), free(dy);
+}
+
+enum { ROWS = 1, ERF };
+
+Test(kernels, every_elementwise_kernel_matches_the_baseline)
+{
+    static const struct {
+        const char *name;
+        unary_op op;
+        ag_real lo; /* x in [lo, lo + 8) */
+        int fused; /* 0: no multiply-add fuses, the same bits on every level;
+                    * ROWS: exps through exp_sum's multiply-adds; ERF: GELU's
+                    * erfc polynomial fused, within 8 ulp of double each */
+    } ops[] = {{"exp", ag_exp, -4, 0},          {"log", ag_log, 0.01f, 0},
+               {"tanh", ag_tanh, -4, 0},        {"sqrt", ag_sqrt, 0.01f, 0},
+               {"gelu", ag_gelu, -5, ERF},      {"gelu_tanh", ag_gelu_tanh, -5, 0},
+               {"softmax", ag_softmax, -4, ROWS}, {"log_softmax", ag_log_softmax, -4, ROWS}};
+    /* every padded tail, and rows longer than softmax's short ones and
+     * log-softmax's pieces of 256 */
+    static const int shapes[][2] = {{1, 1}, {3, 15}, {2, 16}, {3, 17}, {4, 70}, {2, 300}, {1, 4099}};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int rows = shapes[s][0], n = shapes[s][1];
+            size_t size = (size_t)rows * (size_t)n;
+            ag_real *y0 = malloc(size * sizeof *y0), *dx0 = malloc(size * sizeof *dx0);
+            ag_real *y = malloc(size * sizeof *y), *dx = malloc(size * sizeof *dx);
+            cr_assert(use_level(0));
+            run_op(ops[o].op, rows, n, ops[o].lo, y0, dx0);
+            for (int l = 1; l < NLEVELS; l++) {
+                if (!use_level(l)) continue;
+                run_op(ops[o].op, rows, n, ops[o].lo, y, dx);
+                for (size_t i = 0; i < size && ops[o].fused; i++) {
+                    /* exp's bound (2 ulp each side) and the row's sum, or
+                     * GELU's 8 ulp each side; dx from those y, relative to
+                     * the terms' size (|dy| <= 1) */
+                    double tol = ops[o].fused == ERF ? 16 * TOL(DBL_EPSILON, FLT_EPSILON)
+                                                     : 2 * EXP_TOL + n * TOL(DBL_EPSILON, FLT_EPSILON);
+                    cr_assert(fabs(y[i] - y0[i]) <= tol * fabs(y0[i]), "%s %s [%d, %d]: y[%zu] = %a, baseline %a",
+                              levels[l], ops[o].name, rows, n, i, (double)y[i], (double)y0[i]);
+                    cr_assert(fabs(dx[i] - dx0[i]) <= tol * (fabs(dx0[i]) + 1),
+                              "%s %s [%d, %d]: dx[%zu] = %a, baseline %a", levels[l], ops[o].name, rows, n, i,
+                              (double)dx[i], (double)dx0[i]);
+                }
+                for (size_t i = 0; i < size && !ops[o].fused; i++) {
+                    cr_assert(memcmp(&y[i], &y0[i], sizeof *y) == 0, "%s %s [%d, %d]: y[%zu] = %a, baseline %a",
+                              levels[l], ops[o].name, rows, n, i, (double)y[i], (double)y0[i]);
+                    cr_assert(memcmp(&dx[i], &dx0[i], sizeof *dx) == 0,
+                              "%s %s [%d, %d]: dx[%zu] = %a, baseline %a", levels[l], ops[o].name, rows, n, i,
+                              (double)dx[i], (double)dx0[i]);
+                }
+            }
+            free(y0), free(dx0), free(y), free(dx);
+        }
+    ag__isa_force(NULL);
+}
+
+/* softmax and log-softmax's backward store into a fresh gradient and add
+ * into one that holds something: x through both, a fully masked row
+ * among them, gets the sum of what each gives alone. */
+static void softmax_pair(int which, const ag_real *x, const ag_real *dy, ag_real *dx)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *xt = ag_tensor_from(g, 2, (int[]){3, 40}, x);
+    ag_set_requires_grad(xt, 1);
+    ag_tensor *y = which == 0 ? ag_softmax(g, xt) : which == 1 ? ag_log_softmax(g, xt)
+                                                               : ag_add(g, ag_softmax(g, xt), ag_log_softmax(g, xt));
+    cr_assert(y && ag_backward_from(g, y, dy) == AG_OK, "%s", ag_graph_error(g));
+    memcpy(dx, xt->grad, 120 * sizeof *dx);
+    ag_graph_free(g);
+}
+
+Test(kernels, softmax_backward_stores_or_adds)
+{
+    ag_real *x = uniform(120, 5), *dy = uniform(120, 6), a[120], b[120], ab[120];
+    for (int i = 40; i < 80; i++) x[i] = -INFINITY; /* row 1 fully masked */
+    softmax_pair(0, x, dy, a), softmax_pair(1, x, dy, b), softmax_pair(2, x, dy, ab);
+    for (int i = 0; i < 120; i++) {
+        ag_real want = a[i] + b[i];
+        /* equal values (a zero's sign may differ: -0 stored, or 0 + -0) */
+        cr_assert(ab[i] == want, "dx[%d] = %g, want %g + %g", i, (double)ab[i],
+                  (double)a[i], (double)b[i]);
+        if (i >= 40 && i < 80) cr_assert(ab[i] == 0, "a masked row gets no gradient: dx[%d] = %g", i, (double)ab[i]);
+    }
+    free(x), free(dy);
 }

@@ -62,4 +62,23 @@ AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const 
     }
 }
 
+/* AG_ISA_MAP(name, f) defines `static void name(n, x, y)`, ag__map with f,
+ * and AG_ISA_MAP_GRAD(name, f) `static void name(n, x, y, dy, dx)`,
+ * ag__map_grad with f: each compiled once per instruction set
+ * (AG_ISA_CLONES, core/internal.h), the machine's picked at every call, so
+ * that the loop is as wide as the CPU's vectors.  The build's
+ * -ffp-contract=off holds in every clone, so every level gives the same
+ * bits (tests/test_kernels.c), unless the caller allows multiply-adds to
+ * fuse around the definition (GELU's, src/core/elementwise.c). */
+#define AG_MAP_PARAMS (size_t n, const ag_real *x, ag_real *y)
+#define AG_MAP_GRAD_PARAMS (size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx)
+#define AG_ISA_MAP(name, f)                                                                           \
+    AG_INLINE void name##_loop AG_MAP_PARAMS { ag__map(n, x, y, f); }                                  \
+    AG_ISA_CLONES(void, name##_loop, AG_MAP_PARAMS, name##_loop(n, x, y))                               \
+    static void name AG_MAP_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y)); }
+#define AG_ISA_MAP_GRAD(name, f)                                                                      \
+    AG_INLINE void name##_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, f); }                \
+    AG_ISA_CLONES(void, name##_loop, AG_MAP_GRAD_PARAMS, name##_loop(n, x, y, dy, dx))                  \
+    static void name AG_MAP_GRAD_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y, dy, dx)); }
+
 #endif

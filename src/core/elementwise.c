@@ -1,6 +1,7 @@
 /* elementwise.c: the loops shared by element-wise ops, so that each op file
  * holds only its math; the float build's vectorised exp, log, tanh and
- * GELU; softmax's rows, the row max and the reductions.
+ * GELU (erf and tanh forms), one clone per instruction set; softmax's
+ * rows, the row max and the reductions.
  *
  * Broadcasting (NumPy's rule): align shapes on the right; two axes agree
  * when they are equal or one is 1; a missing axis counts as 1.  The output
@@ -476,10 +477,20 @@ AG_INLINE float normal_cdf_f(float x)
 
 AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x); }
 
-void ag__exp_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, exp_f); }
-void ag__log_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, log_f); }
-void ag__tanh_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, tanh_f); }
-void ag__gelu_floats(size_t n, const float *x, float *y) { ag__map(n, x, y, gelu_f); }
+/* one clone per instruction set of each (core/blocks.h) */
+AG_ISA_MAP(exp_map, exp_f)
+AG_ISA_MAP(log_map, log_f)
+AG_ISA_MAP(tanh_map, tanh_f)
+/* GELU's clones may fuse a * b + c into one multiply-add where the
+ * instruction set has one (its chains of Horner steps): within the same
+ * bound on every level (tests/test_fastmath.c), the same on every run. */
+AG_FUSED_BEGIN
+AG_ISA_MAP(gelu_map, gelu_f)
+AG_FUSED_END
+void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
+void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
+void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
+void ag__gelu_floats(size_t n, const float *x, float *y) { gelu_map(n, x, y); }
 
 /* y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x), with Phi(x) = y / x read
  * off the forward's output (1/2 at x = 0): only phi is computed anew. */
@@ -489,9 +500,67 @@ AG_INLINE float gelu_grad_f(float x, float y, float dy)
     return dy * (cdf + x * pdf);
 }
 
+AG_ISA_MAP_GRAD(gelu_grad_map, gelu_grad_f)
 void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx)
 {
-    ag__map_grad(n, x, y, dy, dx, gelu_grad_f);
+    gelu_grad_map(n, x, y, dy, dx);
+}
+/* GELU's tanh form, x (1 + tanh u) / 2 with u = k (x + c x^3), k = sqrt(2 /
+ * pi), c = 0.044715, through the logistic function:
+ *   s = (1 + tanh u) / 2 = 1 / (1 + e^w),   1 - s = e^w / (1 + e^w),   w = -2u
+ * taken with e = e^-|w| (never above 1, so never inf; subnormal where s or
+ * 1 - s is):  s = (w > 0 ? e : 1) / (1 + e),  1 - s = (w > 0 ? 1 : e) / (1 + e).
+ * w is formed in double and split in two floats, w = hi + lo, so that the
+ * rounding of w (which e^w would magnify |w| times, up to 100) is not lost:
+ * e^-|w| = e^-|hi| (1 -+ lo).  The sum 1 + e and the division round once
+ * each: y = x s within 3.5 ulp of the double result down to x = -9, where
+ * s is a normal float (tests/test_fastmath.c). */
+/* e = e^-|w| for x, and whether w > 0 (x < 0) */
+AG_INLINE float logistic_exp(float x, int *neg)
+{
+    double v = x, w = -2 * 0.79788456080286535588 * (v + 0.044715 * v * v * v);
+    w = w < -200 ? -200 : w > 200 ? 200 : w; /* e^-200 is 0 in float; a NaN stays */
+    float hi = (float)w, lo = (float)(w - hi);
+    *neg = hi > 0;
+    return exp_core(hi > 0 ? -hi : hi, 1) * (hi > 0 ? 1.0f - lo : 1.0f + lo);
+}
+
+/* y = x s = (w > 0 ? x e : x) / (1 + e): one division, rounded once */
+AG_INLINE float gelu_tanh_f(float x)
+{
+    int neg;
+    float e = logistic_exp(x, &neg);
+    return (neg ? x * e : x) / (1.0f + e);
+}
+
+/* s and 1 - s, through one division */
+AG_INLINE void logistic_pair(float x, float *s, float *sc)
+{
+    int neg;
+    float e = logistic_exp(x, &neg), r = 1.0f / (1.0f + e);
+    *s = neg ? e * r : r;
+    *sc = neg ? r : e * r;
+}
+
+/* y = x s  ->  dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)
+ * (ds/du = (1 - tanh^2 u) / 2 = 2 s (1 - s)).  s and 1 - s are taken again
+ * from x: 1 - s read off the forward's y / x would cancel where s is near
+ * 1 (x > 2), and it is the one that costs the exp. */
+AG_INLINE float gelu_tanh_grad_f(float x, float y, float dy)
+{
+    (void)y;
+    float s, sc;
+    logistic_pair(x, &s, &sc);
+    float du = 0.797884561f * (1.0f + 0.134145f * x * x); /* k (1 + 3 c x^2) */
+    return dy * (s + x * (2.0f * s * sc) * du);
+}
+
+AG_ISA_MAP(gelu_tanh_map, gelu_tanh_f)
+AG_ISA_MAP_GRAD(gelu_tanh_grad_map, gelu_tanh_grad_f)
+void ag__gelu_tanh_floats(size_t n, const float *x, float *y) { gelu_tanh_map(n, x, y); }
+void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx)
+{
+    gelu_tanh_grad_map(n, x, y, dy, dx);
 }
 #endif
 
@@ -515,12 +584,7 @@ static bool has_nan(size_t n, const ag_real *x)
 /* Here only, a * b + c may be one fused multiply-add where the clone's
  * instruction set has one (the polynomial below is a chain of them): the
  * result stays within exp_core's error bound, and the same on every run. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT ON
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=fast")
-#endif
+AG_FUSED_BEGIN
 #endif
 
 /* The largest of n values, in 16 running maxima (vector lanes): the max
@@ -672,10 +736,8 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y)
 {
     AG_ISA_CALL(softmax_rows, (rows, n, z, y));
 }
-#if !defined(AG_DOUBLE) && defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif !defined(AG_DOUBLE) && defined(__GNUC__)
-#pragma GCC pop_options
+#ifndef AG_DOUBLE
+AG_FUSED_END
 #endif
 
 bool ag__increasing(const int *idx, size_t n)

@@ -274,12 +274,15 @@ ag_real ag__row_max(size_t n, const ag_real *x);
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
  * vectorised and within a few ulp (src/core/elementwise.c); and gelu's
  * backward, dx += dy (Phi(x) + x phi(x)), which reads Phi(x) = y / x off
- * the forward's output y. */
+ * the forward's output y; GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2,
+ * and its backward (ops/gelu_tanh.c). */
 void ag__exp_floats(size_t n, const float *x, float *y);
 void ag__log_floats(size_t n, const float *x, float *y);
 void ag__tanh_floats(size_t n, const float *x, float *y);
 void ag__gelu_floats(size_t n, const float *x, float *y);
 void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx);
+void ag__gelu_tanh_floats(size_t n, const float *x, float *y);
+void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx);
 #endif
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/core/threads.c). */
@@ -326,6 +329,19 @@ const char *ag__isa_force(const char *name);
 #else
 #define AG_ISA_CLONES(ret, name, params, call)
 #define AG_ISA_CALL(name, args) (name args)
+#endif
+/* Between AG_FUSED_BEGIN and AG_FUSED_END (at file scope), a * b + c may
+ * be one fused multiply-add where the instruction set has one: for kernels
+ * whose stated error bound holds either way (src/core/elementwise.c). */
+#if defined(__clang__)
+#define AG_FUSED_BEGIN _Pragma("STDC FP_CONTRACT ON")
+#define AG_FUSED_END _Pragma("STDC FP_CONTRACT OFF")
+#elif defined(__GNUC__)
+#define AG_FUSED_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"fp-contract=fast\")")
+#define AG_FUSED_END _Pragma("GCC pop_options")
+#else
+#define AG_FUSED_BEGIN
+#define AG_FUSED_END
 #endif
 /* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
  * (for tests and benchmarks), NULL keeps the CPU's choice.  The same as

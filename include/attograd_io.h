@@ -138,6 +138,26 @@ ag_status ag_store_load(ag_store *s, const ag_safetensors *f, char *err, size_t 
  *
  * The names before 0.2 (CHANGELOG.md), kept so that code written against
  * them compiles unchanged.  Define AG_NO_DEPRECATED to hide them. */
+/* ---- files: the library's reader and crash-safe writer ----------------------
+ *
+ * What checkpoints and pictures use, for a program's own files (data, JSON
+ * reports).  Reading takes only a regular file: a FIFO, a device or a
+ * directory is refused at once (never a blocking open), and the size is
+ * known before anything is allocated.  Writing replaces path with the
+ * whole new content or leaves the old one, whatever happens: a temporary
+ * "<path>.tmp.<pid>.<random>" made with O_EXCL beside it, written,
+ * synced, renamed over path, the directory synced; a device or FIFO at
+ * path is refused, a symbolic link is replaced (its target untouched), and
+ * no file this call did not create is ever removed (docs/errors.md). */
+
+/* All of the file at path in *out (len bytes, then a NUL: text is a
+ * string); free it with ag_file_free.  AG_ERR_IO or AG_ERR_NOMEM, with
+ * the reason naming path in err. */
+ag_status ag_file_read(const char *path, char **out, size_t *len, char *err, size_t errlen);
+void ag_file_free(char *p);
+/* Replace path with len bytes of data, crash-safely as above. */
+ag_status ag_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
 #ifndef AG_NO_DEPRECATED
 typedef ag_safetensors ag_st;
 typedef ag_safetensors_writer ag_st_writer;

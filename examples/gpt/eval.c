@@ -3,6 +3,7 @@
  * in bits per character.  dataset_loss is also the held-out loss of
  * `gpt train`. */
 #include "gpt.h"
+#include "../common/report_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -64,22 +65,16 @@ int cmd_eval(const opts *o)
     printf("%s: %zu characters%s: loss %.4f, %.4f bits per character\n", o->data, count,
            from ? " (the held-out tenth)" : "", loss, loss / log(2.0));
     if (o->json) {
-        FILE *f = fopen(o->json, "w");
-        if (!f) {
-            fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
-            goto done;
-        }
-        fprintf(f, "{\"characters\": %zu, \"loss\": %.6f, \"bits_per_char\": %.6f, \"held_out\": %s}\n", count, loss,
-                loss / log(2.0), from ? "true" : "false");
-        if (fclose(f) != 0) {
-            fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
-            goto done;
-        }
+        report_file out;
+        if (!report_open(&out, prog, o->json)) goto done;
+        fprintf(out.f, "{\"characters\": %zu, \"loss\": %.6f, \"bits_per_char\": %.6f, \"held_out\": %s}\n", count,
+                loss, loss / log(2.0), from ? "true" : "false");
+        if (report_close(&out, prog)) goto done;
     }
     rc = 0;
 done:
     ag_graph_free(g);
     model_free(&m);
-    free(text), free(ids);
+    ag_file_free((char *)text), free(ids);
     return rc;
 }

@@ -44,7 +44,8 @@ typedef struct vocab {
 
 /* A .tsv file gives its first column (the English side of eng-fra.tsv),
  * one sentence a line, a sentence equal to the one before it skipped; any
- * other file is read as it is.  *bytes is malloc'd. */
+ * other file is read as it is (a regular file only).  Free *bytes with
+ * ag_file_free. */
 int text_load(const char *path, unsigned char **bytes, size_t *n);
 void vocab_from_text(vocab *v, const unsigned char *bytes, size_t n);
 /* "10,32,33,...": the bytes in id order, in the checkpoint's metadata. */

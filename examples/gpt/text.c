@@ -36,32 +36,19 @@ static size_t first_column(unsigned char *b, size_t n)
 
 int text_load(const char *path, unsigned char **bytes, size_t *n)
 {
+    char *buf, err[512];
     *bytes = NULL, *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+    if (ag_file_read(path, &buf, n, err, sizeof err) != AG_OK) { /* a regular file only: a FIFO never blocks */
+        fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *b = malloc(cap);
-    while (b) {
-        len += fread(b + len, 1, cap - len, f);
-        if (len < cap) break;
-        unsigned char *bigger = cap < ((size_t)1 << 30) ? realloc(b, cap *= 2) : NULL;
-        if (!bigger) free(b);
-        b = bigger;
-    }
-    int failed = !b || ferror(f);
-    fclose(f);
-    if (failed) {
-        fprintf(stderr, "%s: %s: %s\n", prog, path, b ? "read error" : "out of memory (or larger than 1 GB)");
-        free(b);
-        return 1;
-    }
+    unsigned char *b = (unsigned char *)buf;
+    size_t len = *n;
     if (has_suffix(path, ".tsv")) len = first_column(b, len);
     if (len < 2) {
         fprintf(stderr, "%s: %s: %zu characters of text, need at least 2\n", prog, path, len);
-        free(b);
+        ag_file_free(buf);
+        *n = 0;
         return 1;
     }
     *bytes = b, *n = len;

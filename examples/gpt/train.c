@@ -25,6 +25,7 @@
  * step, saves there and exits 128 + signal. */
 #define _XOPEN_SOURCE 700 /* SA_RESTART, SA_RESETHAND */
 #include "gpt.h"
+#include "../common/report_file.h"
 #include "../common/stop_signal.h"
 
 #include <errno.h>
@@ -286,11 +287,9 @@ static int write_plot(const opts *o, const history *h)
 
 static int write_json(const opts *o, const history *h, int64_t steps, double seconds, double ms_per_step)
 {
-    FILE *f = fopen(o->json, "w");
-    if (!f) {
-        fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
-        return 1;
-    }
+    report_file out;
+    FILE *f = report_open(&out, prog, o->json);
+    if (!f) return 1;
     double loss = h->n ? h->loss[h->n - 1] : NAN, val = h->n ? h->val_loss[h->n - 1] : NAN;
     fprintf(f, "{\"steps\": %lld, \"loss\": %.6f, \"val_loss\": %.6f, \"val_bits_per_char\": %.6f, "
                "\"seconds\": %.3f, \"ms_per_step\": %.3f, \"history\": [",
@@ -299,11 +298,7 @@ static int write_json(const opts *o, const history *h, int64_t steps, double sec
         fprintf(f, "%s{\"step\": %lld, \"loss\": %.6f, \"val_loss\": %.6f}", i ? ", " : "", (long long)h->step[i],
                 h->loss[i], h->val_loss[i]);
     fprintf(f, "]}\n");
-    if (fclose(f) != 0) {
-        fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
-        return 1;
-    }
-    return 0;
+    return report_close(&out, prog);
 }
 
 /* The model, then the plot and the JSON. */
@@ -326,7 +321,7 @@ static void trainer_free(trainer *t)
     ag_graph_free(t->g);
     ag_safetensors_free(t->resume);
     model_free(&t->m);
-    free(t->text), free(t->ids), free(t->x), free(t->y);
+    ag_file_free((char *)t->text), free(t->ids), free(t->x), free(t->y);
 }
 
 int cmd_train(const opts *o)

@@ -6,6 +6,7 @@
  * model could produce at all (every token in its vocabulary, room for
  * <eos>): exact match / ceiling is how much of the reachable it gets. */
 #include "translate.h"
+#include "../common/report_file.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -97,14 +98,11 @@ done:
 
 static int write_json(const char *path, const metrics *r)
 {
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "{\"sources\": %d, \"exact_match\": %.6f, \"bleu\": %.6f, \"ceiling\": %.6f}\n", r->sources,
-                r->exact, r->bleu, r->ceiling);
-        if (fclose(f) == 0) return 0;
-    }
-    fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
-    return 1;
+    report_file out;
+    if (!report_open(&out, prog, path)) return 1;
+    fprintf(out.f, "{\"sources\": %d, \"exact_match\": %.6f, \"bleu\": %.6f, \"ceiling\": %.6f}\n", r->sources,
+            r->exact, r->bleu, r->ceiling);
+    return report_close(&out, prog);
 }
 
 int cmd_eval(const opts *o)

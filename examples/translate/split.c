@@ -40,39 +40,15 @@ static int mark_held_out(const ag_pairs *p, int every, unsigned char *held, int 
 }
 
 /* The whole file into memory.  NULL (with a message) on failure. */
+/* All of the file (a regular file only: ag_file_read); free with ag_file_free. */
 static char *read_all(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0;
-    *len = 0;
-    if (!f) {
-        fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+    char *buf, err[512];
+    if (ag_file_read(path, &buf, len, err, sizeof err) != AG_OK) {
+        fprintf(stderr, "%s: %s\n", prog, err);
         return NULL;
     }
-    for (;;) {
-        if (*len == cap) {
-            char *grown = realloc(buf, cap = cap ? 2 * cap : 65536);
-            if (!grown) {
-                fprintf(stderr, "%s: %s: out of memory\n", prog, path);
-                break;
-            }
-            buf = grown;
-        }
-        size_t got = fread(buf + *len, 1, cap - *len, f);
-        *len += got;
-        if (got == 0) {
-            if (ferror(f)) fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
-            else {
-                fclose(f);
-                return buf;
-            }
-            break;
-        }
-    }
-    free(buf);
-    fclose(f);
-    return NULL;
+    return buf;
 }
 
 /* Append the kept lines of buf (keep[line] == want) to out, each with '\n'. */
@@ -92,25 +68,15 @@ static size_t copy_lines(const char *buf, size_t len, const unsigned char *keep,
 
 /* data to path through a temporary beside it and a rename, so that path
  * is either its old self or the whole new file. */
+/* path holds data afterwards, or what it held before (ag_file_write). */
 static int write_part(const char *path, const char *data, size_t len)
 {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        fprintf(stderr, "%s: out of memory\n", prog);
+    char err[512];
+    if (ag_file_write(path, data, len, err, sizeof err) != AG_OK) {
+        fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(data, 1, len, f) == len;
-    ok = f && fclose(f) == 0 && ok;
-    ok = ok && rename(tmp, path) == 0;
-    if (!ok) {
-        fprintf(stderr, "%s: %s: %s\n", prog, f ? path : tmp, strerror(errno));
-        remove(tmp);
-    }
-    free(tmp);
-    return !ok;
+    return 0;
 }
 
 int cmd_split(const opts *o)
@@ -144,7 +110,7 @@ int cmd_split(const opts *o)
            p->n - pairs_test, o->test, pairs_test, sources);
     rc = 0;
 done:
-    free(keep), free(out), free(buf);
+    free(keep), free(out), ag_file_free(buf);
     ag_pairs_free(p);
     return rc;
 }

@@ -24,6 +24,7 @@
  * loop checks it after each step, saves there and exits 128 + signal. */
 #define _XOPEN_SOURCE 700 /* SA_RESTART, SA_RESETHAND */
 #include "translate.h"
+#include "../common/report_file.h"
 #include "seq2seq_data.h" /* dataset, batch: id arrays */
 #include "../common/stop_signal.h" /* stop_signal, catch_stop_signals */
 
@@ -508,7 +509,8 @@ static int report(trainer *t)
                te.exact, te.bleu, te.ceiling, test_loss);
     }
     if (!o->json) return 0;
-    FILE *json = fopen(o->json, "w");
+    report_file out;
+    FILE *json = report_open(&out, prog, o->json);
     if (json) {
         fprintf(json, "{\"epochs\": %d, \"loss\": %.6f, \"seconds\": %.2f, \"init\": \"%s\"", t->ts.epoch,
                 t->last_loss, now() - t->t_start, init_names[t->m.cfg.init]);
@@ -519,9 +521,8 @@ static int report(trainer *t)
         }
         json_probe(json, t);
         fprintf(json, "}\n");
-        if (fclose(json) == 0) return 0;
+        return report_close(&out, prog);
     }
-    fprintf(stderr, "%s: %s: %s\n", prog, o->json, strerror(errno));
     return 1;
 }
 

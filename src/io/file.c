@@ -5,6 +5,7 @@
  * just created itself with O_EXCL; the only path it replaces is one that
  * held nothing, a regular file or a symbolic link. */
 #include "io/file.h"
+#include "attograd_io.h"
 
 #include "core/alloc.h"
 
@@ -268,3 +269,25 @@ ag_status ag__file_save(const char *what, const char *path, const ag__bytes *pie
     ag__free(dir);
     return st;
 }
+
+/* ============================================================================
+ * The public face (attograd_io.h)
+ * ========================================================================== */
+
+ag_status ag_file_read(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    if (!path || !out || !len) return ag__errf(err, errlen, AG_ERR_ARG, "file_read: %s is NULL",
+                                               !path ? "path" : !out ? "out" : "len");
+    return ag__file_read(path, out, len, err, errlen);
+}
+
+void ag_file_free(char *p) { ag__free(p); }
+
+ag_status ag_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+    if (!path || (!data && len)) return ag__errf(err, errlen, AG_ERR_ARG, "file_write: %s is NULL",
+                                                 !path ? "path" : "data");
+    ag__bytes piece = {data, len};
+    return ag__file_save(NULL, path, &piece, 1, err, errlen);
+}
+

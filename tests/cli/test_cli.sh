@@ -333,4 +333,13 @@ if [ "$SANITIZED" != 1 ]; then
 fi
 
 [ -e "$tmp/never.safetensors" ] && no "a refused model led to a written model"
+# split writes through the crash-safe writer: a FIFO at --train is refused
+# and stays a FIFO; a FIFO as --data is refused at once
+mkfifo "$tmp/split.fifo"
+run "split --train into a FIFO" 1 "not a regular file" split --data "$tmp/tiny.tsv" --train "$tmp/split.fifo" \
+    --test "$tmp/never2.tsv"
+if [ -p "$tmp/split.fifo" ]; then ok; else no "split replaced the FIFO at --train"; fi
+run "split --data from a FIFO" 1 "not a regular file" split --data "$tmp/split.fifo" --train "$tmp/never.tsv" \
+    --test "$tmp/never2.tsv"
+
 finish cli

@@ -129,4 +129,12 @@ printf 'a' > "$tmp/one.txt"
 run "one character of text" 1 "at least 2" train --data "$tmp/one.txt" --out "$tmp/never.safetensors"
 if [ -e "$tmp/never.safetensors" ]; then no "a failed run wrote a model"; else ok; fi
 
+# files that are not regular: a FIFO as --data is refused at once (a
+# blocking open would end in the timeout), and --json never replaces one
+mkfifo "$tmp/in.fifo" "$tmp/out.fifo"
+run "a FIFO as --data" 1 "not a regular file" train --data "$tmp/in.fifo" --out "$tmp/never.safetensors"
+run "--json into a FIFO" 1 "not a regular file" eval --model "$tmp/m.safetensors" --data "$tmp/data.tsv" \
+    --json "$tmp/out.fifo"
+if [ -p "$tmp/out.fifo" ]; then ok; else no "--json replaced the FIFO at its path"; fi
+
 finish gpt

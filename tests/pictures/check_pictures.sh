@@ -17,8 +17,9 @@ ok() { pass=$((pass + 1)); echo "ok   $1"; }
 no() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # The pictures of a trained translator (a training run of about twenty
-# seconds) are compared when the second argument is --trained (a gcc build with the default CFLAGS,
-# gcc's) and the CPU runs the AVX-512 kernels that made the committed ones:
+# seconds) are compared when the second argument is --trained (a gcc build
+# with the default CFLAGS) and the CPU runs the AVX-512 kernels that made
+# the committed ones:
 # another compiler or other kernels round differently, and a model trained
 # for 50 epochs on them is another model.
 trained=

@@ -121,6 +121,8 @@ valgrind: all
 	$(VG) $(BUILD)/translate train --data $(BUILD)/vg.tsv --out $(BUILD)/vg2.safetensors --epochs 1 --threads 2 --quiet
 	$(VG) $(BUILD)/translate run --model $(BUILD)/vg.safetensors "go ." > /dev/null
 	$(VG) $(BUILD)/translate eval --model $(BUILD)/vg.safetensors --data $(BUILD)/vg.tsv > /dev/null
+	$(VG) $(BUILD)/gpt train --data $(BUILD)/vg.tsv --out $(BUILD)/vg-gpt.safetensors --steps 3 --eval-every 3 --quiet
+	$(VG) $(BUILD)/gpt sample --model $(BUILD)/vg-gpt.safetensors --prompt "I " --length 20 --seed 1 > /dev/null
 	@echo "valgrind: clean"
 
 # ---- the shared libraries and `make install` / `make uninstall` ------------

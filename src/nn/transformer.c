@@ -12,6 +12,14 @@
 #include <math.h>
 #include <stdio.h>
 
+/* "prefix.part" in buf (64 bytes): a sublayer's name, as a state_dict has
+ * it (cut to 63 bytes). */
+static const char *child(char *buf, const char *prefix, const char *part)
+{
+    snprintf(buf, 64, "%s.%s", prefix, part);
+    return buf;
+}
+
 ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop)
 {
     if (!ag__given(g, "add_norm", "layer", n)) return NULL;
@@ -29,11 +37,9 @@ ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int 
                               prefix, (int)act, AG_ACT_RELU, AG_ACT_GELU, AG_ACT_GELU_TANH);
     f->activation = act;
     char name[64];
-    snprintf(name, sizeof name, "%s.dense1", prefix);
-    ag_status st = ag_linear_init(&f->dense1, s, name, C, F, 1, seed);
+    ag_status st = ag_linear_init(&f->dense1, s, child(name, prefix, "dense1"), C, F, 1, seed);
     if (st != AG_OK) return st;
-    snprintf(name, sizeof name, "%s.dense2", prefix);
-    return ag_linear_init(&f->dense2, s, name, F, C, 1, seed);
+    return ag_linear_init(&f->dense2, s, child(name, prefix, "dense2"), F, C, 1, seed);
 }
 
 ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed)
@@ -109,15 +115,11 @@ ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char 
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
     TRY(block_config(s, prefix, cfg, &b->cfg));
-    snprintf(name, sizeof name, "%s.attention", prefix);
-    TRY(ag_mha_init(&b->attention, s, name, C, H, 1, dropout, seed));
+    TRY(ag_mha_init(&b->attention, s, child(name, prefix, "attention"), C, H, 1, dropout, seed));
     b->attention.causal = b->cfg.causal;
-    snprintf(name, sizeof name, "%s.norm1", prefix);
-    TRY(ag_layernorm_init(&b->norm1, s, name, C));
-    snprintf(name, sizeof name, "%s.ffn", prefix);
-    TRY(ag_ffn_init_ex(&b->ffn, s, name, C, F, b->cfg.activation, seed));
-    snprintf(name, sizeof name, "%s.norm2", prefix);
-    TRY(ag_layernorm_init(&b->norm2, s, name, C));
+    TRY(ag_layernorm_init(&b->norm1, s, child(name, prefix, "norm1"), C));
+    TRY(ag_ffn_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
+    TRY(ag_layernorm_init(&b->norm2, s, child(name, prefix, "norm2"), C));
     xavier_mha(&b->attention, seed);
     xavier(&b->ffn.dense1, seed), xavier(&b->ffn.dense2, seed);
     return AG_OK;
@@ -131,19 +133,13 @@ ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char 
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
     TRY(block_config(s, prefix, cfg, &b->cfg));
-    snprintf(name, sizeof name, "%s.self_attention", prefix);
-    TRY(ag_mha_init(&b->self_attention, s, name, C, H, 1, dropout, seed));
+    TRY(ag_mha_init(&b->self_attention, s, child(name, prefix, "self_attention"), C, H, 1, dropout, seed));
     b->self_attention.causal = b->cfg.causal;
-    snprintf(name, sizeof name, "%s.norm1", prefix);
-    TRY(ag_layernorm_init(&b->norm1, s, name, C));
-    snprintf(name, sizeof name, "%s.cross_attention", prefix);
-    TRY(ag_mha_init(&b->cross_attention, s, name, C, H, 1, dropout, seed));
-    snprintf(name, sizeof name, "%s.norm2", prefix);
-    TRY(ag_layernorm_init(&b->norm2, s, name, C));
-    snprintf(name, sizeof name, "%s.ffn", prefix);
-    TRY(ag_ffn_init_ex(&b->ffn, s, name, C, F, b->cfg.activation, seed));
-    snprintf(name, sizeof name, "%s.norm3", prefix);
-    TRY(ag_layernorm_init(&b->norm3, s, name, C));
+    TRY(ag_layernorm_init(&b->norm1, s, child(name, prefix, "norm1"), C));
+    TRY(ag_mha_init(&b->cross_attention, s, child(name, prefix, "cross_attention"), C, H, 1, dropout, seed));
+    TRY(ag_layernorm_init(&b->norm2, s, child(name, prefix, "norm2"), C));
+    TRY(ag_ffn_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
+    TRY(ag_layernorm_init(&b->norm3, s, child(name, prefix, "norm3"), C));
     xavier_mha(&b->self_attention, seed), xavier_mha(&b->cross_attention, seed);
     xavier(&b->ffn.dense1, seed), xavier(&b->ffn.dense2, seed);
     return AG_OK;

@@ -8,35 +8,38 @@
  * At exactly x = 0 relu has a kink; its gradient there is taken as 0, as
  * PyTorch does.  A NaN input passes through as NaN (also as PyTorch), and
  * gets no gradient. */
-#include "core/internal.h"
-
 /* Let the compiler turn the selects below (mask ? a : b) into vector blends:
  * nothing here reads the floating-point exception flags, which is all that
- * -ftrapping-math protects, and it keeps GCC from if-converting them. */
+ * -ftrapping-math protects, and it keeps GCC from if-converting them (before
+ * core/blocks.h, whose loops must be compiled with the same options). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+#include "core/blocks.h"
+#include "core/internal.h"
+
+/* written x < 0 (not x > 0) so that a NaN is kept, not turned into 0 */
+static inline ag_real relu_of(ag_real x) { return x < 0 ? 0 : x; }
+
+/* y = max(x, 0)  ->  dy/dx = 1 where x > 0, and 0 where x <= 0. */
+static inline ag_real relu_dx(ag_real x, ag_real y, ag_real dy) { return (void)y, x > 0 ? dy : 0; }
+
+/* one clone of each loop per instruction set, as wide as the CPU's vectors */
+AG_ISA_MAP(relu_map, relu_of)
+AG_ISA_MAP_GRAD(relu_grad, relu_dx)
+
 static void relu_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {
     (void)farg;
-    /* written x < 0 (not x > 0) so that a NaN is kept, not turned into 0 */
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0 : x[i];
+    relu_map(n, x, y);
 }
 
-/* y = max(x, 0)  ->  dy/dx = 1 where x > 0, and 0 where x <= 0. */
-static void relu_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void relu_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                      const double *farg)
 {
-    (void)y, (void)farg;
-    /* both loads before the select, so it becomes a vector blend, not a
-     * branch that mispredicts on half of the elements */
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        ag_real xi = x[i], g = dy[i];
-        dx[i] += xi > 0 ? g : 0;
-    }
+    (void)farg;
+    relu_grad(n, x, y, dy, dx, fresh);
 }
 
 ag_tensor *ag_relu(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_RELU, x, relu_fwd, 0); }

@@ -29,11 +29,11 @@ static inline ag_real exp_dx(ag_real x, ag_real y, ag_real dy) { return (void)x,
 
 AG_ISA_MAP_GRAD(exp_grad, exp_dx)
 
-static void exp_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void exp_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                     const double *farg)
 {
     (void)farg;
-    exp_grad(n, x, y, dy, dx);
+    exp_grad(n, x, y, dy, dx, fresh);
 }
 
 ag_tensor *ag_exp(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_EXP, x, exp_fwd, 0); }

@@ -48,14 +48,14 @@ static inline ag_real gelu_dx(ag_real x, ag_real y, ag_real dy)
 AG_ISA_MAP_GRAD(gelu_grad, gelu_dx)
 #endif
 
-static void gelu_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void gelu_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                      const double *farg)
 {
     (void)farg;
 #ifdef AG_DOUBLE
-    gelu_grad(n, x, y, dy, dx);
+    gelu_grad(n, x, y, dy, dx, fresh);
 #else
-    ag__gelu_grad_floats(n, x, y, dy, dx);
+    ag__gelu_grad_floats(n, x, y, dy, dx, fresh);
 #endif
 }
 

@@ -52,17 +52,18 @@ static void gelu_tanh_fwd(size_t n, const ag_real *x, ag_real *y, const double *
  *         + x * 2 s (1 - s) * du/dx    (ds/du = 0.5 tanh'(u) = 0.5 (1 - t^2) = 2 s (1 - s))
  *   du/dx = k (1 + 3 c x^2) */
 static void gelu_tanh_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
-                          const double *farg)
+                          bool fresh, const double *farg)
 {
     (void)y, (void)farg;
 #ifdef AG_DOUBLE
     for (size_t i = 0; i < n; i++) {
         double v = x[i], s = half_one_plus_tanh(v);
         double du = SQRT_2_OVER_PI * (1 + 3 * COEF * v * v);
-        dx[i] += dy[i] * (s + v * 2 * s * (1 - s) * du);
+        double d = dy[i] * (s + v * 2 * s * (1 - s) * du);
+        dx[i] = fresh ? (ag_real)d : dx[i] + (ag_real)d;
     }
 #else
-    ag__gelu_tanh_grad_floats(n, x, y, dy, dx);
+    ag__gelu_tanh_grad_floats(n, x, y, dy, dx, fresh);
 #endif
 }
 

@@ -31,11 +31,11 @@ static inline ag_real log_dx(ag_real x, ag_real y, ag_real dy) { return (void)y,
 
 AG_ISA_MAP_GRAD(log_grad, log_dx)
 
-static void log_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void log_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                     const double *farg)
 {
     (void)farg;
-    log_grad(n, x, y, dy, dx);
+    log_grad(n, x, y, dy, dx, fresh);
 }
 
 ag_tensor *ag_log(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_LOG, x, log_fwd, 0); }

@@ -13,11 +13,14 @@ static void neg_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 }
 
 /* y = -x  ->  dy/dx = -1. */
-static void neg_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void neg_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                     const double *farg)
 {
     (void)x, (void)y, (void)farg;
-    for (size_t i = 0; i < n; i++) dx[i] -= dy[i];
+    if (fresh)
+        for (size_t i = 0; i < n; i++) dx[i] = -dy[i];
+    else
+        for (size_t i = 0; i < n; i++) dx[i] -= dy[i];
 }
 
 ag_tensor *ag_neg(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_NEG, x, neg_fwd, 0); }

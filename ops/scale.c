@@ -16,12 +16,15 @@ static void scale_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg
 }
 
 /* y = s * x  ->  dy/dx = s. */
-static void scale_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void scale_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                       const double *farg)
 {
     (void)x, (void)y;
     ag_real s = (ag_real)farg[0];
-    for (size_t i = 0; i < n; i++) dx[i] += s * dy[i];
+    if (fresh)
+        for (size_t i = 0; i < n; i++) dx[i] = s * dy[i];
+    else
+        for (size_t i = 0; i < n; i++) dx[i] += s * dy[i];
 }
 
 ag_tensor *ag_scale(ag_graph *g, ag_tensor *x, double s) { return ag__unary(g, AG_OP_SCALE, x, scale_fwd, s); }

@@ -16,11 +16,14 @@ static void shift_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg
 }
 
 /* y = x + c  ->  dy/dx = 1. */
-static void shift_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void shift_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                       const double *farg)
 {
     (void)x, (void)y, (void)farg;
-    for (size_t i = 0; i < n; i++) dx[i] += dy[i];
+    if (fresh)
+        memcpy(dx, dy, n * sizeof *dx);
+    else
+        for (size_t i = 0; i < n; i++) dx[i] += dy[i];
 }
 
 ag_tensor *ag_shift(ag_graph *g, ag_tensor *x, double c) { return ag__unary(g, AG_OP_SHIFT, x, shift_fwd, c); }

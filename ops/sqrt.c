@@ -36,11 +36,11 @@ static inline ag_real sqrt_dx(ag_real x, ag_real y, ag_real dy) { return (void)x
 
 AG_ISA_MAP_GRAD(sqrt_grad, sqrt_dx)
 
-static void sqrt_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void sqrt_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                      const double *farg)
 {
     (void)farg;
-    sqrt_grad(n, x, y, dy, dx);
+    sqrt_grad(n, x, y, dy, dx, fresh);
 }
 
 ag_tensor *ag_sqrt(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_SQRT, x, sqrt_fwd, 0); }

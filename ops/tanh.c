@@ -29,11 +29,11 @@ static inline ag_real tanh_dx(ag_real x, ag_real y, ag_real dy) { return (void)x
 
 AG_ISA_MAP_GRAD(tanh_grad, tanh_dx)
 
-static void tanh_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+static void tanh_bwd(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                      const double *farg)
 {
     (void)farg;
-    tanh_grad(n, x, y, dy, dx);
+    tanh_grad(n, x, y, dy, dx, fresh);
 }
 
 ag_tensor *ag_tanh(ag_graph *g, ag_tensor *x) { return ag__unary(g, AG_OP_TANH, x, tanh_fwd, 0); }

@@ -2,6 +2,7 @@
  *
  *   ag__map:      y_i   = f(x_i)                 for i < n  (y may be x)
  *   ag__map_grad: dx_i += f(x_i, y_i, dy_i)      for i < n
+ *                 (dx_i = f(...) when dx is fresh: nothing written in it yet)
  *
  * At -O2 GCC vectorises only a loop that the vector code replaces whole
  * (its cheapest cost model): not one of n iterations, which would need a
@@ -42,13 +43,18 @@ AG_INLINE void ag__map(size_t n, const ag_real *x, ag_real *y, ag_real (*f)(ag_r
     }
 }
 
-AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
-                            ag_real (*f)(ag_real x, ag_real y, ag_real dy))
+/* dx_i (+)= f(x_i, y_i, dy_i): `add` a constant where it is called, so that
+ * each of the two loops is compiled on its own. */
+AG_INLINE void map_grad_loop(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx,
+                             ag_real (*f)(ag_real x, ag_real y, ag_real dy), const bool add)
 {
     ag_real t[AG_BLOCK];
     size_t i = 0;
     for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
-        for (int l = 0; l < AG_BLOCK; l++) t[l] = dx[i + l] + f(x[i + l], y[i + l], dy[i + l]);
+        for (int l = 0; l < AG_BLOCK; l++) {
+            ag_real v = f(x[i + l], y[i + l], dy[i + l]);
+            t[l] = add ? dx[i + l] + v : v;
+        }
         memcpy(dx + i, t, sizeof t);
     }
     if (i < n) {
@@ -56,10 +62,21 @@ AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const 
         memcpy(pad[0], x + i, (n - i) * sizeof *x);
         memcpy(pad[1], y + i, (n - i) * sizeof *y);
         memcpy(pad[2], dy + i, (n - i) * sizeof *dy);
-        memcpy(pad[3], dx + i, (n - i) * sizeof *dx);
-        for (int l = 0; l < AG_BLOCK; l++) pad[3][l] += f(pad[0][l], pad[1][l], pad[2][l]);
+        if (add) memcpy(pad[3], dx + i, (n - i) * sizeof *dx);
+        for (int l = 0; l < AG_BLOCK; l++) {
+            ag_real v = f(pad[0][l], pad[1][l], pad[2][l]);
+            pad[3][l] = add ? pad[3][l] + v : v;
+        }
         memcpy(dx + i, pad[3], (n - i) * sizeof *dx);
     }
+}
+
+/* A fresh dx is stored, not read: one stream of memory less. */
+AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
+                            ag_real (*f)(ag_real x, ag_real y, ag_real dy))
+{
+    if (fresh) map_grad_loop(n, x, y, dy, dx, f, false);
+    else map_grad_loop(n, x, y, dy, dx, f, true);
 }
 
 /* AG_ISA_MAP(name, f) defines `static void name(n, x, y)`, ag__map with f,
@@ -71,14 +88,14 @@ AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const 
  * bits (tests/test_kernels.c), unless the caller allows multiply-adds to
  * fuse around the definition (GELU's, src/core/elementwise.c). */
 #define AG_MAP_PARAMS (size_t n, const ag_real *x, ag_real *y)
-#define AG_MAP_GRAD_PARAMS (size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx)
+#define AG_MAP_GRAD_PARAMS (size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh)
 #define AG_ISA_MAP(name, f)                                                                           \
     AG_INLINE void name##_loop AG_MAP_PARAMS { ag__map(n, x, y, f); }                                  \
     AG_ISA_CLONES(void, name##_loop, AG_MAP_PARAMS, name##_loop(n, x, y))                               \
     static void name AG_MAP_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y)); }
 #define AG_ISA_MAP_GRAD(name, f)                                                                      \
-    AG_INLINE void name##_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, f); }                \
-    AG_ISA_CLONES(void, name##_loop, AG_MAP_GRAD_PARAMS, name##_loop(n, x, y, dy, dx))                  \
-    static void name AG_MAP_GRAD_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y, dy, dx)); }
+    AG_INLINE void name##_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, fresh, f); }                \
+    AG_ISA_CLONES(void, name##_loop, AG_MAP_GRAD_PARAMS, name##_loop(n, x, y, dy, dx, fresh))                  \
+    static void name AG_MAP_GRAD_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y, dy, dx, fresh)); }
 
 #endif

@@ -303,14 +303,11 @@ ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd, double
     return y;
 }
 
-/* bwd over elements [i0, i1), zero-filling a fresh dx piece by piece. */
+/* bwd over elements [i0, i1): a fresh dx is stored, not added to. */
 static void unary_bwd_range(ag_unary_bwd bwd, const ag_tensor *x, const ag_tensor *y, ag_real *dx, bool fresh,
                             size_t i0, size_t i1)
 {
-    for (size_t p0 = i0; p0 < i1; p0 += ZERO_PIECE) {
-        size_t p1 = i1 - p0 < ZERO_PIECE ? i1 : p0 + ZERO_PIECE;
-        bwd(p1 - p0, x->data + p0, y->data + p0, y->grad + p0, zero_piece(dx, fresh, p0, p1), ag__impl(y)->farg);
-    }
+    bwd(i1 - i0, x->data + i0, y->data + i0, y->grad + i0, dx + i0, fresh, ag__impl(y)->farg);
 }
 
 static void unary_bwd_piece(void *ctx, size_t t)
@@ -501,9 +498,9 @@ AG_INLINE float gelu_grad_f(float x, float y, float dy)
 }
 
 AG_ISA_MAP_GRAD(gelu_grad_map, gelu_grad_f)
-void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx)
+void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
 {
-    gelu_grad_map(n, x, y, dy, dx);
+    gelu_grad_map(n, x, y, dy, dx, fresh);
 }
 /* GELU's tanh form, x (1 + tanh u) / 2 with u = k (x + c x^3), k = sqrt(2 /
  * pi), c = 0.044715, through the logistic function:
@@ -558,9 +555,9 @@ AG_INLINE float gelu_tanh_grad_f(float x, float y, float dy)
 AG_ISA_MAP(gelu_tanh_map, gelu_tanh_f)
 AG_ISA_MAP_GRAD(gelu_tanh_grad_map, gelu_tanh_grad_f)
 void ag__gelu_tanh_floats(size_t n, const float *x, float *y) { gelu_tanh_map(n, x, y); }
-void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx)
+void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
 {
-    gelu_tanh_grad_map(n, x, y, dy, dx);
+    gelu_tanh_grad_map(n, x, y, dy, dx, fresh);
 }
 #endif
 

@@ -198,11 +198,13 @@ ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b,
                       ag_binary_fwd fwd);
 void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd);
 
-/* A unary op's kernels see whole contiguous arrays; farg is y->farg. */
+/* A unary op's kernels see whole contiguous arrays; farg is y->farg.
+ * backward adds into dx, or stores into it when `fresh` (a gradient that
+ * backward reserved and nothing has written yet). */
 typedef void (*ag_unary_fwd)(size_t n, const ag_real *x, ag_real *y,
                              const double *farg);
 typedef void (*ag_unary_bwd)(size_t n, const ag_real *x, const ag_real *y,
-                             const ag_real *dy, ag_real *dx,
+                             const ag_real *dy, ag_real *dx, bool fresh,
                              const double *farg);
 ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd,
                      double farg0);
@@ -280,9 +282,10 @@ void ag__exp_floats(size_t n, const float *x, float *y);
 void ag__log_floats(size_t n, const float *x, float *y);
 void ag__tanh_floats(size_t n, const float *x, float *y);
 void ag__gelu_floats(size_t n, const float *x, float *y);
-void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx);
+void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh);
 void ag__gelu_tanh_floats(size_t n, const float *x, float *y);
-void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx);
+void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx,
+                               bool fresh);
 #endif
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/core/threads.c). */

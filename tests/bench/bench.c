@@ -656,11 +656,15 @@ static void op_forward(void *p)
     }
 }
 
-/* backward: the op's own backward, given dy (x's gradient adds up: it is
- * a parameter's) */
+/* backward: the op's own backward, given dy, into a gradient buffer that
+ * backward has reserved and nothing has written yet, as an intermediate
+ * tensor's is in a training step (softmax's input, an activation's): the
+ * op stores dx there rather than adding to it.  PyTorch's
+ * autograd.grad likewise returns a new dx. */
 static void op_backward(void *p)
 {
     op_ctx *o = p;
+    ag__impl(o->x)->unset = true;
     o->y->grad = o->dy;
     ag_op_table[o->c->op]->backward(o->g, o->y);
 }
@@ -702,9 +706,9 @@ static void bench_ops(const char *python, int have_torch, double budget)
     int ok = have_torch && torch_ops(python, cases, NC, sizes, NS, budget / 2, tf, tb);
     if (have_torch && !ok) fprintf(stderr, "bench: tests/bench/ops.py failed; attograd alone\n");
     emit("\n### 4. Single ops, one thread, ns per element (lower is better)\n\n");
-    emit("Forward: y = op(x) recorded on a fresh graph; backward: the op's own backward given dy, adding "
-         "into x's gradient.  softmax and log_softmax over rows of %d.  PyTorch: the same ops on float32 "
-         "(tests/bench/ops.py: forward with x requiring grad, backward torch.autograd.grad(y, x, dy))%s.  "
+    emit("Forward: y = op(x) recorded on a fresh graph; backward: the op's own backward given dy, writing "
+         "x's gradient into a buffer reserved for it, as for an intermediate tensor in a training step.  softmax and log_softmax over rows of %d.  PyTorch: the same ops on float32 "
+         "(tests/bench/ops.py: forward with x requiring grad, backward torch.autograd.grad(y, x, dy), a new dx)%s.  "
          "Target: every speed-up at least 1x.\n\n",
          OP_ROW, have_torch ? ", measured in the same run" : " is not available: attograd alone");
     emit("| op | elements | attograd fwd | PyTorch fwd | speed-up | attograd bwd | PyTorch bwd | speed-up |\n");

@@ -54,60 +54,14 @@ ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
     return y;
 }
 
-/* The backward's exps are taken this many at a time, into a buffer on the
- * stack. */
-enum { EXP_PIECE = 256 };
-
-/* dx_i (+)= dy_i - e_i s for i < k: stored into a fresh dx
- * (ag__grad_fresh), else added; in blocks of 16 that -O2 vectorises
- * (core/blocks.h), then the rest; one clone per instruction set
- * (AG_ISA_CLONES), all giving the same bits. */
-#define UPDATE_PARAMS (size_t k, const ag_real *e, ag_real s, const ag_real *dy, ag_real *dx, bool fresh)
-static inline AG_ALWAYS_INLINE void update UPDATE_PARAMS
-{
-    size_t i = 0;
-    for (; i + AG_BLOCK <= k; i += AG_BLOCK) {
-        ag_real t[AG_BLOCK];
-        if (fresh)
-            for (int l = 0; l < AG_BLOCK; l++) t[l] = dy[i + l] - e[i + l] * s;
-        else
-            for (int l = 0; l < AG_BLOCK; l++) t[l] = dx[i + l] + (dy[i + l] - e[i + l] * s);
-        memcpy(dx + i, t, sizeof t);
-    }
-    for (; i < k; i++) dx[i] = fresh ? dy[i] - e[i] * s : dx[i] + (dy[i] - e[i] * s);
-}
-AG_ISA_CLONES(void, update, UPDATE_PARAMS, update(k, e, s, dy, dx, fresh))
-
 static void log_softmax_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
     bool fresh;
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx || y->size == 0) return;
-    size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1, rows = y->size / n;
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *yr = y->data + r * n, *dyr = y->grad + r * n;
-        ag_real *dxr = dx + r * n;
-        /* a masked row is -inf throughout; a live row has max_i y_i =
-         * -log(sum) > -inf (its first y is most often finite, which
-         * settles it); a row with a NaN or +inf input is NaN throughout
-         * (and so its dx) */
-        if (yr[0] == -INFINITY && ag__row_max(n, yr) == -INFINITY) {
-            if (fresh) memset(dxr, 0, n * sizeof *dxr); /* nothing flows into it */
-            continue;
-        }
-        ag_real sdy = ag__sum(n, dyr); /* sum_j dy_j */
-        /* y_i = x_i - m - log(sum_j exp(x_j - m)):
-         * dx_i = dy_i - exp(y_i) sum_j dy_j,
-         * a piece of the row at a time: its exp(y_i) into a buffer first
-         * (vectorised), then the update in blocks of 16 */
-        for (size_t j = 0; j < n; j += EXP_PIECE) {
-            size_t k = n - j < EXP_PIECE ? n - j : EXP_PIECE;
-            ag_real e[EXP_PIECE];
-            ag__exp_sum(k, yr + j, 0, e);
-            AG_ISA_CALL(update, (k, e, sdy, dyr + j, dxr + j, fresh));
-        }
-    }
+    size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1;
+    ag__log_softmax_grad_rows(y->size / n, n, y->data, y->grad, dx, fresh);
 }
 
 static ag_tensor *case_log_softmax(ag_graph *g, ag_tensor *const *in) { return ag_log_softmax(g, in[0]); }

@@ -655,6 +655,63 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
     return AG_ISA_CALL(exp_sum, (n, x, shift, y));
 }
 
+/* The backward's exps are taken this many at a time, into a buffer on the
+ * stack. */
+enum { EXP_PIECE = 256 };
+
+/* dx_i (+)= dy_i - exp(y_i) s for i < n (stored where `fresh`): a piece's
+ * exps into a buffer (exp_sum's vector loop), then the update in blocks of
+ * 16 (core/blocks.h), then the rest. */
+static inline AG_ALWAYS_INLINE void log_softmax_grad_row(size_t n, const ag_real *y, const ag_real *dy, ag_real s,
+                                                         ag_real *dx, bool fresh)
+{
+    for (size_t j = 0; j < n; j += EXP_PIECE) {
+        size_t k = n - j < EXP_PIECE ? n - j : EXP_PIECE, i = 0;
+        ag_real e[EXP_PIECE];
+        exp_sum(k, y + j, 0, e);
+        const ag_real *dyp = dy + j;
+        ag_real *dxp = dx + j;
+        for (; i + AG_BLOCK <= k; i += AG_BLOCK) {
+            ag_real t[AG_BLOCK];
+            if (fresh)
+                for (int l = 0; l < AG_BLOCK; l++) t[l] = dyp[i + l] - e[i + l] * s;
+            else
+                for (int l = 0; l < AG_BLOCK; l++) t[l] = dxp[i + l] + (dyp[i + l] - e[i + l] * s);
+            memcpy(dxp + i, t, sizeof t);
+        }
+        for (; i < k; i++) dxp[i] = fresh ? dyp[i] - e[i] * s : dxp[i] + (dyp[i] - e[i] * s);
+    }
+}
+
+/* log-softmax's backward over `rows` rows of n:
+ *   y_i = x_i - m - log(sum_j exp(x_j - m))  ->  dx_i (+)= dy_i - exp(y_i) sum_j dy_j
+ * A masked row is -inf throughout and gets nothing; a live row has max_i
+ * y_i = -log(sum) > -inf (its first y is most often finite, which settles
+ * it); a row with a NaN or +inf input is NaN throughout, and so its dx. */
+static inline AG_ALWAYS_INLINE void log_softmax_grad(size_t rows, size_t n, const ag_real *y, const ag_real *dy,
+                                                     ag_real *dx, bool fresh)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *yr = y + r * n, *dyr = dy + r * n;
+        ag_real *dxr = dx + r * n;
+        if (yr[0] == -INFINITY && row_max(n, yr) == -INFINITY) {
+            if (fresh) memset(dxr, 0, n * sizeof *dxr); /* nothing flows into it */
+            continue;
+        }
+        /* sum_j dy_j: 16 partial sums, then the rest, then the lanes in order */
+        ag_real lane[16] = {0}, s = 0;
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            for (int l = 0; l < 16; l++) lane[l] += dyr[i + l];
+        for (; i < n; i++) s += dyr[i];
+        for (int l = 0; l < 16; l++) s += lane[l];
+        log_softmax_grad_row(n, yr, dyr, s, dxr, fresh);
+    }
+}
+#define LSM_GRAD_PARAMS (size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh)
+AG_ISA_CLONES(void, log_softmax_grad, LSM_GRAD_PARAMS, log_softmax_grad(rows, n, y, dy, dx, fresh))
+void ag__log_softmax_grad_rows LSM_GRAD_PARAMS { AG_ISA_CALL(log_softmax_grad, (rows, n, y, dy, dx, fresh)); }
+
 #ifndef AG_DOUBLE
 /* softmax of one row of n <= 16 NV floats held in NV vectors of 16 lanes,
  * the padding -inf: the max, the exps and the sum in registers, lanes
@@ -784,22 +841,6 @@ ag_real ag__sum(size_t n, const ag_real *x)
     for (; i < n; i++) s += x[i];
     for (int l = 0; l < 16; l++) s += lane[l];
     return s;
-}
-
-/* a[0] b[0] + ... + a[n-1] b[n-1] in 16 partial sums, added up as a tree
- * (4 vectors of 4 lanes into one, then its lanes): a chain of 16
- * dependent additions would cost as much as the products of a row of a
- * hundred.  A fixed order: the same result on every run. */
-ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b)
-{
-    ag_real lane[16] = {0}, s = 0;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) lane[l] += a[i + l] * b[i + l];
-    for (; i < n; i++) s += a[i] * b[i];
-    ag_real q[4];
-    for (int l = 0; l < 4; l++) q[l] = (lane[l] + lane[l + 4]) + (lane[l + 8] + lane[l + 12]);
-    return s + ((q[0] + q[1]) + (q[2] + q[3]));
 }
 
 ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, bool average)

@@ -257,6 +257,10 @@ ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor
 
 /* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/core/elementwise.c). */
 ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
+/* log-softmax's backward over `rows` rows of n, from its output y:
+ * dx_i (+)= dy_i - exp(y_i) sum_j dy_j, stored into a fresh dx
+ * (src/core/elementwise.c) */
+void ag__log_softmax_grad_rows(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
 /* dst [N, C] = 0, then dst[idx[i]] = src[i] for i < n, in one pass:
  * idx must be strictly increasing (ag__increasing). */
 void ag__scatter_rows(ag_real *dst, size_t N, size_t C, const ag_real *src, const int *idx, size_t n);
@@ -264,10 +268,9 @@ bool ag__increasing(const int *idx, size_t n);
 /* y = softmax(z) over `rows` rows of n values; z may be y (a row of all
  * -inf gives zeros; a row holding a NaN or +inf gives NaNs). */
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
-/* sum_i x_i and sum_i a_i b_i over n >= 0 values, in 16 partial sums
- * added in a fixed order (vectorised; the same on every run). */
+/* sum_i x_i over n >= 0 values, in 16 partial sums added in a fixed order
+ * (vectorised; the same on every run); ag__dot (core/blocks.h) likewise. */
 ag_real ag__sum(size_t n, const ag_real *x);
-ag_real ag__dot(size_t n, const ag_real *a, const ag_real *b);
 /* max_i x_i over n >= 0 values (-inf for none).  NaNs are passed over,
  * except in a row with nothing above -inf: there a NaN gives NaN, so that
  * the row is not taken for a fully masked one. */

@@ -3,17 +3,12 @@
  * forward:  y[i] = a[i'] + b[i'']        (i', i'': i with stretched axes at 0)
  * backward: da[i'] += dy[i],  db[i''] += dy[i]
  *           (summing dy over the axes along which a or b was stretched) */
+#include "core/blocks.h"
 #include "core/internal.h"
 
-static void add_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
-{
-    if (sa == 1 && sb == 1) { /* the common case, vectorised */
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
-        return;
-    }
-    for (size_t i = 0; i < n; i++) y[i] = a[i * sa] + b[i * sb];
-}
+static inline ag_real plus(ag_real a, ag_real b) { return a + b; }
+
+AG_ISA_ZIP(add_fwd, plus) /* contiguous runs as wide as the CPU's vectors */
 
 static void add_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb,
                     const ag_real *y, const ag_real *dy, ag_real *da, ag_real *db)

@@ -3,29 +3,35 @@
  * forward:  y[i] = a[i'] * b[i'']
  * backward: da[i'] += dy[i] * b[i''],  db[i''] += dy[i] * a[i']
  *           (summed over the axes along which a or b was stretched) */
+#include "core/blocks.h"
 #include "core/internal.h"
 
-static void mul_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
+static inline ag_real times(ag_real a, ag_real b) { return a * b; }
+
+AG_ISA_ZIP(mul_fwd, times) /* contiguous runs as wide as the CPU's vectors */
+
+/* d_i += u_i v_i for i < n, in blocks of 16 (core/blocks.h), one clone
+ * per instruction set (no multiply-add fuses: the same bits in each). */
+#define MAC_PARAMS (size_t n, const ag_real *u, const ag_real *v, ag_real *d)
+static inline AG_ALWAYS_INLINE void mac MAC_PARAMS
 {
-    if (sa == 1 && sb == 1) { /* the common case, vectorised */
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) y[i] = a[i] * b[i];
-        return;
+    ag_real t[AG_BLOCK];
+    size_t i = 0;
+    for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = d[i + l] + u[i + l] * v[i + l];
+        memcpy(d + i, t, sizeof t);
     }
-    for (size_t i = 0; i < n; i++) y[i] = a[i * sa] * b[i * sb];
+    for (; i < n; i++) d[i] += u[i] * v[i];
 }
+AG_ISA_CLONES(void, mac, MAC_PARAMS, mac(n, u, v, d))
 
 static void mul_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb,
                     const ag_real *y, const ag_real *dy, ag_real *da, ag_real *db)
 {
     (void)y;
-    if (sa == 1 && sb == 1) { /* the common case, vectorised */
-        if (da)
-#pragma omp simd
-            for (size_t i = 0; i < n; i++) da[i] += dy[i] * b[i];
-        if (db)
-#pragma omp simd
-            for (size_t i = 0; i < n; i++) db[i] += dy[i] * a[i];
+    if (sa == 1 && sb == 1) { /* the common case, as wide as the CPU's vectors */
+        if (da) AG_ISA_CALL(mac, (n, dy, b, da));
+        if (db) AG_ISA_CALL(mac, (n, dy, a, db));
         return;
     }
     if (da)

@@ -3,12 +3,12 @@
  * forward:  y[i] = a[i'] - b[i'']        (i', i'': i with stretched axes at 0)
  * backward: da[i'] += dy[i],  db[i''] -= dy[i]
  *           (summing dy over the axes along which a or b was stretched) */
+#include "core/blocks.h"
 #include "core/internal.h"
 
-static void sub_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
-{
-    for (size_t i = 0; i < n; i++) y[i] = a[i * sa] - b[i * sb];
-}
+static inline ag_real minus(ag_real a, ag_real b) { return a - b; }
+
+AG_ISA_ZIP(sub_fwd, minus) /* contiguous runs as wide as the CPU's vectors */
 
 /* d(a - b)/da = 1, d(a - b)/db = -1. */
 static void sub_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb,

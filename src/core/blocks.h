@@ -72,6 +72,18 @@ AG_INLINE void map_grad_loop(size_t n, const ag_real *x, const ag_real *y, const
 }
 
 /* A fresh dx is stored, not read: one stream of memory less. */
+/* y_i = f(a_i, b_i) for i < n, in blocks of 16 as ag__map. */
+AG_INLINE void ag__zip(size_t n, const ag_real *a, const ag_real *b, ag_real *y, ag_real (*f)(ag_real, ag_real))
+{
+    ag_real t[AG_BLOCK];
+    size_t i = 0;
+    for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = f(a[i + l], b[i + l]);
+        memcpy(y + i, t, sizeof t);
+    }
+    for (; i < n; i++) y[i] = f(a[i], b[i]);
+}
+
 AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh,
                             ag_real (*f)(ag_real x, ag_real y, ag_real dy))
 {
@@ -93,10 +105,41 @@ AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const 
     AG_INLINE void name##_loop AG_MAP_PARAMS { ag__map(n, x, y, f); }                                  \
     AG_ISA_CLONES(void, name##_loop, AG_MAP_PARAMS, name##_loop(n, x, y))                               \
     static void name AG_MAP_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y)); }
+/* AG_ISA_ZIP(name, f) defines a binary op's forward (ag_binary_fwd,
+ * core/internal.h) `static void name(n, a, sa, b, sb, y)`: runs of
+ * contiguous a and b (sa = sb = 1) through ag__zip with f, one clone per
+ * instruction set; a stretched operand (stride 0) element by element. */
+#define AG_ZIP_PARAMS (size_t n, const ag_real *a, const ag_real *b, ag_real *y)
+#define AG_ISA_ZIP(name, f)                                                                           \
+    AG_INLINE void name##_loop AG_ZIP_PARAMS { ag__zip(n, a, b, y, f); }                               \
+    AG_ISA_CLONES(void, name##_loop, AG_ZIP_PARAMS, name##_loop(n, a, b, y))                            \
+    static void name(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)   \
+    {                                                                                                  \
+        if (sa == 1 && sb == 1) {                                                                      \
+            AG_ISA_CALL(name##_loop, (n, a, b, y));                                                    \
+            return;                                                                                    \
+        }                                                                                              \
+        for (size_t i = 0; i < n; i++) y[i] = f(a[i * sa], b[i * sb]);                                 \
+    }
 #define AG_ISA_MAP_GRAD(name, f)                                                                      \
     AG_INLINE void name##_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, fresh, f); }                \
     AG_ISA_CLONES(void, name##_loop, AG_MAP_GRAD_PARAMS, name##_loop(n, x, y, dy, dx, fresh))                  \
     static void name AG_MAP_GRAD_PARAMS { AG_ISA_CALL(name##_loop, (n, x, y, dy, dx, fresh)); }
+
+/* x[0] + ... + x[n-1] in 16 partial sums (one per vector lane of floats),
+ * added up as a tree (as ag__dot's): the same result on every run and in
+ * every clone, and no chain of n, or 16, dependent additions. */
+AG_INLINE ag_real ag__sum(size_t n, const ag_real *x)
+{
+    ag_real lane[16] = {0}, s = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) lane[l] += x[i + l];
+    for (; i < n; i++) s += x[i];
+    ag_real q[4];
+    for (int l = 0; l < 4; l++) q[l] = (lane[l] + lane[l + 4]) + (lane[l + 8] + lane[l + 12]);
+    return s + ((q[0] + q[1]) + (q[2] + q[3]));
+}
 
 /* a[0] b[0] + ... + a[n-1] b[n-1] in 16 partial sums, added up as a tree
  * (4 vectors of 4 lanes into one, then its lanes): a chain of 16

@@ -226,7 +226,7 @@ void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
     /* a + a: the second ag__grad_fresh finds the buffer taken (fb false),
      * so it is zeroed once, piece by piece, and both parts add into it */
     if ((a->requires_grad && !shared && !da) || (b->requires_grad && !db)) return;
-    if (y->size == 0) return;
+    if (y->size == 0 || (!da && !db)) return; /* nothing left to compute */
     walk w;
     if (y->ndim > 0) walk_init(&w, a, b, y->ndim, y->shape);
     size_t run = y->ndim ? (size_t)w.shape[w.ndim - 1] : 1, nruns = y->size / run;
@@ -828,20 +828,30 @@ static void reduce_split(const ag_tensor *x, int axis, size_t *outer, size_t *n,
     *inner = ag__numel(x->ndim - axis - 1, x->shape + axis + 1);
 }
 
-/* x[0] + ... + x[n-1] in 16 partial sums (one per vector lane of floats),
- * added up in a fixed order: the same result on every run, and no chain of
- * n dependent additions. */
-ag_real ag__sum(size_t n, const ag_real *x)
+/* y[r] = sum of row r of x, `rows` rows of n (ag__sum, core/blocks.h);
+ * one clone per instruction set, the same order of additions in each. */
+#define SUM_ROWS_PARAMS (size_t rows, size_t n, const ag_real *x, ag_real *y)
+static inline AG_ALWAYS_INLINE void sum_rows SUM_ROWS_PARAMS
 {
-    ag_real lane[16] = {0}, s = 0;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-#pragma omp simd
-        for (int l = 0; l < 16; l++) lane[l] += x[i + l];
-    for (; i < n; i++) s += x[i];
-    for (int l = 0; l < 16; l++) s += lane[l];
-    return s;
+    for (size_t r = 0; r < rows; r++) y[r] = ag__sum(n, x + r * n);
 }
+AG_ISA_CLONES(void, sum_rows, SUM_ROWS_PARAMS, sum_rows(rows, n, x, y))
+
+/* Its backward: row r of dx (+)= dy[r] (/ n), stored where `fresh`. */
+#define SPREAD_PARAMS (size_t rows, size_t n, const ag_real *dy, bool average, ag_real *dx, bool fresh)
+static inline AG_ALWAYS_INLINE void spread_rows SPREAD_PARAMS
+{
+    for (size_t r = 0; r < rows; r++) {
+        ag_real v = average ? dy[r] / (ag_real)n : dy[r], *d = dx + r * n;
+        if (fresh)
+#pragma omp simd
+            for (size_t k = 0; k < n; k++) d[k] = v;
+        else
+#pragma omp simd
+            for (size_t k = 0; k < n; k++) d[k] += v;
+    }
+}
+AG_ISA_CLONES(void, spread_rows, SPREAD_PARAMS, spread_rows(rows, n, dy, average, dx, fresh))
 
 ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, bool average)
 {
@@ -867,11 +877,11 @@ ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, 
     if (!y) return NULL;
     ag__impl(y)->iarg[0] = a;
     ag__impl(y)->iarg[1] = a >= 0 && keepdim;
+    if (inner == 1) /* contiguous runs: each summed in vector lanes */
+        AG_ISA_CALL(sum_rows, (outer, n, x->data, y->data));
     for (size_t o = 0; o < outer; o++) {
         ag_real *yo = y->data + o * inner;
-        if (inner == 1) { /* a contiguous run: summed in vector lanes */
-            yo[0] = ag__sum(n, x->data + o * n);
-        } else { /* inner sums side by side, each in order */
+        if (inner > 1) { /* inner sums side by side, each in order */
             for (size_t i = 0; i < inner; i++) yo[i] = 0;
             for (size_t k = 0; k < n; k++) {
                 const ag_real *xk = x->data + (o * n + k) * inner;
@@ -894,19 +904,13 @@ void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average)
     size_t outer, n, inner;
     reduce_split(x, ag__impl(y)->iarg[0], &outer, &n, &inner);
     /* y[o, i] = sum_k x[o, k, i] (/ n)  ->  dx[o, k, i] += dy[o, i] (/ n) */
+    if (inner == 1) { /* one output a row: the same share for every k */
+        AG_ISA_CALL(spread_rows, (outer, n, y->grad, average, dx, fresh));
+        return;
+    }
     for (size_t o = 0; o < outer; o++) {
         const ag_real *dyo = y->grad + o * inner;
         ag_real *dxo = dx + o * n * inner;
-        if (inner == 1) { /* one output: the same share for every k */
-            ag_real v = average ? dyo[0] / (ag_real)n : dyo[0];
-            if (fresh)
-#pragma omp simd
-                for (size_t k = 0; k < n; k++) dxo[k] = v;
-            else
-#pragma omp simd
-                for (size_t k = 0; k < n; k++) dxo[k] += v;
-            continue;
-        }
         for (size_t k = 0; k < n; k++)
             for (size_t i = 0; i < inner; i++) {
                 ag_real v = average ? dyo[i] / (ag_real)n : dyo[i];

@@ -268,9 +268,6 @@ bool ag__increasing(const int *idx, size_t n);
 /* y = softmax(z) over `rows` rows of n values; z may be y (a row of all
  * -inf gives zeros; a row holding a NaN or +inf gives NaNs). */
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
-/* sum_i x_i over n >= 0 values, in 16 partial sums added in a fixed order
- * (vectorised; the same on every run); ag__dot (core/blocks.h) likewise. */
-ag_real ag__sum(size_t n, const ag_real *x);
 /* max_i x_i over n >= 0 values (-inf for none).  NaNs are passed over,
  * except in a row with nothing above -inf: there a NaN gives NaN, so that
  * the row is not taken for a fully masked one. */

@@ -14,7 +14,8 @@
  *   and each at 1 and 2 threads.  PyTorch and OpenBLAS get the same thread
  *   count (torch.set_num_threads, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS).
  *   4. single ops (exp, log, sqrt, tanh, gelu, gelu_tanh, relu, softmax,
- *      log_softmax), ns per element, forward and backward apart, at one
+ *      log_softmax, add, a broadcast bias, mul, sum over rows, layer_norm,
+ *      cross_entropy), ns per element, forward and backward apart, at one
  *      thread, against the same ops in PyTorch (tests/bench/ops.py).
  *
  * Memory: this program replaces malloc (glibc's __libc_* underneath) to
@@ -623,7 +624,8 @@ static void bench_translator(const int *threads, int nthreads, const char *pytho
 
 /* ---- 4. single ops, ns per element ------------------------------------------------- */
 
-/* softmax and log_softmax run over rows of OP_ROW values (tests/bench/ops.py too). */
+/* softmax, log_softmax, add_bias, sum_rows, layer_norm and cross_entropy run
+ * over rows of OP_ROW values (tests/bench/ops.py too). */
 enum { OP_ROW = 128 };
 
 typedef struct op_case {
@@ -634,14 +636,30 @@ typedef struct op_case {
     double lo, hi;
 } op_case;
 
+/* The other operands of the ops that take more than x: constants (no
+ * gradient) of x's shape (b), of a row's (gain, bias), and a target class
+ * per row; made for each case in bench_ops. */
+static struct {
+    ag_tensor *b, *gain, *bias;
+    int *targets;
+} op_in;
+
 static ag_tensor *op_relu(ag_graph *g, ag_tensor *x) { return ag_relu(g, x); }
 static ag_tensor *op_softmax(ag_graph *g, ag_tensor *x) { return ag_softmax(g, x); }
+static ag_tensor *op_add(ag_graph *g, ag_tensor *x) { return ag_add(g, x, op_in.b); }
+static ag_tensor *op_add_bias(ag_graph *g, ag_tensor *x) { return ag_add(g, x, op_in.bias); }
+static ag_tensor *op_mul(ag_graph *g, ag_tensor *x) { return ag_mul(g, x, op_in.b); }
+static ag_tensor *op_sum_rows(ag_graph *g, ag_tensor *x) { return ag_sum(g, x, -1, 0); }
+static ag_tensor *op_layer_norm(ag_graph *g, ag_tensor *x) { return ag_layer_norm(g, x, op_in.gain, op_in.bias, 1e-5); }
+static ag_tensor *op_cross_entropy(ag_graph *g, ag_tensor *x) { return ag_cross_entropy(g, x, op_in.targets, -1, 0); }
 
 typedef struct op_ctx {
     const op_case *c;
     ag_graph *g;
     ag_tensor *x, *y; /* x: a parameter, so it outlives the graph's resets */
     ag_real *dy;
+    ag_real *x_grad; /* x's own gradient buffer, while x->grad is dy's */
+    bool share;      /* x's gradient is dy's buffer (see op_backward) */
 } op_ctx;
 
 /* forward: y = op(x) on a fresh graph, as in a training step */
@@ -660,12 +678,15 @@ static void op_forward(void *p)
  * backward has reserved and nothing has written yet, as an intermediate
  * tensor's is in a training step (softmax's input, an activation's): the
  * op stores dx there rather than adding to it.  PyTorch's
- * autograd.grad likewise returns a new dx. */
+ * autograd.grad likewise returns a new dx.  Where dx = dy (add, for the
+ * operand of y's shape), ag_backward gives x y's gradient buffer itself
+ * (grad_passes_to_src0), as PyTorch passes dy on: so does this. */
 static void op_backward(void *p)
 {
     op_ctx *o = p;
     ag__impl(o->x)->unset = true;
     o->y->grad = o->dy;
+    if (o->share) o->x->grad = o->dy;
     ag_op_table[o->c->op]->backward(o->g, o->y);
 }
 
@@ -691,6 +712,24 @@ static int torch_ops(const char *python, const op_case *cases, int ncases, const
     return pclose(f) == 0 && got == ncases * nsizes;
 }
 
+/* op_in for x of n values (rows of OP_ROW): b uniform in [-1, 1), gain
+ * near 1, bias small, targets uniform classes.  0 without memory. */
+static int op_inputs(ag_store *st, int n, ag_rng *r)
+{
+    op_in.b = ag_store_constant(st, "b", 1, (int[]){n}, NULL);
+    op_in.gain = ag_store_constant(st, "gain", 1, (int[]){OP_ROW}, NULL);
+    op_in.bias = ag_store_constant(st, "bias", 1, (int[]){OP_ROW}, NULL);
+    op_in.targets = malloc((size_t)(n / OP_ROW) * sizeof *op_in.targets);
+    if (!op_in.b || !op_in.gain || !op_in.bias || !op_in.targets) return 0;
+    for (int i = 0; i < n; i++) op_in.b->data[i] = (ag_real)(ag_rng_uniform(r) * 2 - 1);
+    for (int i = 0; i < OP_ROW; i++) {
+        op_in.gain->data[i] = (ag_real)(0.5 + ag_rng_uniform(r));
+        op_in.bias->data[i] = (ag_real)(ag_rng_uniform(r) * 0.2 - 0.1);
+    }
+    for (int i = 0; i < n / OP_ROW; i++) op_in.targets[i] = (int)(ag_rng_next(r) % OP_ROW);
+    return 1;
+}
+
 static void bench_ops(const char *python, int have_torch, double budget)
 {
     static const op_case cases[] = {
@@ -699,6 +738,10 @@ static void bench_ops(const char *python, int have_torch, double budget)
         {"gelu", AG_OP_GELU, ag_gelu, 0, -4, 4},       {"gelu_tanh", AG_OP_GELU_TANH, ag_gelu_tanh, 0, -4, 4},
         {"relu", AG_OP_RELU, op_relu, 0, -4, 4},
         {"softmax", AG_OP_SOFTMAX, op_softmax, 1, -4, 4}, {"log_softmax", AG_OP_LOG_SOFTMAX, ag_log_softmax, 1, -4, 4},
+        {"add", AG_OP_ADD, op_add, 0, -4, 4},          {"add_bias", AG_OP_ADD, op_add_bias, 1, -4, 4},
+        {"mul", AG_OP_MUL, op_mul, 0, -4, 4},          {"sum_rows", AG_OP_SUM, op_sum_rows, 1, -4, 4},
+        {"layer_norm", AG_OP_LAYER_NORM, op_layer_norm, 1, -4, 4},
+        {"cross_entropy", AG_OP_CROSS_ENTROPY, op_cross_entropy, 1, -4, 4},
     };
     static const int sizes[] = {1 << 16, 1 << 20};
     enum { NC = sizeof cases / sizeof cases[0], NS = sizeof sizes / sizeof sizes[0] };
@@ -707,8 +750,8 @@ static void bench_ops(const char *python, int have_torch, double budget)
     if (have_torch && !ok) fprintf(stderr, "bench: tests/bench/ops.py failed; attograd alone\n");
     emit("\n### 4. Single ops, one thread, ns per element (lower is better)\n\n");
     emit("Forward: y = op(x) recorded on a fresh graph; backward: the op's own backward given dy, writing "
-         "x's gradient into a buffer reserved for it, as for an intermediate tensor in a training step.  softmax and log_softmax over rows of %d.  PyTorch: the same ops on float32 "
-         "(tests/bench/ops.py: forward with x requiring grad, backward torch.autograd.grad(y, x, dy), a new dx)%s.  "
+         "x's gradient into a buffer reserved for it, as for an intermediate tensor in a training step; other operands are constants (no gradient).  softmax, log_softmax, add_bias (a bias broadcast over the rows), sum_rows, layer_norm and cross_entropy over rows of %d.  PyTorch: the same ops on float32 "
+         "(tests/bench/ops.py: forward with x requiring grad, backward torch.autograd.grad(y, x, dy), a new dx; for sum_rows, whose dx PyTorch returns as a broadcast view of dy, made contiguous)%s.  "
          "Target: every speed-up at least 1x.\n\n",
          OP_ROW, have_torch ? ", measured in the same run" : " is not available: attograd alone");
     emit("| op | elements | attograd fwd | PyTorch fwd | speed-up | attograd bwd | PyTorch bwd | speed-up |\n");
@@ -732,8 +775,15 @@ static void bench_ops(const char *python, int have_torch, double budget)
                 o.x->data[i] = (ag_real)(cases[c].lo + (cases[c].hi - cases[c].lo) * ag_rng_uniform(&r));
                 o.dy[i] = (ag_real)(ag_rng_uniform(&r) * 2 - 1);
             }
+            if (!op_inputs(st, n, &r)) {
+                fprintf(stderr, "bench: out of memory for %s\n", cases[c].name);
+                exit(1);
+            }
             double f = best_time(op_forward, &o, budget / 2) * 1e9 / n;
+            o.x_grad = o.x->grad;
+            o.share = ag_op_table[cases[c].op]->grad_passes_to_src0 && o.y->size == o.x->size;
             double b = best_time(op_backward, &o, budget / 2) * 1e9 / n;
+            o.x->grad = o.x_grad; /* the store frees its own */
             char rf[32], rb[32], pf[32], pb[32];
             ratio_cell(rf, sizeof rf, ok ? tf[c][s] / f : 0);
             ratio_cell(rb, sizeof rb, ok ? tb[c][s] / b : 0);
@@ -741,6 +791,7 @@ static void bench_ops(const char *python, int have_torch, double budget)
             snprintf(pb, sizeof pb, ok ? "%.3f" : "-", tb[c][s]);
             emit("| %s | %d | %.3f | %s | %s | %.3f | %s | %s |\n", cases[c].name, n, f, pf, rf, b, pb, rb);
             free(o.dy);
+            free(op_in.targets);
             ag_graph_free(o.g);
             ag_store_free(st);
         }

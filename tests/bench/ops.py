@@ -6,9 +6,12 @@ apart, as tests/bench/bench.c times attograd's:
 
     forward:  y = op(x), x requiring grad (the graph is recorded)
     backward: torch.autograd.grad(y, x, dy, retain_graph=True), the op's
-              backward alone (dy given, a new dx returned)
+              backward alone (dy given, a new dx returned; sum_rows's
+              dx, a broadcast view of dy, made contiguous)
 
-softmax and log_softmax run over rows of ROW values ([N / ROW, ROW]).
+softmax, log_softmax, add_bias, sum_rows, layer_norm and cross_entropy run
+over rows of ROW values ([N / ROW, ROW]); the other operands (b, gain,
+bias, targets) are constants that need no gradient.
 Inputs: uniform in [-4, 4], or [0.1, 4] for log and sqrt.
 
     /usr/bin/python3 tests/bench/ops.py --threads 1 [--seconds S] N [N ...]
@@ -22,6 +25,10 @@ import sys
 import time
 
 ROW = 128
+# Ops whose dx PyTorch returns as a view of dy (sum's: dy broadcast along
+# the summed axis, stride 0, no values written): made contiguous, so that
+# both sides write the n values of dx.
+VIEW_GRADS = {"sum_rows"}
 
 
 def best_time(fn, seconds):
@@ -65,15 +72,29 @@ def main():
         ("relu", torch.relu, False, -4, 4),
         ("softmax", lambda x: torch.softmax(x, -1), True, -4, 4),
         ("log_softmax", lambda x: torch.log_softmax(x, -1), True, -4, 4),
+        ("add", lambda x: x + other["b"], False, -4, 4),
+        ("add_bias", lambda x: x + other["bias"], True, -4, 4),
+        ("mul", lambda x: x * other["b"], False, -4, 4),
+        ("sum_rows", lambda x: x.sum(-1), True, -4, 4),
+        ("layer_norm", lambda x: F.layer_norm(x, (ROW,), other["gain"], other["bias"], 1e-5), True, -4, 4),
+        ("cross_entropy", lambda x: F.cross_entropy(x, other["targets"]), True, -4, 4),
     ]
+    other = {}  # the other operands, constants made for each size
     for n in a.sizes:
         for name, op, rows, lo, hi in ops:
             shape = (n // ROW, ROW) if rows else (n,)
             x = (torch.rand(shape) * (hi - lo) + lo).requires_grad_(True)
+            other["b"] = torch.rand(shape) * 2 - 1
+            other["gain"] = torch.rand(ROW) + 0.5
+            other["bias"] = torch.rand(ROW) * 0.2 - 0.1
+            other["targets"] = torch.randint(0, ROW, (n // ROW,))
             fwd = best_time(lambda: op(x), a.seconds)  # recording the graph, as attograd does
             y = op(x)
-            dy = torch.rand(shape) * 2 - 1
-            bwd = best_time(lambda: torch.autograd.grad(y, x, dy, retain_graph=True), a.seconds)
+            dy = torch.rand(y.shape) * 2 - 1
+            if name in VIEW_GRADS:  # dx as values, as attograd writes them
+                bwd = best_time(lambda: torch.autograd.grad(y, x, dy, retain_graph=True)[0].contiguous(), a.seconds)
+            else:
+                bwd = best_time(lambda: torch.autograd.grad(y, x, dy, retain_graph=True), a.seconds)
             print("%s %d %.4f %.4f" % (name, n, fwd / n * 1e9, bwd / n * 1e9), flush=True)
 
 

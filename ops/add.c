@@ -10,20 +10,24 @@ static inline ag_real plus(ag_real a, ag_real b) { return a + b; }
 
 AG_ISA_ZIP(add_fwd, plus) /* contiguous runs as wide as the CPU's vectors */
 
-static void add_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb,
-                    const ag_real *y, const ag_real *dy, ag_real *da, ag_real *db)
+/* d_i (+)= dy_i at stride s: a fresh d (stride 1) is a copy of dy. */
+static void pass_on(size_t n, const ag_real *dy, ag_real *d, size_t s, bool fresh)
+{
+    if (fresh)
+        memcpy(d, dy, n * sizeof *d);
+    else if (s == 1)
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) d[i] += dy[i];
+    else
+        for (size_t i = 0; i < n; i++) d[i * s] += dy[i];
+}
+
+static void add_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, const ag_real *y,
+                    const ag_real *dy, ag_real *da, bool fa, ag_real *db, bool fb)
 {
     (void)a, (void)b, (void)y;
-    if (da && sa == 1)
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) da[i] += dy[i];
-    else if (da)
-        for (size_t i = 0; i < n; i++) da[i * sa] += dy[i];
-    if (db && sb == 1)
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) db[i] += dy[i];
-    else if (db)
-        for (size_t i = 0; i < n; i++) db[i * sb] += dy[i];
+    if (da) pass_on(n, dy, da, sa, fa);
+    if (db) pass_on(n, dy, db, sb, fb);
 }
 
 ag_tensor *ag_add(ag_graph *g, ag_tensor *a, ag_tensor *b) { return ag__binary(g, AG_OP_ADD, a, b, add_fwd); }

@@ -16,14 +16,20 @@ AG_ISA_ZIP(div_fwd, over) /* contiguous runs as wide as the CPU's vectors */
 
 /* d(a / b)/da = 1 / b,  d(a / b)/db = -a / b^2, written (a / b) / b so that
  * b * b cannot overflow (PyTorch's form too). */
-static void div_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb,
-                    const ag_real *y, const ag_real *dy, ag_real *da, ag_real *db)
+static void div_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, const ag_real *y,
+                    const ag_real *dy, ag_real *da, bool fa, ag_real *db, bool fb)
 {
     (void)y;
     if (da)
-        for (size_t i = 0; i < n; i++) da[i * sa] += dy[i] / b[i * sb];
+        for (size_t i = 0; i < n; i++) {
+            ag_real v = dy[i] / b[i * sb];
+            da[i * sa] = fa ? v : da[i * sa] + v;
+        }
     if (db)
-        for (size_t i = 0; i < n; i++) db[i * sb] -= dy[i] * (a[i * sa] / b[i * sb] / b[i * sb]);
+        for (size_t i = 0; i < n; i++) {
+            ag_real v = dy[i] * (a[i * sa] / b[i * sb] / b[i * sb]);
+            db[i * sb] = fb ? -v : db[i * sb] - v;
+        }
 }
 
 ag_tensor *ag_div(ag_graph *g, ag_tensor *a, ag_tensor *b) { return ag__binary(g, AG_OP_DIV, a, b, div_fwd); }

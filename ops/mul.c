@@ -10,28 +10,32 @@ static inline ag_real times(ag_real a, ag_real b) { return a * b; }
 
 AG_ISA_ZIP(mul_fwd, times) /* contiguous runs as wide as the CPU's vectors */
 
-/* d_i += u_i v_i for i < n, in blocks of 16 (core/blocks.h), one clone
- * per instruction set (no multiply-add fuses: the same bits in each). */
-#define MAC_PARAMS (size_t n, const ag_real *u, const ag_real *v, ag_real *d)
+/* d_i += u_i v_i for i < n, or d_i = u_i v_i where `fresh`, in blocks of
+ * 16 (core/blocks.h), one clone per instruction set (no multiply-add
+ * fuses: the same bits in each). */
+#define MAC_PARAMS (size_t n, const ag_real *u, const ag_real *v, ag_real *d, bool fresh)
 static inline AG_ALWAYS_INLINE void mac MAC_PARAMS
 {
     ag_real t[AG_BLOCK];
     size_t i = 0;
     for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
-        for (int l = 0; l < AG_BLOCK; l++) t[l] = d[i + l] + u[i + l] * v[i + l];
+        if (fresh)
+            for (int l = 0; l < AG_BLOCK; l++) t[l] = u[i + l] * v[i + l];
+        else
+            for (int l = 0; l < AG_BLOCK; l++) t[l] = d[i + l] + u[i + l] * v[i + l];
         memcpy(d + i, t, sizeof t);
     }
-    for (; i < n; i++) d[i] += u[i] * v[i];
+    for (; i < n; i++) d[i] = fresh ? u[i] * v[i] : d[i] + u[i] * v[i];
 }
-AG_ISA_CLONES(void, mac, MAC_PARAMS, mac(n, u, v, d))
+AG_ISA_CLONES(void, mac, MAC_PARAMS, mac(n, u, v, d, fresh))
 
-static void mul_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb,
-                    const ag_real *y, const ag_real *dy, ag_real *da, ag_real *db)
+static void mul_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, const ag_real *y,
+                    const ag_real *dy, ag_real *da, bool fa, ag_real *db, bool fb)
 {
     (void)y;
     if (sa == 1 && sb == 1) { /* the common case, as wide as the CPU's vectors */
-        if (da) AG_ISA_CALL(mac, (n, dy, b, da));
-        if (db) AG_ISA_CALL(mac, (n, dy, a, db));
+        if (da) AG_ISA_CALL(mac, (n, dy, b, da, fa));
+        if (db) AG_ISA_CALL(mac, (n, dy, a, db, fb));
         return;
     }
     if (da)

@@ -11,14 +11,14 @@ static inline ag_real minus(ag_real a, ag_real b) { return a - b; }
 AG_ISA_ZIP(sub_fwd, minus) /* contiguous runs as wide as the CPU's vectors */
 
 /* d(a - b)/da = 1, d(a - b)/db = -1. */
-static void sub_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb,
-                    const ag_real *y, const ag_real *dy, ag_real *da, ag_real *db)
+static void sub_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, const ag_real *y,
+                    const ag_real *dy, ag_real *da, bool fa, ag_real *db, bool fb)
 {
     (void)a, (void)b, (void)y;
     if (da)
-        for (size_t i = 0; i < n; i++) da[i * sa] += dy[i];
+        for (size_t i = 0; i < n; i++) da[i * sa] = fa ? dy[i] : da[i * sa] + dy[i];
     if (db)
-        for (size_t i = 0; i < n; i++) db[i * sb] -= dy[i];
+        for (size_t i = 0; i < n; i++) db[i * sb] = fb ? -dy[i] : db[i * sb] - dy[i];
 }
 
 ag_tensor *ag_sub(ag_graph *g, ag_tensor *a, ag_tensor *b) { return ag__binary(g, AG_OP_SUB, a, b, sub_fwd); }

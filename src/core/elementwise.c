@@ -173,29 +173,13 @@ ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary
     return y;
 }
 
-/* Zero-fill in pieces of this many values, each just before the backward
- * adds into it, while the piece is in the nearest cache: for gradients
- * that backward reserved and nothing has written yet (ag__grad_fresh). */
-enum { ZERO_PIECE = 2048 };
-
-/* dx[i0, i1) of a fresh gradient, zeroed: dx + i0, or NULL for no dx. */
-static ag_real *zero_piece(ag_real *dx, bool fresh, size_t i0, size_t i1)
-{
-    if (!dx) return NULL;
-    if (fresh) memset(dx + i0, 0, (i1 - i0) * sizeof(ag_real));
-    return dx + i0;
-}
-
-/* bwd over elements [i0, i1) of inputs of y's shape, zero-filling the fresh
- * gradients piece by piece. */
+/* bwd over elements [i0, i1) of inputs of y's shape: a fresh gradient
+ * (ag__grad_fresh: reserved, nothing written yet) is stored, not added to. */
 static void binary_bwd_range(ag_binary_bwd bwd, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y,
                              ag_real *da, bool fa, ag_real *db, bool fb, size_t i0, size_t i1)
 {
-    for (size_t p0 = i0; p0 < i1; p0 += ZERO_PIECE) {
-        size_t p1 = i1 - p0 < ZERO_PIECE ? i1 : p0 + ZERO_PIECE;
-        bwd(p1 - p0, a->data + p0, 1, b->data + p0, 1, y->data + p0, y->grad + p0, zero_piece(da, fa, p0, p1),
-            zero_piece(db, fb, p0, p1));
-    }
+    bwd(i1 - i0, a->data + i0, 1, b->data + i0, 1, y->data + i0, y->grad + i0, da ? da + i0 : NULL, fa,
+        db ? db + i0 : NULL, fb);
 }
 
 /* The backward of one long run, cut in nt pieces. */
@@ -245,7 +229,7 @@ void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd)
     size_t oa = 0, ob = 0;
     for (size_t r = 0; r < nruns; r++) {
         bwd(run, a->data + oa, ra, b->data + ob, rb, y->data + r * run, y->grad + r * run,
-            da ? da + oa : NULL, db ? db + ob : NULL);
+            da ? da + oa : NULL, false, db ? db + ob : NULL, false);
         walk_next(&w, idx, &oa, &ob);
     }
 }

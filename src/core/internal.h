@@ -187,13 +187,16 @@ bool ag__shape_size(int ndim, const int *shape, size_t *size);
 
 /* A binary op's kernels work on one run of n elements along the last axis.
  * sa, sb are 1 or 0 (0: that input is broadcast along the run).  The
- * backward kernel adds into da / db at the same strides; either may be
- * NULL when that input needs no gradient. */
+ * backward kernel adds into da / db at the same strides, or stores into
+ * them where fa / fb (fresh: nothing written there yet; only with stride
+ * 1); either may be NULL when that input needs no gradient.  da first,
+ * then db: for a * a, db adds to what da stored. */
 typedef void (*ag_binary_fwd)(size_t n, const ag_real *a, size_t sa,
                               const ag_real *b, size_t sb, ag_real *y);
 typedef void (*ag_binary_bwd)(size_t n, const ag_real *a, size_t sa,
                               const ag_real *b, size_t sb, const ag_real *y,
-                              const ag_real *dy, ag_real *da, ag_real *db);
+                              const ag_real *dy, ag_real *da, bool fa,
+                              ag_real *db, bool fb);
 ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b,
                       ag_binary_fwd fwd);
 void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd);

@@ -5,11 +5,27 @@
  *           (summing dy over the axes along which a or b was stretched) */
 #include "core/internal.h"
 
+/* The common case, a and b of y's shape: element-wise loops compiled once
+ * per instruction set (AG_ISA_CLONES), the same bits on every level. */
+static inline AG_ALWAYS_INLINE void add_same(size_t n, const ag_real *a, const ag_real *b, ag_real *y)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+AG_ISA_CLONES(void, add_same, (size_t n, const ag_real *a, const ag_real *b, ag_real *y), add_same(n, a, b, y))
+
+/* dx[i] += dy[i] */
+static inline AG_ALWAYS_INLINE void add_into(size_t n, const ag_real *dy, ag_real *dx)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) dx[i] += dy[i];
+}
+AG_ISA_CLONES(void, add_into, (size_t n, const ag_real *dy, ag_real *dx), add_into(n, dy, dx))
+
 static void add_fwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, size_t sb, ag_real *y)
 {
-    if (sa == 1 && sb == 1) { /* the common case, vectorised */
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+    if (sa == 1 && sb == 1) {
+        AG_ISA_CALL(add_same, (n, a, b, y));
         return;
     }
     for (size_t i = 0; i < n; i++) y[i] = a[i * sa] + b[i * sb];
@@ -20,13 +36,11 @@ static void add_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, siz
 {
     (void)a, (void)b, (void)y;
     if (da && sa == 1)
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) da[i] += dy[i];
+        AG_ISA_CALL(add_into, (n, dy, da));
     else if (da)
         for (size_t i = 0; i < n; i++) da[i * sa] += dy[i];
     if (db && sb == 1)
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) db[i] += dy[i];
+        AG_ISA_CALL(add_into, (n, dy, db));
     else if (db)
         for (size_t i = 0; i < n; i++) db[i * sb] += dy[i];
 }

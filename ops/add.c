@@ -10,14 +10,22 @@ static inline ag_real plus(ag_real a, ag_real b) { return a + b; }
 
 AG_ISA_ZIP(add_fwd, plus) /* contiguous runs as wide as the CPU's vectors */
 
+/* dx[i] += dy[i], compiled once per instruction set (AG_ISA_CLONES), the
+ * same bits on every level */
+static inline AG_ALWAYS_INLINE void add_into(size_t n, const ag_real *dy, ag_real *dx)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) dx[i] += dy[i];
+}
+AG_ISA_CLONES(void, add_into, (size_t n, const ag_real *dy, ag_real *dx), add_into(n, dy, dx))
+
 /* d_i (+)= dy_i at stride s: a fresh d (stride 1) is a copy of dy. */
 static void pass_on(size_t n, const ag_real *dy, ag_real *d, size_t s, bool fresh)
 {
     if (fresh)
         memcpy(d, dy, n * sizeof *d);
     else if (s == 1)
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) d[i] += dy[i];
+        AG_ISA_CALL(add_into, (n, dy, d));
     else
         for (size_t i = 0; i < n; i++) d[i * s] += dy[i];
 }

@@ -27,6 +27,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* src/core/threads.c: threads for a loop touching about `work` values. */
 
@@ -42,39 +43,96 @@ static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const
     return false;
 }
 
-/* One row of the forward: y = (x - mean) * rstd * gain + bias.  Sums in
- * ag_real, in vector lanes (partial sums: closer to exact than one running
- * sum); the variance from the centred values (two passes: no cancellation). */
-static void norm_row(size_t C, const ag_real *xr, ag_real *yr, const ag_real *gd, const ag_real *bd, double eps,
-                     ag_real *mean, ag_real *rstd)
+/* ---- the row kernels, compiled once per instruction set ------------------
+ *
+ * A row's sums go to LANES partial sums, a 16-byte vector's worth (4
+ * floats or 2 doubles): lane l takes elements l, l + LANES, l + 2 LANES,
+ * ... in order, lane 0 then the rest (C % LANES values) one by one, and
+ * the sum is lane 0 + lane 1 + ... in that order.  That is the order in
+ * which the baseline build's vector loops have always added a row up, and
+ * the kernels compiled for each instruction set (AG_ISA_CLONES,
+ * core/internal.h) keep it, with no multiply-add fused
+ * (-ffp-contract=off): every level gives the bits the library always gave.
+ * (Wider lanes were no faster: GCC keeps an array of partial sums in
+ * registers only where one vector holds it all.)
+ *
+ * Rows go in blocks of RB: first every row's sums, then what needs them
+ * (the block's square roots and divisions in one vector loop; y or dx row
+ * by row).  No row waits on its own sums: the rows' chains of additions
+ * are independent, and the CPU overlaps them (a row at a time, each row
+ * waiting for its mean, its variance and a division, took three times as
+ * long at C = 64). */
+enum { LANES = 16 / (int)sizeof(ag_real), RB = 16 };
+typedef ag_real lanes __attribute__((vector_size(16))); /* GCC and Clang */
+
+static inline AG_ALWAYS_INLINE lanes lanes_at(const ag_real *p)
 {
-    ag_real m = 0, v = 0;
-#pragma omp simd reduction(+ : m)
-    for (size_t i = 0; i < C; i++) m += xr[i];
-    m /= (ag_real)C;
-#pragma omp simd reduction(+ : v)
-    for (size_t i = 0; i < C; i++) v += (xr[i] - m) * (xr[i] - m);
-    v /= (ag_real)C;
-    ag_real s = (ag_real)(1 / sqrt((double)v + eps));
-    *mean = m;
-    *rstd = s;
-#pragma omp simd
-    for (size_t i = 0; i < C; i++) yr[i] = (xr[i] - m) * s * gd[i] + bd[i];
+    lanes v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* sum_i (x_i - shift)^k over a row, k = 1 or 2. */
+static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, const ag_real *xr, ag_real shift, int k)
+{
+    const size_t full = C - C % LANES;
+    lanes acc = {0};
+    for (size_t i = 0; i < full; i += LANES) {
+        lanes d = lanes_at(xr + i) - shift;
+        acc += k == 1 ? d : d * d;
+    }
+    ag_real first = acc[0], s = 0;
+    for (size_t i = full; i < C; i++) {
+        ag_real d = xr[i] - shift;
+        first += k == 1 ? d : d * d;
+    }
+    s += first;
+#pragma GCC unroll 4
+    for (int l = 1; l < LANES; l++) s += acc[l];
+    return s;
 }
 
 /* What the rows of a forward or a backward share; rows are independent. */
 typedef struct norm_job {
-    size_t rows, C, nt; /* nt: blocks of columns (dgain, dbias) */
+    size_t rows, C, nt; /* nt: blocks of rows (y, dx) or of columns (dgain, dbias) */
     const ag_real *x, *gd, *bd, *dy;
     ag_real *y, *mean, *rstd, *dx, *dgain, *dbias;
     double eps;
     bool fresh;
 } norm_job;
 
-static void norm_row_at(void *ctx, size_t r)
+/* Rows [r0, r1) of the forward, RB at a time:
+ *   mean = sum_i x_i / C,  var = sum_i (x_i - mean)^2 / C (from the centred
+ *   values, two passes: no cancellation),  rstd = 1 / sqrt(var + eps),
+ *   y = (x - mean) * rstd * gain + bias. */
+static inline AG_ALWAYS_INLINE void norm_rows(const norm_job *j, size_t r0, size_t r1)
+{
+    const size_t C = j->C;
+    for (size_t b0 = r0; b0 < r1; b0 += RB) {
+        const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
+        const ag_real *x = j->x + b0 * C;
+        ag_real m[RB], v[RB];
+        for (size_t r = 0; r < nb; r++) m[r] = row_sum(C, x + r * C, 0, 1) / (ag_real)C;
+        for (size_t r = 0; r < nb; r++) v[r] = row_sum(C, x + r * C, m[r], 2) / (ag_real)C;
+#pragma omp simd
+        for (size_t r = 0; r < nb; r++) v[r] = (ag_real)(1 / sqrt((double)v[r] + j->eps));
+        memcpy(j->mean + b0, m, nb * sizeof *m);
+        memcpy(j->rstd + b0, v, nb * sizeof *v);
+        for (size_t r = 0; r < nb; r++) {
+            const ag_real *xr = x + r * C, *gd = j->gd, *bd = j->bd, mr = m[r], sr = v[r];
+            ag_real *yr = j->y + (b0 + r) * C;
+#pragma omp simd
+            for (size_t i = 0; i < C; i++) yr[i] = (xr[i] - mr) * sr * gd[i] + bd[i];
+        }
+    }
+}
+AG_ISA_CLONES(void, norm_rows, (const norm_job *j, size_t r0, size_t r1), norm_rows(j, r0, r1))
+
+/* Block t of nt of the rows. */
+static void norm_rows_at(void *ctx, size_t t)
 {
     const norm_job *j = ctx;
-    norm_row(j->C, j->x + r * j->C, j->y + r * j->C, j->gd, j->bd, j->eps, j->mean + r, j->rstd + r);
+    AG_ISA_CALL(norm_rows, (j, j->rows * t / j->nt, j->rows * (t + 1) / j->nt));
 }
 
 ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *bias, double eps)
@@ -106,71 +164,139 @@ ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *
         for (size_t i = 0; i < C; i++) unit[i] = 1, unit[C + i] = 0;
         gd = gd ? gd : unit, bd = bd ? bd : unit + C;
     }
-    norm_job j = {.C = C, .x = x->data, .gd = gd, .bd = bd, .y = y->data, .mean = mean, .rstd = rstd, .eps = eps};
-    ag__parallel_for(rows, ag__threads_for(x->size), norm_row_at, &j);
+    int nt = ag__threads_for(x->size);
+    norm_job j = {.rows = rows, .C = C, .nt = (size_t)nt, .x = x->data, .gd = gd, .bd = bd, .y = y->data,
+                  .mean = mean, .rstd = rstd, .eps = eps};
+    ag__parallel_for((size_t)nt, nt, norm_rows_at, &j);
     return y;
 }
 
-/* One row of dx:  xhat = (x - mean) * rstd,  y = xhat * gain + bias. */
-static void norm_row_backward(size_t C, const ag_real *xr, const ag_real *dyr, ag_real *dxr, const ag_real *gd,
-                              ag_real mean, ag_real rstd, bool fresh)
+/* A row's sum_i dxhat_i and sum_i dxhat_i xhat_i, where
+ * xhat = (x - mean) * rstd and y = xhat * gain + bias. */
+static inline AG_ALWAYS_INLINE void row_dsums(size_t C, const ag_real *xr, const ag_real *dyr, const ag_real *gd,
+                                              ag_real mean, ag_real rstd, ag_real *a, ag_real *b)
 {
-    /* the row's two means */
-    ag_real mdxhat = 0, mdxhat_xhat = 0;
-#pragma omp simd reduction(+ : mdxhat, mdxhat_xhat)
-    for (size_t i = 0; i < C; i++) {
+    const size_t full = C - C % LANES;
+    lanes va = {0}, vb = {0};
+    for (size_t i = 0; i < full; i += LANES) {
+        lanes xhat = (lanes_at(xr + i) - mean) * rstd;
+        lanes dxhat = lanes_at(dyr + i) * lanes_at(gd + i); /* y = xhat * gain + bias */
+        va += dxhat;
+        vb += dxhat * xhat;
+    }
+    ag_real fa = va[0], fb = vb[0], suma = 0, sumb = 0;
+    for (size_t i = full; i < C; i++) {
         ag_real xhat = (xr[i] - mean) * rstd;
-        ag_real dxhat = dyr[i] * gd[i]; /* y = xhat * gain + bias */
-        mdxhat += dxhat;
-        mdxhat_xhat += dxhat * xhat;
+        ag_real dxhat = dyr[i] * gd[i];
+        fa += dxhat;
+        fb += dxhat * xhat;
     }
-    ag_real a = mdxhat / (ag_real)C, b = mdxhat_xhat / (ag_real)C;
-    /* xhat = (x - mean) * rstd, through mean and through rstd; stored into
-     * a fresh dx (nothing in it yet), added otherwise */
-    if (fresh) {
-#pragma omp simd
-        for (size_t i = 0; i < C; i++) {
-            ag_real xhat = (xr[i] - mean) * rstd;
-            dxr[i] = rstd * (dyr[i] * gd[i] - a - xhat * b);
-        }
-    } else {
-#pragma omp simd
-        for (size_t i = 0; i < C; i++) {
-            ag_real xhat = (xr[i] - mean) * rstd;
-            dxr[i] += rstd * (dyr[i] * gd[i] - a - xhat * b);
-        }
-    }
+    suma += fa, sumb += fb;
+#pragma GCC unroll 4
+    for (int l = 1; l < LANES; l++) suma += va[l], sumb += vb[l];
+    *a = suma;
+    *b = sumb;
 }
 
-/* Columns [c0, c1) of dgain and dbias: sums over the rows, in row order. */
-static void norm_params_backward(size_t rows, size_t C, size_t c0, size_t c1, const ag_real *x, const ag_real *dy,
-                                 const ag_real *mean, const ag_real *rstd, ag_real *dgain, ag_real *dbias)
+/* Rows [r0, r1) of dx, RB at a time: the rows' means a (of dxhat) and b
+ * (of dxhat * xhat), then
+ *   dx = rstd * (dxhat - a - xhat * b)
+ * (xhat = (x - mean) * rstd through mean and through rstd), stored into a
+ * fresh dx (nothing in it yet), added otherwise. */
+static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
 {
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = x + r * C, *dyr = dy + r * C;
-        ag_real mr = mean[r], sr = rstd[r];
-        if (dbias) /* y = ... + bias */
+    const size_t C = j->C;
+    const ag_real *gd = j->gd;
+    for (size_t b0 = r0; b0 < r1; b0 += RB) {
+        const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
+        const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
+        ag_real a[RB], b[RB];
+        for (size_t r = 0; r < nb; r++) row_dsums(C, x + r * C, dy + r * C, gd, mean[r], rstd[r], &a[r], &b[r]);
 #pragma omp simd
-            for (size_t i = c0; i < c1; i++) dbias[i] += dyr[i];
-        if (dgain) /* y = xhat * gain */
+        for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+        for (size_t r = 0; r < nb; r++) {
+            const ag_real *xr = x + r * C, *dyr = dy + r * C, mr = mean[r], sr = rstd[r], ar = a[r], br = b[r];
+            ag_real *dxr = j->dx + (b0 + r) * C;
+            if (j->fresh) {
 #pragma omp simd
-            for (size_t i = c0; i < c1; i++) dgain[i] += dyr[i] * ((xr[i] - mr) * sr);
+                for (size_t i = 0; i < C; i++) {
+                    ag_real xhat = (xr[i] - mr) * sr;
+                    dxr[i] = sr * (dyr[i] * gd[i] - ar - xhat * br);
+                }
+            } else {
+#pragma omp simd
+                for (size_t i = 0; i < C; i++) {
+                    ag_real xhat = (xr[i] - mr) * sr;
+                    dxr[i] += sr * (dyr[i] * gd[i] - ar - xhat * br);
+                }
+            }
+        }
     }
 }
+AG_ISA_CLONES(void, norm_rows_backward, (const norm_job *j, size_t r0, size_t r1), norm_rows_backward(j, r0, r1))
 
-static void norm_row_backward_at(void *ctx, size_t r)
+/* Block t of nt of the rows. */
+static void norm_rows_backward_at(void *ctx, size_t t)
 {
     const norm_job *j = ctx;
-    norm_row_backward(j->C, j->x + r * j->C, j->dy + r * j->C, j->dx + r * j->C, j->gd, j->mean[r], j->rstd[r],
-                      j->fresh);
+    AG_ISA_CALL(norm_rows_backward, (j, j->rows * t / j->nt, j->rows * (t + 1) / j->nt));
 }
+
+/* Rows [0, nr) of x and dy (row stride C) added into columns [c0, c1) of
+ * dgain and dbias.  A column's sum is its own, in row order: the same bits
+ * at any vector width.  nr = RB, a constant: the row loop unrolls, and
+ * each column is read and written once per RB rows; other counts take the
+ * rows one by one. */
+static inline AG_ALWAYS_INLINE void params_rows(size_t C, size_t c0, size_t c1, size_t nr, const ag_real *x,
+                                                const ag_real *dy, const ag_real *mean, const ag_real *rstd,
+                                                ag_real *dgain, ag_real *dbias)
+{
+    if (nr == RB) {
+        if (dbias) /* y = ... + bias */
+#pragma omp simd
+            for (size_t i = c0; i < c1; i++) {
+                ag_real b = dbias[i];
+#pragma GCC unroll 16 /* RB */
+                for (size_t r = 0; r < RB; r++) b += dy[r * C + i];
+                dbias[i] = b;
+            }
+        if (dgain) /* y = xhat * gain */
+#pragma omp simd
+            for (size_t i = c0; i < c1; i++) {
+                ag_real g = dgain[i];
+#pragma GCC unroll 16 /* RB */
+                for (size_t r = 0; r < RB; r++) g += dy[r * C + i] * ((x[r * C + i] - mean[r]) * rstd[r]);
+                dgain[i] = g;
+            }
+        return;
+    }
+    for (size_t r = 0; r < nr; r++) {
+        const ag_real *xr = x + r * C, *dyr = dy + r * C;
+        if (dbias)
+#pragma omp simd
+            for (size_t i = c0; i < c1; i++) dbias[i] += dyr[i];
+        if (dgain)
+#pragma omp simd
+            for (size_t i = c0; i < c1; i++) dgain[i] += dyr[i] * ((xr[i] - mean[r]) * rstd[r]);
+    }
+}
+
+/* Columns [c0, c1) of dgain and dbias: sums over the rows, RB at a time. */
+static inline AG_ALWAYS_INLINE void norm_params_backward(const norm_job *j, size_t c0, size_t c1)
+{
+    const size_t C = j->C;
+    for (size_t r0 = 0; r0 < j->rows; r0 += RB) {
+        const size_t nr = j->rows - r0 < RB ? j->rows - r0 : RB;
+        params_rows(C, c0, c1, nr, j->x + r0 * C, j->dy + r0 * C, j->mean + r0, j->rstd + r0, j->dgain, j->dbias);
+    }
+}
+AG_ISA_CLONES(void, norm_params_backward, (const norm_job *j, size_t c0, size_t c1), norm_params_backward(j, c0, c1))
 
 /* Block t of nt of the columns. */
 static void norm_params_backward_at(void *ctx, size_t t)
 {
     const norm_job *j = ctx;
-    norm_params_backward(j->rows, j->C, j->C * t / j->nt, j->C * (t + 1) / j->nt, j->x, j->dy, j->mean, j->rstd,
-                         j->dgain, j->dbias);
+    AG_ISA_CALL(norm_params_backward, (j, j->C * t / j->nt, j->C * (t + 1) / j->nt));
 }
 
 static void layer_norm_backward(ag_graph *g, ag_tensor *y)
@@ -196,7 +322,7 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
                   .fresh = fresh};
     /* dx by rows; dgain and dbias by columns, so that each of their sums
      * is made by one thread in row order, whatever the count */
-    if (dx) ag__parallel_for(rows, nt, norm_row_backward_at, &j);
+    if (dx) ag__parallel_for((size_t)nt, nt, norm_rows_backward_at, &j);
     if (dgain || dbias) ag__parallel_for((size_t)nt, nt, norm_params_backward_at, &j);
 }
 

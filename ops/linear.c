@@ -20,6 +20,47 @@
 
 #include <stdio.h>
 
+/* ---- the bias: loops compiled once per instruction set (AG_ISA_CLONES) -----
+ *
+ * Each value is its own: y[n, o] + b[o], and db[o] a sum over the rows in
+ * row order.  So every level gives the same bits, whatever its vector
+ * width. */
+
+/* y[n, o] += b[o] for N rows of O */
+static inline AG_ALWAYS_INLINE void add_bias(int N, int O, ag_real *y, const ag_real *b)
+{
+    for (int n = 0; n < N; n++) {
+        ag_real *yn = y + (size_t)n * O;
+#pragma omp simd
+        for (int o = 0; o < O; o++) yn[o] += b[o];
+    }
+}
+AG_ISA_CLONES(void, add_bias, (int N, int O, ag_real *y, const ag_real *b), add_bias(N, O, y, b))
+
+/* db[o] += dy[n, o] for rows n < RB, read and written once per RB rows */
+enum { RB = 16 };
+static inline AG_ALWAYS_INLINE void bias_rows(int O, const ag_real *dy, ag_real *db)
+{
+#pragma omp simd
+    for (int o = 0; o < O; o++) {
+        ag_real s = db[o];
+#pragma GCC unroll 16 /* RB */
+        for (int n = 0; n < RB; n++) s += dy[(size_t)n * O + o];
+        db[o] = s;
+    }
+}
+
+/* db[o] += sum over N rows of dy[n, o], in row order */
+static inline AG_ALWAYS_INLINE void bias_grad(int N, int O, const ag_real *dy, ag_real *db)
+{
+    int n = 0;
+    for (; n + RB <= N; n += RB) bias_rows(O, dy + (size_t)n * O, db);
+    for (; n < N; n++)
+#pragma omp simd
+        for (int o = 0; o < O; o++) db[o] += dy[(size_t)n * O + o];
+}
+AG_ISA_CLONES(void, bias_grad, (int N, int O, const ag_real *dy, ag_real *db), bias_grad(N, O, dy, db))
+
 
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
 {
@@ -51,13 +92,7 @@ ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
     } else {
         ag__gemm(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O);
     }
-    /* y += b, row by row */
-    if (b)
-        for (int n = 0; n < N; n++) {
-            ag_real *yn = y->data + (size_t)n * O;
-#pragma omp simd
-            for (int o = 0; o < O; o++) yn[o] += b->data[o];
-        }
+    if (b) AG_ISA_CALL(add_bias, (N, O, y->data, b->data)); /* y += b, row by row */
     return y;
 }
 
@@ -76,12 +111,7 @@ static void linear_backward(ag_graph *g, ag_tensor *y)
     /* y = x W^T:  dW += dy^T x  [O, N] x [N, I] */
     if (dw) ag__gemm(1, 0, O, I, N, y->grad, O, x->data, I, 1, dw, I);
     /* y = ... + b:  db += sum over rows of dy */
-    if (db)
-        for (int n = 0; n < N; n++) {
-            const ag_real *dyn = y->grad + (size_t)n * O;
-#pragma omp simd
-            for (int o = 0; o < O; o++) db[o] += dyn[o];
-        }
+    if (db) AG_ISA_CALL(bias_grad, (N, O, y->grad, db));
 }
 
 static ag_tensor *case_bias(ag_graph *g, ag_tensor *const *in) { return ag__linear(g, in[0], in[1], in[2]); }

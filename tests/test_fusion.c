@@ -105,6 +105,38 @@ Test(fusion, linear_equals_reshape_matmul_transpose_add)
     linear_case(AG_SHAPE(3, 64), 70, 1);     /* a few rows: y^T = W x^T */
 }
 
+/* db = the sum of dy over the rows, in row order: on every instruction set
+ * the bits of a plain loop (the kernel adds RB rows per pass over the
+ * columns; 37 rows take two passes and a rest). */
+Test(fusion, linear_bias_gradient_is_the_plain_row_sum_on_every_level)
+{
+    static const char *const levels[] = {"baseline", "avx2", "avx512"};
+    enum { N = 37, I = 8, O = 70 };
+    ag_rng r;
+    ag_rng_seed(&r, 9);
+    ag_real dy[N * O], want[O];
+    for (int i = 0; i < N * O; i++) dy[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+    for (int o = 0; o < O; o++) {
+        want[o] = 0;
+        for (int n = 0; n < N; n++) want[o] += dy[n * O + o];
+    }
+    for (int l = 0; l < 3; l++) {
+        if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
+        ag_store *s = ag_store_new();
+        ag_tensor *w = param(s, "w", AG_SHAPE(O, I), 1), *b = param(s, "b", AG_SHAPE(O), 2);
+        ag_graph *g = ag_graph_new();
+        ag_tensor *x = ag_tensor_new(g, AG_SHAPE(N, I));
+        ag_tensor *y = ag__linear(g, x, w, b);
+        cr_assert(y && ag_backward_from(g, y, dy) == AG_OK, "%s", ag_graph_error(g));
+        for (int o = 0; o < O; o++)
+            cr_assert(memcmp(&b->grad[o], &want[o], sizeof want[o]) == 0, "%s: db[%d] = %a, the loop gives %a",
+                      levels[l], o, (double)b->grad[o], (double)want[o]);
+        ag_graph_free(g);
+        ag_store_free(s);
+    }
+    ag__isa_force(NULL);
+}
+
 Test(fusion, linear_reports_bad_shapes)
 {
     ag_store *s = ag_store_new();

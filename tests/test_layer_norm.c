@@ -1,5 +1,9 @@
 /* tests/test_layer_norm.c: layer normalisation over the last axis. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "common.h"
+#include "core/internal.h"
 
 Test(layer_norm, normalises_1_2_3_4)
 {
@@ -122,6 +126,140 @@ Test(layer_norm, bad_shapes_are_errors)
     cr_assert_eq(ag_graph_status(g), AG_ERR_ARG);
     cr_assert_str_eq(ag_graph_error(g), "layer_norm: eps = -1 must be >= 0");
     ag_graph_free(g);
+}
+
+/* ---- rows as long as a model's, on every instruction set --------------------
+ *
+ * The gradient checks use rows of a few values; the kernels take a row in
+ * pieces of a 16-byte vector (4 floats, 2 doubles) with the rest after
+ * them, and rows in blocks of 16 (for y and dx, and for the column sums
+ * dgain and dbias).  These shapes take every path: rows shorter than a
+ * piece, whole pieces, pieces and a rest; a last block of rows that is not
+ * full. */
+static const int long_shapes[][2] = {{1, 1}, {3, 5}, {17, 16}, {33, 70}, {40, 64}, {2, 300}};
+enum { NSHAPES = sizeof long_shapes / sizeof long_shapes[0] };
+static const char *const levels[] = {"baseline", "avx2", "avx512"};
+
+static ag_real *filled(size_t n, uint64_t seed, double scale, double shift)
+{
+    ag_rng r;
+    ag_rng_seed(&r, seed);
+    ag_real *v = malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = (ag_real)(shift + scale * (2 * ag_rng_uniform(&r) - 1));
+    return v;
+}
+
+/* out = {y, dx, dgain, dbias} of z = layer_norm(x, gain, bias) +
+ * layer_norm(x) seeded with dz (the second adds into the dx that the first
+ * stored); x's rows sit away from 0, so that the mean matters. */
+static void run_norm(int rows, int C, ag_real *out[4])
+{
+    size_t n = (size_t)rows * (size_t)C;
+    ag_real *x = filled(n, 1 + n, 2, 3), *dz = filled(n, 2 + n, 1, 0);
+    ag_real *gv = filled((size_t)C, 3, 0.5, 1), *bv = filled((size_t)C, 4, 0.5, 0);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *xt = ag_tensor_from(g, AG_SHAPE(rows, C), x);
+    ag_tensor *gain = ag_tensor_from(g, AG_SHAPE(C), gv), *bias = ag_tensor_from(g, AG_SHAPE(C), bv);
+    ag_set_requires_grad(xt, 1), ag_set_requires_grad(gain, 1), ag_set_requires_grad(bias, 1);
+    ag_tensor *y = ag_layer_norm(g, xt, gain, bias, 1e-5);
+    ag_tensor *z = ag_add(g, y, ag_layer_norm(g, xt, NULL, NULL, 1e-5));
+    cr_assert(z && ag_backward_from(g, z, dz) == AG_OK, "%s", ag_graph_error(g));
+    const ag_real *src[4] = {y->data, xt->grad, gain->grad, bias->grad};
+    const size_t len[4] = {n, n, (size_t)C, (size_t)C};
+    for (int k = 0; k < 4; k++) {
+        out[k] = malloc(len[k] * sizeof(ag_real));
+        memcpy(out[k], src[k], len[k] * sizeof(ag_real));
+    }
+    ag_graph_free(g);
+    free(x), free(dz), free(gv), free(bv);
+}
+
+/* The same in double, written out plainly: want = {y, dx, dgain, dbias}. */
+static void reference_norm(int rows, int C, double *want[4])
+{
+    size_t n = (size_t)rows * (size_t)C;
+    ag_real *x = filled(n, 1 + n, 2, 3), *dz = filled(n, 2 + n, 1, 0);
+    ag_real *gv = filled((size_t)C, 3, 0.5, 1), *bv = filled((size_t)C, 4, 0.5, 0);
+    double *xhat = malloc((size_t)C * sizeof *xhat);
+    for (int k = 0; k < 4; k++) want[k] = calloc(k < 2 ? n : (size_t)C, sizeof(double));
+    for (int r = 0; r < rows; r++) {
+        const ag_real *xr = x + (size_t)r * C, *dzr = dz + (size_t)r * C;
+        double m = 0, v = 0;
+        for (int i = 0; i < C; i++) m += xr[i];
+        m /= C;
+        for (int i = 0; i < C; i++) v += (xr[i] - m) * (xr[i] - m);
+        double s = 1 / sqrt(v / C + 1e-5);
+        for (int i = 0; i < C; i++) xhat[i] = (xr[i] - m) * s;
+        /* the affine norm and the plain one see the same dz */
+        for (int pass = 0; pass < 2; pass++) {
+            double a = 0, b = 0;
+            for (int i = 0; i < C; i++) {
+                double dxhat = dzr[i] * (pass ? 1.0 : (double)gv[i]);
+                a += dxhat, b += dxhat * xhat[i];
+            }
+            for (int i = 0; i < C; i++) {
+                double dxhat = dzr[i] * (pass ? 1.0 : (double)gv[i]);
+                want[1][(size_t)r * C + i] += s * (dxhat - a / C - xhat[i] * b / C);
+            }
+        }
+        for (int i = 0; i < C; i++) {
+            want[0][(size_t)r * C + i] = xhat[i] * gv[i] + bv[i];
+            want[2][i] += dzr[i] * xhat[i];
+            want[3][i] += dzr[i];
+        }
+    }
+    free(x), free(dz), free(gv), free(bv), free(xhat);
+}
+
+Test(layer_norm, long_rows_match_a_plain_double_loop_on_every_level)
+{
+    static const char *const what[4] = {"y", "dx", "dgain", "dbias"};
+    for (int l = 0; l < 3; l++) {
+        if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
+        for (int sh = 0; sh < NSHAPES; sh++) {
+            int rows = long_shapes[sh][0], C = long_shapes[sh][1];
+            ag_real *got[4];
+            double *want[4];
+            run_norm(rows, C, got);
+            reference_norm(rows, C, want);
+            /* dgain and dbias add up `rows` terms of size ~1 */
+            for (int k = 0; k < 4; k++) {
+                char label[64];
+                snprintf(label, sizeof label, "%s [%d, %d] %s", levels[l], rows, C, what[k]);
+                double tol = k < 2 ? TOL(1e-12, 2e-5) : TOL(1e-12, 2e-6) * rows;
+                expect_close(got[k], want[k], k < 2 ? (size_t)rows * C : (size_t)C, tol, tol, label);
+                free(got[k]), free(want[k]);
+            }
+        }
+    }
+    ag__isa_force(NULL);
+}
+
+/* Every row's sums go to a 16-byte vector's partial sums added up in one
+ * fixed order, and dgain, dbias to one sum per column in row order: each
+ * instruction set's kernels give the baseline's bits. */
+Test(layer_norm, every_level_gives_the_baselines_bits)
+{
+    for (int sh = 0; sh < NSHAPES; sh++) {
+        int rows = long_shapes[sh][0], C = long_shapes[sh][1];
+        const size_t len[4] = {(size_t)rows * C, (size_t)rows * C, (size_t)C, (size_t)C};
+        ag_real *base[4], *got[4];
+        cr_assert_str_eq(ag__isa_force("baseline"), "baseline");
+        run_norm(rows, C, base);
+        for (int l = 1; l < 3; l++) {
+            if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue;
+            run_norm(rows, C, got);
+            for (int k = 0; k < 4; k++) {
+                for (size_t i = 0; i < len[k]; i++)
+                    cr_assert(memcmp(&got[k][i], &base[k][i], sizeof(ag_real)) == 0,
+                              "%s [%d, %d]: output %d [%zu] = %a, baseline %a", levels[l], rows, C, k, i,
+                              (double)got[k][i], (double)base[k][i]);
+                free(got[k]);
+            }
+        }
+        for (int k = 0; k < 4; k++) free(base[k]);
+    }
+    ag__isa_force(NULL);
 }
 
 #ifdef AG_DOUBLE

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "core/internal.h"
 
 #define FIXTURE_PATH "tests/reference/optim.txt"
 #define NSTEPS 3
@@ -436,6 +437,123 @@ Test(optim, clip_refuses_a_nan_or_inf_gradient_and_leaves_grads_alone)
     expect_close(ag_store_at(s, 0)->grad, ((double[]){3, 0}), 2, 0, 0, "da untouched (inf)");
     cr_assert(isinf((double)b->grad[0]));
     ag_store_free(s);
+}
+
+/* ---- every instruction set ------------------------------------------------
+ *
+ * The updates and the clipping run as loops compiled once per instruction
+ * set (src/nn/optim.c).  Each value is updated on its own, and the norm's
+ * partial sums are added up in one fixed order, so every level gives the
+ * baseline's bits.  The sizes take the loops' every path: shorter than a
+ * vector, whole vectors, vectors and a rest. */
+static const char *const levels[] = {"baseline", "avx2", "avx512"};
+static const int long_sizes[] = {1, 7, 32, 1000, 77};
+enum { NLONG = sizeof long_sizes / sizeof long_sizes[0] };
+
+/* A store of parameters of long_sizes, values in [-1, 1). */
+static ag_store *long_store(void)
+{
+    ag_store *s = ag_store_new();
+    ag_rng r;
+    ag_rng_seed(&r, 11);
+    for (int i = 0; i < NLONG; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        ag_tensor *t = ag_param(s, name, AG_SHAPE(long_sizes[i]));
+        cr_assert_not_null(t);
+        for (size_t j = 0; j < t->size; j++) t->data[j] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+    }
+    return s;
+}
+
+/* Gradients of step k: values in [-k, k), so that the norm is above 1. */
+static void long_grads(ag_store *s, int k)
+{
+    ag_rng r;
+    ag_rng_seed(&r, 100 + (uint64_t)k);
+    for (int i = 0; i < ag_store_count(s); i++) {
+        ag_tensor *t = ag_store_at(s, i);
+        for (size_t j = 0; j < t->size; j++) t->grad[j] = (ag_real)(k * (2 * ag_rng_uniform(&r) - 1));
+    }
+}
+
+Test(optim, clip_norm_of_long_gradients_is_the_plain_sum)
+{
+    for (int l = 0; l < 3; l++) {
+        if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
+        ag_store *s = long_store();
+        long_grads(s, 3);
+        double sum = 0, norm = 0;
+        for (int i = 0; i < ag_store_count(s); i++) {
+            const ag_tensor *t = ag_store_at(s, i);
+            for (size_t j = 0; j < t->size; j++) sum += (double)t->grad[j] * (double)t->grad[j];
+        }
+        ag_real g0 = ag_store_at(s, 3)->grad[500];
+        cr_assert_eq(ag_clip_grad_norm(s, 1.0, &norm), AG_OK);
+        /* squares of floats are exact in double: only the additions round */
+        cr_assert(fabs(norm - sqrt(sum)) <= 1e-13 * sqrt(sum), "%s: norm %.17g, want %.17g", levels[l], norm,
+                  sqrt(sum));
+        ag_real want = (ag_real)((double)g0 * (1.0 / (norm + 1e-6)));
+        cr_assert(fabs(ag_store_at(s, 3)->grad[500] - want) <= TOL(1e-15, 1e-7) * fabs(want),
+                  "%s: a clipped gradient is %g, want %g", levels[l], (double)ag_store_at(s, 3)->grad[500],
+                  (double)want);
+        ag_store_free(s);
+    }
+    ag__isa_force(NULL);
+}
+
+/* Three clipped steps of optimizer `kind` (0 SGD, 1 Adam, 2 AdamW); out:
+ * the parameters, then their state, then the three norms as ag_reals'
+ * bits. */
+static ag_real *long_steps(int kind, size_t *n)
+{
+    ag_store *s = long_store();
+    ag_optim *o = kind == 0 ? ag_sgd_new(s, 0.1, 0.9, 0.01, 1) : ag_adam_new(s, 1e-2, 0.9, 0.999, 1e-8, 0.01, kind == 2);
+    cr_assert_not_null(o);
+    double norms[3];
+    for (int k = 1; k <= 3; k++) {
+        long_grads(s, k);
+        cr_assert_eq(ag_clip_grad_norm(s, 1.0, &norms[k - 1]), AG_OK);
+        cr_assert_eq(ag_optim_step(o), AG_OK, "%s", ag_optim_error(o));
+    }
+    size_t total = ag_store_numel(s), m = 0;
+    int ns = ag_optim_state_count(o);
+    *n = total * (1 + (size_t)ns) + (sizeof norms) / (sizeof(ag_real));
+    ag_real *out = malloc(*n * sizeof *out);
+    for (int i = 0; i < ag_store_count(s); i++) {
+        const ag_tensor *t = ag_store_at(s, i);
+        memcpy(out + m, t->data, t->size * sizeof *out), m += t->size;
+        for (int w = 0; w < ns; w++) {
+            size_t len;
+            const ag_real *st = ag_optim_state(o, i, w, &len);
+            memcpy(out + m, st, len * sizeof *out), m += len;
+        }
+    }
+    memcpy(out + m, norms, sizeof norms);
+    ag_optim_free(o);
+    ag_store_free(s);
+    return out;
+}
+
+Test(optim, every_level_gives_the_baselines_bits)
+{
+    static const char *const kinds[] = {"sgd", "adam", "adamw"};
+    for (int kind = 0; kind < 3; kind++) {
+        size_t n0, n;
+        cr_assert_str_eq(ag__isa_force("baseline"), "baseline");
+        ag_real *base = long_steps(kind, &n0);
+        for (int l = 1; l < 3; l++) {
+            if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue;
+            ag_real *got = long_steps(kind, &n);
+            cr_assert_eq(n, n0);
+            for (size_t i = 0; i < n; i++)
+                cr_assert(memcmp(&got[i], &base[i], sizeof *got) == 0, "%s %s: value %zu of %zu is %a, baseline %a",
+                          levels[l], kinds[kind], i, n, (double)got[i], (double)base[i]);
+            free(got);
+        }
+        free(base);
+    }
+    ag__isa_force(NULL);
 }
 
 /* ---- schedules ----------------------------------------------------------- */

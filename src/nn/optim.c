@@ -187,10 +187,18 @@ ag_optim *ag_adam_new(ag_store *s, double lr, double beta1, double beta2, double
 
 void ag_optim_free(ag_optim *o) { ag__free(o); /* one block: the state goes with it */ }
 
+/* The element-wise loops below are compiled once per instruction set
+ * (AG_ISA_CLONES, core/internal.h) and the machine's is picked at each
+ * call, so that they run as wide as its vectors.  Every element is updated
+ * on its own, one rounding per operation (sqrt and division are correctly
+ * rounded, and no multiply-add fuses: the build's -ffp-contract=off), so
+ * every level gives the same bits. */
+
 /* SGD on one parameter of n elements; buf is NULL when momentum is 0.
  * In ag_real arithmetic, as PyTorch does it in the parameter's dtype; one
  * loop per variant, so that each is a plain vector loop. */
-static void sgd_update(const ag_optim *o, size_t n, ag_real *p, const ag_real *grad, ag_real *buf)
+static inline AG_ALWAYS_INLINE void sgd_update(const ag_optim *o, size_t n, ag_real *p, const ag_real *grad,
+                                               ag_real *buf)
 {
     const ag_real lr = (ag_real)o->lr, mu = (ag_real)o->momentum, wd = (ag_real)o->weight_decay;
     if (!buf) {
@@ -218,9 +226,12 @@ static void sgd_update(const ag_optim *o, size_t n, ag_real *p, const ag_real *g
     }
 }
 
+#define SGD_PARAMS (const ag_optim *o, size_t n, ag_real *p, const ag_real *grad, ag_real *buf)
+AG_ISA_CLONES(void, sgd_update, SGD_PARAMS, sgd_update(o, n, p, grad, buf))
+
 /* Adam / AdamW on one parameter of n elements at step t. */
-static void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p, const ag_real *grad,
-                        ag_real *m, ag_real *v)
+static inline AG_ALWAYS_INLINE void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p,
+                                                const ag_real *grad, ag_real *m, ag_real *v)
 {
     const double b1 = o->beta1, b2 = o->beta2, wd = o->weight_decay;
     const double bc1 = 1 - pow(b1, (double)t); /* bias corrections: m and v start at 0, */
@@ -242,6 +253,8 @@ static void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p, cons
         p[j] = (ag_real)(pj - step_size * mj / denom);    /* p -= lr * mhat / denom */
     }
 }
+#define ADAM_PARAMS (const ag_optim *o, int64_t t, size_t n, ag_real *p, const ag_real *grad, ag_real *m, ag_real *v)
+AG_ISA_CLONES(void, adam_update, ADAM_PARAMS, adam_update(o, t, n, p, grad, m, v))
 
 static const char *kind_name(int kind)
 {
@@ -281,9 +294,9 @@ static void update_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
     ag_optim *o = ctx;
     ag_real **st = o->state + (size_t)i * (size_t)o->nstate;
     if (o->kind == OPT_SGD)
-        sgd_update(o, b - a, t->data + a, t->grad + a, o->nstate ? st[0] + a : NULL);
+        AG_ISA_CALL(sgd_update, (o, b - a, t->data + a, t->grad + a, o->nstate ? st[0] + a : NULL));
     else
-        adam_update(o, o->steps, b - a, t->data + a, t->grad + a, st[0] + a, st[1] + a);
+        AG_ISA_CALL(adam_update, (o, o->steps, b - a, t->data + a, t->grad + a, st[0] + a, st[1] + a));
 }
 
 ag_status ag_optim_step(ag_optim *o)
@@ -351,8 +364,10 @@ ag_real *ag_optim_state(ag_optim *o, int param_index, int which, size_t *n)
  * norm within 1e-6 below max_norm; testing norm > max_norm instead makes a
  * second clip a no-op.) */
 /* sum of x_j^2 in double (10^5 squares and more), in 8 partial sums that
- * vector lanes can hold, added up in a fixed order. */
-static double sum_squares(size_t n, const ag_real *x)
+ * vector lanes can hold, added up in a fixed order: the same bits on every
+ * instruction set.  (Each square of a float is exact in double: only the
+ * additions round.) */
+static inline AG_ALWAYS_INLINE double sum_squares(size_t n, const ag_real *x)
 {
     double lane[8] = {0}, s = 0;
     size_t j = 0;
@@ -363,6 +378,7 @@ static double sum_squares(size_t n, const ag_real *x)
     for (int l = 0; l < 8; l++) s += lane[l];
     return s;
 }
+AG_ISA_CLONES(double, sum_squares, (size_t n, const ag_real *x), return sum_squares(n, x))
 
 /* part[i] = the sum of squares of parameter i0 + i's gradient */
 typedef struct squares_job {
@@ -375,15 +391,21 @@ static void squares_of(void *ctx, size_t i)
 {
     const squares_job *j = ctx;
     const ag_tensor *t = ag_store_at(j->s, j->i0 + (int)i);
-    j->part[i] = sum_squares(t->size, t->grad);
+    j->part[i] = AG_ISA_CALL(sum_squares, (t->size, t->grad));
 }
+
+/* x_j *= coef for j < n, in double */
+static inline AG_ALWAYS_INLINE void scale(size_t n, ag_real *x, double coef)
+{
+#pragma omp simd
+    for (size_t j = 0; j < n; j++) x[j] = (ag_real)((double)x[j] * coef);
+}
+AG_ISA_CLONES(void, scale, (size_t n, ag_real *x, double coef), scale(n, x, coef))
 
 static void scale_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
 {
     (void)i;
-    const double coef = *(const double *)ctx;
-#pragma omp simd
-    for (size_t j = a; j < b; j++) t->grad[j] = (ag_real)((double)t->grad[j] * coef);
+    AG_ISA_CALL(scale, (b - a, t->grad + a, *(const double *)ctx));
 }
 
 ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)

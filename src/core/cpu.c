@@ -20,8 +20,8 @@ static const char *const names[AG_ISA_COUNT] = {
     [AG_ISA_AVX512] = "avx512",
 };
 
-/* -1 until read; then the level in use */
-static atomic_int level = -1;
+/* -1 until read; then the level in use (read inline by ag__isa) */
+_Atomic int ag__isa_level = -1;
 
 static int best(void)
 {
@@ -33,13 +33,10 @@ static int best(void)
     return AG_ISA_BASE;
 }
 
-int ag__isa(void)
+int ag__isa_read(void)
 {
-    int l = atomic_load_explicit(&level, memory_order_relaxed);
-    if (l < 0) { /* threads that race here all store the same value */
-        l = best();
-        atomic_store_explicit(&level, l, memory_order_relaxed);
-    }
+    int l = best(); /* threads that race here all store the same value */
+    atomic_store_explicit(&ag__isa_level, l, memory_order_relaxed);
     return l;
 }
 
@@ -48,6 +45,6 @@ const char *ag__isa_force(const char *name)
     int want = best();
     for (int l = 0; name && l < want; l++)
         if (!strcmp(name, names[l])) want = l; /* only a level the CPU has */
-    atomic_store_explicit(&level, want, memory_order_relaxed);
+    atomic_store_explicit(&ag__isa_level, want, memory_order_relaxed);
     return names[want];
 }

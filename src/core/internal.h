@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -313,8 +314,16 @@ enum { AG_ISA_BASE, AG_ISA_AVX2, AG_ISA_AVX512, AG_ISA_COUNT };
 #else
 #define AG_X86_KERNELS 0
 #endif
-/* The level in use: the CPU's best, read once, unless forced lower. */
-int ag__isa(void);
+/* The level in use: the CPU's best, read once, unless forced lower.  Every
+ * dispatch asks, so the common path is one load, inlined (-1: not read
+ * yet; ag__isa_read reads the CPU). */
+extern _Atomic int ag__isa_level;
+int ag__isa_read(void);
+static inline int ag__isa(void)
+{
+    int l = atomic_load_explicit(&ag__isa_level, memory_order_relaxed);
+    return l >= 0 ? l : ag__isa_read();
+}
 /* Force "baseline", "avx2" or "avx512" (only a level the CPU has; NULL or
  * an unknown name: the CPU's best); returns the name now in use.  For
  * tests and benchmarks, while no kernel runs. */

@@ -3,7 +3,8 @@
  *
  *   linear          = reshape(add(matmul(reshape(x), transpose(W)), b))
  *   masked_softmax  = softmax(masked_fill(scale(x, s), mask, fill))
- *   matmul_bt       = matmul(a, transpose(b, -1, -2)) */
+ *   matmul_bt       = matmul(a, transpose(b, -1, -2))
+ *   attention       = matmul_heads(masked_softmax(matmul_heads(q, k^T)), v) */
 #include "common.h"
 #include "core/internal.h"
 
@@ -278,7 +279,74 @@ Test(fusion, products_per_head_refuse_mismatched_heads)
     ag_graph_free(g);
 }
 
+/* ---- attention over every head in one node ---------------------------------- */
+
+/* ag__attention_heads against the three nodes it replaces: values, and
+ * every gradient, to the last bit (the same gemm calls, the same rows). */
+static void attention_case(int B, int T, int S, int H, int D, int Dv, ag_tensor *(*mask_of)(ag_graph *),
+                           double fill, const char *what)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 21), *k = param(s, "k", AG_SHAPE(B, S, H, D), 22);
+    ag_tensor *v = param(s, "v", AG_SHAPE(B, S, H, Dv), 23);
+    ag_graph *g = ag_graph_new();
+    double scale = 1 / sqrt((double)D);
+    ag_tensor *mask = mask_of ? mask_of(g) : NULL;
+    ag_tensor *p = ag__masked_softmax(g, ag__matmul_heads(g, q, k, 1, AG__MM_A | AG__MM_B), scale, mask, fill);
+    ag_tensor *z = ag__matmul_heads(g, p, v, 0, AG__MM_B | AG__MM_Y);
+    cr_assert_eq(ag_backward(g, weigh(g, z, 7)), AG_OK, "%s", ag_graph_error(g));
+    double *want = keep(z->data, z->size);
+    size_t nz = z->size;
+    grads kg = keep_grads(s);
+    ag_store_zero_grad(s);
+    ag_graph_reset(g);
+    mask = mask_of ? mask_of(g) : NULL;
+    ag_tensor *y = ag__attention_heads(g, q, k, v, scale, mask, fill);
+    cr_assert_eq(ag_backward(g, weigh(g, y, 7)), AG_OK, "%s", ag_graph_error(g));
+    cr_assert(y->ndim == 4 && y->shape[0] == B && y->shape[1] == T && y->shape[2] == H && y->shape[3] == Dv, "%s",
+              what);
+    cr_assert_eq(y->size, nz);
+    expect_close(y->data, want, nz, 0, 0, what);
+    expect_grads(s, &kg, 0, what);
+    free(want);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+static ag_tensor *causal32(ag_graph *g) { return ag_causal_mask(g, 32, 32); }
+static ag_tensor *padding_5(ag_graph *g)
+{
+    /* [B, 1, 1, S] = [2, 1, 1, 5]: sentence 1 masks every key */
+    return ag_tensor_from(g, AG_SHAPE(2, 1, 1, 5), (ag_real[]){1, 1, 1, 0, 1, 0, 0, 0, 0, 0});
+}
+
+Test(fusion, attention_equals_products_per_head_and_masked_softmax)
+{
+    attention_case(32, 32, 32, 4, 16, 16, causal32, -INFINITY, "the GPT's heads, causal");
+    attention_case(2, 3, 5, 2, 4, 3, padding_5, -INFINITY, "padding, a sentence all -inf");
+    attention_case(2, 3, 5, 2, 4, 3, padding_5, -1e9, "padding, fill -1e9 (a uniform row)");
+    attention_case(2, 33, 40, 2, 24, 24, NULL, 0, "no mask, the packed kernel");
+    attention_case(1, 1, 1, 1, 1, 1, NULL, 0, "size 1");
+}
+
+Test(fusion, attention_reports_bad_shapes)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *q = ag_tensor_new(g, AG_SHAPE(2, 3, 4, 8)), *k = ag_tensor_new(g, AG_SHAPE(2, 5, 4, 8));
+    cr_assert_null(ag__attention_heads(g, q, k, ag_tensor_new(g, AG_SHAPE(2, 6, 4, 8)), 1, NULL, 0));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
+    cr_assert_str_eq(ag_graph_error(g), "attention: q [2, 3, 4, 8], k [2, 5, 4, 8], v [2, 6, 4, 8] do not fit "
+                                        "[B, T, H, D], [B, S, H, D], [B, S, H, Dv]");
+    ag_graph_reset(g);
+    q = ag_tensor_new(g, AG_SHAPE(2, 3, 4, 8)), k = ag_tensor_new(g, AG_SHAPE(2, 5, 4, 8));
+    cr_assert_null(ag__attention_heads(g, q, k, k, 1, ag_tensor_new(g, AG_SHAPE(4, 5)), 0));
+    cr_assert_str_eq(ag_graph_error(g),
+                     "attention: mask [4, 5] does not broadcast to the scores' [B, H, T, S] = [2, 4, 3, 5]");
+    ag_graph_free(g);
+}
+
 #ifdef AG_DOUBLE
 Test(fusion, linear_passes_gradcheck) { expect_op_gradcheck("linear"); }
 Test(fusion, masked_softmax_passes_gradcheck) { expect_op_gradcheck("masked_softmax"); }
+Test(fusion, attention_passes_gradcheck) { expect_op_gradcheck("attention"); }
 #endif

@@ -270,6 +270,12 @@ void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, const ag_real *x,
 void ag__masked_softmax_rows_backward(size_t r0, size_t rows, size_t n, const ag_real *y, const ag_real *dy,
                                       ag_real *dx, const ag_tensor *mask, const ag__mask_map *mm, ag_real scale,
                                       bool add);
+/* Multi-head attention's heads in one node (ops/attention.c): q [B, T, H, D],
+ * k [B, S, H, D], v [B, S, H, Dv] (heads layout, read in place), mask
+ * broadcast to [B, H, T, S] or NULL -> [B, T, H, Dv]:
+ * matmul_heads(masked_softmax(matmul_heads(q, k^T), scale, mask, fill), v). */
+ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, double scale, ag_tensor *mask,
+                               double fill);
 
 /* ---- shared kernels and threads ------------------------------------------ */
 

@@ -17,22 +17,33 @@
  *
  * It equals the three nodes it replaces, matmul_heads(q, k^T),
  * masked_softmax and matmul_heads(., v), value for value and gradient for
- * gradient (tests/test_fusion.c): the same gemm calls and the same softmax
- * rows.  What one node buys: a head's scores and their gradient stay in
- * the cache (a buffer of T S values per thread) instead of going out to
- * [B, H, T, S] tensors larger than the cache and back, four times a step.
+ * gradient (tests/test_fusion.c): each element is the same chain of
+ * products and the same softmax row.  What one node buys:
+ *   - a head's scores and their gradient stay in the cache (a buffer of
+ *     T S values per thread) instead of going out to [B, H, T, S] tensors
+ *     larger than the cache and back, four times a step;
+ *   - with fill -inf, the products leave out the keys no query of a block
+ *     may see (seen_keys): their weights are exactly 0.  A causal mask
+ *     leaves out a quarter of the work at T = 32.
  * Only P is saved for the backward.
  *
- * src = {q, k, v}; aux = the mask and P; farg[0] = scale, farg[1] = fill;
- * iarg[0] = 1 when masked. */
+ * src = {q, k, v}; aux = the mask, P and the keys each block sees;
+ * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked. */
 #include "core/internal.h"
 
 #include <math.h>
 #include <stdio.h>
 
+/* Rows of a head in blocks of RB: the products of a block of queries stop
+ * at the last key any of them may see, a multiple of 16 (a vector of
+ * floats, so that a row's softmax adds the same lanes as over all S keys). */
+enum { RB = 16 };
+
 typedef struct saved {
     ag_tensor *mask; /* never differentiated: data, like the ids of embedding */
     ag_real *p;      /* [B, H, T, S] */
+    int *kend;       /* per block of RB queries: keys [0, kend) may be seen */
+    int *tfirst;     /* per block of RB keys: the first query that may see one */
 } saved;
 
 /* Everything a block of heads needs, forward or backward. */
@@ -41,11 +52,46 @@ typedef struct att_job {
     size_t heads, nt; /* B H heads, cut into nt blocks */
     const ag__mask_map *mm;
     const ag_tensor *mask;
+    const int *kend, *tfirst;
     const ag_real *q, *k, *v, *dy;
     ag_real *y, *p, *dq, *dk, *dv, *scratch;
     size_t scratch_stride;
     ag_real scale, fill, beta_q, beta_k, beta_v;
 } att_job;
+
+/* With fill -inf, query t's weight on key s is exactly 0 wherever the mask
+ * is 0 in every head: past the last key that some head lets it see.  So a
+ * block of queries needs the keys [0, kend) only (P is 0 beyond), and a
+ * block of keys only the queries from tfirst on (P is 0 before): the
+ * products skip what would add exact zeros (a causal mask drops a quarter
+ * at T = 32).  Otherwise (no mask, a finite fill) kend = S, tfirst = 0.
+ * last[t] (T ints after kend) is one past the last key query t may see. */
+static void seen_keys(const ag_tensor *mask, double fill, int T, int S, int *kend, int *tfirst)
+{
+    int seen_all = mask && fill == -INFINITY ? 0 : S, *last = kend + (T + RB - 1) / RB;
+    for (int t = 0; t < T; t++) last[t] = seen_all;
+    if (!seen_all) { /* the mask is [..., T or 1, S or 1] */
+        int md = mask->ndim, mS = md >= 1 ? mask->shape[md - 1] : 1, mT = md >= 2 ? mask->shape[md - 2] : 1;
+        for (size_t i = 0; i < mask->size; i++) {
+            if (mask->data[i] == 0) continue;
+            int s = (int)(i % (size_t)mS), t = (int)(i / (size_t)mS % (size_t)mT), end = mS == 1 ? S : s + 1;
+            if (mT == 1) seen_all = end > seen_all ? end : seen_all;
+            else last[t] = end > last[t] ? end : last[t];
+        }
+        for (int t = 0; t < T; t++) last[t] = seen_all > last[t] ? seen_all : last[t];
+    }
+    for (int t0 = 0; t0 < T; t0 += RB) {
+        int e = 0;
+        for (int t = t0; t < T && t < t0 + RB; t++) e = last[t] > e ? last[t] : e;
+        e = (e + 15) / 16 * 16;
+        kend[t0 / RB] = e < S ? e : S;
+    }
+    for (int s0 = 0; s0 < S; s0 += RB) {
+        int t = 0;
+        while (t < T && last[t] <= s0) t++;
+        tfirst[s0 / RB] = t;
+    }
+}
 
 /* Head bh = b H + h: where it starts in q and k (cols D) or in v and y
  * (cols Dv), for an operand of `rows` rows per sentence. */
@@ -55,34 +101,65 @@ static size_t at(const att_job *j, size_t bh, int rows, int cols)
     return (b * (size_t)rows * (size_t)j->H + h) * (size_t)cols;
 }
 
+/* Rows [t0, t0 + n) of x [T, S]: 0 from column e on. */
+static void zero_past(ag_real *x, int S, int t0, int n, int e)
+{
+    if (e < S)
+        for (int t = t0; t < t0 + n; t++) memset(x + (size_t)t * S + e, 0, (size_t)(S - e) * sizeof(ag_real));
+}
+
 static void forward_head(const att_job *j, size_t bh)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H;
-    ag_real *p = j->p + bh * (size_t)T * (size_t)S;
-    /* A = Q K^T, into P's place */
-    ag__gemm(0, 1, T, S, D, j->q + at(j, bh, T, D), H * D, j->k + at(j, bh, S, D), H * D, 0, p, S);
-    /* P = softmax(mask ? scale A : fill), in place */
-    ag__masked_softmax_rows(bh * (size_t)T, (size_t)T, (size_t)S, p, j->mask, j->mm, j->scale, j->fill, p, p);
-    /* O = P V */
-    ag__gemm(0, 0, T, Dv, S, p, S, j->v + at(j, bh, S, Dv), H * Dv, 0, j->y + at(j, bh, T, Dv), H * Dv);
+    const ag_real *q = j->q + at(j, bh, T, D), *k = j->k + at(j, bh, S, D), *v = j->v + at(j, bh, S, Dv);
+    ag_real *p = j->p + bh * (size_t)T * (size_t)S, *y = j->y + at(j, bh, T, Dv);
+    for (int t0 = 0; t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
+        int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
+        ag_real *pt = p + (size_t)t0 * S;
+        /* A = Q K^T, into P's place */
+        ag__gemm(0, 1, n, e, D, q + (size_t)t0 * H * D, H * D, k, H * D, 0, pt, S);
+        /* P = softmax(mask ? scale A : fill), in place; 0 past the keys seen */
+        if (e > 0)
+            ag__masked_softmax_rows(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, j->mask, j->mm,
+                                    j->scale, j->fill, pt, pt);
+        zero_past(p, S, t0, n, e);
+        /* O = P V */
+        ag__gemm(0, 0, n, Dv, e, pt, S, v, H * Dv, 0, y + (size_t)t0 * H * Dv, H * Dv);
+    }
 }
 
 static void backward_head(const att_job *j, size_t bh, ag_real *da)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H;
     const ag_real *p = j->p + bh * (size_t)T * (size_t)S, *dy = j->dy + at(j, bh, T, Dv);
-    size_t iq = at(j, bh, T, D), ik = at(j, bh, S, D), iv = at(j, bh, S, Dv);
-    /* O = P V:  dV += P^T dO  [S, T] x [T, Dv] */
-    if (j->dv) ag__gemm(1, 0, S, Dv, T, p, S, dy, H * Dv, j->beta_v, j->dv + iv, H * Dv);
-    if (!j->dq && !j->dk) return;
-    /* O = P V:  dP = dO V^T  [T, Dv] x [Dv, S] */
-    ag__gemm(0, 1, T, S, Dv, dy, H * Dv, j->v + iv, H * Dv, 0, da, S);
-    /* P = softmax(mask ? scale A : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place */
-    ag__masked_softmax_rows_backward(bh * (size_t)T, (size_t)T, (size_t)S, p, da, da, j->mask, j->mm, j->scale,
-                                     false);
-    /* A = Q K^T:  dQ += dA K  [T, S] x [S, D];  dK += dA^T Q  [S, T] x [T, D] */
-    if (j->dq) ag__gemm(0, 0, T, D, S, da, S, j->k + ik, H * D, j->beta_q, j->dq + iq, H * D);
-    if (j->dk) ag__gemm(1, 0, S, D, T, da, S, j->q + iq, H * D, j->beta_k, j->dk + ik, H * D);
+    const ag_real *q = j->q + at(j, bh, T, D), *k = j->k + at(j, bh, S, D), *v = j->v + at(j, bh, S, Dv);
+    ag_real *dq = j->dq ? j->dq + at(j, bh, T, D) : NULL, *dk = j->dk ? j->dk + at(j, bh, S, D) : NULL;
+    ag_real *dv = j->dv ? j->dv + at(j, bh, S, Dv) : NULL;
+    for (int t0 = 0; (dq || dk) && t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
+        int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
+        const ag_real *pt = p + (size_t)t0 * S;
+        ag_real *dat = da + (size_t)t0 * S;
+        /* O = P V:  dP = dO V^T  [n, Dv] x [Dv, e] */
+        ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * H * Dv, H * Dv, v, H * Dv, 0, dat, S);
+        /* P = softmax(mask ? scale A : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place */
+        if (e > 0)
+            ag__masked_softmax_rows_backward(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, dat,
+                                             dat, j->mask, j->mm, j->scale, false);
+        zero_past(da, S, t0, n, e);
+        /* A = Q K^T:  dQ += dA K  [n, e] x [e, D] */
+        if (dq) ag__gemm(0, 0, n, D, e, dat, S, k, H * D, j->beta_q, dq + (size_t)t0 * H * D, H * D);
+    }
+    for (int s0 = 0; s0 < S; s0 += RB) { /* keys [s0, s0 + n), queries [t, T) */
+        int n = S - s0 < RB ? S - s0 : RB, t = j->tfirst[s0 / RB];
+        /* O = P V:  dV += P^T dO  [n, T - t] x [T - t, Dv] */
+        if (dv)
+            ag__gemm(1, 0, n, Dv, T - t, p + (size_t)t * S + s0, S, dy + (size_t)t * H * Dv, H * Dv, j->beta_v,
+                     dv + (size_t)s0 * H * Dv, H * Dv);
+        /* A = Q K^T:  dK += dA^T Q  [n, T - t] x [T - t, D] */
+        if (dk)
+            ag__gemm(1, 0, n, D, T - t, da + (size_t)t * S + s0, S, q + (size_t)t * H * D, H * D, j->beta_k,
+                     dk + (size_t)s0 * H * D, H * D);
+    }
 }
 
 /* Block t of the heads, on one thread: the heads one after another, the
@@ -139,10 +216,15 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
     ag__impl(y)->farg[1] = fill;
     ag__impl(y)->iarg[0] = mask != NULL;
     size_t heads = (size_t)B * (size_t)H, ts = (size_t)T * (size_t)S;
-    saved *sv = ag__save(g, sizeof(saved) + 64 + heads * ts * sizeof(ag_real));
+    size_t nb = (size_t)(T + RB - 1) / RB + (size_t)T + (size_t)(S + RB - 1) / RB; /* kend, last, tfirst */
+    size_t head = (sizeof(saved) + nb * sizeof(int) + 63) / 64 * 64; /* P at the arena's 64-byte alignment */
+    saved *sv = ag__save(g, head + heads * ts * sizeof(ag_real));
     if (!sv) return NULL;
     sv->mask = mask;
-    sv->p = (ag_real *)((char *)sv + (sizeof(saved) + 63) / 64 * 64); /* the arena's 64-byte alignment */
+    sv->kend = (int *)(sv + 1);
+    sv->tfirst = sv->kend + (T + RB - 1) / RB + T;
+    sv->p = (ag_real *)((char *)sv + head);
+    seen_keys(mask, fill, T, S, sv->kend, sv->tfirst);
     ag__impl(y)->aux = sv;
     if (y->size == 0 || ts == 0) {
         if (y->size) memset(y->data, 0, y->size * sizeof(ag_real)); /* no key: P V is an empty sum */
@@ -152,7 +234,7 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
     if (mask) ag__mask_map_init(&mm, 4, (int[]){B, H, T, S}, mask);
     int nt = ag__threads_for(heads * ts * (size_t)(D + Dv) / 16);
     att_job j = {.T = T, .S = S, .H = H, .D = D, .Dv = Dv, .heads = heads, .nt = (size_t)nt, .mm = &mm,
-                 .mask = mask, .q = q->data, .k = k->data, .v = v->data, .y = y->data, .p = sv->p,
+                 .mask = mask, .kend = sv->kend, .tfirst = sv->tfirst, .q = q->data, .k = k->data, .v = v->data, .y = y->data, .p = sv->p,
                  .scale = (ag_real)scale, .fill = (ag_real)fill};
     ag__parallel_for((size_t)nt, nt, forward_block, &j);
     return y;
@@ -177,7 +259,7 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     const saved *sv = ag__impl(y)->aux;
     int B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3], S = k->shape[1], Dv = v->shape[3];
     size_t heads = (size_t)B * (size_t)H, ts = (size_t)T * (size_t)S;
-    att_job j = {.T = T, .S = S, .H = H, .D = D, .Dv = Dv, .heads = heads, .mask = sv->mask, .q = q->data,
+    att_job j = {.T = T, .S = S, .H = H, .D = D, .Dv = Dv, .heads = heads, .mask = sv->mask, .kend = sv->kend, .tfirst = sv->tfirst, .q = q->data,
                  .k = k->data, .v = v->data, .dy = y->grad, .p = sv->p, .scale = (ag_real)ag__impl(y)->farg[0]};
     j.dq = grad_of(g, q, q != k && q != v, &j.beta_q);
     j.dk = grad_of(g, k, k != q && k != v, &j.beta_k);

@@ -76,7 +76,7 @@ static mask_rows mask_rows_at(const ag_tensor *mask, const ag__mask_map *mm, siz
 
 /* This row's mask values (stride mm->along), or NULL without a mask; then
  * on to the next row. */
-static const ag_real *mask_rows_next(mask_rows *it)
+static inline AG_ALWAYS_INLINE const ag_real *mask_rows_next(mask_rows *it)
 {
     if (!it->mask) return NULL;
     const ag__mask_map *mm = it->mm;
@@ -88,15 +88,16 @@ static const ag_real *mask_rows_next(mask_rows *it)
     return m;
 }
 
-/* z = mask ? scale x : fill for the `rows` rows of x and z (z may be x)
- * that are rows r0.. of the whole */
-static inline AG_ALWAYS_INLINE void fill_rows(size_t r0, size_t rows, size_t n, const ag_real *x, const ag_tensor *mask,
-                      const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z)
+/* z = mask ? scale x : fill for the `rows` rows of x and z (z may be x),
+ * ld apart, that are rows r0.. of the whole */
+static inline AG_ALWAYS_INLINE void fill_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x,
+                                              const ag_tensor *mask, const ag__mask_map *mm, ag_real scale,
+                                              ag_real fill, ag_real *z)
 {
     mask_rows it = mask_rows_at(mask, mm, r0);
     for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = x + r * n, *mr = mask_rows_next(&it);
-        ag_real *yr = z + r * n;
+        const ag_real *xr = x + r * ld, *mr = mask_rows_next(&it);
+        ag_real *yr = z + r * ld;
         if (mr && mm->along == 1) { /* the usual mask: a row of its own */
 #pragma omp simd
             for (size_t j = 0; j < n; j++) {
@@ -117,16 +118,18 @@ static inline AG_ALWAYS_INLINE void fill_rows(size_t r0, size_t rows, size_t n, 
 
 /* the loops above with the widest vectors the CPU has */
 #define FILL_PARAMS                                                                                               \
-    (size_t r0, size_t rows, size_t n, const ag_real *x, const ag_tensor *mask, const ag__mask_map *mm,            \
-     ag_real scale, ag_real fill, ag_real *z)
-#define FILL_ARGS (r0, rows, n, x, mask, mm, scale, fill, z)
+    (size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,                         \
+     const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z)
+#define FILL_ARGS (r0, rows, n, ld, x, mask, mm, scale, fill, z)
 AG_ISA_CLONES(void, fill_rows, FILL_PARAMS, fill_rows FILL_ARGS)
 
-void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, const ag_real *x, const ag_tensor *mask,
+void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
                              const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y)
 {
     AG_ISA_CALL(fill_rows, FILL_ARGS);
-    ag__softmax_rows(rows, n, z, y);
+    if (ld == n) ag__softmax_rows(rows, n, z, y);
+    else
+        for (size_t r = 0; r < rows; r++) ag__softmax_rows(1, n, z + r * ld, y + r * ld);
 }
 
 /* What the rows of a forward (nt blocks of rows) or a backward share. */
@@ -144,7 +147,7 @@ static void forward_block(void *ctx, size_t t)
 {
     const ms_job *j = ctx;
     size_t r0 = j->rows * t / j->nt, r1 = j->rows * (t + 1) / j->nt, n = j->n;
-    ag__masked_softmax_rows(r0, r1 - r0, n, j->x->data + r0 * n, j->mask, j->mm, j->scale, j->fill, j->z + r0 * n,
+    ag__masked_softmax_rows(r0, r1 - r0, n, n, j->x->data + r0 * n, j->mask, j->mm, j->scale, j->fill, j->z + r0 * n,
                             j->y->data + r0 * n);
 }
 
@@ -203,14 +206,14 @@ static inline AG_ALWAYS_INLINE void softmax_row_backward(size_t n, const ag_real
 }
 
 #define BACKWARD_PARAMS                                                                                           \
-    (size_t r0, size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, const ag_tensor *mask,    \
-     const ag__mask_map *mm, ag_real scale, bool add)
-#define BACKWARD_ARGS (r0, rows, n, y, dy, dx, mask, mm, scale, add)
+    (size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y, const ag_real *dy, ag_real *dx,                \
+     const ag_tensor *mask, const ag__mask_map *mm, ag_real scale, bool add)
+#define BACKWARD_ARGS (r0, rows, n, ld, y, dy, dx, mask, mm, scale, add)
 static inline AG_ALWAYS_INLINE void backward_rows BACKWARD_PARAMS
 {
     mask_rows it = mask_rows_at(mask, mm, r0);
     for (size_t r = 0; r < rows; r++)
-        softmax_row_backward(n, y + r * n, dy + r * n, dx + r * n, scale, mask_rows_next(&it), mm->along, add);
+        softmax_row_backward(n, y + r * ld, dy + r * ld, dx + r * ld, scale, mask_rows_next(&it), mm->along, add);
 }
 AG_ISA_CLONES(void, backward_rows, BACKWARD_PARAMS, backward_rows BACKWARD_ARGS)
 
@@ -220,7 +223,7 @@ static void row_backward(void *ctx, size_t r)
 {
     const ms_job *j = ctx;
     size_t n = j->n;
-    ag__masked_softmax_rows_backward(r, 1, n, j->y->data + r * n, j->y->grad + r * n, j->dx + r * n, j->mask, j->mm,
+    ag__masked_softmax_rows_backward(r, 1, n, n, j->y->data + r * n, j->y->grad + r * n, j->dx + r * n, j->mask, j->mm,
                                      j->scale, true);
 }
 

@@ -320,9 +320,32 @@ static ag_tensor *padding_5(ag_graph *g)
     return ag_tensor_from(g, AG_SHAPE(2, 1, 1, 5), (ag_real[]){1, 1, 1, 0, 1, 0, 0, 0, 0, 0});
 }
 
+/* Query t of 20 sees keys s <= t + 17 of 40 (a cached decoding step's
+ * mask): blocks of queries see different numbers of keys. */
+static ag_tensor *shifted(ag_graph *g)
+{
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(20, 40));
+    for (int t = 0; t < 20; t++)
+        for (int s = 0; s <= t + 17; s++) m->data[t * 40 + s] = 1;
+    return m;
+}
+
+/* Query t of 40 sees keys s <= t - 18 of 24: queries 0..17 see none (their
+ * rows of P are 0), and no query before 18 sees a key. */
+static ag_tensor *late(ag_graph *g)
+{
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(40, 24));
+    for (int t = 18; t < 40; t++)
+        for (int s = 0; s <= t - 18 && s < 24; s++) m->data[t * 24 + s] = 1;
+    return m;
+}
+
 Test(fusion, attention_equals_products_per_head_and_masked_softmax)
 {
     attention_case(32, 32, 32, 4, 16, 16, causal32, -INFINITY, "the GPT's heads, causal");
+    attention_case(2, 20, 40, 3, 16, 8, shifted, -INFINITY, "keys up to t + 17");
+    attention_case(2, 40, 24, 2, 8, 8, late, -INFINITY, "queries that see no key");
+    attention_case(2, 40, 24, 2, 8, 8, late, -1e9, "queries that see no key, fill -1e9");
     attention_case(2, 3, 5, 2, 4, 3, padding_5, -INFINITY, "padding, a sentence all -inf");
     attention_case(2, 3, 5, 2, 4, 3, padding_5, -1e9, "padding, fill -1e9 (a uniform row)");
     attention_case(2, 33, 40, 2, 24, 24, NULL, 0, "no mask, the packed kernel");

@@ -18,7 +18,9 @@
  * It equals the three nodes it replaces, matmul_heads(q, k^T),
  * masked_softmax and matmul_heads(., v), value for value and gradient for
  * gradient (tests/test_fusion.c): each element is the same chain of
- * products and the same softmax row.  What one node buys:
+ * products and the same softmax row, to the bit at a toy GPT's sizes (a
+ * row cut short below, in float, may add its terms in another order when
+ * S > 64).  What one node buys:
  *   - a head's scores and their gradient stay in the cache (a buffer of
  *     T S values per thread) instead of going out to [B, H, T, S] tensors
  *     larger than the cache and back, four times a step;
@@ -34,16 +36,19 @@
 #include <math.h>
 #include <stdio.h>
 
-/* Rows of a head in blocks of RB: the products of a block of queries stop
- * at the last key any of them may see, a multiple of 16 (a vector of
- * floats, so that a row's softmax adds the same lanes as over all S keys). */
-enum { RB = 16 };
+/* Rows of a head in blocks: the products of a block of queries stop at the
+ * last key any of them may see, a multiple of 16 (a vector of floats, so
+ * that a row's softmax adds the same lanes as over all S keys).  Blocks of
+ * 16 rows when a head's products take gemm.c's kernel for toy heads
+ * (N <= 32), which packs nothing; of 64 otherwise, so that packing K^T or
+ * dO for the blocked product repays itself (T = 512: 20% faster than 16). */
+static int block_rows(int S) { return S <= 32 ? 16 : 64; }
 
 typedef struct saved {
     ag_tensor *mask; /* never differentiated: data, like the ids of embedding */
     ag_real *p;      /* [B, H, T, S] */
-    int *kend;       /* per block of RB queries: keys [0, kend) may be seen */
-    int *tfirst;     /* per block of RB keys: the first query that may see one */
+    int *kend;       /* per block of queries: keys [0, kend) may be seen */
+    int *tfirst;     /* per block of keys: the first query that may see one */
 } saved;
 
 /* Everything a block of heads needs, forward or backward. */
@@ -68,6 +73,7 @@ typedef struct att_job {
  * last[t] (T ints after kend) is one past the last key query t may see. */
 static void seen_keys(const ag_tensor *mask, double fill, int T, int S, int *kend, int *tfirst)
 {
+    const int RB = block_rows(S);
     int seen_all = mask && fill == -INFINITY ? 0 : S, *last = kend + (T + RB - 1) / RB;
     for (int t = 0; t < T; t++) last[t] = seen_all;
     if (!seen_all) { /* the mask is [..., T or 1, S or 1] */
@@ -110,7 +116,7 @@ static void zero_past(ag_real *x, int S, int t0, int n, int e)
 
 static void forward_head(const att_job *j, size_t bh)
 {
-    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H;
+    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H, RB = block_rows(S);
     const ag_real *q = j->q + at(j, bh, T, D), *k = j->k + at(j, bh, S, D), *v = j->v + at(j, bh, S, Dv);
     ag_real *p = j->p + bh * (size_t)T * (size_t)S, *y = j->y + at(j, bh, T, Dv);
     for (int t0 = 0; t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
@@ -130,7 +136,7 @@ static void forward_head(const att_job *j, size_t bh)
 
 static void backward_head(const att_job *j, size_t bh, ag_real *da)
 {
-    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H;
+    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H, RB = block_rows(S);
     const ag_real *p = j->p + bh * (size_t)T * (size_t)S, *dy = j->dy + at(j, bh, T, Dv);
     const ag_real *q = j->q + at(j, bh, T, D), *k = j->k + at(j, bh, S, D), *v = j->v + at(j, bh, S, Dv);
     ag_real *dq = j->dq ? j->dq + at(j, bh, T, D) : NULL, *dk = j->dk ? j->dk + at(j, bh, S, D) : NULL;
@@ -216,6 +222,7 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
     ag__impl(y)->farg[1] = fill;
     ag__impl(y)->iarg[0] = mask != NULL;
     size_t heads = (size_t)B * (size_t)H, ts = (size_t)T * (size_t)S;
+    const int RB = block_rows(S);
     size_t nb = (size_t)(T + RB - 1) / RB + (size_t)T + (size_t)(S + RB - 1) / RB; /* kend, last, tfirst */
     size_t head = (sizeof(saved) + nb * sizeof(int) + 63) / 64 * 64; /* P at the arena's 64-byte alignment */
     saved *sv = ag__save(g, head + heads * ts * sizeof(ag_real));

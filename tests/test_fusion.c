@@ -282,9 +282,11 @@ Test(fusion, products_per_head_refuse_mismatched_heads)
 /* ---- attention over every head in one node ---------------------------------- */
 
 /* ag__attention_heads against the three nodes it replaces: values, and
- * every gradient, to the last bit (the same gemm calls, the same rows). */
+ * every gradient, to the last bit when `exact` (each element the same chain
+ * of products, each row the same softmax), else within rounding (a row cut
+ * short may take another of softmax's summation orders). */
 static void attention_case(int B, int T, int S, int H, int D, int Dv, ag_tensor *(*mask_of)(ag_graph *),
-                           double fill, const char *what)
+                           double fill, bool exact, const char *what)
 {
     ag_store *s = ag_store_new();
     ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 21), *k = param(s, "k", AG_SHAPE(B, S, H, D), 22);
@@ -306,14 +308,15 @@ static void attention_case(int B, int T, int S, int H, int D, int Dv, ag_tensor 
     cr_assert(y->ndim == 4 && y->shape[0] == B && y->shape[1] == T && y->shape[2] == H && y->shape[3] == Dv, "%s",
               what);
     cr_assert_eq(y->size, nz);
-    expect_close(y->data, want, nz, 0, 0, what);
-    expect_grads(s, &kg, 0, what);
+    expect_close(y->data, want, nz, exact ? 0 : TOL(1e-12, 1e-6), exact ? 0 : TOL(1e-12, 1e-6), what);
+    expect_grads(s, &kg, exact ? 0 : TOL(1e-12, 1e-5), what);
     free(want);
     ag_graph_free(g);
     ag_store_free(s);
 }
 
 static ag_tensor *causal32(ag_graph *g) { return ag_causal_mask(g, 32, 32); }
+static ag_tensor *causal100(ag_graph *g) { return ag_causal_mask(g, 100, 100); }
 static ag_tensor *padding_5(ag_graph *g)
 {
     /* [B, 1, 1, S] = [2, 1, 1, 5]: sentence 1 masks every key */
@@ -342,14 +345,15 @@ static ag_tensor *late(ag_graph *g)
 
 Test(fusion, attention_equals_products_per_head_and_masked_softmax)
 {
-    attention_case(32, 32, 32, 4, 16, 16, causal32, -INFINITY, "the GPT's heads, causal");
-    attention_case(2, 20, 40, 3, 16, 8, shifted, -INFINITY, "keys up to t + 17");
-    attention_case(2, 40, 24, 2, 8, 8, late, -INFINITY, "queries that see no key");
-    attention_case(2, 40, 24, 2, 8, 8, late, -1e9, "queries that see no key, fill -1e9");
-    attention_case(2, 3, 5, 2, 4, 3, padding_5, -INFINITY, "padding, a sentence all -inf");
-    attention_case(2, 3, 5, 2, 4, 3, padding_5, -1e9, "padding, fill -1e9 (a uniform row)");
-    attention_case(2, 33, 40, 2, 24, 24, NULL, 0, "no mask, the packed kernel");
-    attention_case(1, 1, 1, 1, 1, 1, NULL, 0, "size 1");
+    attention_case(32, 32, 32, 4, 16, 16, causal32, -INFINITY, true, "the GPT's heads, causal");
+    attention_case(1, 100, 100, 2, 8, 8, causal100, -INFINITY, false, "causal, blocks of 64 rows");
+    attention_case(2, 20, 40, 3, 16, 8, shifted, -INFINITY, true, "keys up to t + 17");
+    attention_case(2, 40, 24, 2, 8, 8, late, -INFINITY, true, "queries that see no key");
+    attention_case(2, 40, 24, 2, 8, 8, late, -1e9, true, "queries that see no key, fill -1e9");
+    attention_case(2, 3, 5, 2, 4, 3, padding_5, -INFINITY, true, "padding, a sentence all -inf");
+    attention_case(2, 3, 5, 2, 4, 3, padding_5, -1e9, true, "padding, fill -1e9 (a uniform row)");
+    attention_case(2, 33, 40, 2, 24, 24, NULL, 0, true, "no mask, the packed kernel");
+    attention_case(1, 1, 1, 1, 1, 1, NULL, 0, true, "size 1");
 }
 
 Test(fusion, attention_reports_bad_shapes)

@@ -154,6 +154,7 @@ typedef enum ag_op_id {
     AG_OP_MASKED_SOFTMAX,
     AG_OP_INDEX_ADD,
     AG_OP_GELU_TANH,
+    AG_OP_ATTENTION,
     AG_OP_COUNT
 } ag_op_id;
 

@@ -33,29 +33,23 @@
  * threads for a loop touching about `work` values. */
 
 /* Where row r of x (rows of S values) starts in the mask, and the mask's
- * stride along a row (0 when the mask is stretched there). */
-typedef struct mask_map {
-    int nd;
-    int shape[AG_MAX_DIMS]; /* x's leading axes */
-    size_t st[AG_MAX_DIMS]; /* the mask's stride along each of them */
-    size_t along;           /* and along the row */
-} mask_map;
-
-static void mask_map_init(mask_map *mm, const ag_tensor *x, const ag_tensor *mask)
+ * stride along a row (0 when the mask is stretched there): ag__mask_map,
+ * internal.h.  x has ndim axes of the given shape. */
+void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask)
 {
     size_t s = 1;
-    mm->nd = x->ndim - 1;
-    for (int k = x->ndim - 1; k >= 0; k--) {
-        int km = mask->ndim - x->ndim + k;
+    mm->nd = ndim - 1;
+    for (int k = ndim - 1; k >= 0; k--) {
+        int km = mask->ndim - ndim + k;
         int dm = km >= 0 ? mask->shape[km] : 1;
-        size_t stride = (dm == 1 && x->shape[k] != 1) ? 0 : s;
-        if (k == x->ndim - 1) mm->along = stride;
-        else mm->st[k] = stride, mm->shape[k] = x->shape[k];
+        size_t stride = (dm == 1 && shape[k] != 1) ? 0 : s;
+        if (k == ndim - 1) mm->along = stride;
+        else mm->st[k] = stride, mm->shape[k] = shape[k];
         s *= (size_t)dm;
     }
 }
 
-static size_t mask_row(const mask_map *mm, size_t r)
+static size_t mask_row(const ag__mask_map *mm, size_t r)
 {
     size_t off = 0;
     for (int k = mm->nd - 1; k >= 0; k--) {
@@ -65,19 +59,45 @@ static size_t mask_row(const mask_map *mm, size_t r)
     return off;
 }
 
-/* Row r's mask values (stride mm->along), or NULL without a mask. */
-static const ag_real *row_mask(const ag_tensor *mask, const mask_map *mm, size_t r)
+/* Rows r0, r0 + 1, ... in turn: the mask's row for each, found with a
+ * division per run of the innermost leading axis, not per row. */
+typedef struct mask_rows {
+    const ag_tensor *mask;
+    const ag__mask_map *mm;
+    size_t r, i, off; /* row r, index i along the innermost leading axis, its offset */
+} mask_rows;
+
+static mask_rows mask_rows_at(const ag_tensor *mask, const ag__mask_map *mm, size_t r0)
 {
-    return mask ? mask->data + mask_row(mm, r) : NULL;
+    mask_rows it = {mask, mm, r0, 0, 0};
+    if (mask && mm->nd > 0) it.i = r0 % (size_t)mm->shape[mm->nd - 1], it.off = mask_row(mm, r0);
+    return it;
 }
 
-/* z = mask ? scale x : fill for rows r0..r1-1 */
-static void fill_rows(size_t r0, size_t r1, size_t n, const ag_tensor *x, const ag_tensor *mask,
-                      const mask_map *mm, ag_real scale, ag_real fill, ag_real *y)
+/* This row's mask values (stride mm->along), or NULL without a mask; then
+ * on to the next row. */
+static inline AG_ALWAYS_INLINE const ag_real *mask_rows_next(mask_rows *it)
 {
-    for (size_t r = r0; r < r1; r++) {
-        const ag_real *xr = x->data + r * n, *mr = row_mask(mask, mm, r);
-        ag_real *yr = y + r * n;
+    if (!it->mask) return NULL;
+    const ag__mask_map *mm = it->mm;
+    if (mm->nd == 0) return it->mask->data;
+    const ag_real *m = it->mask->data + it->off;
+    it->r++;
+    if (++it->i == (size_t)mm->shape[mm->nd - 1]) it->i = 0, it->off = mask_row(mm, it->r);
+    else it->off += mm->st[mm->nd - 1];
+    return m;
+}
+
+/* z = mask ? scale x : fill for the `rows` rows of x and z (z may be x),
+ * ld apart, that are rows r0.. of the whole */
+static inline AG_ALWAYS_INLINE void fill_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x,
+                                              const ag_tensor *mask, const ag__mask_map *mm, ag_real scale,
+                                              ag_real fill, ag_real *z)
+{
+    mask_rows it = mask_rows_at(mask, mm, r0);
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = x + r * ld, *mr = mask_rows_next(&it);
+        ag_real *yr = z + r * ld;
         if (mr && mm->along == 1) { /* the usual mask: a row of its own */
 #pragma omp simd
             for (size_t j = 0; j < n; j++) {
@@ -96,29 +116,39 @@ static void fill_rows(size_t r0, size_t r1, size_t n, const ag_tensor *x, const 
     }
 }
 
-/* Rows r0..r1-1 of the forward: z = mask ? scale x : fill, then
- * y = softmax(z).  z is a scratch buffer: a row read from it was written
- * rows ago, and never shares a cache line with the stores of y. */
-static void forward_rows(size_t r0, size_t r1, size_t n, const ag_tensor *x, const ag_tensor *mask,
-                         const mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y)
+/* the loops above with the widest vectors the CPU has */
+#define FILL_PARAMS                                                                                               \
+    (size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,                         \
+     const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z)
+#define FILL_ARGS (r0, rows, n, ld, x, mask, mm, scale, fill, z)
+AG_ISA_CLONES(void, fill_rows, FILL_PARAMS, fill_rows FILL_ARGS)
+
+void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
+                             const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y)
 {
-    fill_rows(r0, r1, n, x, mask, mm, scale, fill, z);
-    ag__softmax_rows(r1 - r0, n, z + r0 * n, y + r0 * n);
+    AG_ISA_CALL(fill_rows, FILL_ARGS);
+    if (ld == n) ag__softmax_rows(rows, n, z, y);
+    else
+        for (size_t r = 0; r < rows; r++) ag__softmax_rows(1, n, z + r * ld, y + r * ld);
 }
 
 /* What the rows of a forward (nt blocks of rows) or a backward share. */
 typedef struct ms_job {
     const ag_tensor *x, *mask, *y;
-    const mask_map *mm;
+    const ag__mask_map *mm;
     size_t rows, n, nt;
     ag_real scale, fill, *z, *dx;
 } ms_job;
 
+/* Block t of the forward's rows: z = mask ? scale x : fill, then
+ * y = softmax(z).  z is a scratch buffer: a row read from it was written
+ * rows ago, and never shares a cache line with the stores of y. */
 static void forward_block(void *ctx, size_t t)
 {
     const ms_job *j = ctx;
-    forward_rows(j->rows * t / j->nt, j->rows * (t + 1) / j->nt, j->n, j->x, j->mask, j->mm, j->scale, j->fill, j->z,
-                 j->y->data);
+    size_t r0 = j->rows * t / j->nt, r1 = j->rows * (t + 1) / j->nt, n = j->n;
+    ag__masked_softmax_rows(r0, r1 - r0, n, n, j->x->data + r0 * n, j->mask, j->mm, j->scale, j->fill, j->z + r0 * n,
+                            j->y->data + r0 * n);
 }
 
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill)
@@ -133,8 +163,8 @@ ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor
     ag__impl(y)->farg[1] = fill;
     if (y->size == 0) return y;
     size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1, rows = x->size / n;
-    mask_map mm = {0};
-    if (mask) mask_map_init(&mm, x, mask);
+    ag__mask_map mm = {0};
+    if (mask) ag__mask_map_init(&mm, x->ndim, x->shape, mask);
     ag_real sc = (ag_real)scale, fl = (ag_real)fill;
     ag_real *z = ag__alloc(g, x->size * sizeof(ag_real));
     if (!z) return NULL;
@@ -145,9 +175,10 @@ ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor
     return y;
 }
 
-/* One row of dx:  y = softmax(z), z_j = scale x_j where the mask keeps j. */
-static void softmax_row_backward(size_t n, const ag_real *yr, const ag_real *dyr, ag_real *dxr, ag_real scale,
-                                 const ag_real *mr, size_t along)
+/* One row of dx:  y = softmax(z), z_j = scale x_j where the mask keeps j.
+ * add: dx += the row's gradient; otherwise dx = it (dx may then be dy). */
+static inline AG_ALWAYS_INLINE void softmax_row_backward(size_t n, const ag_real *yr, const ag_real *dyr, ag_real *dxr, ag_real scale,
+                                 const ag_real *mr, size_t along, bool add)
 {
     /* dot = sum_k dy_k y_k, in 8 partial sums (no chain of n additions) */
     ag_real lane[8] = {0}, dot = 0;
@@ -157,28 +188,43 @@ static void softmax_row_backward(size_t n, const ag_real *yr, const ag_real *dyr
         for (int l = 0; l < 8; l++) lane[l] += dyr[j0 + l] * yr[j0 + l];
     for (size_t j = j0; j < n; j++) dot += dyr[j] * yr[j];
     dot += ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+    ag_real keep_old = add ? 1 : 0; /* dx_j = keep_old dx_j + its gradient (0 dx_j: dx may be dy) */
     /* dz_j = y_j (dy_j - dot) */
     if (mr && along == 1) {
 #pragma omp simd
         for (size_t j = 0; j < n; j++) {
             ag_real keep = mr[j], d = scale * (yr[j] * (dyr[j] - dot));
-            dxr[j] += keep != 0 ? d : 0;
+            dxr[j] = (keep_old != 0 ? dxr[j] : 0) + (keep != 0 ? d : 0);
         }
     } else if (mr) {
         for (size_t j = 0; j < n; j++)
-            if (mr[j * along] != 0) dxr[j] += scale * (yr[j] * (dyr[j] - dot));
+            dxr[j] = (keep_old != 0 ? dxr[j] : 0) + (mr[j * along] != 0 ? scale * (yr[j] * (dyr[j] - dot)) : 0);
     } else {
 #pragma omp simd
-        for (size_t j = 0; j < n; j++) dxr[j] += scale * (yr[j] * (dyr[j] - dot));
+        for (size_t j = 0; j < n; j++) dxr[j] = (keep_old != 0 ? dxr[j] : 0) + scale * (yr[j] * (dyr[j] - dot));
     }
 }
+
+#define BACKWARD_PARAMS                                                                                           \
+    (size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y, const ag_real *dy, ag_real *dx,                \
+     const ag_tensor *mask, const ag__mask_map *mm, ag_real scale, bool add)
+#define BACKWARD_ARGS (r0, rows, n, ld, y, dy, dx, mask, mm, scale, add)
+static inline AG_ALWAYS_INLINE void backward_rows BACKWARD_PARAMS
+{
+    mask_rows it = mask_rows_at(mask, mm, r0);
+    for (size_t r = 0; r < rows; r++)
+        softmax_row_backward(n, y + r * ld, dy + r * ld, dx + r * ld, scale, mask_rows_next(&it), mm->along, add);
+}
+AG_ISA_CLONES(void, backward_rows, BACKWARD_PARAMS, backward_rows BACKWARD_ARGS)
+
+void ag__masked_softmax_rows_backward BACKWARD_PARAMS { AG_ISA_CALL(backward_rows, BACKWARD_ARGS); }
 
 static void row_backward(void *ctx, size_t r)
 {
     const ms_job *j = ctx;
     size_t n = j->n;
-    softmax_row_backward(n, j->y->data + r * n, j->y->grad + r * n, j->dx + r * n, j->scale,
-                         row_mask(j->mask, j->mm, r), j->mm->along);
+    ag__masked_softmax_rows_backward(r, 1, n, n, j->y->data + r * n, j->y->grad + r * n, j->dx + r * n, j->mask, j->mm,
+                                     j->scale, true);
 }
 
 static void masked_softmax_backward(ag_graph *g, ag_tensor *y)
@@ -187,8 +233,8 @@ static void masked_softmax_backward(ag_graph *g, ag_tensor *y)
     ag_real *dx = ag__grad(g, x);
     if (!dx || y->size == 0) return;
     size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1, rows = y->size / n;
-    mask_map mm = {0};
-    if (mask) mask_map_init(&mm, x, mask);
+    ag__mask_map mm = {0};
+    if (mask) ag__mask_map_init(&mm, x->ndim, x->shape, mask);
     ag_real sc = (ag_real)ag__impl(y)->farg[0];
     ms_job j = {.mask = mask, .y = y, .mm = &mm, .n = n, .scale = sc, .dx = dx};
     ag__parallel_for(rows, ag__threads_for(y->size), row_backward, &j);

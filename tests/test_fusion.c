@@ -3,7 +3,8 @@
  *
  *   linear          = reshape(add(matmul(reshape(x), transpose(W)), b))
  *   masked_softmax  = softmax(masked_fill(scale(x, s), mask, fill))
- *   matmul_bt       = matmul(a, transpose(b, -1, -2)) */
+ *   matmul_bt       = matmul(a, transpose(b, -1, -2))
+ *   attention       = matmul_heads(masked_softmax(matmul_heads(q, k^T)), v) */
 #include "common.h"
 #include "core/internal.h"
 
@@ -310,7 +311,101 @@ Test(fusion, products_per_head_refuse_mismatched_heads)
     ag_graph_free(g);
 }
 
+/* ---- attention over every head in one node ---------------------------------- */
+
+/* ag__attention_heads against the three nodes it replaces: values, and
+ * every gradient, to the last bit when `exact` (each element the same chain
+ * of products, each row the same softmax), else within rounding (a row cut
+ * short may take another of softmax's summation orders). */
+static void attention_case(int B, int T, int S, int H, int D, int Dv, ag_tensor *(*mask_of)(ag_graph *),
+                           double fill, bool exact, const char *what)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 21), *k = param(s, "k", AG_SHAPE(B, S, H, D), 22);
+    ag_tensor *v = param(s, "v", AG_SHAPE(B, S, H, Dv), 23);
+    ag_graph *g = ag_graph_new();
+    double scale = 1 / sqrt((double)D);
+    ag_tensor *mask = mask_of ? mask_of(g) : NULL;
+    ag_tensor *p = ag__masked_softmax(g, ag__matmul_heads(g, q, k, 1, AG__MM_A | AG__MM_B), scale, mask, fill);
+    ag_tensor *z = ag__matmul_heads(g, p, v, 0, AG__MM_B | AG__MM_Y);
+    cr_assert_eq(ag_backward(g, weigh(g, z, 7)), AG_OK, "%s", ag_graph_error(g));
+    double *want = keep(z->data, z->size);
+    size_t nz = z->size;
+    grads kg = keep_grads(s);
+    ag_store_zero_grad(s);
+    ag_graph_reset(g);
+    mask = mask_of ? mask_of(g) : NULL;
+    ag_tensor *y = ag__attention_heads(g, q, k, v, scale, mask, fill);
+    cr_assert_eq(ag_backward(g, weigh(g, y, 7)), AG_OK, "%s", ag_graph_error(g));
+    cr_assert(y->ndim == 4 && y->shape[0] == B && y->shape[1] == T && y->shape[2] == H && y->shape[3] == Dv, "%s",
+              what);
+    cr_assert_eq(y->size, nz);
+    expect_close(y->data, want, nz, exact ? 0 : TOL(1e-12, 1e-6), exact ? 0 : TOL(1e-12, 1e-6), what);
+    expect_grads(s, &kg, exact ? 0 : TOL(1e-12, 1e-5), what);
+    free(want);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+static ag_tensor *causal32(ag_graph *g) { return ag_causal_mask(g, 32, 32); }
+static ag_tensor *causal100(ag_graph *g) { return ag_causal_mask(g, 100, 100); }
+static ag_tensor *padding_5(ag_graph *g)
+{
+    /* [B, 1, 1, S] = [2, 1, 1, 5]: sentence 1 masks every key */
+    return ag_tensor_from(g, AG_SHAPE(2, 1, 1, 5), (ag_real[]){1, 1, 1, 0, 1, 0, 0, 0, 0, 0});
+}
+
+/* Query t of 20 sees keys s <= t + 17 of 40 (a cached decoding step's
+ * mask): blocks of queries see different numbers of keys. */
+static ag_tensor *shifted(ag_graph *g)
+{
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(20, 40));
+    for (int t = 0; t < 20; t++)
+        for (int s = 0; s <= t + 17; s++) m->data[t * 40 + s] = 1;
+    return m;
+}
+
+/* Query t of 40 sees keys s <= t - 18 of 24: queries 0..17 see none (their
+ * rows of P are 0), and no query before 18 sees a key. */
+static ag_tensor *late(ag_graph *g)
+{
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(40, 24));
+    for (int t = 18; t < 40; t++)
+        for (int s = 0; s <= t - 18 && s < 24; s++) m->data[t * 24 + s] = 1;
+    return m;
+}
+
+Test(fusion, attention_equals_products_per_head_and_masked_softmax)
+{
+    attention_case(32, 32, 32, 4, 16, 16, causal32, -INFINITY, true, "the GPT's heads, causal");
+    attention_case(1, 100, 100, 2, 8, 8, causal100, -INFINITY, false, "causal, blocks of 64 rows");
+    attention_case(2, 20, 40, 3, 16, 8, shifted, -INFINITY, true, "keys up to t + 17");
+    attention_case(2, 40, 24, 2, 8, 8, late, -INFINITY, true, "queries that see no key");
+    attention_case(2, 40, 24, 2, 8, 8, late, -1e9, true, "queries that see no key, fill -1e9");
+    attention_case(2, 3, 5, 2, 4, 3, padding_5, -INFINITY, true, "padding, a sentence all -inf");
+    attention_case(2, 3, 5, 2, 4, 3, padding_5, -1e9, true, "padding, fill -1e9 (a uniform row)");
+    attention_case(2, 33, 40, 2, 24, 24, NULL, 0, true, "no mask, the packed kernel");
+    attention_case(1, 1, 1, 1, 1, 1, NULL, 0, true, "size 1");
+}
+
+Test(fusion, attention_reports_bad_shapes)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *q = ag_tensor_new(g, AG_SHAPE(2, 3, 4, 8)), *k = ag_tensor_new(g, AG_SHAPE(2, 5, 4, 8));
+    cr_assert_null(ag__attention_heads(g, q, k, ag_tensor_new(g, AG_SHAPE(2, 6, 4, 8)), 1, NULL, 0));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
+    cr_assert_str_eq(ag_graph_error(g), "attention: q [2, 3, 4, 8], k [2, 5, 4, 8], v [2, 6, 4, 8] do not fit "
+                                        "[B, T, H, D], [B, S, H, D], [B, S, H, Dv]");
+    ag_graph_reset(g);
+    q = ag_tensor_new(g, AG_SHAPE(2, 3, 4, 8)), k = ag_tensor_new(g, AG_SHAPE(2, 5, 4, 8));
+    cr_assert_null(ag__attention_heads(g, q, k, k, 1, ag_tensor_new(g, AG_SHAPE(4, 5)), 0));
+    cr_assert_str_eq(ag_graph_error(g),
+                     "attention: mask [4, 5] does not broadcast to the scores' [B, H, T, S] = [2, 4, 3, 5]");
+    ag_graph_free(g);
+}
+
 #ifdef AG_DOUBLE
 Test(fusion, linear_passes_gradcheck) { expect_op_gradcheck("linear"); }
 Test(fusion, masked_softmax_passes_gradcheck) { expect_op_gradcheck("masked_softmax"); }
+Test(fusion, attention_passes_gradcheck) { expect_op_gradcheck("attention"); }
 #endif

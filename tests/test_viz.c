@@ -285,13 +285,9 @@ Test(viz, dot_of_a_multi_head_attention_block)
     expect_named(d, "q", "[2, 4, 64]");
     expect_named(d, "k", "[2, 4, 64]");
     expect_named(d, "v", "[2, 4, 64]");
-    expect_named(d, "scores", "[2, 8, 4, 4]");
-    expect_named(d, "attn", "[2, 8, 4, 4]");
-    /* the scale 1 / sqrt(D), D = 64 / 8, somewhere on the scores' way */
-    expect_has(d, "\xc3\x97" "0.3536");
+    /* the heads in one node, with the scale 1 / sqrt(D), D = 64 / 8 */
     expect_has(d, "label=\"reshape\\n[2, 4, 8, 8]\""); /* split heads: a view */
-    expect_has(d, "label=\"scores = matmul (a b^T) per head\\n[2, 8, 4, 4]\"");
-    expect_has(d, "label=\"matmul per head\\n[2, 4, 8, 8]\""); /* P V, heads side by side */
+    expect_has(d, "label=\"attention \xc3\x97" "0.3536 per head\\n[2, 4, 8, 8]\""); /* heads side by side */
     expect_has(d, "label=\"layer_norm\\n[2, 4, 64]\", tooltip=\"(unnamed): layer_norm [2, 4, 64], requires grad, root\"");
     cr_assert_eq(count(d, "shape=cylinder"), 10, "w_q, w_k, w_v, w_o weights and biases, layer norm gain and bias");
     expect_has(d, "label=\"mha.w_o.weight\\n[64, 64]\"");

@@ -434,11 +434,12 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
 
 /* C = beta C + op(A) op(B) for N <= 32, K <= 64, M <= 64 (beta 0 or 1):
  * the products of one head of a toy model, thousands of them a step.
- * op(B) goes to at most 64 rows of one or two vectors (N <= 16 or 32),
- * zero beyond column N: rows of B by masked loads, or (B transposed)
- * 16 x 16 blocks transposed in registers.  Then 12 rows of C at a time
- * (the last block 4, 8 or 12): one FMA per row, vector and k, with A's
- * element broadcast.  No packing buffers, no
+ * op(B)'s rows are one or two vectors (N <= 16 or 32), zero beyond
+ * column N: B's own rows, read in place by masked loads, or (B
+ * transposed) a buffer of at most 64 rows, filled by 16 x 16 blocks
+ * transposed in registers.  Then 12 rows of C at a time (the last block
+ * 4, 8 or 12; 13 to 16 rows as 8 and 8): one FMA per row, vector and k,
+ * with A's element broadcast.  No packing buffers, no
  * blocking: at these sizes the blocked product's bookkeeping costs more
  * than the arithmetic.  Each element of C is the same chain of FMAs (k
  * ascending, then + C when beta is 1) as in the blocked product: the
@@ -446,11 +447,12 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
 enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 (or 24) accumulators */
 
 /* mr <= R rows of C from R rows of A (a[i] = a0 + i rs; rows past mr
- * repeat row 0, computed and not stored): R NV accumulators in registers,
- * bk[k NV + v] holding columns 16 v .. 16 v + 15 of op(B)'s row k. */
+ * repeat row 0, computed and not stored): R NV accumulators in registers.
+ * Columns 16 v .. 16 v + 15 of op(B)'s row k are at b + k ldbk + 16 v, the
+ * lanes of mb[v] (the others read as 0); mn[v]: the columns of C. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-head_rows(const float *a0, size_t rs, size_t cs, const __m512 *bk, int K, int mr, const __mmask16 *mn, float beta,
-          float *c0, int ldc, const int R, const int NV)
+head_rows(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, const __mmask16 *mb, int K, int mr,
+          const __mmask16 *mn, float beta, float *c0, int ldc, const int R, const int NV)
 {
     const float *a[HR];
 #pragma GCC unroll 12
@@ -461,14 +463,19 @@ head_rows(const float *a0, size_t rs, size_t cs, const __m512 *bk, int K, int mr
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
     for (int k = 0; k < K; k++) {
+        __m512 bv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(mb[v], b + (size_t)k * ldbk + 16 * v);
 #pragma GCC unroll 12
         for (int i = 0; i < R; i++) {
             __m512 ak = _mm512_set1_ps(a[i][(size_t)k * cs]);
 #pragma GCC unroll 2
-            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ak, bk[k * NV + v], acc[i][v]);
+            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ak, bv[v], acc[i][v]);
         }
     }
-    for (int i = 0; i < mr; i++) {
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++) { /* unrolled, so that acc stays in registers */
+        if (i >= mr) break;
         float *c = c0 + (size_t)i * ldc;
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) {
@@ -485,15 +492,18 @@ gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const fl
           int ldc, const int NV)
 {
     __m512 bk[64 * 2];
-    __mmask16 mn[2];
+    __mmask16 mn[2], all[2] = {0xFFFF, 0xFFFF};
     for (int v = 0; v < NV; v++) {
         int w = N - 16 * v; /* 1..16 for v < NV */
         mn[v] = (__mmask16)(w >= 16 ? 0xFFFFu : (1u << w) - 1);
     }
-    if (!tb) {
-        for (int k = 0; k < K; k++)
-            for (int v = 0; v < NV; v++) bk[k * NV + v] = _mm512_maskz_loadu_ps(mn[v], B + (size_t)k * ldb + 16 * v);
-    } else {
+    /* op(B)'s rows: B's own, read in place (masked past column N), or the
+     * transpose, in bk */
+    const float *b = B;
+    size_t ldbk = (size_t)ldb;
+    const __mmask16 *mb = mn;
+    if (tb) {
+        b = (const float *)bk, ldbk = 16 * (size_t)NV, mb = all;
         for (int k0 = 0; k0 < K; k0 += 16) { /* B stored [N, K]: its rows are columns of op(B) */
             int kk = K - k0 < 16 ? K - k0 : 16;
             __mmask16 mk = (__mmask16)((1u << kk) - 1);
@@ -513,13 +523,14 @@ gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const fl
         }
     }
     size_t rs = ta ? 1 : (size_t)lda, cs = ta ? (size_t)lda : 1; /* element (i, k) of op(A): A[i rs + k cs] */
-    for (int i0 = 0; i0 < M; i0 += HR) { /* blocks of 12 rows; the last of 4, 8 or 12 */
-        int mr = M - i0 < HR ? M - i0 : HR;
+    for (int i0 = 0, mr; i0 < M; i0 += mr) { /* blocks of 12 rows; the last of 4, 8 or 12 */
+        mr = M - i0 < HR ? M - i0 : HR;
+        if (M - i0 > HR && M - i0 <= HR + 4) mr = 8; /* 13 to 16 rows: 8 then 8, not 12 then 4 */
         const float *a0 = A + (size_t)i0 * rs;
         float *c0 = C + (size_t)i0 * ldc;
-        if (mr <= 4) head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, 4, NV);
-        else if (mr <= 8) head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, 8, NV);
-        else head_rows(a0, rs, cs, bk, K, mr, mn, beta, c0, ldc, HR, NV);
+        if (mr <= 4) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 4, NV);
+        else if (mr <= 8) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 8, NV);
+        else head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, HR, NV);
     }
 }
 

@@ -256,6 +256,33 @@ enum { AG__MM_A = 1, AG__MM_B = 2, AG__MM_Y = 4 };
 ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads);
 /* softmax(mask == 0 ? fill : scale * x) over the last axis; mask may be NULL. */
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
+/* Where row r of a tensor of `shape` (rows along its last axis) finds its
+ * mask values, for a mask that broadcasts to that shape: the mask's stride
+ * along each leading axis and along the row (0 where it is stretched). */
+typedef struct ag__mask_map {
+    int nd;                  /* leading axes */
+    int shape[AG_MAX_DIMS];  /* their sizes */
+    size_t st[AG_MAX_DIMS];  /* the mask's stride along each */
+    size_t along;            /* and along a row */
+} ag__mask_map;
+void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask);
+/* masked_softmax's forward on `rows` rows of n values, ld apart, that are
+ * rows r0.. of the whole (for the mask): z = mask ? scale x : fill (z may
+ * be x), then y = softmax(z) (y may be z).  mask NULL: no mask (mm
+ * unread).  A row may be the first n values of a longer one. */
+void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
+                             const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y);
+/* Its backward on those rows, from y and dy: dx += (add) or = (dx may be
+ * dy) mask ? scale y (dy - sum_k dy_k y_k) : 0. */
+void ag__masked_softmax_rows_backward(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y,
+                                      const ag_real *dy, ag_real *dx, const ag_tensor *mask, const ag__mask_map *mm,
+                                      ag_real scale, bool add);
+/* Multi-head attention's heads in one node (ops/attention.c): q [B, T, H, D],
+ * k [B, S, H, D], v [B, S, H, Dv] (heads layout, read in place), mask
+ * broadcast to [B, H, T, S] or NULL -> [B, T, H, Dv]:
+ * matmul_heads(masked_softmax(matmul_heads(q, k^T), scale, mask, fill), v). */
+ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, double scale, ag_tensor *mask,
+                               double fill);
 
 /* ---- shared kernels and threads ------------------------------------------ */
 

@@ -36,6 +36,7 @@ extern const ag_op_desc ag_op_linear;
 extern const ag_op_desc ag_op_masked_softmax;
 extern const ag_op_desc ag_op_index_add;
 extern const ag_op_desc ag_op_gelu_tanh;
+extern const ag_op_desc ag_op_attention;
 
 static const ag_op_desc leaf = {.name = "leaf", .backward = NULL};
 
@@ -73,6 +74,7 @@ const ag_op_desc *const ag_op_table[] = {
     [AG_OP_MASKED_SOFTMAX] = &ag_op_masked_softmax,
     [AG_OP_INDEX_ADD] = &ag_op_index_add,
     [AG_OP_GELU_TANH] = &ag_op_gelu_tanh,
+    [AG_OP_ATTENTION] = &ag_op_attention,
 };
 _Static_assert(sizeof ag_op_table / sizeof ag_op_table[0] == AG_OP_COUNT,
                "the table must end at the last op id");

@@ -5,6 +5,9 @@
  *             place (ag__matmul_heads, ops/matmul.c) and the scale, mask
  *             and softmax are one op (ag__masked_softmax,
  *             ops/masked_softmax.c, whose backward is written by hand);
+ *             without dropout and with nobody asking for the weights, the
+ *             three are one node over every head (ag__attention_heads,
+ *             ops/attention.c, the same values and gradients);
  *   textbook  ag_attention_textbook, ag_mha_forward_textbook (or an ag_mha
  *             with .textbook = 1): the tutorials' formula, one public op per
  *             step: matmul, transpose, scale, masked_fill, softmax, matmul;
@@ -56,6 +59,10 @@ static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
                          double fill, double p_drop, ag_tensor **weights)
 {
     int D = q->shape[q->ndim - 1];
+    /* Heads with nothing to show or drop in between: the whole chain below
+     * in one node (ops/attention.c), which keeps each head's scores in the
+     * cache instead of writing them all out */
+    if (heads && !weights && p_drop <= 0) return ag__attention_heads(g, q, k, v, 1 / sqrt((double)D), mask, fill);
     /* Q K^T: how well query t matches key s (the product reads K as it is:
      * ag_matmul_bt = ag_matmul(q, ag_transpose(k, -1, -2)), no copy). */
     ag_tensor *scores = heads ? ag__matmul_heads(g, q, k, 1, AG__MM_A | AG__MM_B) : ag_matmul_bt(g, q, k);

@@ -77,6 +77,10 @@ static void op_text(ag__text *o, const ag_tensor *t)
         ag__text_printf(o, "%s \xc3\x97%.4g", name, ag_tensor_farg(t, 0));
         if (t->nsrc > 1 && t->src[1]) ag__text_printf(o, " fill %.4g", ag_tensor_farg(t, 1));
         break;
+    case AG_OP_ATTENTION: /* every head in one node: the scale, and the fill when masked */
+        ag__text_printf(o, "%s \xc3\x97%.4g per head", name, ag_tensor_farg(t, 0));
+        if (ag_tensor_iarg(t, 0)) ag__text_printf(o, " fill %.4g", ag_tensor_farg(t, 1));
+        break;
     case AG_OP_DROPOUT: ag__text_printf(o, "%s p=%.3g", name, ag_tensor_farg(t, 0)); break;
     case AG_OP_MATMUL: /* b transposed; operands read (written) in place per head */
         ag__text_printf(o, "%s%s%s", name, ag_tensor_iarg(t, 0) ? " (a b^T)" : "", ag_tensor_iarg(t, 1) ? " per head" : "");

@@ -423,16 +423,42 @@ AG_INLINE float tanh_f(float x)
     return x == 0 ? x : a < 0.625f ? small : big; /* tanh -0 = -0 */
 }
 
-/* e^(-x^2/2), taken as e^(-h/2) (1 - l/2) with x^2 = h + l exactly
- * (Dekker's product: x split into two halves of 12 bits, whose products are
- * exact in float), since rounding x^2 first would cost x^2 / 2 ulp. */
-AG_INLINE float gauss_f(float x)
+/* e^(-x^2/2) as m 2^(64 - n), m = e^(-r/2) in [2^-1/2, 2^1/2]: the power
+ * of two is returned as a float, `scale` (2^64 down to 2^-88: in float's
+ * normal range), so that the caller can bring m's product with other
+ * factors (prescaled by 2^-64) down to its size in one rounding, even
+ * where that is subnormal.  0 for |x| >= 14.5 (NaN and inf too).
+ *
+ * x^2 is taken exactly: |x| = a is split in a head ah of 12 bits and a
+ * tail al = a - ah,
+ *   a^2 = hi + lo,   hi = ah^2 (exact: 24 bits),   lo = al (a + ah),
+ * lo small, so that its rounding is harmless (rounding a^2 itself would
+ * cost a^2 / 2 ulp of the result, 80 near a = 13).  Then
+ *   e^(-a^2/2) = 2^-n e^(-r/2),  n = round(a^2 / (2 ln 2)),  r = hi - n 2 ln 2 + lo,
+ * where hi - n 2 ln 2 is exact (2 ln 2's head has 9 bits, n at most 152),
+ * and |r| <= ln 2 (and a rounding).
+ * e^(-r/2) = 1 - r/2 + r^2 G(r), G of degree 4, |r| <= 0.72 */
+static const float gauss_c[5] = {2.1576310246e-05f, -2.6160926791e-04f, 2.6042917743e-03f, -2.0833121613e-02f,
+                                 1.2499997765e-01f};
+AG_INLINE float gauss_parts(float x, float *scale)
 {
     float a = fabsf(x);
-    a = a < 15.0f ? a : 15.0f; /* NaN and inf -> 15: e^(-a^2/2) = 0 */
+    a = a < 14.5f ? a : 14.5f; /* n = 152: 0 in the end */
     float ah = f_from_bits(bits_of(a) & 0xfffff000u), al = a - ah;
-    float h = a * a, l = ((ah * ah - h) + 2.0f * ah * al) + al * al;
-    return exp_f(-0.5f * h) * (1.0f - 0.5f * l);
+    float hi = ah * ah, lo = al * (a + ah);
+    float t = (hi + lo) * 0.721347520f + 12582912.0f; /* a^2 / (2 ln 2) + 1.5 2^23: n in the low bits */
+    float n = t - 12582912.0f;
+    float r = (hi - n * 1.38671875f) - n * -4.24388880e-4f + lo; /* 2 ln 2 in two parts */
+    /* 127 + 64 - n in the exponent's field: (bits_of(t) = 0x4b400000 + n) */
+    *scale = f_from_bits((0x4b400000u + 191u - bits_of(t)) << 23);
+    return (horner(r, gauss_c, 5) * r - 0.5f) * r + 1.0f;
+}
+
+/* phi(x) = e^(-x^2/2) / sqrt(2 pi), rounded once */
+AG_INLINE float normal_pdf_f(float x)
+{
+    float scale, m = gauss_parts(x, &scale);
+    return m * (0x1p-64f * 0.398942280f) * scale;
 }
 
 /* Phi(x) = P(X <= x) for a standard normal X, through erfc:
@@ -440,19 +466,19 @@ AG_INLINE float gauss_f(float x)
  * so that the left tail keeps its relative precision (1 + erf(x / sqrt 2)
  * would cancel).  erfc(u) = e^(-u^2) Q(t), t = 1 / (1 + u / 2), Q of degree
  * 10 on u in [0, 10.5] (beyond, erfc is below float's range).
- * Q(t) = erfc(u) e^(u^2), t = 1 / (1 + u / 2), u in [0, 10.5] */
-static const float erfcx_c[11] = {2.633104846e-02f, -2.017946094e-01f, 6.204187274e-01f, -9.374295473e-01f,
-                                  6.574921012e-01f,  -2.358706295e-01f, 2.788786590e-01f, 2.250769138e-01f,
-                                  2.850203216e-01f,  2.818694711e-01f,  7.548784652e-06f};
+ * Q(t) = erfc(u) e^(u^2), t = 1 / (1 + u / 2), u in [0, 10.5]; here times
+ * 2^-65 (exact), for erfc(u) / 2 prescaled as gauss_parts asks */
+#define Q_(c) (0x1p-65f * (c))
+static const float erfcx_c[11] = {Q_(2.633104846e-02f), Q_(-2.017946094e-01f), Q_(6.204187274e-01f),
+                                  Q_(-9.374295473e-01f), Q_(6.574921012e-01f), Q_(-2.358706295e-01f),
+                                  Q_(2.788786590e-01f), Q_(2.250769138e-01f), Q_(2.850203216e-01f),
+                                  Q_(2.818694711e-01f), Q_(7.548784652e-06f)};
+#undef Q_
 AG_INLINE float normal_cdf_f(float x)
 {
-    float a = fabsf(x), g = gauss_f(x); /* e^(-x^2/2) */
-    float t = 1.0f / (1.0f + 0.353553391f * a);     /* u / 2 = a / (2 sqrt 2) */
-    /* Q as A(t) t^6 + B(t): two short chains of dependent multiply-adds
-     * in flight at once instead of one of ten */
-    float t2 = t * t, t6 = t2 * t2 * t2;
-    float q = horner(t, erfcx_c, 5) * t6 + horner(t, erfcx_c + 5, 6);
-    float half_erfc = 0.5f * g * q;
+    float scale, m = gauss_parts(x, &scale); /* e^(-x^2/2) = m scale 2^-64 */
+    float t = 1.0f / (1.0f + 0.353553391f * fabsf(x)); /* u / 2 = |x| / (2 sqrt 2) */
+    float half_erfc = m * horner(t, erfcx_c, 11) * scale; /* rounded once, if subnormal */
     return x < 0 ? half_erfc : 1.0f - half_erfc;
 }
 
@@ -477,7 +503,7 @@ void ag__gelu_floats(size_t n, const float *x, float *y) { gelu_map(n, x, y); }
  * off the forward's output (1/2 at x = 0): only phi is computed anew. */
 AG_INLINE float gelu_grad_f(float x, float y, float dy)
 {
-    float cdf = x != 0 ? y / x : 0.5f, pdf = gauss_f(x) * 0.398942280f; /* 1 / sqrt(2 pi) */
+    float cdf = x != 0 ? y / x : 0.5f, pdf = normal_pdf_f(x);
     return dy * (cdf + x * pdf);
 }
 

@@ -183,8 +183,9 @@ Test(fastmath, special_values)
 }
 
 /* GELU's backward from the forward's own output, against
- * Phi(x) + x phi(x) in double, on a dense grid over [-15, 10] and the
- * lengths 1 to 40 (every padded tail). */
+ * Phi(x) + x phi(x) in double, on a dense grid over [-15, 10], near 0
+ * down to the smallest subnormal, and the lengths 1 to 40 (every padded
+ * tail). */
 Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
 {
     EACH_LEVEL {
@@ -205,6 +206,17 @@ Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
         }
         cr_assert(worst_main <= 7 && worst_tail <= 13, "%s gelu grad: %.2f ulp (x >= -13), %.2f below", level, worst_main,
                   worst_tail);
+        /* x near 0, down to the smallest subnormal: the gradient is 1/2 */
+        static const float tiny[] = {1.4e-45f, 3e-40f, FLT_MIN, 1e-30f, 0x1p-26f, 0x1p-25f, 0x1.000002p-25f, 1e-6f};
+        for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++)
+            for (int s = -1; s <= 1; s += 2) {
+                float v = (float)s * tiny[i], vy, vdx, one = 1;
+                ag__gelu_floats(1, &v, &vy);
+                ag__gelu_grad_floats(1, &v, &vy, &one, &vdx, true);
+                double want = 0.5 * erfc(-(double)v * 0.70710678118654752440) + v * exp(-0.5 * v * v) * 0.39894228040143267794;
+                cr_assert(fabs(vdx - want) <= 7 * ulp_at(want), "%s gelu grad at %a: %a, want %a", level, (double)v, (double)vdx,
+                          want);
+            }
         /* every tail length: the padded copies must not touch past n */
         for (int n = 1; n <= 40; n++) {
             for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, dx[i] = 3;

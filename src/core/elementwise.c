@@ -488,30 +488,35 @@ AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x); }
 AG_ISA_MAP(exp_map, exp_f)
 AG_ISA_MAP(log_map, log_f)
 AG_ISA_MAP(tanh_map, tanh_f)
-/* GELU's clones may fuse a * b + c into one multiply-add where the
- * instruction set has one (its chains of Horner steps): within the same
- * bound on every level (tests/test_fastmath.c), the same on every run. */
-AG_FUSED_BEGIN
-AG_ISA_MAP(gelu_map, gelu_f)
-AG_FUSED_END
 void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
 void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
 void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
-void ag__gelu_floats(size_t n, const float *x, float *y) { gelu_map(n, x, y); }
+
+/* GELU's clones, forward and backward, may fuse a * b + c into one
+ * multiply-add where the instruction set has one (its chains of Horner
+ * steps): within the same bounds on every level (tests/test_fastmath.c),
+ * the same on every run. */
+AG_FUSED_BEGIN
+AG_ISA_MAP(gelu_map, gelu_f)
 
 /* y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x), with Phi(x) = y / x read
- * off the forward's output (1/2 at x = 0): only phi is computed anew. */
+ * off the forward's output: only phi is computed anew.  Below |x| = 2^-25
+ * Phi(x) rounds to 1/2, and y / x would not (y = x / 2 rounded, subnormal
+ * for the smallest x). */
 AG_INLINE float gelu_grad_f(float x, float y, float dy)
 {
-    float cdf = x != 0 ? y / x : 0.5f, pdf = normal_pdf_f(x);
+    float cdf = fabsf(x) >= 0x1p-25f ? y / x : 0.5f, pdf = normal_pdf_f(x);
     return dy * (cdf + x * pdf);
 }
 
 AG_ISA_MAP_GRAD(gelu_grad_map, gelu_grad_f)
+AG_FUSED_END
+void ag__gelu_floats(size_t n, const float *x, float *y) { gelu_map(n, x, y); }
 void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
 {
     gelu_grad_map(n, x, y, dy, dx, fresh);
 }
+
 /* GELU's tanh form, x (1 + tanh u) / 2 with u = k (x + c x^3), k = sqrt(2 /
  * pi), c = 0.044715, through the logistic function:
  *   s = (1 + tanh u) / 2 = 1 / (1 + e^w),   1 - s = e^w / (1 + e^w),   w = -2u

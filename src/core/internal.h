@@ -360,11 +360,12 @@ const char *ag__isa_force(const char *name);
  * then AG_ISA_CLONES(ret, name, params, call) defines name_avx2 and
  * name_avx512, each the statement `call` (which calls the body) compiled
  * for its instruction set, and AG_ISA_CALL(name, args) calls the one that
- * ag__isa() picks (the body itself for the baseline, or off x86). */
+ * ag__isa() picks (the body itself for the baseline, or off x86).  The
+ * AVX2 level includes FMA (cpu.c asks for both). */
 #define AG_ALWAYS_INLINE __attribute__((always_inline))
 #if AG_X86_KERNELS
 #define AG_ISA_CLONES(ret, name, params, call)                                                        \
-    __attribute__((target("avx2"))) static ret name##_avx2 params { call; }                           \
+    __attribute__((target("avx2,fma"))) static ret name##_avx2 params { call; }                       \
     __attribute__((target("avx512f"))) static ret name##_avx512 params { call; }
 #define AG_ISA_CALL(name, args)                                                                       \
     (ag__isa() == AG_ISA_AVX512 ? name##_avx512 args : ag__isa() == AG_ISA_AVX2 ? name##_avx2 args : name args)

@@ -423,30 +423,43 @@ AG_INLINE float tanh_f(float x)
     return x == 0 ? x : a < 0.625f ? small : big; /* tanh -0 = -0 */
 }
 
+/* a^2 = hi + lo exactly, and sq = hi + lo rounded.  With a fused
+ * multiply-add (fma, a constant where it is called), lo = a a - hi rounded
+ * once, which is exact.  Without, a is split in a head ah of 12 bits and
+ * a tail al = a - ah:  hi = ah^2 (exact: 24 bits),  lo = al (a + ah),  lo
+ * small, so that its rounding is harmless. */
+AG_INLINE void square_parts(float a, int fma, float *hi, float *lo, float *sq)
+{
+    if (fma) {
+        *hi = *sq = a * a;
+        *lo = fmaf(a, a, -*hi);
+    } else {
+        float ah = f_from_bits(bits_of(a) & 0xfffff000u), al = a - ah;
+        *hi = ah * ah;
+        *lo = al * (a + ah);
+        *sq = *hi + *lo;
+    }
+}
+
 /* e^(-x^2/2) as m 2^(64 - n), m = e^(-r/2) in [2^-1/2, 2^1/2]: the power
  * of two is returned as a float, `scale` (2^64 down to 2^-88: in float's
  * normal range), so that the caller can bring m's product with other
  * factors (prescaled by 2^-64) down to its size in one rounding, even
  * where that is subnormal.  0 for |x| >= 14.5 (NaN and inf too).
  *
- * x^2 is taken exactly: |x| = a is split in a head ah of 12 bits and a
- * tail al = a - ah,
- *   a^2 = hi + lo,   hi = ah^2 (exact: 24 bits),   lo = al (a + ah),
- * lo small, so that its rounding is harmless (rounding a^2 itself would
- * cost a^2 / 2 ulp of the result, 80 near a = 13).  Then
- *   e^(-a^2/2) = 2^-n e^(-r/2),  n = round(a^2 / (2 ln 2)),  r = hi - n 2 ln 2 + lo,
+ * x^2 = hi + lo is taken exactly (square_parts), since rounding it
+ * would cost x^2 / 2 ulp of the result (80 near |x| = 13).  Then
+ *   e^(-x^2/2) = 2^-n e^(-r/2),  n = round(x^2 / (2 ln 2)),  r = hi - n 2 ln 2 + lo,
  * where hi - n 2 ln 2 is exact (2 ln 2's head has 9 bits, n at most 152),
  * and |r| <= ln 2 (and a rounding).
  * e^(-r/2) = 1 - r/2 + r^2 G(r), G of degree 4, |r| <= 0.72 */
 static const float gauss_c[5] = {2.1576310246e-05f, -2.6160926791e-04f, 2.6042917743e-03f, -2.0833121613e-02f,
                                  1.2499997765e-01f};
-AG_INLINE float gauss_parts(float x, float *scale)
+AG_INLINE float gauss_parts(float x, int fma, float *scale)
 {
-    float a = fabsf(x);
-    a = a < 14.5f ? a : 14.5f; /* n = 152: 0 in the end */
-    float ah = f_from_bits(bits_of(a) & 0xfffff000u), al = a - ah;
-    float hi = ah * ah, lo = al * (a + ah);
-    float t = (hi + lo) * 0.721347520f + 12582912.0f; /* a^2 / (2 ln 2) + 1.5 2^23: n in the low bits */
+    float a = fabsf(x), hi, lo, sq;
+    square_parts(a < 14.5f ? a : 14.5f, fma, &hi, &lo, &sq); /* n = 152: 0 in the end */
+    float t = sq * 0.721347520f + 12582912.0f; /* a^2 / (2 ln 2) + 1.5 2^23: n in the low bits */
     float n = t - 12582912.0f;
     float r = (hi - n * 1.38671875f) - n * -4.24388880e-4f + lo; /* 2 ln 2 in two parts */
     /* 127 + 64 - n in the exponent's field: (bits_of(t) = 0x4b400000 + n) */
@@ -455,9 +468,9 @@ AG_INLINE float gauss_parts(float x, float *scale)
 }
 
 /* phi(x) = e^(-x^2/2) / sqrt(2 pi), rounded once */
-AG_INLINE float normal_pdf_f(float x)
+AG_INLINE float normal_pdf_f(float x, int fma)
 {
-    float scale, m = gauss_parts(x, &scale);
+    float scale, m = gauss_parts(x, fma, &scale);
     return m * (0x1p-64f * 0.398942280f) * scale;
 }
 
@@ -474,15 +487,13 @@ static const float erfcx_c[11] = {Q_(2.633104846e-02f), Q_(-2.017946094e-01f), Q
                                   Q_(2.788786590e-01f), Q_(2.250769138e-01f), Q_(2.850203216e-01f),
                                   Q_(2.818694711e-01f), Q_(7.548784652e-06f)};
 #undef Q_
-AG_INLINE float normal_cdf_f(float x)
+AG_INLINE float normal_cdf_f(float x, int fma)
 {
-    float scale, m = gauss_parts(x, &scale); /* e^(-x^2/2) = m scale 2^-64 */
+    float scale, m = gauss_parts(x, fma, &scale); /* e^(-x^2/2) = m scale 2^-64 */
     float t = 1.0f / (1.0f + 0.353553391f * fabsf(x)); /* u / 2 = |x| / (2 sqrt 2) */
     float half_erfc = m * horner(t, erfcx_c, 11) * scale; /* rounded once, if subnormal */
     return x < 0 ? half_erfc : 1.0f - half_erfc;
 }
-
-AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x); }
 
 /* one clone per instruction set of each (core/blocks.h) */
 AG_ISA_MAP(exp_map, exp_f)
@@ -492,29 +503,70 @@ void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
 void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
 void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
 
-/* GELU's clones, forward and backward, may fuse a * b + c into one
+/* GELU, forward and backward.  The clones may fuse a * b + c into one
  * multiply-add where the instruction set has one (its chains of Horner
  * steps): within the same bounds on every level (tests/test_fastmath.c),
- * the same on every run. */
+ * the same on every run.  The AVX2 and AVX-512 levels have fmaf in
+ * hardware (cpu.c asks AVX2's for it) and square x with it; the baseline
+ * splits x in halves instead, unless its fmaf is fast too (FP_FAST_FMAF:
+ * arm64). */
+#ifdef FP_FAST_FMAF
+enum { BASE_FMA = 1 };
+#else
+enum { BASE_FMA = 0 };
+#endif
 AG_FUSED_BEGIN
-AG_ISA_MAP(gelu_map, gelu_f)
+AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x, BASE_FMA); }
+AG_INLINE float gelu_fma_f(float x) { return x * normal_cdf_f(x, 1); }
 
 /* y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x), with Phi(x) = y / x read
  * off the forward's output: only phi is computed anew.  Below |x| = 2^-25
  * Phi(x) rounds to 1/2, and y / x would not (y = x / 2 rounded, subnormal
  * for the smallest x). */
-AG_INLINE float gelu_grad_f(float x, float y, float dy)
+AG_INLINE float gelu_grad_core(float x, float y, float dy, int fma)
 {
-    float cdf = fabsf(x) >= 0x1p-25f ? y / x : 0.5f, pdf = normal_pdf_f(x);
+    float cdf = fabsf(x) >= 0x1p-25f ? y / x : 0.5f, pdf = normal_pdf_f(x, fma);
     return dy * (cdf + x * pdf);
 }
+AG_INLINE float gelu_grad_f(float x, float y, float dy) { return gelu_grad_core(x, y, dy, BASE_FMA); }
+AG_INLINE float gelu_grad_fma_f(float x, float y, float dy) { return gelu_grad_core(x, y, dy, 1); }
 
-AG_ISA_MAP_GRAD(gelu_grad_map, gelu_grad_f)
+AG_INLINE void gelu_loop AG_MAP_PARAMS { ag__map(n, x, y, gelu_f); }
+AG_INLINE void gelu_fma_loop AG_MAP_PARAMS { ag__map(n, x, y, gelu_fma_f); }
+AG_INLINE void gelu_grad_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, fresh, gelu_grad_f); }
+AG_INLINE void gelu_grad_fma_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, fresh, gelu_grad_fma_f); }
+AG_ISA_CLONES(void, gelu_fma_loop, AG_MAP_PARAMS, gelu_fma_loop(n, x, y))
+AG_ISA_CLONES(void, gelu_grad_fma_loop, AG_MAP_GRAD_PARAMS, gelu_grad_fma_loop(n, x, y, dy, dx, fresh))
 AG_FUSED_END
-void ag__gelu_floats(size_t n, const float *x, float *y) { gelu_map(n, x, y); }
+
+void ag__gelu_floats(size_t n, const float *x, float *y)
+{
+#if AG_X86_KERNELS
+    if (ag__isa() == AG_ISA_AVX512) {
+        gelu_fma_loop_avx512(n, x, y);
+        return;
+    }
+    if (ag__isa() == AG_ISA_AVX2) {
+        gelu_fma_loop_avx2(n, x, y);
+        return;
+    }
+#endif
+    gelu_loop(n, x, y);
+}
+
 void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
 {
-    gelu_grad_map(n, x, y, dy, dx, fresh);
+#if AG_X86_KERNELS
+    if (ag__isa() == AG_ISA_AVX512) {
+        gelu_grad_fma_loop_avx512(n, x, y, dy, dx, fresh);
+        return;
+    }
+    if (ag__isa() == AG_ISA_AVX2) {
+        gelu_grad_fma_loop_avx2(n, x, y, dy, dx, fresh);
+        return;
+    }
+#endif
+    gelu_grad_loop(n, x, y, dy, dx, fresh);
 }
 
 /* GELU's tanh form, x (1 + tanh u) / 2 with u = k (x + c x^3), k = sqrt(2 /

@@ -233,6 +233,28 @@ Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
     }
     ag__isa_force(NULL);
 }
+/* GELU and its gradient give each x the same bits wherever it stands: in
+ * a long array or alone (the padded last block), whatever the level. */
+Test(fastmath, gelu_same_bits_at_every_position)
+{
+    enum { N = 4099 };
+    static float x[N], dy[N], y[N], dx[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(-16 + 32.0 * i / N), dy[i] = (float)(i % 7) - 3;
+    EACH_LEVEL {
+        ag__gelu_floats(N, x, y);
+        ag__gelu_grad_floats(N, x, y, dy, dx, true);
+        for (int i = 0; i < N; i++) {
+            float y1, dx1;
+            ag__gelu_floats(1, &x[i], &y1);
+            ag__gelu_grad_floats(1, &x[i], &y[i], &dy[i], &dx1, true);
+            cr_assert(memcmp(&y1, &y[i], sizeof y1) == 0 && memcmp(&dx1, &dx[i], sizeof dx1) == 0,
+                      "%s: gelu(%a) alone %a / %a, in the array %a / %a", level, (double)x[i], (double)y1, (double)dx1,
+                      (double)y[i], (double)dx[i]);
+        }
+    }
+    ag__isa_force(NULL);
+}
+
 /* GELU's tanh form in double: x s, s = 1 / (1 + e^w), w = -2 k (x + c x^3). */
 static double gelu_tanh_ref(double x)
 {

@@ -423,6 +423,20 @@ AG_INLINE float tanh_f(float x)
     return x == 0 ? x : a < 0.625f ? small : big; /* tanh -0 = -0 */
 }
 
+/* one clone per instruction set of each (core/blocks.h) */
+AG_ISA_MAP(exp_map, exp_f)
+AG_ISA_MAP(log_map, log_f)
+AG_ISA_MAP(tanh_map, tanh_f)
+void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
+void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
+void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
+
+/* From here to GELU's clones, a * b + c may be one fused multiply-add where
+ * the instruction set has one (the chains of Horner steps): within the
+ * same bounds on every level (tests/test_fastmath.c), the same on every
+ * run. */
+AG_FUSED_BEGIN
+
 /* a^2 = hi + lo exactly, and sq = hi + lo rounded.  With a fused
  * multiply-add (fma, a constant where it is called), lo = a a - hi rounded
  * once, which is exact.  Without, a is split in a head ah of 12 bits and
@@ -495,18 +509,7 @@ AG_INLINE float normal_cdf_f(float x, int fma)
     return x < 0 ? half_erfc : 1.0f - half_erfc;
 }
 
-/* one clone per instruction set of each (core/blocks.h) */
-AG_ISA_MAP(exp_map, exp_f)
-AG_ISA_MAP(log_map, log_f)
-AG_ISA_MAP(tanh_map, tanh_f)
-void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
-void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
-void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
-
-/* GELU, forward and backward.  The clones may fuse a * b + c into one
- * multiply-add where the instruction set has one (its chains of Horner
- * steps): within the same bounds on every level (tests/test_fastmath.c),
- * the same on every run.  The AVX2 and AVX-512 levels have fmaf in
+/* GELU, forward and backward.  The AVX2 and AVX-512 levels have fmaf in
  * hardware (cpu.c asks AVX2's for it) and square x with it; the baseline
  * splits x in halves instead, unless its fmaf is fast too (FP_FAST_FMAF:
  * arm64). */
@@ -515,7 +518,6 @@ enum { BASE_FMA = 1 };
 #else
 enum { BASE_FMA = 0 };
 #endif
-AG_FUSED_BEGIN
 AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x, BASE_FMA); }
 AG_INLINE float gelu_fma_f(float x) { return x * normal_cdf_f(x, 1); }
 
@@ -531,10 +533,53 @@ AG_INLINE float gelu_grad_core(float x, float y, float dy, int fma)
 AG_INLINE float gelu_grad_f(float x, float y, float dy) { return gelu_grad_core(x, y, dy, BASE_FMA); }
 AG_INLINE float gelu_grad_fma_f(float x, float y, float dy) { return gelu_grad_core(x, y, dy, 1); }
 
-AG_INLINE void gelu_loop AG_MAP_PARAMS { ag__map(n, x, y, gelu_f); }
-AG_INLINE void gelu_fma_loop AG_MAP_PARAMS { ag__map(n, x, y, gelu_fma_f); }
-AG_INLINE void gelu_grad_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, fresh, gelu_grad_f); }
-AG_INLINE void gelu_grad_fma_loop AG_MAP_GRAD_PARAMS { ag__map_grad(n, x, y, dy, dx, fresh, gelu_grad_fma_f); }
+/* y_i = f(x_i) and dx_i (+)= f(x_i, y_i, dy_i) for i < n, as ag__map and
+ * ag__map_grad (core/blocks.h: the last, shorter block through padded
+ * copies), but the whole blocks as one `omp simd` loop: clang vectorises
+ * GELU's long chains only so.  Every element takes the same vector code
+ * (a vector's width divides the block's). */
+AG_INLINE void simd_map(size_t n, const float *x, float *y, float (*f)(float))
+{
+    size_t m = n / AG_BLOCK * AG_BLOCK;
+#pragma omp simd
+    for (size_t i = 0; i < m; i++) y[i] = f(x[i]);
+    if (m < n) {
+        float xt[AG_BLOCK] = {0}, t[AG_BLOCK];
+        memcpy(xt, x + m, (n - m) * sizeof *x);
+#pragma omp simd
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = f(xt[l]);
+        memcpy(y + m, t, (n - m) * sizeof *y);
+    }
+}
+AG_INLINE void simd_map_grad(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh,
+                             float (*f)(float, float, float))
+{
+    size_t m = n / AG_BLOCK * AG_BLOCK;
+    if (fresh) {
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) dx[i] = f(x[i], y[i], dy[i]);
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) dx[i] += f(x[i], y[i], dy[i]);
+    }
+    if (m < n) {
+        float pad[4][AG_BLOCK] = {{0}}; /* x, y, dy, dx */
+        memcpy(pad[0], x + m, (n - m) * sizeof *x);
+        memcpy(pad[1], y + m, (n - m) * sizeof *y);
+        memcpy(pad[2], dy + m, (n - m) * sizeof *dy);
+        if (!fresh) memcpy(pad[3], dx + m, (n - m) * sizeof *dx);
+#pragma omp simd
+        for (int l = 0; l < AG_BLOCK; l++) {
+            float v = f(pad[0][l], pad[1][l], pad[2][l]);
+            pad[3][l] = fresh ? v : pad[3][l] + v; /* -0 stays -0 */
+        }
+        memcpy(dx + m, pad[3], (n - m) * sizeof *dx);
+    }
+}
+AG_INLINE void gelu_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_f); }
+AG_INLINE void gelu_fma_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_fma_f); }
+AG_INLINE void gelu_grad_loop AG_MAP_GRAD_PARAMS { simd_map_grad(n, x, y, dy, dx, fresh, gelu_grad_f); }
+AG_INLINE void gelu_grad_fma_loop AG_MAP_GRAD_PARAMS { simd_map_grad(n, x, y, dy, dx, fresh, gelu_grad_fma_f); }
 AG_ISA_CLONES(void, gelu_fma_loop, AG_MAP_PARAMS, gelu_fma_loop(n, x, y))
 AG_ISA_CLONES(void, gelu_grad_fma_loop, AG_MAP_GRAD_PARAMS, gelu_grad_fma_loop(n, x, y, dy, dx, fresh))
 AG_FUSED_END

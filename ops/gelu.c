@@ -21,7 +21,7 @@
 #define SQRT1_2 0.70710678118654752440       /* 1 / sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794  /* 1 / sqrt(2 pi) */
 
-/* The float build takes the vectorised kernel (src/core/elementwise.c):
+/* The float build takes the vectorised kernel (src/core/fastmath.c):
  * Phi through erfc, so that the left tail keeps its relative precision;
  * the double build is libm's erf, as PyTorch's float64. */
 static void gelu_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)

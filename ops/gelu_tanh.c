@@ -14,7 +14,7 @@
  * cancellation where 1 + t is tiny (x very negative: exp(-2u) overflows to
  * inf and s to 0, as it should).  The double build agrees with
  * torch.float64 to rounding (tests/test_parity_options.c, 1e-9); the float
- * build runs the same form in float, vectorised (src/core/elementwise.c,
+ * build runs the same form in float, vectorised (src/core/fastmath.c,
  * tests/test_fastmath.c).
  *
  * It differs from the erf form (ops/gelu.c) by at most about 5e-4; a model
@@ -35,7 +35,7 @@ static inline double half_one_plus_tanh(double x)
 }
 #endif
 
-/* The float build takes the vectorised kernel (src/core/elementwise.c,
+/* The float build takes the vectorised kernel (src/core/fastmath.c,
  * within 3.5 ulp of this double form); the double build is this form. */
 static void gelu_tanh_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {

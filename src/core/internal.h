@@ -305,7 +305,7 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
 ag_real ag__row_max(size_t n, const ag_real *x);
 #ifndef AG_DOUBLE
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
- * vectorised and within a few ulp (src/core/elementwise.c); and gelu's
+ * vectorised and within a few ulp (src/core/fastmath.c); and gelu's
  * backward, dx += dy (Phi(x) + x phi(x)), which reads Phi(x) = y / x off
  * the forward's output y; GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2,
  * and its backward (ops/gelu_tanh.c). */
@@ -375,7 +375,8 @@ const char *ag__isa_force(const char *name);
 #endif
 /* Between AG_FUSED_BEGIN and AG_FUSED_END (at file scope), a * b + c may
  * be one fused multiply-add where the instruction set has one: for kernels
- * whose stated error bound holds either way (src/core/elementwise.c). */
+ * whose stated error bound holds either way (core/fastmath.c,
+ * core/elementwise.c). */
 #if defined(__clang__)
 #define AG_FUSED_BEGIN _Pragma("STDC FP_CONTRACT ON")
 #define AG_FUSED_END _Pragma("STDC FP_CONTRACT OFF")

@@ -1,0 +1,324 @@
+/* src/core/fastmath.c: the float build's vectorised exp, log, tanh and
+ * GELU (erf and tanh forms, forward and backward), each a loop over an
+ * array compiled once per instruction set (core/blocks.h), the machine's
+ * picked at every call.  The double build calls libm instead (it is the
+ * build for gradient checks): nothing here.
+ *
+ * Each function is straight-line code: no calls, and each special case a
+ * select rather than a branch, so that the loops vectorise at -O2.  Each
+ * reduces its argument to a short range and evaluates a polynomial there:
+ * exp's is Cephes' expf polynomial (core/fastmath.h); the others were
+ * fitted for this file (least relative error on the reduced range).  Their
+ * errors against libm's double result, over a sweep of the whole float
+ * range and its edges (tests/test_fastmath.c): exp and log within 1 ulp,
+ * tanh 1.5, GELU x Phi(x) 8 (10 below x = -13, where Phi(x) is
+ * subnormal). */
+
+#include "core/internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Selects as vector blends: nothing here reads the floating-point
+ * exception flags (core/blocks.h). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include "core/blocks.h"
+#include "core/fastmath.h"
+
+#ifndef AG_DOUBLE
+
+AG_INLINE float exp_f(float x) { return exp_core(x, 1); }
+
+/* log x = e ln 2 + log(1 + f) for x = (1 + f) 2^e, 1 + f in [sqrt(1/2),
+ * sqrt(2)); log(1 + f) = f - f^2/2 + f^3 P(f), P of degree 7.  A subnormal
+ * x is scaled by 2^23 first.  log 0 = -inf, log(x < 0) = NaN, log inf = inf.
+ * P(f), f in [sqrt(1/2) - 1, sqrt 2 - 1] */
+static const float log_c[8] = {-7.634429634e-02f, 1.276154965e-01f, -1.316019446e-01f, 1.420176178e-01f,
+                               -1.662335694e-01f, 2.000122666e-01f, -2.500082254e-01f, 3.333333135e-01f};
+AG_INLINE float log_f(float x)
+{
+    int sub = x < 1.17549435e-38f; /* below FLT_MIN (0, negatives and NaN are fixed at the end) */
+    float xs = sub ? x * 8388608.0f : x;
+    uint32_t b = bits_of(xs);
+    int32_t e = (int32_t)((b >> 23) & 0xff) - 127 - (sub ? 23 : 0);
+    float m = f_from_bits((b & 0x007fffff) | 0x3f800000); /* in [1, 2) */
+    int big = m > 1.41421356f;
+    m = big ? m * 0.5f : m;
+    e += big;
+    float f = m - 1.0f, f2 = f * f;
+    float p = horner(f, log_c, 8);
+    float fe = (float)e; /* the small terms first, then f, then e ln 2 (in two parts) */
+    float y = f + (f2 * f * p + fe * -2.12194440e-4f - 0.5f * f2) + fe * 0.693359375f;
+    y = x == 0 ? -INFINITY : y;
+    y = x < 0 || x != x ? NAN : y;
+    return x == INFINITY ? x : y;
+}
+
+/* tanh x = x + x^3 P(x^2) (P of degree 4) for |x| < 0.625, where
+ * 1 - 2 / (e^2|x| + 1) would cancel; that, with x's sign, elsewhere (it
+ * reaches +-1 exactly for large |x|, and at +-inf).
+ * P(z), z = x^2 in [0, 0.625^2] */
+static const float tanh_c[5] = {-5.704990588e-03f, 2.063908987e-02f, -5.373971537e-02f, 1.333144158e-01f,
+                                -3.333328068e-01f};
+AG_INLINE float tanh_f(float x)
+{
+    float a = fabsf(x), z = x * x;
+    float p = horner(z, tanh_c, 5);
+    float small = x + x * z * p;
+    float big = 1.0f - 2.0f / (exp_f(2.0f * a) + 1.0f);
+    big = x < 0 ? -big : big;
+    return x == 0 ? x : a < 0.625f ? small : big; /* tanh -0 = -0 */
+}
+
+/* one clone per instruction set of each (core/blocks.h) */
+AG_ISA_MAP(exp_map, exp_f)
+AG_ISA_MAP(log_map, log_f)
+AG_ISA_MAP(tanh_map, tanh_f)
+void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
+void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
+void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
+
+/* From here to GELU's clones, a * b + c may be one fused multiply-add where
+ * the instruction set has one (the chains of Horner steps): within the
+ * same bounds on every level (tests/test_fastmath.c), the same on every
+ * run. */
+AG_FUSED_BEGIN
+
+/* a^2 = hi + lo exactly, and sq = hi + lo rounded.  With a fused
+ * multiply-add (fma, a constant where it is called), lo = a a - hi rounded
+ * once, which is exact.  Without, a is split in a head ah of 12 bits and
+ * a tail al = a - ah:  hi = ah^2 (exact: 24 bits),  lo = al (a + ah),  lo
+ * small, so that its rounding is harmless. */
+AG_INLINE void square_parts(float a, int fma, float *hi, float *lo, float *sq)
+{
+    if (fma) {
+        *hi = *sq = a * a;
+        *lo = fmaf(a, a, -*hi);
+    } else {
+        float ah = f_from_bits(bits_of(a) & 0xfffff000u), al = a - ah;
+        *hi = ah * ah;
+        *lo = al * (a + ah);
+        *sq = *hi + *lo;
+    }
+}
+
+/* e^(-x^2/2) as m 2^(64 - n), m = e^(-r/2) in [2^-1/2, 2^1/2]: the power
+ * of two is returned as a float, `scale` (2^64 down to 2^-88: in float's
+ * normal range), so that the caller can bring m's product with other
+ * factors (prescaled by 2^-64) down to its size in one rounding, even
+ * where that is subnormal.  0 for |x| >= 14.5 (NaN and inf too).
+ *
+ * x^2 = hi + lo is taken exactly (square_parts), since rounding it
+ * would cost x^2 / 2 ulp of the result (80 near |x| = 13).  Then
+ *   e^(-x^2/2) = 2^-n e^(-r/2),  n = round(x^2 / (2 ln 2)),  r = hi - n 2 ln 2 + lo,
+ * where hi - n 2 ln 2 is exact (2 ln 2's head has 9 bits, n at most 152),
+ * and |r| <= ln 2 (and a rounding).
+ * e^(-r/2) = 1 - r/2 + r^2 G(r), G of degree 4, |r| <= 0.72 */
+static const float gauss_c[5] = {2.1576310246e-05f, -2.6160926791e-04f, 2.6042917743e-03f, -2.0833121613e-02f,
+                                 1.2499997765e-01f};
+AG_INLINE float gauss_parts(float x, int fma, float *scale)
+{
+    float a = fabsf(x), hi, lo, sq;
+    square_parts(a < 14.5f ? a : 14.5f, fma, &hi, &lo, &sq); /* n = 152: 0 in the end */
+    float t = sq * 0.721347520f + 12582912.0f; /* a^2 / (2 ln 2) + 1.5 2^23: n in the low bits */
+    float n = t - 12582912.0f;
+    float r = (hi - n * 1.38671875f) - n * -4.24388880e-4f + lo; /* 2 ln 2 in two parts */
+    /* 127 + 64 - n in the exponent's field: (bits_of(t) = 0x4b400000 + n) */
+    *scale = f_from_bits((0x4b400000u + 191u - bits_of(t)) << 23);
+    return (horner(r, gauss_c, 5) * r - 0.5f) * r + 1.0f;
+}
+
+/* phi(x) = e^(-x^2/2) / sqrt(2 pi), rounded once */
+AG_INLINE float normal_pdf_f(float x, int fma)
+{
+    float scale, m = gauss_parts(x, fma, &scale);
+    return m * (0x1p-64f * 0.398942280f) * scale;
+}
+
+/* Phi(x) = P(X <= x) for a standard normal X, through erfc:
+ *   Phi(x) = erfc(u) / 2 for x < 0,  1 - erfc(u) / 2 otherwise,  u = |x| / sqrt 2,
+ * so that the left tail keeps its relative precision (1 + erf(x / sqrt 2)
+ * would cancel).  erfc(u) = e^(-u^2) Q(t), t = 1 / (1 + u / 2), Q of degree
+ * 10 on u in [0, 10.5] (beyond, erfc is below float's range).
+ * Q(t) = erfc(u) e^(u^2), t = 1 / (1 + u / 2), u in [0, 10.5]; here times
+ * 2^-65 (exact), for erfc(u) / 2 prescaled as gauss_parts asks */
+#define Q_(c) (0x1p-65f * (c))
+static const float erfcx_c[11] = {Q_(2.633104846e-02f), Q_(-2.017946094e-01f), Q_(6.204187274e-01f),
+                                  Q_(-9.374295473e-01f), Q_(6.574921012e-01f), Q_(-2.358706295e-01f),
+                                  Q_(2.788786590e-01f), Q_(2.250769138e-01f), Q_(2.850203216e-01f),
+                                  Q_(2.818694711e-01f), Q_(7.548784652e-06f)};
+#undef Q_
+AG_INLINE float normal_cdf_f(float x, int fma)
+{
+    float scale, m = gauss_parts(x, fma, &scale); /* e^(-x^2/2) = m scale 2^-64 */
+    float t = 1.0f / (1.0f + 0.353553391f * fabsf(x)); /* u / 2 = |x| / (2 sqrt 2) */
+    float half_erfc = m * horner(t, erfcx_c, 11) * scale; /* rounded once, if subnormal */
+    return x < 0 ? half_erfc : 1.0f - half_erfc;
+}
+
+/* GELU, forward and backward.  The AVX2 and AVX-512 levels have fmaf in
+ * hardware (cpu.c asks AVX2's for it) and square x with it; the baseline
+ * splits x in halves instead, unless its fmaf is fast too (FP_FAST_FMAF:
+ * arm64). */
+#ifdef FP_FAST_FMAF
+enum { BASE_FMA = 1 };
+#else
+enum { BASE_FMA = 0 };
+#endif
+AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x, BASE_FMA); }
+AG_INLINE float gelu_fma_f(float x) { return x * normal_cdf_f(x, 1); }
+
+/* y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x), with Phi(x) = y / x read
+ * off the forward's output: only phi is computed anew.  Below |x| = 2^-25
+ * Phi(x) rounds to 1/2, and y / x would not (y = x / 2 rounded, subnormal
+ * for the smallest x). */
+AG_INLINE float gelu_grad_core(float x, float y, float dy, int fma)
+{
+    float cdf = fabsf(x) >= 0x1p-25f ? y / x : 0.5f, pdf = normal_pdf_f(x, fma);
+    return dy * (cdf + x * pdf);
+}
+AG_INLINE float gelu_grad_f(float x, float y, float dy) { return gelu_grad_core(x, y, dy, BASE_FMA); }
+AG_INLINE float gelu_grad_fma_f(float x, float y, float dy) { return gelu_grad_core(x, y, dy, 1); }
+
+/* y_i = f(x_i) and dx_i (+)= f(x_i, y_i, dy_i) for i < n, as ag__map and
+ * ag__map_grad (core/blocks.h: the last, shorter block through padded
+ * copies), but the whole blocks as one `omp simd` loop: clang vectorises
+ * GELU's long chains only so.  Every element takes the same vector code
+ * (a vector's width divides the block's). */
+AG_INLINE void simd_map(size_t n, const float *x, float *y, float (*f)(float))
+{
+    size_t m = n / AG_BLOCK * AG_BLOCK;
+#pragma omp simd
+    for (size_t i = 0; i < m; i++) y[i] = f(x[i]);
+    if (m < n) {
+        float xt[AG_BLOCK] = {0}, t[AG_BLOCK];
+        memcpy(xt, x + m, (n - m) * sizeof *x);
+#pragma omp simd
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = f(xt[l]);
+        memcpy(y + m, t, (n - m) * sizeof *y);
+    }
+}
+AG_INLINE void simd_map_grad(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh,
+                             float (*f)(float, float, float))
+{
+    size_t m = n / AG_BLOCK * AG_BLOCK;
+    if (fresh) {
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) dx[i] = f(x[i], y[i], dy[i]);
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < m; i++) dx[i] += f(x[i], y[i], dy[i]);
+    }
+    if (m < n) {
+        float pad[4][AG_BLOCK] = {{0}}; /* x, y, dy, dx */
+        memcpy(pad[0], x + m, (n - m) * sizeof *x);
+        memcpy(pad[1], y + m, (n - m) * sizeof *y);
+        memcpy(pad[2], dy + m, (n - m) * sizeof *dy);
+        if (!fresh) memcpy(pad[3], dx + m, (n - m) * sizeof *dx);
+#pragma omp simd
+        for (int l = 0; l < AG_BLOCK; l++) {
+            float v = f(pad[0][l], pad[1][l], pad[2][l]);
+            pad[3][l] = fresh ? v : pad[3][l] + v; /* -0 stays -0 */
+        }
+        memcpy(dx + m, pad[3], (n - m) * sizeof *dx);
+    }
+}
+AG_INLINE void gelu_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_f); }
+AG_INLINE void gelu_fma_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_fma_f); }
+AG_INLINE void gelu_grad_loop AG_MAP_GRAD_PARAMS { simd_map_grad(n, x, y, dy, dx, fresh, gelu_grad_f); }
+AG_INLINE void gelu_grad_fma_loop AG_MAP_GRAD_PARAMS { simd_map_grad(n, x, y, dy, dx, fresh, gelu_grad_fma_f); }
+AG_ISA_CLONES(void, gelu_fma_loop, AG_MAP_PARAMS, gelu_fma_loop(n, x, y))
+AG_ISA_CLONES(void, gelu_grad_fma_loop, AG_MAP_GRAD_PARAMS, gelu_grad_fma_loop(n, x, y, dy, dx, fresh))
+AG_FUSED_END
+
+void ag__gelu_floats(size_t n, const float *x, float *y)
+{
+#if AG_X86_KERNELS
+    if (ag__isa() == AG_ISA_AVX512) {
+        gelu_fma_loop_avx512(n, x, y);
+        return;
+    }
+    if (ag__isa() == AG_ISA_AVX2) {
+        gelu_fma_loop_avx2(n, x, y);
+        return;
+    }
+#endif
+    gelu_loop(n, x, y);
+}
+
+void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
+{
+#if AG_X86_KERNELS
+    if (ag__isa() == AG_ISA_AVX512) {
+        gelu_grad_fma_loop_avx512(n, x, y, dy, dx, fresh);
+        return;
+    }
+    if (ag__isa() == AG_ISA_AVX2) {
+        gelu_grad_fma_loop_avx2(n, x, y, dy, dx, fresh);
+        return;
+    }
+#endif
+    gelu_grad_loop(n, x, y, dy, dx, fresh);
+}
+
+/* GELU's tanh form, x (1 + tanh u) / 2 with u = k (x + c x^3), k = sqrt(2 /
+ * pi), c = 0.044715, through the logistic function:
+ *   s = (1 + tanh u) / 2 = 1 / (1 + e^w),   1 - s = e^w / (1 + e^w),   w = -2u
+ * taken with e = e^-|w| (never above 1, so never inf; subnormal where s or
+ * 1 - s is):  s = (w > 0 ? e : 1) / (1 + e),  1 - s = (w > 0 ? 1 : e) / (1 + e).
+ * w is formed in double and split in two floats, w = hi + lo, so that the
+ * rounding of w (which e^w would magnify |w| times, up to 100) is not lost:
+ * e^-|w| = e^-|hi| (1 -+ lo).  The sum 1 + e and the division round once
+ * each: y = x s within 3.5 ulp of the double result down to x = -9, where
+ * s is a normal float (tests/test_fastmath.c). */
+/* e = e^-|w| for x, and whether w > 0 (x < 0) */
+AG_INLINE float logistic_exp(float x, int *neg)
+{
+    double v = x, w = -2 * 0.79788456080286535588 * (v + 0.044715 * v * v * v);
+    w = w < -200 ? -200 : w > 200 ? 200 : w; /* e^-200 is 0 in float; a NaN stays */
+    float hi = (float)w, lo = (float)(w - hi);
+    *neg = hi > 0;
+    return exp_core(hi > 0 ? -hi : hi, 1) * (hi > 0 ? 1.0f - lo : 1.0f + lo);
+}
+
+/* y = x s = (w > 0 ? x e : x) / (1 + e): one division, rounded once */
+AG_INLINE float gelu_tanh_f(float x)
+{
+    int neg;
+    float e = logistic_exp(x, &neg);
+    return (neg ? x * e : x) / (1.0f + e);
+}
+
+/* s and 1 - s, through one division */
+AG_INLINE void logistic_pair(float x, float *s, float *sc)
+{
+    int neg;
+    float e = logistic_exp(x, &neg), r = 1.0f / (1.0f + e);
+    *s = neg ? e * r : r;
+    *sc = neg ? r : e * r;
+}
+
+/* y = x s  ->  dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)
+ * (ds/du = (1 - tanh^2 u) / 2 = 2 s (1 - s)).  s and 1 - s are taken again
+ * from x: 1 - s read off the forward's y / x would cancel where s is near
+ * 1 (x > 2), and it is the one that costs the exp. */
+AG_INLINE float gelu_tanh_grad_f(float x, float y, float dy)
+{
+    (void)y;
+    float s, sc;
+    logistic_pair(x, &s, &sc);
+    float du = 0.797884561f * (1.0f + 0.134145f * x * x); /* k (1 + 3 c x^2) */
+    return dy * (s + x * (2.0f * s * sc) * du);
+}
+
+AG_ISA_MAP(gelu_tanh_map, gelu_tanh_f)
+AG_ISA_MAP_GRAD(gelu_tanh_grad_map, gelu_tanh_grad_f)
+void ag__gelu_tanh_floats(size_t n, const float *x, float *y) { gelu_tanh_map(n, x, y); }
+void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
+{
+    gelu_tanh_grad_map(n, x, y, dy, dx, fresh);
+}
+#endif

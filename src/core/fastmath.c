@@ -81,10 +81,10 @@ void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
 void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
 void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
 
-/* From here to GELU's clones, a * b + c may be one fused multiply-add where
- * the instruction set has one (the chains of Horner steps): within the
- * same bounds on every level (tests/test_fastmath.c), the same on every
- * run. */
+/* From here to GELU's entry points, a * b + c may be one fused
+ * multiply-add where the instruction set has one (the chains of Horner
+ * steps): within the same bounds on every level (tests/test_fastmath.c),
+ * the same on every run. */
 AG_FUSED_BEGIN
 
 /* a^2 = hi + lo exactly, and sq = hi + lo rounded.  With a fused
@@ -232,7 +232,6 @@ AG_INLINE void gelu_grad_loop AG_MAP_GRAD_PARAMS { simd_map_grad(n, x, y, dy, dx
 AG_INLINE void gelu_grad_fma_loop AG_MAP_GRAD_PARAMS { simd_map_grad(n, x, y, dy, dx, fresh, gelu_grad_fma_f); }
 AG_ISA_CLONES(void, gelu_fma_loop, AG_MAP_PARAMS, gelu_fma_loop(n, x, y))
 AG_ISA_CLONES(void, gelu_grad_fma_loop, AG_MAP_GRAD_PARAMS, gelu_grad_fma_loop(n, x, y, dy, dx, fresh))
-AG_FUSED_END
 
 void ag__gelu_floats(size_t n, const float *x, float *y)
 {
@@ -263,6 +262,7 @@ void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float 
 #endif
     gelu_grad_loop(n, x, y, dy, dx, fresh);
 }
+AG_FUSED_END /* (off x86, the loops are inlined into these two) */
 
 /* GELU's tanh form, x (1 + tanh u) / 2 with u = k (x + c x^3), k = sqrt(2 /
  * pi), c = 0.044715, through the logistic function:

@@ -84,21 +84,36 @@ static void slot_release(void *p)
 
 static void slot_key_make(void) { pthread_key_create(&slot_key, slot_release); }
 
-/* The calling thread's slot, or NULL when every slot is taken. */
-static pack_slot *my_slot(void)
+/* The calling thread's slot, or NULL when every slot is taken: taken on
+ * first use, the first free one from index `from` on (then from 0). */
+static pack_slot *claim_slot(int from)
 {
     pthread_once(&slot_once, slot_key_make);
     pack_slot *sl = pthread_getspecific(slot_key);
     if (sl) return sl;
     pthread_mutex_lock(&slots_mu);
-    for (int i = 0; i < PACK_SLOTS && !sl; i++)
+    for (int k = 0; k < PACK_SLOTS && !sl; k++) {
+        int i = (from + k) % PACK_SLOTS;
         if (!slots[i].used) slots[i].used = 1, sl = &slots[i];
+    }
     pthread_mutex_unlock(&slots_mu);
     if (sl && pthread_setspecific(slot_key, sl) != 0) {
         slot_release(sl);
         sl = NULL;
     }
     return sl;
+}
+
+static pack_slot *my_slot(void) { return claim_slot(0); }
+
+/* Short-lived threads (threads.c without OpenMP: one per block of a loop)
+ * take their slots by block, not in the order they happen to start: block
+ * t of every loop then packs into the same slot, the one its first loop
+ * grew, and a later step allocates nothing.  Returns the index taken. */
+int ag__pack_slot_claim(int from)
+{
+    pack_slot *sl = claim_slot(from < 0 ? 0 : from % PACK_SLOTS);
+    return sl ? (int)(sl - slots) : -1;
 }
 
 /* A buffer of n values, 64-byte aligned: *raw keeps what to free. */

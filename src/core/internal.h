@@ -391,6 +391,10 @@ const char *ag__isa_force(const char *name);
  * (for tests and benchmarks), NULL keeps the CPU's choice.  The same as
  * ag__isa_force: every kernel follows (src/core/gemm.c). */
 const char *ag__gemm_kernel(const char *force);
+/* The calling thread takes its gemm packing slot now, if it has none: the
+ * first free one from index `from` on; returns its index (-1: none free).
+ * For threads.c's short-lived threads (src/core/gemm.c). */
+int ag__pack_slot_claim(int from);
 
 /* For the gradient checker's test of itself: backward on g multiplies the
  * gradient flowing into every backward of op `op` by `factor`; op <= 0

@@ -79,25 +79,31 @@ static void run_blocks(const loop *l)
 typedef struct block {
     const loop *l;
     int t;
+    int slot; /* the gemm packing slot it takes first */
 } block;
 
 static void *block_main(void *arg)
 {
     const block *b = arg;
     inside = 1;
+    ag__pack_slot_claim(b->slot);
     run_block(b->l, b->t);
     return NULL;
 }
 
 /* Block 0 on the calling thread, the others on threads of their own; a
- * block whose thread cannot start runs on the calling thread instead. */
+ * block whose thread cannot start runs on the calling thread instead.  The
+ * threads live for one loop: block t takes gemm's packing slot t places
+ * after the caller's (ag__pack_slot_claim), the slot it took in every
+ * earlier loop, already grown, whichever thread starts first. */
 static void run_blocks(const loop *l)
 {
+    int base = ag__pack_slot_claim(0);
     pthread_t th[MAX_THREADS];
     block arg[MAX_THREADS];
     bool started[MAX_THREADS] = {false};
     for (int t = 1; t < l->nt; t++) {
-        arg[t] = (block){l, t};
+        arg[t] = (block){l, t, base + t};
         started[t] = pthread_create(&th[t], NULL, block_main, &arg[t]) == 0;
     }
     int was = inside;

@@ -277,7 +277,7 @@ AG_FUSED_END /* (off x86, the loops are inlined into these two) */
  *   scales the result last: where s is below FLT_MIN (x < -9.9), x s and
  *   the gradient are rounded once, not s first;
  * - 1 + e = d + dl exactly (dl = (1 - d) + e, as 1 >= e), and the quotient
- *   by d is corrected by dl.
+ *   by d is corrected by dl (the forward's only where w > 0, x < 0).
  * y = x s is then within 3 ulp of the double result over the whole float
  * range, the gradient within 6 ulp of its terms (tests/test_fastmath.c).
  * Nothing fuses here: every level gives the same bits. */
@@ -309,8 +309,10 @@ AG_INLINE float gelu_tanh_f(float x)
     float s1, s2, m = logistic_exp(x, &neg, &s1, &s2), e = m * s1 * s2;
     float d = 1.0f + e, dl = (1.0f - d) + e; /* 1 + e = d + dl exactly */
     float q = (neg ? x * m : x) / d;
-    q = dl == 0 ? q : q - q * dl; /* q / (1 + dl / d), dl / d taken as dl (dl < 2^-24); inf stays */
-    return neg ? q * s1 * s2 : q;
+    /* where w > 0, q / (1 + dl / d), with dl / d taken as dl (dl < 2^-24);
+     * elsewhere q as it is, within 1.6 ulp without it (and x = inf stays
+     * inf: inf dl would be inf 0) */
+    return neg ? (q - q * dl) * s1 * s2 : q;
 }
 
 /* y = x s  ->  dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)

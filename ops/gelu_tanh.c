@@ -36,7 +36,7 @@ static inline double half_one_plus_tanh(double x)
 #endif
 
 /* The float build takes the vectorised kernel (src/core/fastmath.c,
- * within 3.5 ulp of this double form); the double build is this form. */
+ * within 3 ulp of this double form); the double build is this form. */
 static void gelu_tanh_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {
     (void)farg;

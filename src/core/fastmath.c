@@ -267,38 +267,52 @@ AG_FUSED_END /* (off x86, the loops are inlined into these two) */
 /* GELU's tanh form, x (1 + tanh u) / 2 with u = k (x + c x^3), k = sqrt(2 /
  * pi), c = 0.044715, through the logistic function:
  *   s = (1 + tanh u) / 2 = 1 / (1 + e^w),   1 - s = e^w / (1 + e^w),   w = -2u
- * taken with e = e^-|w| (never above 1, so never inf; subnormal where s or
- * 1 - s is):  s = (w > 0 ? e : 1) / (1 + e),  1 - s = (w > 0 ? 1 : e) / (1 + e).
- * w is formed in double and split in two floats, w = hi + lo, so that the
- * rounding of w (which e^w would magnify |w| times, up to 100) is not lost:
- * e^-|w| = e^-|hi| (1 -+ lo).  The sum 1 + e and the division round once
- * each: y = x s within 3.5 ulp of the double result down to x = -9, where
- * s is a normal float (tests/test_fastmath.c). */
-/* e = e^-|w| for x, and whether w > 0 (x < 0) */
-AG_INLINE float logistic_exp(float x, int *neg)
+ * taken with e = e^-|w| (never above 1, so never inf):
+ *   s = (w > 0 ? e : 1) / (1 + e),   1 - s = (w > 0 ? 1 : e) / (1 + e).
+ * Three things keep the error small:
+ * - w is formed in double and split in two floats, w = hi + lo; lo joins
+ *   the reduced argument of e^-|w| (as exp_core's, core/fastmath.h), so
+ *   that the rounding of w, which e^w would magnify |w| times, is not lost;
+ * - e = m 2^-n is kept as m, a normal float, and the power of two, which
+ *   scales the result last: where s is below FLT_MIN (x < -9.9), x s and
+ *   the gradient are rounded once, not s first;
+ * - 1 + e = d + dl exactly (dl = (1 - d) + e, as 1 >= e), and the quotient
+ *   by d is corrected by dl (the forward's only where w > 0, x < 0).
+ * y = x s is then within 3 ulp of the double result over the whole float
+ * range, the gradient within 6 ulp of its terms (tests/test_fastmath.c).
+ * Nothing fuses here: every level gives the same bits. */
+/* e^-|w| for x, as m 2^-n with m = e^-r in [2^-1/2, 2^1/2] and 2^-n = s1 s2
+ * (two factors in float's normal range), and whether w > 0 (x < 0) */
+AG_INLINE float logistic_exp(float x, int *neg, float *s1, float *s2)
 {
     double v = x, w = -2 * 0.79788456080286535588 * (v + 0.044715 * v * v * v);
-    w = w < -200 ? -200 : w > 200 ? 200 : w; /* e^-200 is 0 in float; a NaN stays */
+    w = w < -120 ? -120 : w > 120 ? 120 : w; /* a NaN stays */
     float hi = (float)w, lo = (float)(w - hi);
     *neg = hi > 0;
-    return exp_core(hi > 0 ? -hi : hi, 1) * (hi > 0 ? 1.0f - lo : 1.0f + lo);
+    float a = hi > 0 ? -hi : hi, b = hi > 0 ? -lo : lo; /* -|w| = a + b */
+    float t = a * 1.44269504088896341f + 12582912.0f;  /* -|w| / ln 2 + 1.5 2^23: n in the low bits */
+    float n = t - 12582912.0f;
+    float r = (a - n * 0.693359375f) - n * -2.12194440e-4f + b; /* ln 2 in two parts; the first product exact */
+    float p = horner(r, exp_c, 6);
+    int32_t k = (int32_t)(bits_of(t) - 0x4b400000u), k1 = k >> 1; /* k = -n in [-174, 0]; k1 = floor(k / 2) */
+    *s1 = f_from_bits((uint32_t)(k1 + 127) << 23);
+    *s2 = f_from_bits((uint32_t)(k - k1 + 127) << 23);
+    /* e^-120 = 2^-173: x s and its gradient are 0 in float from there on
+     * (x < -11.2); m = 0 makes them x 0, as in double (NaN for x = -inf) */
+    return a == -120.0f ? 0.0f : p * r * r + r + 1.0f;
 }
 
-/* y = x s = (w > 0 ? x e : x) / (1 + e): one division, rounded once */
+/* y = x s = (w > 0 ? x m : x) / (1 + e), times 2^-n where w > 0 */
 AG_INLINE float gelu_tanh_f(float x)
 {
     int neg;
-    float e = logistic_exp(x, &neg);
-    return (neg ? x * e : x) / (1.0f + e);
-}
-
-/* s and 1 - s, through one division */
-AG_INLINE void logistic_pair(float x, float *s, float *sc)
-{
-    int neg;
-    float e = logistic_exp(x, &neg), r = 1.0f / (1.0f + e);
-    *s = neg ? e * r : r;
-    *sc = neg ? r : e * r;
+    float s1, s2, m = logistic_exp(x, &neg, &s1, &s2), e = m * s1 * s2;
+    float d = 1.0f + e, dl = (1.0f - d) + e; /* 1 + e = d + dl exactly */
+    float q = (neg ? x * m : x) / d;
+    /* where w > 0, q / (1 + dl / d), with dl / d taken as dl (dl < 2^-24);
+     * elsewhere q as it is, within 1.6 ulp without it (and x = inf stays
+     * inf: inf dl would be inf 0) */
+    return neg ? (q - q * dl) * s1 * s2 : q;
 }
 
 /* y = x s  ->  dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)
@@ -308,10 +322,14 @@ AG_INLINE void logistic_pair(float x, float *s, float *sc)
 AG_INLINE float gelu_tanh_grad_f(float x, float y, float dy)
 {
     (void)y;
-    float s, sc;
-    logistic_pair(x, &s, &sc);
-    float du = 0.797884561f * (1.0f + 0.134145f * x * x); /* k (1 + 3 c x^2) */
-    return dy * (s + x * (2.0f * s * sc) * du);
+    int neg;
+    float s1, s2, m = logistic_exp(x, &neg, &s1, &s2), e = m * s1 * s2, d = 1.0f + e, dl = (1.0f - d) + e;
+    float r = 1.0f / d;
+    r = r - r * dl; /* 1 / (1 + e), corrected as the forward's quotient */
+    float s = neg ? m * r : r, sc = neg ? r : e * r; /* s (times 2^n where w > 0) and 1 - s */
+    float du = 0.797884583f + 0.107032225f * (x * x); /* k (1 + 3 c x^2) = k + 3 c k x^2 */
+    float g = s + x * (2.0f * s * sc) * du;
+    return dy * (neg ? g * s1 * s2 : g);
 }
 
 AG_ISA_MAP(gelu_tanh_map, gelu_tanh_f)

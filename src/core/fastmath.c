@@ -294,7 +294,7 @@ AG_INLINE float logistic_exp(float x, int *neg, float *s1, float *s2)
     float n = t - 12582912.0f;
     float r = (a - n * 0.693359375f) - n * -2.12194440e-4f + b; /* ln 2 in two parts; the first product exact */
     float p = horner(r, exp_c, 6);
-    int32_t k = (int32_t)(bits_of(t) - 0x4b400000u), k1 = k >> 1; /* k = -n in [-174, 0]; k1 = floor(k / 2) */
+    int32_t k = (int32_t)(bits_of(t) - 0x4b400000u), k1 = k / 2; /* k = -n in [-174, 0]; k1 in [-87, 0] */
     *s1 = f_from_bits((uint32_t)(k1 + 127) << 23);
     *s2 = f_from_bits((uint32_t)(k - k1 + 127) << 23);
     /* e^-120 = 2^-173: x s and its gradient are 0 in float from there on

@@ -438,13 +438,15 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
  * column N: B's own rows, read in place by masked loads, or (B
  * transposed) a buffer of at most 64 rows, filled by 16 x 16 blocks
  * transposed in registers.  Then 12 rows of C at a time (the last block
- * 4, 8 or 12; 13 to 16 rows as 8 and 8): one FMA per row, vector and k,
- * with A's element broadcast.  No packing buffers, no
+ * 4, 8 or 12; 13 to 16 rows as 8 and 8, or, one vector wide, 16 at once:
+ * a toy head's block of 16 queries): one FMA per row, vector and k, with
+ * A's element broadcast.  No packing buffers, no
  * blocking: at these sizes the blocked product's bookkeeping costs more
  * than the arithmetic.  Each element of C is the same chain of FMAs (k
  * ascending, then + C when beta is 1) as in the blocked product: the
  * results are identical to the bit. */
-enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 (or 24) accumulators */
+enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 (or 24) accumulators;
+                    16 rows of one vector: 16 accumulators */
 
 /* mr <= R rows of C from R rows of A (a[i] = a0 + i rs; rows past mr
  * repeat row 0, computed and not stored): R NV accumulators in registers.
@@ -454,11 +456,11 @@ __attribute__((target("avx512f,fma"), always_inline)) static inline void
 head_rows(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, const __mmask16 *mb, int K, int mr,
           const __mmask16 *mn, float beta, float *c0, int ldc, const int R, const int NV)
 {
-    const float *a[HR];
-#pragma GCC unroll 12
+    const float *a[16];
+#pragma GCC unroll 16
     for (int i = 0; i < R; i++) a[i] = a0 + (size_t)(i < mr ? i : 0) * rs;
-    __m512 acc[HR][2];
-#pragma GCC unroll 12
+    __m512 acc[16][2];
+#pragma GCC unroll 16
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
@@ -466,14 +468,14 @@ head_rows(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, co
         __m512 bv[2];
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(mb[v], b + (size_t)k * ldbk + 16 * v);
-#pragma GCC unroll 12
+#pragma GCC unroll 16
         for (int i = 0; i < R; i++) {
             __m512 ak = _mm512_set1_ps(a[i][(size_t)k * cs]);
 #pragma GCC unroll 2
             for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ak, bv[v], acc[i][v]);
         }
     }
-#pragma GCC unroll 12
+#pragma GCC unroll 16
     for (int i = 0; i < R; i++) { /* unrolled, so that acc stays in registers */
         if (i >= mr) break;
         float *c = c0 + (size_t)i * ldc;
@@ -528,6 +530,10 @@ gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const fl
         if (M - i0 > HR && M - i0 <= HR + 4) mr = 8; /* 13 to 16 rows: 8 then 8, not 12 then 4 */
         const float *a0 = A + (size_t)i0 * rs;
         float *c0 = C + (size_t)i0 * ldc;
+        if (NV == 1 && M - i0 == 16) { /* 16 accumulators: one block */
+            head_rows(a0, rs, cs, b, ldbk, mb, K, 16, mn, beta, c0, ldc, 16, NV);
+            break;
+        }
         if (mr <= 4) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 4, NV);
         else if (mr <= 8) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 8, NV);
         else head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, HR, NV);

@@ -400,10 +400,12 @@ static void gemm_small SMALL_PARAMS { AG_ISA_CALL(small_loops, SMALL_ARGS); }
 /* ---- a toy attention head's products (AVX-512, float) -------------------- */
 
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
-/* 16 rows of 16 floats transposed in registers: o[c] = column c of r.  Four
- * rounds, each pairing vectors: 32-bit interleaves, 64-bit interleaves, then
- * two rounds of 128-bit lanes (a 4 x 4 transpose of 4 x 4 blocks). */
-__attribute__((target("avx512f"), always_inline)) static inline void transpose16(const __m512 r[16], __m512 o[16])
+/* 16 rows of 16 floats transposed in registers: o[c s] = column c of r
+ * (s: the stride, in vectors, of the output).  Four rounds, each pairing
+ * vectors: 32-bit interleaves, 64-bit interleaves, then two rounds of
+ * 128-bit lanes (a 4 x 4 transpose of 4 x 4 blocks). */
+__attribute__((target("avx512f"), always_inline)) static inline void transpose16(const __m512 r[16], __m512 *o,
+                                                                                 const int s)
 {
     __m512 t[16], u[16];
 #pragma GCC unroll 8
@@ -425,10 +427,10 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
         __m512 x0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), x1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
         __m512 x2 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
         __m512 x3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
-        o[m] = _mm512_shuffle_f32x4(x0, x2, 0x88);
-        o[4 + m] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
-        o[8 + m] = _mm512_shuffle_f32x4(x1, x3, 0x88);
-        o[12 + m] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
+        o[m * s] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+        o[(4 + m) * s] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
+        o[(8 + m) * s] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+        o[(12 + m) * s] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
     }
 }
 
@@ -510,17 +512,14 @@ gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const fl
             int kk = K - k0 < 16 ? K - k0 : 16;
             __mmask16 mk = (__mmask16)((1u << kk) - 1);
             for (int v = 0; v < NV; v++) {
-                __m512 r[16], t[16];
+                __m512 r[16];
 #pragma GCC unroll 16
                 for (int j = 0; j < 16; j++)
                     r[j] = 16 * v + j < N ? _mm512_maskz_loadu_ps(mk, B + (size_t)(16 * v + j) * ldb + k0)
                                           : _mm512_setzero_ps();
-                if (NV == 1) { /* the columns go to bk in place */
-                    transpose16(r, bk + k0);
-                } else {
-                    transpose16(r, t);
-                    for (int k = 0; k < kk; k++) bk[(k0 + k) * NV + v] = t[k];
-                }
+                /* columns k0 .. k0 + 15 (zero past K, inside bk as K <= 64)
+                 * to vector v of bk's rows */
+                transpose16(r, bk + k0 * NV + v, NV);
             }
         }
     }

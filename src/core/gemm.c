@@ -490,6 +490,28 @@ head_rows(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, co
     }
 }
 
+/* All M rows of C, in blocks of head_rows: 12 rows at a time, the last
+ * block of 4, 8 or 12; 13 to 16 rows as 8 and 8, or, one vector wide, 16
+ * at once (a toy head's block of 16 queries). */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+head_blocks(const float *A, size_t rs, size_t cs, const float *b, size_t ldbk, const __mmask16 *mb, int M, int K,
+            const __mmask16 *mn, float beta, float *C, int ldc, const int NV)
+{
+    for (int i0 = 0, mr; i0 < M; i0 += mr) {
+        mr = M - i0 < HR ? M - i0 : HR;
+        if (M - i0 > HR && M - i0 <= HR + 4) mr = 8; /* 13 to 16 rows: 8 then 8, not 12 then 4 */
+        const float *a0 = A + (size_t)i0 * rs;
+        float *c0 = C + (size_t)i0 * ldc;
+        if (NV == 1 && M - i0 == 16) { /* 16 accumulators: one block */
+            head_rows(a0, rs, cs, b, ldbk, mb, K, 16, mn, beta, c0, ldc, 16, NV);
+            break;
+        }
+        if (mr <= 4) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 4, NV);
+        else if (mr <= 8) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 8, NV);
+        else head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, HR, NV);
+    }
+}
+
 /* The kernel for NV = 1 (N <= 16) or 2 (N <= 32) vectors of C per row. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
 gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
@@ -523,20 +545,10 @@ gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const fl
             }
         }
     }
-    size_t rs = ta ? 1 : (size_t)lda, cs = ta ? (size_t)lda : 1; /* element (i, k) of op(A): A[i rs + k cs] */
-    for (int i0 = 0, mr; i0 < M; i0 += mr) { /* blocks of 12 rows; the last of 4, 8 or 12 */
-        mr = M - i0 < HR ? M - i0 : HR;
-        if (M - i0 > HR && M - i0 <= HR + 4) mr = 8; /* 13 to 16 rows: 8 then 8, not 12 then 4 */
-        const float *a0 = A + (size_t)i0 * rs;
-        float *c0 = C + (size_t)i0 * ldc;
-        if (NV == 1 && M - i0 == 16) { /* 16 accumulators: one block */
-            head_rows(a0, rs, cs, b, ldbk, mb, K, 16, mn, beta, c0, ldc, 16, NV);
-            break;
-        }
-        if (mr <= 4) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 4, NV);
-        else if (mr <= 8) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 8, NV);
-        else head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, HR, NV);
-    }
+    /* element (i, k) of op(A): A[i rs + k cs]; one of the two strides is 1,
+     * known to the compiler: the rows' addresses take fewer registers */
+    if (ta) head_blocks(A, 1, (size_t)lda, b, ldbk, mb, M, K, mn, beta, C, ldc, NV);
+    else head_blocks(A, (size_t)lda, 1, b, ldbk, mb, M, K, mn, beta, C, ldc, NV);
 }
 
 __attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, int M, int N, int K, const float *A,

@@ -466,16 +466,22 @@ head_rows(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, co
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
+    /* 16 whole rows along which k runs (cs 1): row 4 j + m at q[j] + m rs,
+     * m < 4, q[j] stepping with k: 4 pointers and the offsets (rs, 3 rs)
+     * in registers, where 16 pointers, one per row, spill to the stack */
+    const float *q[4] = {a0, a0 + 4 * rs, a0 + 8 * rs, a0 + 12 * rs};
     for (int k = 0; k < K; k++) {
         __m512 bv[2];
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(mb[v], b + (size_t)k * ldbk + 16 * v);
 #pragma GCC unroll 16
         for (int i = 0; i < R; i++) {
-            __m512 ak = _mm512_set1_ps(a[i][(size_t)k * cs]);
+            __m512 ak = R == 16 && cs == 1 ? _mm512_set1_ps(q[i / 4][(size_t)(i % 4) * rs])
+                                           : _mm512_set1_ps(a[i][(size_t)k * cs]);
 #pragma GCC unroll 2
             for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ak, bv[v], acc[i][v]);
         }
+        if (R == 16 && cs == 1) q[0]++, q[1]++, q[2]++, q[3]++;
     }
 #pragma GCC unroll 16
     for (int i = 0; i < R; i++) { /* unrolled, so that acc stays in registers */

@@ -415,10 +415,12 @@ static void gemm_small SMALL_PARAMS { AG_ISA_CALL(small_loops, SMALL_ARGS); }
 /* ---- a toy attention head's products (AVX-512, float) -------------------- */
 
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
-/* 16 rows of 16 floats transposed in registers: o[c] = column c of r.  Four
- * rounds, each pairing vectors: 32-bit interleaves, 64-bit interleaves, then
- * two rounds of 128-bit lanes (a 4 x 4 transpose of 4 x 4 blocks). */
-__attribute__((target("avx512f"), always_inline)) static inline void transpose16(const __m512 r[16], __m512 o[16])
+/* 16 rows of 16 floats transposed in registers: o[c s] = column c of r
+ * (s: the stride, in vectors, of the output).  Four rounds, each pairing
+ * vectors: 32-bit interleaves, 64-bit interleaves, then two rounds of
+ * 128-bit lanes (a 4 x 4 transpose of 4 x 4 blocks). */
+__attribute__((target("avx512f"), always_inline)) static inline void transpose16(const __m512 r[16], __m512 *o,
+                                                                                 const int s)
 {
     __m512 t[16], u[16];
 #pragma GCC unroll 8
@@ -440,10 +442,10 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
         __m512 x0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), x1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
         __m512 x2 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
         __m512 x3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
-        o[m] = _mm512_shuffle_f32x4(x0, x2, 0x88);
-        o[4 + m] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
-        o[8 + m] = _mm512_shuffle_f32x4(x1, x3, 0x88);
-        o[12 + m] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
+        o[m * s] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+        o[(4 + m) * s] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
+        o[(8 + m) * s] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+        o[(12 + m) * s] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
     }
 }
 
@@ -453,13 +455,15 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
  * column N: B's own rows, read in place by masked loads, or (B
  * transposed) a buffer of at most 64 rows, filled by 16 x 16 blocks
  * transposed in registers.  Then 12 rows of C at a time (the last block
- * 4, 8 or 12; 13 to 16 rows as 8 and 8): one FMA per row, vector and k,
- * with A's element broadcast.  No packing buffers, no
+ * 4, 8 or 12; 13 to 16 rows as 8 and 8, or, one vector wide, 16 at once:
+ * a toy head's block of 16 queries): one FMA per row, vector and k, with
+ * A's element broadcast.  No packing buffers, no
  * blocking: at these sizes the blocked product's bookkeeping costs more
  * than the arithmetic.  Each element of C is the same chain of FMAs (k
  * ascending, then + C when beta is 1) as in the blocked product: the
  * results are identical to the bit. */
-enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 (or 24) accumulators */
+enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 (or 24) accumulators;
+                    16 rows of one vector: 16 accumulators */
 
 /* mr <= R rows of C from R rows of A (a[i] = a0 + i rs; rows past mr
  * repeat row 0, computed and not stored): R NV accumulators in registers.
@@ -469,26 +473,32 @@ __attribute__((target("avx512f,fma"), always_inline)) static inline void
 head_rows(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, const __mmask16 *mb, int K, int mr,
           const __mmask16 *mn, float beta, float *c0, int ldc, const int R, const int NV)
 {
-    const float *a[HR];
-#pragma GCC unroll 12
+    const float *a[16];
+#pragma GCC unroll 16
     for (int i = 0; i < R; i++) a[i] = a0 + (size_t)(i < mr ? i : 0) * rs;
-    __m512 acc[HR][2];
-#pragma GCC unroll 12
+    __m512 acc[16][2];
+#pragma GCC unroll 16
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
+    /* 16 whole rows along which k runs (cs 1): row 4 j + m at q[j] + m rs,
+     * m < 4, q[j] stepping with k: 4 pointers and the offsets (rs, 3 rs)
+     * in registers, where 16 pointers, one per row, spill to the stack */
+    const float *q[4] = {a0, a0 + 4 * rs, a0 + 8 * rs, a0 + 12 * rs};
     for (int k = 0; k < K; k++) {
         __m512 bv[2];
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(mb[v], b + (size_t)k * ldbk + 16 * v);
-#pragma GCC unroll 12
+#pragma GCC unroll 16
         for (int i = 0; i < R; i++) {
-            __m512 ak = _mm512_set1_ps(a[i][(size_t)k * cs]);
+            __m512 ak = R == 16 && cs == 1 ? _mm512_set1_ps(q[i / 4][(size_t)(i % 4) * rs])
+                                           : _mm512_set1_ps(a[i][(size_t)k * cs]);
 #pragma GCC unroll 2
             for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ak, bv[v], acc[i][v]);
         }
+        if (R == 16 && cs == 1) q[0]++, q[1]++, q[2]++, q[3]++;
     }
-#pragma GCC unroll 12
+#pragma GCC unroll 16
     for (int i = 0; i < R; i++) { /* unrolled, so that acc stays in registers */
         if (i >= mr) break;
         float *c = c0 + (size_t)i * ldc;
@@ -498,6 +508,28 @@ head_rows(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, co
             if (beta != 0) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mn[v], c + 16 * v));
             _mm512_mask_storeu_ps(c + 16 * v, mn[v], r);
         }
+    }
+}
+
+/* All M rows of C, in blocks of head_rows: 12 rows at a time, the last
+ * block of 4, 8 or 12; 13 to 16 rows as 8 and 8, or, one vector wide, 16
+ * at once (a toy head's block of 16 queries). */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+head_blocks(const float *A, size_t rs, size_t cs, const float *b, size_t ldbk, const __mmask16 *mb, int M, int K,
+            const __mmask16 *mn, float beta, float *C, int ldc, const int NV)
+{
+    for (int i0 = 0, mr; i0 < M; i0 += mr) {
+        mr = M - i0 < HR ? M - i0 : HR;
+        if (M - i0 > HR && M - i0 <= HR + 4) mr = 8; /* 13 to 16 rows: 8 then 8, not 12 then 4 */
+        const float *a0 = A + (size_t)i0 * rs;
+        float *c0 = C + (size_t)i0 * ldc;
+        if (NV == 1 && M - i0 == 16) { /* 16 accumulators: one block */
+            head_rows(a0, rs, cs, b, ldbk, mb, K, 16, mn, beta, c0, ldc, 16, NV);
+            break;
+        }
+        if (mr <= 4) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 4, NV);
+        else if (mr <= 8) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 8, NV);
+        else head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, HR, NV);
     }
 }
 
@@ -523,30 +555,21 @@ gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const fl
             int kk = K - k0 < 16 ? K - k0 : 16;
             __mmask16 mk = (__mmask16)((1u << kk) - 1);
             for (int v = 0; v < NV; v++) {
-                __m512 r[16], t[16];
+                __m512 r[16];
 #pragma GCC unroll 16
                 for (int j = 0; j < 16; j++)
                     r[j] = 16 * v + j < N ? _mm512_maskz_loadu_ps(mk, B + (size_t)(16 * v + j) * ldb + k0)
                                           : _mm512_setzero_ps();
-                if (NV == 1) { /* the columns go to bk in place */
-                    transpose16(r, bk + k0);
-                } else {
-                    transpose16(r, t);
-                    for (int k = 0; k < kk; k++) bk[(k0 + k) * NV + v] = t[k];
-                }
+                /* columns k0 .. k0 + 15 (zero past K, inside bk as K <= 64)
+                 * to vector v of bk's rows */
+                transpose16(r, bk + k0 * NV + v, NV);
             }
         }
     }
-    size_t rs = ta ? 1 : (size_t)lda, cs = ta ? (size_t)lda : 1; /* element (i, k) of op(A): A[i rs + k cs] */
-    for (int i0 = 0, mr; i0 < M; i0 += mr) { /* blocks of 12 rows; the last of 4, 8 or 12 */
-        mr = M - i0 < HR ? M - i0 : HR;
-        if (M - i0 > HR && M - i0 <= HR + 4) mr = 8; /* 13 to 16 rows: 8 then 8, not 12 then 4 */
-        const float *a0 = A + (size_t)i0 * rs;
-        float *c0 = C + (size_t)i0 * ldc;
-        if (mr <= 4) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 4, NV);
-        else if (mr <= 8) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 8, NV);
-        else head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, HR, NV);
-    }
+    /* element (i, k) of op(A): A[i rs + k cs]; one of the two strides is 1,
+     * known to the compiler: the rows' addresses take fewer registers */
+    if (ta) head_blocks(A, 1, (size_t)lda, b, ldbk, mb, M, K, mn, beta, C, ldc, NV);
+    else head_blocks(A, (size_t)lda, 1, b, ldbk, mb, M, K, mn, beta, C, ldc, NV);
 }
 
 __attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, int M, int N, int K, const float *A,
@@ -591,8 +614,11 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
     /* Packing B repays itself when many row panels read it; for a few rows
      * the kernel reads B (not transposed) in place, whole vectors of it.
      * So it does when B's rows are no wider than a panel: then a panel's
-     * rows already follow each other in memory, as packing would lay them. */
-    bool direct = !jb->tb && (m1 - m0 <= 2 * MR || jb->ldb <= NR);
+     * rows already follow each other in memory, as packing would lay them;
+     * and when they are up to 4 panels wide: a panel's rows, a few cache
+     * lines apart, stream as well from L2 as packed ones, and the copy is
+     * saved (dW = dY^T X of a 256-wide layer, 64 x 256 x 1024: 10%). */
+    bool direct = !jb->tb && (m1 - m0 <= 2 * MR || jb->ldb <= 4 * NR);
     for (int jc = n0; jc < n1; jc += NC) {
         int nc = n1 - jc < NC ? n1 - jc : NC, npanels = (nc + NR - 1) / NR;
         for (int pc = 0; pc < K; pc += KC) {

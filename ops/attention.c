@@ -192,7 +192,8 @@ static bool shapes_fit(ag_graph *g, const ag_tensor *q, const ag_tensor *k, cons
                v->shape[0] == q->shape[0] && k->shape[2] == q->shape[2] && v->shape[2] == q->shape[2] &&
                k->shape[3] == q->shape[3] && v->shape[1] == k->shape[1];
     if (!fit) {
-        ag_graph_fail(g, AG_ERR_SHAPE, "attention: q %s, k %s, v %s do not fit [B, T, H, D], [B, S, H, D], [B, S, H, Dv]",
+        ag_graph_fail(g, AG_ERR_SHAPE,
+                      "attention: q %s, k %s, v %s do not fit [B, T, H, D], [B, S, H, D], [B, S, H, Dv]",
                       ag_shape_str(q, a, sizeof a), ag_shape_str(k, b, sizeof b), ag_shape_str(v, c, sizeof c));
         return false;
     }
@@ -200,7 +201,8 @@ static bool shapes_fit(ag_graph *g, const ag_tensor *q, const ag_tensor *k, cons
     for (int i = 0; mask && i < mask->ndim; i++) {
         int ix = 4 - mask->ndim + i, d = mask->shape[i];
         if (ix < 0 ? d != 1 : d != 1 && d != scores[ix]) {
-            ag_graph_fail(g, AG_ERR_SHAPE, "attention: mask %s does not broadcast to the scores' [B, H, T, S] = [%d, %d, %d, %d]",
+            ag_graph_fail(g, AG_ERR_SHAPE,
+                          "attention: mask %s does not broadcast to the scores' [B, H, T, S] = [%d, %d, %d, %d]",
                           ag_shape_str(mask, a, sizeof a), scores[0], scores[1], scores[2], scores[3]);
             return false;
         }
@@ -241,8 +243,8 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
     if (mask) ag__mask_map_init(&mm, 4, (int[]){B, H, T, S}, mask);
     int nt = ag__threads_for(heads * ts * (size_t)(D + Dv) / 16);
     att_job j = {.T = T, .S = S, .H = H, .D = D, .Dv = Dv, .heads = heads, .nt = (size_t)nt, .mm = &mm,
-                 .mask = mask, .kend = sv->kend, .tfirst = sv->tfirst, .q = q->data, .k = k->data, .v = v->data, .y = y->data, .p = sv->p,
-                 .scale = (ag_real)scale, .fill = (ag_real)fill};
+                 .mask = mask, .kend = sv->kend, .tfirst = sv->tfirst, .q = q->data, .k = k->data,
+                 .v = v->data, .y = y->data, .p = sv->p, .scale = (ag_real)scale, .fill = (ag_real)fill};
     ag__parallel_for((size_t)nt, nt, forward_block, &j);
     return y;
 }
@@ -266,8 +268,9 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     const saved *sv = ag__impl(y)->aux;
     int B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3], S = k->shape[1], Dv = v->shape[3];
     size_t heads = (size_t)B * (size_t)H, ts = (size_t)T * (size_t)S;
-    att_job j = {.T = T, .S = S, .H = H, .D = D, .Dv = Dv, .heads = heads, .mask = sv->mask, .kend = sv->kend, .tfirst = sv->tfirst, .q = q->data,
-                 .k = k->data, .v = v->data, .dy = y->grad, .p = sv->p, .scale = (ag_real)ag__impl(y)->farg[0]};
+    att_job j = {.T = T, .S = S, .H = H, .D = D, .Dv = Dv, .heads = heads, .mask = sv->mask, .kend = sv->kend,
+                 .tfirst = sv->tfirst, .q = q->data, .k = k->data, .v = v->data, .dy = y->grad, .p = sv->p,
+                 .scale = (ag_real)ag__impl(y)->farg[0]};
     j.dq = grad_of(g, q, q != k && q != v, &j.beta_q);
     j.dk = grad_of(g, k, k != q && k != v, &j.beta_k);
     j.dv = grad_of(g, v, v != q && v != k, &j.beta_v);

@@ -328,8 +328,14 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
 
 static ag_tensor *case_affine(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 1e-5); }
 static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], NULL, NULL, 1e-5); }
-static ag_tensor *case_gain_only(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], NULL, 1e-5); }
-static ag_tensor *case_bias_only(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], NULL, in[1], 1e-5); }
+static ag_tensor *case_gain_only(ag_graph *g, ag_tensor *const *in)
+{
+    return ag_layer_norm(g, in[0], in[1], NULL, 1e-5);
+}
+static ag_tensor *case_bias_only(ag_graph *g, ag_tensor *const *in)
+{
+    return ag_layer_norm(g, in[0], NULL, in[1], 1e-5);
+}
 static ag_tensor *case_big_eps(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 0.5); }
 
 static const ag_op_case cases[] = {

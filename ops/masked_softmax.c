@@ -177,8 +177,8 @@ ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor
 
 /* One row of dx:  y = softmax(z), z_j = scale x_j where the mask keeps j.
  * add: dx += the row's gradient; otherwise dx = it (dx may then be dy). */
-static inline AG_ALWAYS_INLINE void softmax_row_backward(size_t n, const ag_real *yr, const ag_real *dyr, ag_real *dxr, ag_real scale,
-                                 const ag_real *mr, size_t along, bool add)
+static inline AG_ALWAYS_INLINE void softmax_row_backward(size_t n, const ag_real *yr, const ag_real *dyr, ag_real *dxr,
+                                                         ag_real scale, const ag_real *mr, size_t along, bool add)
 {
     /* dot = sum_k dy_k y_k, in 8 partial sums (no chain of n additions) */
     ag_real lane[8] = {0}, dot = 0;
@@ -259,7 +259,10 @@ static ag_tensor *case_padding(ag_graph *g, ag_tensor *const *in)
     ag_tensor *m = ag_tensor_from(g, AG_SHAPE(2, 1, 1, 4), (ag_real[]){1, 1, 1, 0, 0, 0, 0, 0});
     return ag__masked_softmax(g, in[0], 0.7, m, -INFINITY);
 }
-static ag_tensor *case_unmasked(ag_graph *g, ag_tensor *const *in) { return ag__masked_softmax(g, in[0], 1.3, NULL, 0); }
+static ag_tensor *case_unmasked(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__masked_softmax(g, in[0], 1.3, NULL, 0);
+}
 
 static const ag_op_case cases[] = {
     {"[2, 3, 3] causal [3, 3], fill -1e9", 1, {3}, {{2, 3, 3}}, -3, 3, 0, case_causal},

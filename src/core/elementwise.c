@@ -449,14 +449,7 @@ static inline AG_ALWAYS_INLINE void log_softmax_grad(size_t rows, size_t n, cons
             if (fresh) memset(dxr, 0, n * sizeof *dxr); /* nothing flows into it */
             continue;
         }
-        /* sum_j dy_j: 16 partial sums, then the rest, then the lanes in order */
-        ag_real lane[16] = {0}, s = 0;
-        size_t i = 0;
-        for (; i + 16 <= n; i += 16)
-            for (int l = 0; l < 16; l++) lane[l] += dyr[i + l];
-        for (; i < n; i++) s += dyr[i];
-        for (int l = 0; l < 16; l++) s += lane[l];
-        log_softmax_grad_row(n, yr, dyr, s, dxr, fresh);
+        log_softmax_grad_row(n, yr, dyr, ag__sum(n, dyr), dxr, fresh); /* sum_j dy_j */
     }
 }
 #define LSM_GRAD_PARAMS (size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh)

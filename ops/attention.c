@@ -76,7 +76,8 @@ typedef struct att_job {
     ag_real *y, *p, *dq, *dk, *dv, *scratch;
     size_t scratch_stride;
     ag_real scale, fill, beta_q, beta_k, beta_v;
-    bool head512; /* the heads fit head512's registers (below) */
+    bool head512;      /* the heads fit head512's registers (below) */
+    int ek[8], tf[4]; /* head512's: groups of 8 queries see keys [0, ek); keys s0 .. s0 + 7, queries [tf, T) */
 } att_job;
 
 /* With fill -inf, query t's weight on key s is exactly 0 wherever the mask
@@ -183,6 +184,23 @@ static void backward_head(const att_job *j, size_t bh, ag_real *da)
     }
 }
 
+/* The keys each group of 8 queries sees, rounded up to 8, and the first
+ * query that sees any of 8 keys (seen_keys' last; P is 0 elsewhere): the
+ * same for every head (head512, below). */
+static void head512_plan(att_job *j)
+{
+    for (int r = 0; r < j->T; r += 8) {
+        int e = 0;
+        for (int t = r; t < j->T && t < r + 8; t++) e = j->last[t] > e ? j->last[t] : e;
+        j->ek[r / 8] = (e + 7) / 8 * 8; /* <= S, a multiple of 8 */
+    }
+    for (int s0 = 0; s0 < j->S; s0 += 8) {
+        int t = 0;
+        while (t < j->T && j->last[t] <= s0) t++;
+        j->tf[s0 / 8] = t;
+    }
+}
+
 /* ---- a toy head in registers (AVX-512, float) ------------------------------ */
 
 /* A head of at most 32 keys (a multiple of 8), D and Dv <= 16 and T <= 64,
@@ -231,22 +249,6 @@ HEAD512_INLINE void group_rows(int *t, int t0, int mr)
 
 HEAD512_INLINE __mmask16 lanes(int n) { return (__mmask16)(n <= 0 ? 0 : n >= 16 ? 0xFFFFu : (1u << n) - 1); }
 
-/* Queries t0 .. t0 + mr - 1 see keys [0, e) only (P is 0 beyond): e the
- * last key any of them may see, rounded up to 8.  Keys s0 .. s0 + 7 are
- * seen by queries [tf, T) only. */
-HEAD512_INLINE int group_keys(const att_job *j, int t0, int mr)
-{
-    int e = 0;
-    for (int t = t0; t < t0 + mr; t++) e = j->last[t] > e ? j->last[t] : e;
-    return (e + 7) / 8 * 8; /* <= S, a multiple of 8 */
-}
-HEAD512_INLINE int first_query(const att_job *j, int s0)
-{
-    int t = 0;
-    while (t < j->T && j->last[t] <= s0) t++;
-    return t;
-}
-
 HEAD512_INLINE void head512_init(const att_job *j, size_t bh, head512 *h)
 {
     h->T = j->T, h->S = j->S, h->D = j->D, h->Dv = j->Dv;
@@ -259,6 +261,40 @@ HEAD512_INLINE void head512_init(const att_job *j, size_t bh, head512 *h)
     h->mst = j->mask ? j->mm->st[j->mm->nd - 1] : 0; /* along the queries, the mask's innermost leading axis */
     h->md = lanes(j->D), h->mdv = lanes(j->Dv);
     h->scale = j->scale, h->fill = j->fill;
+}
+
+/* Rows [0, n) of x, ld apart, and `lines` cache lines from y on: into
+ * the cache ahead of the head that reads them.  At a GPT's sizes the
+ * heads' inputs, P and the gradients are larger than the cache, and the
+ * rows of a head, 256 bytes apart in 64-byte pieces, are a pattern the
+ * hardware's prefetchers pick up too late: a head that waits for each
+ * row takes twice as long. */
+HEAD512_INLINE void prefetch_rows(const float *x, size_t ld, int n)
+{
+    for (int i = 0; i < n; i++) _mm_prefetch((const char *)(x + (size_t)i * ld), _MM_HINT_T0);
+}
+HEAD512_INLINE void prefetch_lines(const float *y, size_t lines)
+{
+    for (size_t i = 0; i < lines; i++) _mm_prefetch((const char *)(y + 16 * i), _MM_HINT_T0);
+}
+
+/* What head bh reads and writes, forward (dy NULL) or backward. */
+HEAD512_INLINE void prefetch_head(const att_job *j, size_t bh, bool backward)
+{
+    if (bh >= j->heads) return;
+    size_t ld = (size_t)j->H * (size_t)j->D, ldv = (size_t)j->H * (size_t)j->Dv, ts = (size_t)j->T * (size_t)j->S;
+    prefetch_rows(j->q + at(j, bh, j->T, j->D), ld, j->T);
+    prefetch_rows(j->k + at(j, bh, j->S, j->D), ld, j->S);
+    prefetch_rows(j->v + at(j, bh, j->S, j->Dv), ldv, j->S);
+    prefetch_lines(j->p + bh * ts, (ts + 15) / 16);
+    if (!backward) {
+        prefetch_rows(j->y + at(j, bh, j->T, j->Dv), ldv, j->T);
+        return;
+    }
+    prefetch_rows(j->dy + at(j, bh, j->T, j->Dv), ldv, j->T);
+    if (j->dq) prefetch_rows(j->dq + at(j, bh, j->T, j->D), ld, j->T);
+    if (j->dk) prefetch_rows(j->dk + at(j, bh, j->S, j->D), ld, j->S);
+    if (j->dv) prefetch_rows(j->dv + at(j, bh, j->S, j->Dv), ldv, j->S);
 }
 
 /* xt = x^T for x [S, cols <= 16], rows ld apart (zero past column cols). */
@@ -360,6 +396,53 @@ HEAD512_INLINE void rows_product(const head512 *h, const float *a, int t0, int m
     store_rows(dst, ld, mc, t0, mr, y, beta);
 }
 
+/* The same for two whole groups, rows t0 .. t0 + 15, the first 8 over
+ * keys [0, e0), the others over [0, e1): 16 chains in flight where one
+ * group has 8.  Row 4 j + m of A at r[j] + m S (m < 4): 4 pointers and
+ * the offsets S, 3 S in registers (16 pointers would spill). */
+HEAD512_INLINE void rows_product16(const head512 *h, const float *a, int t0, int e0, int e1, const float *b,
+                                   size_t ld, __mmask16 mc, float *dst, float beta)
+{
+    const size_t S = (size_t)h->S;
+    const float *r[4] = {a + (size_t)t0 * S, a + (size_t)(t0 + 4) * S, a + (size_t)(t0 + 8) * S,
+                         a + (size_t)(t0 + 12) * S};
+    __m512 y[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) y[i] = _mm512_setzero_ps();
+    int ec = e0 < e1 ? e0 : e1, s = 0;
+    for (; s < ec; s++) {
+        __m512 bs = _mm512_maskz_loadu_ps(mc, b + (size_t)s * ld);
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) y[i] = _mm512_fmadd_ps(_mm512_set1_ps(r[i / 4][(size_t)(i % 4) * S + s]), bs, y[i]);
+    }
+    for (int k = s; k < e0; k++) { /* the rest of the longer group's keys */
+        __m512 bs = _mm512_maskz_loadu_ps(mc, b + (size_t)k * ld);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) y[i] = _mm512_fmadd_ps(_mm512_set1_ps(r[i / 4][(size_t)(i % 4) * S + k]), bs, y[i]);
+    }
+    for (int k = s; k < e1; k++) {
+        __m512 bs = _mm512_maskz_loadu_ps(mc, b + (size_t)k * ld);
+#pragma GCC unroll 8
+        for (int i = 8; i < 16; i++) y[i] = _mm512_fmadd_ps(_mm512_set1_ps(r[i / 4][(size_t)(i % 4) * S + k]), bs, y[i]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) {
+        if ((i < 8 ? e0 : e1) == 0 && beta != 0) continue; /* an empty sum adds nothing */
+        float *d = dst + (size_t)(t0 + i) * ld;
+        _mm512_mask_storeu_ps(d, mc, beta != 0 ? _mm512_add_ps(y[i], _mm512_maskz_loadu_ps(mc, d)) : y[i]);
+    }
+}
+
+/* Every row of dst [T, cols] (+)= A B (rows_product), two groups at a time
+ * where it can: rows [r, r + 8) see the keys [0, e[r / 8]). */
+HEAD512_INLINE void product_all(const head512 *h, const int *e, const float *a, const float *b, size_t ld,
+                                __mmask16 mc, float *dst, float beta)
+{
+    int r = 0;
+    for (; r + 16 <= h->T; r += 16) rows_product16(h, a, r, e[r / 8], e[r / 8 + 1], b, ld, mc, dst, beta);
+    for (; r < h->T; r += GR) rows_product(h, a, r, h->T - r < GR ? h->T - r : GR, e[r / 8], b, ld, mc, dst, beta);
+}
+
 /* The softmax's own order (core/elementwise.c): lanes 8 apart, 4, 2, 1. */
 HEAD512_INLINE float lanes_max(__m512 x)
 {
@@ -430,17 +513,15 @@ HEAD512 static void forward_head512(const att_job *j, size_t bh)
 {
     head512 h;
     head512_init(j, bh, &h);
+    prefetch_head(j, bh + 1, false);
     turn(&h, h.k, h.ld, h.md);
     for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
-        int mr = h.T - r < GR ? h.T - r : GR, e = group_keys(j, r, mr);
+        int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
         if (e == 0) zero_rows(&h, h.p, r, mr); /* no key: P is 0 */
         else if (e <= 16) probs_rows(&h, r, mr, e, 1);
         else probs_rows(&h, r, mr, e, 2);
     }
-    for (int r = 0; r < h.T; r += GR) {
-        int mr = h.T - r < GR ? h.T - r : GR;
-        rows_product(&h, h.p, r, mr, group_keys(j, r, mr), h.v, h.ldv, h.mdv, h.y, 0);
-    }
+    product_all(&h, j->ek, h.p, h.v, h.ldv, h.mdv, h.y, 0);
 }
 AG_FUSED_END
 
@@ -529,24 +610,22 @@ HEAD512 static void backward_head512(const att_job *j, size_t bh, float *da)
 {
     head512 h;
     head512_init(j, bh, &h);
+    prefetch_head(j, bh + 1, true);
     h.da = da;
     float *dq = j->dq ? j->dq + at(j, bh, h.T, h.D) : NULL, *dk = j->dk ? j->dk + at(j, bh, h.S, h.D) : NULL;
     float *dv = j->dv ? j->dv + at(j, bh, h.S, h.Dv) : NULL;
     if (dq || dk) { /* every row of dA first, then dQ (+)= dA K (as forward_head512) */
         turn(&h, h.v, h.ldv, h.mdv);
         for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
-            int mr = h.T - r < GR ? h.T - r : GR, e = group_keys(j, r, mr);
+            int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
             if (e == 0) zero_rows(&h, h.da, r, mr); /* no key: dA is 0 */
             else if (e <= 16) dscores_rows(&h, r, mr, e, 1);
             else dscores_rows(&h, r, mr, e, 2);
         }
-        for (int r = 0; dq && r < h.T; r += GR) {
-            int mr = h.T - r < GR ? h.T - r : GR;
-            rows_product(&h, h.da, r, mr, group_keys(j, r, mr), h.k, h.ld, h.md, dq, j->beta_q);
-        }
+        if (dq) product_all(&h, j->ek, h.da, h.k, h.ld, h.md, dq, j->beta_q);
     }
     for (int s0 = 0; s0 < h.S; s0 += 8) /* keys [s0, s0 + 8), queries [tf, T) */
-        key_rows(&h, s0, first_query(j, s0), dv, j->beta_v, dk, j->beta_k);
+        key_rows(&h, s0, j->tf[s0 / 8], dv, j->beta_v, dk, j->beta_k);
 }
 #else
 static bool fits_head512(int T, int S, int D, int Dv, const ag_tensor *mask, const ag__mask_map *mm)
@@ -651,6 +730,7 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
                  .v = v->data, .y = y->data, .p = sv->p, .scale = (ag_real)scale, .fill = (ag_real)fill};
     j.last = sv->kend + (T + RB - 1) / RB;
     j.head512 = fits_head512(T, S, D, Dv, mask, &mm);
+    if (j.head512) head512_plan(&j);
     ag__parallel_for((size_t)nt, nt, forward_block, &j);
     return y;
 }
@@ -692,6 +772,7 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     j.mm = &mm;
     j.last = sv->kend + (T + block_rows(S) - 1) / block_rows(S);
     j.head512 = fits_head512(T, S, D, Dv, sv->mask, &mm);
+    if (j.head512) head512_plan(&j);
     int nt = ag__threads_for(heads * ts * (size_t)(D + Dv) / 8);
     j.nt = (size_t)nt;
     j.scratch_stride = (ts + 15) / 16 * 16; /* a cache line apart */

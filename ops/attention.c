@@ -263,38 +263,39 @@ HEAD512_INLINE void head512_init(const att_job *j, size_t bh, head512 *h)
     h->scale = j->scale, h->fill = j->fill;
 }
 
-/* Rows [0, n) of x, ld apart, and `lines` cache lines from y on: into
- * the cache ahead of the head that reads them.  At a GPT's sizes the
- * heads' inputs, P and the gradients are larger than the cache, and the
- * rows of a head, 256 bytes apart in 64-byte pieces, are a pattern the
- * hardware's prefetchers pick up too late: a head that waits for each
- * row takes twice as long. */
-HEAD512_INLINE void prefetch_rows(const float *x, size_t ld, int n)
+/* Piece `part` of `parts` of rows [0, n) of x, ld apart, or of n cache
+ * lines from x on (ld 16): into the cache ahead of the head that reads
+ * them.  At a GPT's sizes the heads' inputs, P and the gradients are
+ * larger than the cache, and the rows of a head, 256 bytes apart in
+ * 64-byte pieces, are a pattern the hardware's prefetchers pick up too
+ * late: a head that waits for each row takes twice as long.  In pieces,
+ * one per group of queries, so that the requests do not all wait in line
+ * at once. */
+HEAD512_INLINE void prefetch_rows(const float *x, size_t ld, int n, int part, int parts)
 {
-    for (int i = 0; i < n; i++) _mm_prefetch((const char *)(x + (size_t)i * ld), _MM_HINT_T0);
-}
-HEAD512_INLINE void prefetch_lines(const float *y, size_t lines)
-{
-    for (size_t i = 0; i < lines; i++) _mm_prefetch((const char *)(y + 16 * i), _MM_HINT_T0);
+    for (int i = n * part / parts; i < n * (part + 1) / parts; i++)
+        _mm_prefetch((const char *)(x + (size_t)i * ld), _MM_HINT_T0);
 }
 
-/* What head bh reads and writes, forward (dy NULL) or backward. */
-HEAD512_INLINE void prefetch_head(const att_job *j, size_t bh, bool backward)
+/* Piece `part` of `parts` of what head bh reads and writes, forward (dy
+ * NULL) or backward. */
+HEAD512_INLINE void prefetch_head(const att_job *j, size_t bh, bool backward, int part, int parts)
 {
     if (bh >= j->heads) return;
-    size_t ld = (size_t)j->H * (size_t)j->D, ldv = (size_t)j->H * (size_t)j->Dv, ts = (size_t)j->T * (size_t)j->S;
-    prefetch_rows(j->q + at(j, bh, j->T, j->D), ld, j->T);
-    prefetch_rows(j->k + at(j, bh, j->S, j->D), ld, j->S);
-    prefetch_rows(j->v + at(j, bh, j->S, j->Dv), ldv, j->S);
-    prefetch_lines(j->p + bh * ts, (ts + 15) / 16);
+    size_t ld = (size_t)j->H * (size_t)j->D, ldv = (size_t)j->H * (size_t)j->Dv;
+    int T = j->T, S = j->S;
+    prefetch_rows(j->q + at(j, bh, T, j->D), ld, T, part, parts);
+    prefetch_rows(j->k + at(j, bh, S, j->D), ld, S, part, parts);
+    prefetch_rows(j->v + at(j, bh, S, j->Dv), ldv, S, part, parts);
+    prefetch_rows(j->p + bh * (size_t)T * (size_t)S, 16, (T * S + 15) / 16, part, parts);
     if (!backward) {
-        prefetch_rows(j->y + at(j, bh, j->T, j->Dv), ldv, j->T);
+        prefetch_rows(j->y + at(j, bh, T, j->Dv), ldv, T, part, parts);
         return;
     }
-    prefetch_rows(j->dy + at(j, bh, j->T, j->Dv), ldv, j->T);
-    if (j->dq) prefetch_rows(j->dq + at(j, bh, j->T, j->D), ld, j->T);
-    if (j->dk) prefetch_rows(j->dk + at(j, bh, j->S, j->D), ld, j->S);
-    if (j->dv) prefetch_rows(j->dv + at(j, bh, j->S, j->Dv), ldv, j->S);
+    prefetch_rows(j->dy + at(j, bh, T, j->Dv), ldv, T, part, parts);
+    if (j->dq) prefetch_rows(j->dq + at(j, bh, T, j->D), ld, T, part, parts);
+    if (j->dk) prefetch_rows(j->dk + at(j, bh, S, j->D), ld, S, part, parts);
+    if (j->dv) prefetch_rows(j->dv + at(j, bh, S, j->Dv), ldv, S, part, parts);
 }
 
 /* xt = x^T for x [S, cols <= 16], rows ld apart (zero past column cols). */
@@ -513,10 +514,10 @@ HEAD512 static void forward_head512(const att_job *j, size_t bh)
 {
     head512 h;
     head512_init(j, bh, &h);
-    prefetch_head(j, bh + 1, false);
     turn(&h, h.k, h.ld, h.md);
     for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
         int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
+        prefetch_head(j, bh + 1, false, r / GR, (h.T + GR - 1) / GR);
         if (e == 0) zero_rows(&h, h.p, r, mr); /* no key: P is 0 */
         else if (e <= 16) probs_rows(&h, r, mr, e, 1);
         else probs_rows(&h, r, mr, e, 2);
@@ -610,7 +611,6 @@ HEAD512 static void backward_head512(const att_job *j, size_t bh, float *da)
 {
     head512 h;
     head512_init(j, bh, &h);
-    prefetch_head(j, bh + 1, true);
     h.da = da;
     float *dq = j->dq ? j->dq + at(j, bh, h.T, h.D) : NULL, *dk = j->dk ? j->dk + at(j, bh, h.S, h.D) : NULL;
     float *dv = j->dv ? j->dv + at(j, bh, h.S, h.Dv) : NULL;
@@ -624,8 +624,10 @@ HEAD512 static void backward_head512(const att_job *j, size_t bh, float *da)
         }
         if (dq) product_all(&h, j->ek, h.da, h.k, h.ld, h.md, dq, j->beta_q);
     }
-    for (int s0 = 0; s0 < h.S; s0 += 8) /* keys [s0, s0 + 8), queries [tf, T) */
+    for (int s0 = 0; s0 < h.S; s0 += 8) { /* keys [s0, s0 + 8), queries [tf, T) */
+        prefetch_head(j, bh + 1, true, s0 / 8, h.S / 8);
         key_rows(&h, s0, j->tf[s0 / 8], dv, j->beta_v, dk, j->beta_k);
+    }
 }
 #else
 static bool fits_head512(int T, int S, int D, int Dv, const ag_tensor *mask, const ag__mask_map *mm)

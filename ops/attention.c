@@ -26,12 +26,13 @@
  *     larger than the cache and back, four times a step;
  *   - with fill -inf, the products leave out the keys no query of a block
  *     may see (seen_keys): their weights are exactly 0.  A causal mask
- *     leaves out a quarter of the work at T = 32.
- *   - a toy head (S <= 32 keys, D, Dv <= 16, T <= 64: a small GPT's) takes,
- *     on AVX-512 in float, a kernel of its own (head512, below): K^T and
- *     V^T turned once per head, each row's scale, mask and softmax done in
- *     registers for 8 rows at a time, the same operations in the same
- *     order, so the same bits.
+ *     leaves out a quarter of the work at T = 32;
+ *   - a toy head (S <= 32 keys, a multiple of 8; D, Dv <= 16; T <= 64: a
+ *     small GPT's) takes, on AVX-512 in float, a kernel of its own
+ *     (head512, below): K^T and V^T turned once per head, the softmax's
+ *     steps in registers for 8 rows at a time, and the next head's rows
+ *     asked of the cache ahead; the same operations in the same order, so
+ *     the same bits.
  * Only P is saved for the backward.
  *
  * src = {q, k, v}; aux = the mask, P and the keys each block sees;
@@ -204,19 +205,27 @@ static void head512_plan(att_job *j)
 /* ---- a toy head in registers (AVX-512, float) ------------------------------ */
 
 /* A head of at most 32 keys (a multiple of 8), D and Dv <= 16 and T <= 64,
- * a GPT's at toy sizes, whole in one pass per block of queries: K^T (or
- * V^T) turned once per head in registers; a row of scores is one or two
- * vectors, built by broadcast FMAs over K^T's rows, then scaled, masked
- * and softmaxed without leaving the registers; P V and the backward's
- * products read P, dA, K, V, Q and dO in place.  Each element is the same
- * chain of operations as on the general path above (gemm.c's kernel for
- * toy heads, then masked_softmax's rows): k ascending from 0 in every
- * product, the softmax's max, exps and sums lane for lane as
- * core/elementwise.c's softmax_short, the backward's rowsum(dP P) in 8
- * lanes as ops/masked_softmax.c's, so the results are the same to the
- * bit (tests/test_fusion.c).  What it saves: the transposes of K and V per
- * block of queries, a call per product, and the passes of fill and
- * softmax over rows in memory, latency-bound one row at a time. */
+ * a GPT's at toy sizes, in three passes, forward and backward alike:
+ *   1. K^T (V^T) turned once per head, in registers (core/transpose16.h);
+ *   2. the queries in groups of 8: a group's rows of scores (dP) are one
+ *      or two vectors each, built by broadcast FMAs over K^T's (V^T's)
+ *      rows, then the softmax (its backward) step by step for the whole
+ *      group, so that the rows' chains of latency overlap: P (dA) out to a
+ *      buffer of T S values that stays in the cache;
+ *   3. the products that read it, P V (dA K) for 16 queries at a time, and
+ *      the backward's P^T dO and dA^T Q for 8 keys at a time.
+ * A group of queries stops at the last key any of them may see, rounded
+ * up to 8 (head512_plan), as a block does on the general path.  While a
+ * head runs, the next head's rows are asked of the cache, in pieces.
+ * Each element is the same chain of operations as on the general path
+ * above (gemm.c's kernel for toy heads, then masked_softmax's rows): k
+ * ascending from 0 in every product; the softmax's max, exps and sums
+ * lane for lane as core/elementwise.c's softmax_short; the backward's
+ * rowsum(dP P) in 8 lanes as ops/masked_softmax.c's.  So the results are
+ * the same to the bit (tests/test_fusion.c), and what is saved is the
+ * overhead: the transposes of K and V per block of queries, a call per
+ * product, passes of fill and softmax over rows one at a time, and the
+ * waits for rows that the hardware's prefetchers bring too late. */
 #if AG_X86_KERNELS && !defined(AG_DOUBLE)
 #define HAVE_HEAD512 1
 #define HEAD512 __attribute__((target("avx512f,fma")))
@@ -249,6 +258,7 @@ HEAD512_INLINE void group_rows(int *t, int t0, int mr)
 
 HEAD512_INLINE __mmask16 lanes(int n) { return (__mmask16)(n <= 0 ? 0 : n >= 16 ? 0xFFFFu : (1u << n) - 1); }
 
+/* Head bh's pointers, strides and lane masks. */
 HEAD512_INLINE void head512_init(const att_job *j, size_t bh, head512 *h)
 {
     h->T = j->T, h->S = j->S, h->D = j->D, h->Dv = j->Dv;
@@ -269,8 +279,8 @@ HEAD512_INLINE void head512_init(const att_job *j, size_t bh, head512 *h)
  * larger than the cache, and the rows of a head, 256 bytes apart in
  * 64-byte pieces, are a pattern the hardware's prefetchers pick up too
  * late: a head that waits for each row takes twice as long.  In pieces,
- * one per group of queries, so that the requests do not all wait in line
- * at once. */
+ * one per group of queries (or keys), so that the requests do not all
+ * wait in line at once. */
 HEAD512_INLINE void prefetch_rows(const float *x, size_t ld, int n, int part, int parts)
 {
     for (int i = n * part / parts; i < n * (part + 1) / parts; i++)

@@ -48,7 +48,7 @@
 #endif
 #include "core/fastmath.h"
 #if AG_X86_KERNELS && !defined(AG_DOUBLE)
-#include "core/transpose16.h"
+#include "core/transpose.h"
 #endif
 
 /* Rows of a head in blocks: the products of a block of queries stop at the
@@ -206,7 +206,7 @@ static void head512_plan(att_job *j)
 
 /* A head of at most 32 keys (a multiple of 8), D and Dv <= 16 and T <= 64,
  * a GPT's at toy sizes, in three passes, forward and backward alike:
- *   1. K^T (V^T) turned once per head, in registers (core/transpose16.h);
+ *   1. K^T (V^T) turned once per head, in registers (core/transpose.h);
  *   2. the queries in groups of 8: a group's rows of scores (dP) are one
  *      or two vectors each, built by broadcast FMAs over K^T's (V^T's)
  *      rows, then the softmax (its backward) step by step for the whole

@@ -415,7 +415,7 @@ static void gemm_small SMALL_PARAMS { AG_ISA_CALL(small_loops, SMALL_ARGS); }
 /* ---- a toy attention head's products (AVX-512, float) -------------------- */
 
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
-#include "core/transpose16.h"
+#include "core/transpose.h"
 
 /* C = beta C + op(A) op(B) for N <= 32, K <= 64, M <= 64 (beta 0 or 1):
  * the products of one head of a toy model, thousands of them a step.

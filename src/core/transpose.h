@@ -1,9 +1,9 @@
-/* src/core/transpose16.h: a 16 x 16 block of floats transposed in AVX-512
+/* src/core/transpose.h: a 16 x 16 block of floats transposed in AVX-512
  * registers, for the kernels of toy attention heads (core/gemm.c,
  * ops/attention.c), which turn K or V around without a trip through
  * memory.  x86 float builds only. */
-#ifndef AG_CORE_TRANSPOSE16_H
-#define AG_CORE_TRANSPOSE16_H
+#ifndef AG_CORE_TRANSPOSE_H
+#define AG_CORE_TRANSPOSE_H
 
 #include <immintrin.h>
 

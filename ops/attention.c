@@ -42,12 +42,12 @@
 #include <math.h>
 #include <stdio.h>
 
-/* core/fastmath.h's selects as vector blends (see there) */
+#if AG_X86_KERNELS && !defined(AG_DOUBLE)
+/* the heads kernel's exp (core/fastmath.h, whose selects want this) */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include "core/fastmath.h"
-#if AG_X86_KERNELS && !defined(AG_DOUBLE)
 #include "core/transpose.h"
 #endif
 

@@ -20,7 +20,11 @@
  * gradient (tests/test_fusion.c): each element is the same chain of
  * products and the same softmax row, to the bit at a toy GPT's sizes (a
  * row cut short below, in float, may add its terms in another order when
- * S > 64).  What one node buys:
+ * S > 64).  Rows whose scores hold a NaN or overflow to +inf are NaN, as
+ * there, but only over the keys their block of queries reaches (a block
+ * of 8 queries in the kernel for toy heads, of 16 or 64 otherwise), where
+ * the three nodes spread the NaN over all S keys, into the gradients of
+ * keys no query of the row's block may see.  What one node buys:
  *   - a head's scores and their gradient stay in the cache (a buffer of
  *     T S values per thread) instead of going out to [B, H, T, S] tensors
  *     larger than the cache and back, four times a step;

@@ -421,6 +421,37 @@ Test(fusion, attention_of_one_tensor_thrice_equals_the_composition)
     ag_store_free(s);
 }
 
+/* A NaN in query 5 of head 0 (causal, the GPT's sizes): that query's
+ * output is NaN, and so the gradients of the keys it sees (P's row is
+ * NaN there); every other output is a number, and keys 16 and up, beyond
+ * the NaN row's block of queries, keep finite gradients. */
+Test(fusion, attention_keeps_a_nan_query_to_its_row)
+{
+    enum { B = 2, T = 32, H = 2, D = 16 };
+    ag_store *s = ag_store_new();
+    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 31), *k = param(s, "k", AG_SHAPE(B, T, H, D), 32);
+    ag_tensor *v = param(s, "v", AG_SHAPE(B, T, H, D), 33);
+    q->data[(5 * H + 0) * D + 3] = NAN;
+    ag_graph *g = ag_graph_new();
+    ag_tensor *y = ag__attention_heads(g, q, k, v, 0.25, ag_causal_mask(g, T, T), -INFINITY);
+    cr_assert_eq(ag_backward(g, weigh(g, y, 7)), AG_OK, "%s", ag_graph_error(g));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                for (int d = 0; d < D; d++) {
+                    size_t i = (((size_t)b * T + t) * H + h) * D + d;
+                    bool nan_row = b == 0 && t == 5 && h == 0;
+                    cr_assert(nan_row ? isnan(y->data[i]) : isfinite(y->data[i]), "y[%d, %d, %d, %d] = %g", b, t,
+                              h, d, y->data[i]);
+                    if (b == 0 && h == 0 && t <= 5) /* keys query 5 sees */
+                        cr_assert(isnan(v->grad[i]), "dv[0, %d, 0, %d] = %g", t, d, v->grad[i]);
+                    if (t >= 16 || b > 0 || h > 0)
+                        cr_assert(isfinite(v->grad[i]) && isfinite(k->grad[i]), "dv, dk [%d, %d, %d, %d]", b, t, h, d);
+                }
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
 Test(fusion, attention_reports_bad_shapes)
 {
     ag_graph *g = ag_graph_new();

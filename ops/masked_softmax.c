@@ -49,7 +49,7 @@ void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_te
     }
 }
 
-static size_t mask_row(const ag__mask_map *mm, size_t r)
+size_t ag__mask_row(const ag__mask_map *mm, size_t r)
 {
     size_t off = 0;
     for (int k = mm->nd - 1; k >= 0; k--) {
@@ -70,7 +70,7 @@ typedef struct mask_rows {
 static mask_rows mask_rows_at(const ag_tensor *mask, const ag__mask_map *mm, size_t r0)
 {
     mask_rows it = {mask, mm, r0, 0, 0};
-    if (mask && mm->nd > 0) it.i = r0 % (size_t)mm->shape[mm->nd - 1], it.off = mask_row(mm, r0);
+    if (mask && mm->nd > 0) it.i = r0 % (size_t)mm->shape[mm->nd - 1], it.off = ag__mask_row(mm, r0);
     return it;
 }
 
@@ -83,7 +83,7 @@ static inline AG_ALWAYS_INLINE const ag_real *mask_rows_next(mask_rows *it)
     if (mm->nd == 0) return it->mask->data;
     const ag_real *m = it->mask->data + it->off;
     it->r++;
-    if (++it->i == (size_t)mm->shape[mm->nd - 1]) it->i = 0, it->off = mask_row(mm, it->r);
+    if (++it->i == (size_t)mm->shape[mm->nd - 1]) it->i = 0, it->off = ag__mask_row(mm, it->r);
     else it->off += mm->st[mm->nd - 1];
     return m;
 }

@@ -317,12 +317,11 @@ Test(fusion, products_per_head_refuse_mismatched_heads)
  * every gradient, to the last bit when `exact` (each element the same chain
  * of products, each row the same softmax), else within rounding (a row cut
  * short may take another of softmax's summation orders). */
-static void attention_case(int B, int T, int S, int H, int D, int Dv, ag_tensor *(*mask_of)(ag_graph *),
-                           double fill, bool exact, const char *what)
+static void attention_compare(ag_store *s, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *(*mask_of)(ag_graph *),
+                              double fill, bool exact, const char *what)
 {
-    ag_store *s = ag_store_new();
-    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 21), *k = param(s, "k", AG_SHAPE(B, S, H, D), 22);
-    ag_tensor *v = param(s, "v", AG_SHAPE(B, S, H, Dv), 23);
+    int B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3], Dv = v->shape[3];
+    ag_store_zero_grad(s);
     ag_graph *g = ag_graph_new();
     double scale = 1 / sqrt((double)D);
     ag_tensor *mask = mask_of ? mask_of(g) : NULL;
@@ -344,15 +343,33 @@ static void attention_case(int B, int T, int S, int H, int D, int Dv, ag_tensor 
     expect_grads(s, &kg, exact ? 0 : TOL(1e-12, 1e-5), what);
     free(want);
     ag_graph_free(g);
+}
+
+static void attention_case(int B, int T, int S, int H, int D, int Dv, ag_tensor *(*mask_of)(ag_graph *),
+                           double fill, bool exact, const char *what)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 21), *k = param(s, "k", AG_SHAPE(B, S, H, D), 22);
+    ag_tensor *v = param(s, "v", AG_SHAPE(B, S, H, Dv), 23);
+    attention_compare(s, q, k, v, mask_of, fill, exact, what);
     ag_store_free(s);
 }
 
+static ag_tensor *causal24(ag_graph *g) { return ag_causal_mask(g, 24, 24); }
 static ag_tensor *causal32(ag_graph *g) { return ag_causal_mask(g, 32, 32); }
 static ag_tensor *causal100(ag_graph *g) { return ag_causal_mask(g, 100, 100); }
 static ag_tensor *padding_5(ag_graph *g)
 {
     /* [B, 1, 1, S] = [2, 1, 1, 5]: sentence 1 masks every key */
     return ag_tensor_from(g, AG_SHAPE(2, 1, 1, 5), (ag_real[]){1, 1, 1, 0, 1, 0, 0, 0, 0, 0});
+}
+
+/* [B, 1, 1, S] = [3, 1, 1, 16]: sentences of 16, 5 and no keys */
+static ag_tensor *padding_16(ag_graph *g)
+{
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(3, 1, 1, 16));
+    for (int s = 0; s < 16; s++) m->data[s] = 1, m->data[16 + s] = s < 5;
+    return m;
 }
 
 /* Query t of 20 sees keys s <= t + 17 of 40 (a cached decoding step's
@@ -378,6 +395,11 @@ static ag_tensor *late(ag_graph *g)
 Test(fusion, attention_equals_products_per_head_and_masked_softmax)
 {
     attention_case(32, 32, 32, 4, 16, 16, causal32, -INFINITY, true, "the GPT's heads, causal");
+    attention_case(32, 32, 32, 4, 16, 16, causal32, -1e9, true, "the GPT's heads, causal, fill -1e9");
+    attention_case(2, 24, 24, 2, 16, 16, causal24, -INFINITY, true, "causal, 24 keys");
+    attention_case(3, 20, 16, 2, 16, 16, padding_16, -INFINITY, true, "padding of 16 keys, a sentence all -inf");
+    attention_case(3, 20, 16, 2, 16, 16, padding_16, -1e9, true, "padding of 16 keys, fill -1e9");
+    attention_case(2, 20, 32, 3, 12, 7, NULL, 0, true, "no mask, D 12, Dv 7, 20 queries");
     attention_case(1, 100, 100, 2, 8, 8, causal100, -INFINITY, false, "causal, blocks of 64 rows");
     attention_case(2, 20, 40, 3, 16, 8, shifted, -INFINITY, true, "keys up to t + 17");
     attention_case(2, 40, 24, 2, 8, 8, late, -INFINITY, true, "queries that see no key");
@@ -386,6 +408,48 @@ Test(fusion, attention_equals_products_per_head_and_masked_softmax)
     attention_case(2, 3, 5, 2, 4, 3, padding_5, -1e9, true, "padding, fill -1e9 (a uniform row)");
     attention_case(2, 33, 40, 2, 24, 24, NULL, 0, true, "no mask, the packed kernel");
     attention_case(1, 1, 1, 1, 1, 1, NULL, 0, true, "size 1");
+}
+
+/* One tensor as q, k and v (self-attention on x itself): its gradient
+ * gathers three contributions, added in the same order either way. */
+Test(fusion, attention_of_one_tensor_thrice_equals_the_composition)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *x = param(s, "x", AG_SHAPE(4, 32, 4, 16), 24);
+    attention_compare(s, x, x, x, causal32, -INFINITY, true, "x as q, k and v, causal");
+    attention_compare(s, x, x, x, NULL, 0, true, "x as q, k and v, no mask");
+    ag_store_free(s);
+}
+
+/* A NaN in query 5 of head 0 (causal, the GPT's sizes): that query's
+ * output is NaN, and so the gradients of the keys it sees (P's row is
+ * NaN there); every other output is a number, and keys 16 and up, beyond
+ * the NaN row's block of queries, keep finite gradients. */
+Test(fusion, attention_keeps_a_nan_query_to_its_row)
+{
+    enum { B = 2, T = 32, H = 2, D = 16 };
+    ag_store *s = ag_store_new();
+    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 31), *k = param(s, "k", AG_SHAPE(B, T, H, D), 32);
+    ag_tensor *v = param(s, "v", AG_SHAPE(B, T, H, D), 33);
+    q->data[(5 * H + 0) * D + 3] = NAN;
+    ag_graph *g = ag_graph_new();
+    ag_tensor *y = ag__attention_heads(g, q, k, v, 0.25, ag_causal_mask(g, T, T), -INFINITY);
+    cr_assert_eq(ag_backward(g, weigh(g, y, 7)), AG_OK, "%s", ag_graph_error(g));
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                for (int d = 0; d < D; d++) {
+                    size_t i = (((size_t)b * T + t) * H + h) * D + d;
+                    bool nan_row = b == 0 && t == 5 && h == 0;
+                    cr_assert(nan_row ? isnan(y->data[i]) : isfinite(y->data[i]), "y[%d, %d, %d, %d] = %g", b, t,
+                              h, d, y->data[i]);
+                    if (b == 0 && h == 0 && t <= 5) /* keys query 5 sees */
+                        cr_assert(isnan(v->grad[i]), "dv[0, %d, 0, %d] = %g", t, d, v->grad[i]);
+                    if (t >= 16 || b > 0 || h > 0)
+                        cr_assert(isfinite(v->grad[i]) && isfinite(k->grad[i]), "dv, dk [%d, %d, %d, %d]", b, t, h, d);
+                }
+    ag_graph_free(g);
+    ag_store_free(s);
 }
 
 Test(fusion, attention_reports_bad_shapes)

@@ -266,6 +266,8 @@ typedef struct ag__mask_map {
     size_t along;            /* and along a row */
 } ag__mask_map;
 void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask);
+/* Where row r of x (rows of S values) starts in the mask's data. */
+size_t ag__mask_row(const ag__mask_map *mm, size_t r);
 /* masked_softmax's forward on `rows` rows of n values, ld apart, that are
  * rows r0.. of the whole (for the mask): z = mask ? scale x : fill (z may
  * be x), then y = softmax(z) (y may be z).  mask NULL: no mask (mm

@@ -9,7 +9,8 @@
  * axes.  Backward adds the output gradient into the input at the same
  * (stride-0) positions, which sums it over the stretched axes.
  *
- * Threads (ag_set_threads) take pieces of a long run; a backward whose
+ * Threads (ag_set_threads) take pieces of a long run, or of the rows of a
+ * binary op with one input stretched along them; a backward whose
  * inputs were stretched stays on one thread, since many outputs add into
  * one input element. */
 
@@ -128,11 +129,14 @@ static void walk_next(const walk *w, int *idx, size_t *oa, size_t *ob)
     }
 }
 
-/* One long run of a binary op's forward, cut in nt pieces. */
+/* A binary op's forward over one long run, or over rows, cut in nt
+ * pieces (each piece's outputs its own: any count gives the same values). */
 typedef struct binary_run {
     ag_binary_fwd fwd;
+    ag_binary_rows rows_fwd;
     const ag_tensor *a, *b, *y;
-    size_t run, ra, rb;
+    size_t run, ra, rb; /* run: values in the run, or in a row; ra, rb: strides in it */
+    size_t rows, rsa, rsb; /* rows: how many; rsa, rsb: a's and b's row strides */
     int nt;
 } binary_run;
 
@@ -143,7 +147,21 @@ static void binary_piece(void *ctx, size_t t)
     j->fwd(i1 - i0, j->a->data + i0 * j->ra, j->ra, j->b->data + i0 * j->rb, j->rb, j->y->data + i0);
 }
 
+static void binary_rows_piece(void *ctx, size_t t)
+{
+    const binary_run *j = ctx;
+    size_t r0 = j->rows * t / (size_t)j->nt, r1 = j->rows * (t + 1) / (size_t)j->nt;
+    j->rows_fwd(r1 - r0, j->run, j->a->data + r0 * j->rsa, j->rsa, j->b->data + r0 * j->rsb, j->rsb,
+                j->y->data + r0 * j->run);
+}
+
 ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary_fwd fwd)
+{
+    return ag__binary_rows(g, op, a, b, fwd, NULL);
+}
+
+ag_tensor *ag__binary_rows(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary_fwd fwd,
+                           ag_binary_rows rows_fwd)
 {
     const char *name = ag_op_name(op);
     if (!ag__ok(g, name, 2, a, b)) return NULL;
@@ -161,8 +179,17 @@ ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary
     size_t run = (size_t)w.shape[w.ndim - 1], nruns = y->size / run;
     size_t ra = w.sa[w.ndim - 1], rb = w.sb[w.ndim - 1];
     if (nruns == 1) { /* one long run (inputs of y's shape): a piece per thread */
-        binary_run j = {fwd, a, b, y, run, ra, rb, ag__threads_for(y->size)};
+        binary_run j = {.fwd = fwd, .a = a, .b = b, .y = y, .run = run, .ra = ra, .rb = rb,
+                        .nt = ag__threads_for(y->size)};
         ag__parallel_for((size_t)j.nt, j.nt, binary_piece, &j);
+        return y;
+    }
+    if (rows_fwd && w.ndim == 2 && ra == 1 && rb == 1) {
+        /* rows of contiguous values, one input the same row each time (a
+         * bias): one call for all of them, pieces of rows to the threads */
+        binary_run j = {.rows_fwd = rows_fwd, .a = a, .b = b, .y = y, .run = run, .rows = nruns,
+                        .rsa = w.sa[0], .rsb = w.sb[0], .nt = ag__threads_for(y->size)};
+        ag__parallel_for((size_t)j.nt, j.nt, binary_rows_piece, &j);
         return y;
     }
     int idx[AG_MAX_DIMS] = {0};

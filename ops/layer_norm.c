@@ -56,12 +56,13 @@ static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const
  * Four rows share each vector addition (see QUAD), so that the sums use
  * the machine's whole vector width and each row keeps that order.
  *
- * Rows go in blocks of RB: first every row's sums, then what needs them
- * (the block's square roots and divisions in one vector loop; y or dx row
- * by row).  No row waits on its own sums: the rows' chains of additions
- * are independent, and the CPU overlaps them (a row at a time, each row
- * waiting for its mean, its variance and a division, took three times as
- * long at C = 64). */
+ * The forward's rows go in blocks of RB: first every row's sums, then
+ * what needs them (the block's square roots and divisions in one vector
+ * loop; y row by row).  No row waits on its own sums: the rows' chains of
+ * additions are independent, and the CPU overlaps them (a row at a time,
+ * each row waiting for its mean, its variance and a division, took three
+ * times as long at C = 64).  The backward's go four at a time (see
+ * norm_rows_backward). */
 enum { LANES = 16 / (int)sizeof(ag_real), RB = 16 };
 typedef ag_real lanes __attribute__((vector_size(16))); /* GCC and Clang */
 
@@ -308,27 +309,27 @@ static inline AG_ALWAYS_INLINE void rows4_dsums(size_t C, const ag_real *x, cons
     }
 }
 
-/* Rows [r0, r1) of dx, RB at a time: the rows' means a (of dxhat) and b
- * (of dxhat * xhat), then
+/* Rows [r0, r1) of dx, four at a time (rows4_dsums; the last few one by
+ * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then
  *   dx = rstd * (dxhat - a - xhat * b)
  * (xhat = (x - mean) * rstd through mean and through rstd), stored into a
- * fresh dx (nothing in it yet), added otherwise. */
+ * fresh dx (nothing in it yet), added otherwise.  Four rows, not RB: four
+ * rows' chains of additions already overlap, and the rows' x and dy are
+ * read again while still in L1 (blocks of 16 were as fast with x and dy
+ * in cache and 30% slower without). */
 static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
 {
     const size_t C = j->C;
     const ag_real *gd = j->gd;
-    for (size_t b0 = r0; b0 < r1; b0 += RB) {
-        const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
+    for (size_t b0 = r0; b0 < r1;) {
+        const size_t nb = r1 - b0 < 4 ? 1 : 4;
         const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
-        ag_real a[RB], b[RB];
-        size_t r = 0;
-        for (; r + 4 <= nb; r += 4) rows4_dsums(C, x + r * C, dy + r * C, gd, mean + r, rstd + r, a + r, b + r);
-        for (; r < nb; r++)
-            row_dsums(C, 0, x + r * C, dy + r * C, gd, mean[r], rstd[r], (lanes){0}, (lanes){0}, &a[r], &b[r]);
-#pragma omp simd
-        for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+        ag_real a[4], b[4];
+        if (nb == 4) rows4_dsums(C, x, dy, gd, mean, rstd, a, b);
+        else row_dsums(C, 0, x, dy, gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
         for (size_t r = 0; r < nb; r++) {
-            const ag_real *xr = x + r * C, *dyr = dy + r * C, mr = mean[r], sr = rstd[r], ar = a[r], br = b[r];
+            const ag_real *xr = x + r * C, *dyr = dy + r * C, mr = mean[r], sr = rstd[r];
+            const ag_real ar = a[r] / (ag_real)C, br = b[r] / (ag_real)C;
             ag_real *dxr = j->dx + (b0 + r) * C;
             if (j->fresh) {
 #pragma omp simd
@@ -344,6 +345,7 @@ static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t
                 }
             }
         }
+        b0 += nb;
     }
 }
 AG_ISA_CLONES(void, norm_rows_backward, (const norm_job *j, size_t r0, size_t r1), norm_rows_backward(j, r0, r1))

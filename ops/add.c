@@ -10,6 +10,17 @@ static inline ag_real plus(ag_real a, ag_real b) { return a + b; }
 
 AG_ISA_ZIP(add_fwd, plus) /* contiguous runs as wide as the CPU's vectors */
 
+/* Rows of y = a + b (ag_binary_rows: row r at a + r ra, b + r rb; a bias
+ * has row stride 0), all in one clone per instruction set: a [R, C] + [C]
+ * pays the dispatch once, not once per row. */
+#define ADD_ROWS_PARAMS (size_t rows, size_t n, const ag_real *a, size_t ra, const ag_real *b, size_t rb, ag_real *y)
+static inline AG_ALWAYS_INLINE void add_rows_loop ADD_ROWS_PARAMS
+{
+    for (size_t r = 0; r < rows; r++) ag__zip(n, a + r * ra, b + r * rb, y + r * n, plus);
+}
+AG_ISA_CLONES(void, add_rows_loop, ADD_ROWS_PARAMS, add_rows_loop(rows, n, a, ra, b, rb, y))
+static void add_rows ADD_ROWS_PARAMS { AG_ISA_CALL(add_rows_loop, (rows, n, a, ra, b, rb, y)); }
+
 /* dx[i] += dy[i], compiled once per instruction set (AG_ISA_CLONES), the
  * same bits on every level */
 static inline AG_ALWAYS_INLINE void add_into(size_t n, const ag_real *dy, ag_real *dx)
@@ -38,7 +49,10 @@ static void add_bwd(size_t n, const ag_real *a, size_t sa, const ag_real *b, siz
     if (db) pass_on(n, dy, db, sb, fb);
 }
 
-ag_tensor *ag_add(ag_graph *g, ag_tensor *a, ag_tensor *b) { return ag__binary(g, AG_OP_ADD, a, b, add_fwd); }
+ag_tensor *ag_add(ag_graph *g, ag_tensor *a, ag_tensor *b)
+{
+    return ag__binary_rows(g, AG_OP_ADD, a, b, add_fwd, add_rows);
+}
 
 static void add_backward(ag_graph *g, ag_tensor *y) { ag__binary_backward(g, y, add_bwd); }
 

@@ -53,15 +53,16 @@ static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const
  * the kernels compiled for each instruction set (AG_ISA_CLONES,
  * core/internal.h) keep it, with no multiply-add fused
  * (-ffp-contract=off): every level gives the bits the library always gave.
- * (Wider lanes were no faster: GCC keeps an array of partial sums in
- * registers only where one vector holds it all.)
+ * Four rows share each vector addition (see QUAD), so that the sums use
+ * the machine's whole vector width and each row keeps that order.
  *
- * Rows go in blocks of RB: first every row's sums, then what needs them
- * (the block's square roots and divisions in one vector loop; y or dx row
- * by row).  No row waits on its own sums: the rows' chains of additions
- * are independent, and the CPU overlaps them (a row at a time, each row
- * waiting for its mean, its variance and a division, took three times as
- * long at C = 64). */
+ * The forward's rows go in blocks of RB: first every row's sums, then
+ * what needs them (the block's square roots and divisions in one vector
+ * loop; y row by row).  No row waits on its own sums: the rows' chains of
+ * additions are independent, and the CPU overlaps them (a row at a time,
+ * each row waiting for its mean, its variance and a division, took three
+ * times as long at C = 64).  The backward's go four at a time (see
+ * norm_rows_backward). */
 enum { LANES = 16 / (int)sizeof(ag_real), RB = 16 };
 typedef ag_real lanes __attribute__((vector_size(16))); /* GCC and Clang */
 
@@ -72,12 +73,52 @@ static inline AG_ALWAYS_INLINE lanes lanes_at(const ag_real *p)
     return v;
 }
 
-/* sum_i (x_i - shift)^k over a row, k = 1 or 2. */
-static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, const ag_real *xr, ag_real shift, int k)
+/* Four rows at once.  A quad is four 16-byte vectors (64 bytes: 16 floats
+ * or 8 doubles).  The element-wise work (x - mean, the products) needs no
+ * order and is done on quads of one row's QUAD consecutive values, as
+ * wide as the machine's vectors; then four rows' quads are transposed by
+ * quarters, so that quad c holds the c-th LANES values of rows 0..3, and
+ * added into a quad of partial sums whose quarter r is row r's LANES
+ * partial sums: each row's values still go to its lanes in column order,
+ * one 16-byte step at a time, as in row_sum, but one addition serves four
+ * rows. */
+enum { QUAD = 4 * LANES };
+typedef ag_real quad __attribute__((vector_size(64)));
+
+/* Quarters of two quads a, b: [a0 a1 b0 b1], [a2 a3 b2 b3], [a0 a2 b0 b2]
+ * and [a1 a3 b1 b3]. */
+#ifdef AG_DOUBLE
+#define QUARTERS_LO(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11)
+#define QUARTERS_HI(a, b) __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15)
+#define QUARTERS_EVEN(a, b) __builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13)
+#define QUARTERS_ODD(a, b) __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15)
+#else
+#define QUARTERS_LO(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23)
+#define QUARTERS_HI(a, b) __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31)
+#define QUARTERS_EVEN(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27)
+#define QUARTERS_ODD(a, b) __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)
+#endif
+
+/* v[r] = quarters 0..3 of row r  ->  v[c] = quarter c of rows 0..3 */
+static inline AG_ALWAYS_INLINE void transpose_quarters(quad *v)
+{
+    quad u0 = QUARTERS_LO(v[0], v[1]), u1 = QUARTERS_HI(v[0], v[1]);
+    quad u2 = QUARTERS_LO(v[2], v[3]), u3 = QUARTERS_HI(v[2], v[3]);
+    v[0] = QUARTERS_EVEN(u0, u2), v[1] = QUARTERS_ODD(u0, u2);
+    v[2] = QUARTERS_EVEN(u1, u3), v[3] = QUARTERS_ODD(u1, u3);
+}
+
+/* *v = p[0..QUAD) */
+static inline AG_ALWAYS_INLINE void quad_load(quad *v, const ag_real *p) { memcpy(v, p, sizeof *v); }
+
+/* sum_i (x_i - shift)^k over a row, k = 1 or 2: columns from i0 on (a
+ * multiple of LANES) into partial sums acc that hold those of the columns
+ * before it. */
+static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, size_t i0, const ag_real *xr, ag_real shift, int k,
+                                               lanes acc)
 {
     const size_t full = C - C % LANES;
-    lanes acc = {0};
-    for (size_t i = 0; i < full; i += LANES) {
+    for (size_t i = i0; i < full; i += LANES) {
         lanes d = lanes_at(xr + i) - shift;
         acc += k == 1 ? d : d * d;
     }
@@ -90,6 +131,42 @@ static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, const ag_real *xr, ag_r
 #pragma GCC unroll 4
     for (int l = 1; l < LANES; l++) s += acc[l];
     return s;
+}
+
+/* s[r] = sum_i (x_i - shift[r])^k over rows r = 0..3 (row stride C), the
+ * first C - C % QUAD columns by quads (see QUAD): the same partial sums,
+ * in the same order, as row_sum, which finishes each row. */
+static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const ag_real *shift, int k, ag_real *s)
+{
+    const size_t full = C - C % QUAD;
+    quad acc = {0};
+    for (size_t i = 0; i < full; i += QUAD) {
+        quad d[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            quad_load(&d[r], x + (size_t)r * C + i);
+            d[r] -= shift[r];
+            if (k == 2) d[r] *= d[r];
+        }
+        transpose_quarters(d);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) acc += d[c]; /* rows' columns in order */
+    }
+    for (int r = 0; r < 4; r++) {
+        lanes l;
+        memcpy(&l, (ag_real *)&acc + r * LANES, sizeof l);
+        s[r] = row_sum(C, full, x + (size_t)r * C, shift[r], k, l);
+    }
+}
+
+/* s[r] = sum_i (x_i - shift[r])^k over rows r < nb (row stride C), four
+ * at a time. */
+static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_real *x, const ag_real *shift, int k,
+                                               ag_real *s)
+{
+    size_t r = 0;
+    for (; r + 4 <= nb; r += 4) rows4_sum(C, x + r * C, shift + r, k, s + r);
+    for (; r < nb; r++) s[r] = row_sum(C, 0, x + r * C, shift[r], k, (lanes){0});
 }
 
 /* What the rows of a forward or a backward share; rows are independent. */
@@ -111,9 +188,11 @@ static inline AG_ALWAYS_INLINE void norm_rows(const norm_job *j, size_t r0, size
     for (size_t b0 = r0; b0 < r1; b0 += RB) {
         const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
         const ag_real *x = j->x + b0 * C;
-        ag_real m[RB], v[RB];
-        for (size_t r = 0; r < nb; r++) m[r] = row_sum(C, x + r * C, 0, 1) / (ag_real)C;
-        for (size_t r = 0; r < nb; r++) v[r] = row_sum(C, x + r * C, m[r], 2) / (ag_real)C;
+        ag_real m[RB], v[RB], zero[RB] = {0};
+        block_sums(C, nb, x, zero, 1, m);
+        for (size_t r = 0; r < nb; r++) m[r] /= (ag_real)C;
+        block_sums(C, nb, x, m, 2, v);
+        for (size_t r = 0; r < nb; r++) v[r] /= (ag_real)C;
 #pragma omp simd
         for (size_t r = 0; r < nb; r++) v[r] = (ag_real)(1 / sqrt((double)v[r] + j->eps));
         memcpy(j->mean + b0, m, nb * sizeof *m);
@@ -172,13 +251,15 @@ ag_tensor *ag_layer_norm(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *
 }
 
 /* A row's sum_i dxhat_i and sum_i dxhat_i xhat_i, where
- * xhat = (x - mean) * rstd and y = xhat * gain + bias. */
-static inline AG_ALWAYS_INLINE void row_dsums(size_t C, const ag_real *xr, const ag_real *dyr, const ag_real *gd,
-                                              ag_real mean, ag_real rstd, ag_real *a, ag_real *b)
+ * xhat = (x - mean) * rstd and y = xhat * gain + bias: columns from i0
+ * on (a multiple of LANES) into partial sums va, vb that hold those of
+ * the columns before it. */
+static inline AG_ALWAYS_INLINE void row_dsums(size_t C, size_t i0, const ag_real *xr, const ag_real *dyr,
+                                              const ag_real *gd, ag_real mean, ag_real rstd, lanes va, lanes vb,
+                                              ag_real *a, ag_real *b)
 {
     const size_t full = C - C % LANES;
-    lanes va = {0}, vb = {0};
-    for (size_t i = 0; i < full; i += LANES) {
+    for (size_t i = i0; i < full; i += LANES) {
         lanes xhat = (lanes_at(xr + i) - mean) * rstd;
         lanes dxhat = lanes_at(dyr + i) * lanes_at(gd + i); /* y = xhat * gain + bias */
         va += dxhat;
@@ -198,24 +279,57 @@ static inline AG_ALWAYS_INLINE void row_dsums(size_t C, const ag_real *xr, const
     *b = sumb;
 }
 
-/* Rows [r0, r1) of dx, RB at a time: the rows' means a (of dxhat) and b
- * (of dxhat * xhat), then
+/* The same sums for four rows (row stride C), their first C - C % QUAD
+ * columns by quads (see QUAD): the same partial sums, in the same order,
+ * as row_dsums, which finishes each row. */
+static inline AG_ALWAYS_INLINE void rows4_dsums(size_t C, const ag_real *x, const ag_real *dy, const ag_real *gd,
+                                                const ag_real *mean, const ag_real *rstd, ag_real *a, ag_real *b)
+{
+    const size_t full = C - C % QUAD;
+    quad va = {0}, vb = {0};
+    for (size_t i = 0; i < full; i += QUAD) {
+        quad g, dxhat[4], p[4];
+        quad_load(&g, gd + i);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            quad xr, dyr;
+            quad_load(&xr, x + (size_t)r * C + i), quad_load(&dyr, dy + (size_t)r * C + i);
+            quad xhat = (xr - mean[r]) * rstd[r];
+            dxhat[r] = dyr * g;
+            p[r] = dxhat[r] * xhat;
+        }
+        transpose_quarters(dxhat), transpose_quarters(p);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) va += dxhat[c], vb += p[c]; /* rows' columns in order */
+    }
+    for (int r = 0; r < 4; r++) {
+        lanes la, lb;
+        memcpy(&la, (ag_real *)&va + r * LANES, sizeof la), memcpy(&lb, (ag_real *)&vb + r * LANES, sizeof lb);
+        row_dsums(C, full, x + (size_t)r * C, dy + (size_t)r * C, gd, mean[r], rstd[r], la, lb, &a[r], &b[r]);
+    }
+}
+
+/* Rows [r0, r1) of dx, four at a time (rows4_dsums; the last few one by
+ * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then
  *   dx = rstd * (dxhat - a - xhat * b)
  * (xhat = (x - mean) * rstd through mean and through rstd), stored into a
- * fresh dx (nothing in it yet), added otherwise. */
+ * fresh dx (nothing in it yet), added otherwise.  Four rows, not RB: four
+ * rows' chains of additions already overlap, and the rows' x and dy are
+ * read again while still in L1 (blocks of 16 were as fast with x and dy
+ * in cache and 30% slower without). */
 static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
 {
     const size_t C = j->C;
     const ag_real *gd = j->gd;
-    for (size_t b0 = r0; b0 < r1; b0 += RB) {
-        const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
+    for (size_t b0 = r0; b0 < r1;) {
+        const size_t nb = r1 - b0 < 4 ? 1 : 4;
         const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
-        ag_real a[RB], b[RB];
-        for (size_t r = 0; r < nb; r++) row_dsums(C, x + r * C, dy + r * C, gd, mean[r], rstd[r], &a[r], &b[r]);
-#pragma omp simd
-        for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+        ag_real a[4], b[4];
+        if (nb == 4) rows4_dsums(C, x, dy, gd, mean, rstd, a, b);
+        else row_dsums(C, 0, x, dy, gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
         for (size_t r = 0; r < nb; r++) {
-            const ag_real *xr = x + r * C, *dyr = dy + r * C, mr = mean[r], sr = rstd[r], ar = a[r], br = b[r];
+            const ag_real *xr = x + r * C, *dyr = dy + r * C, mr = mean[r], sr = rstd[r];
+            const ag_real ar = a[r] / (ag_real)C, br = b[r] / (ag_real)C;
             ag_real *dxr = j->dx + (b0 + r) * C;
             if (j->fresh) {
 #pragma omp simd
@@ -231,6 +345,7 @@ static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t
                 }
             }
         }
+        b0 += nb;
     }
 }
 AG_ISA_CLONES(void, norm_rows_backward, (const norm_job *j, size_t r0, size_t r1), norm_rows_backward(j, r0, r1))

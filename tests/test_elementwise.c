@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "core/internal.h"
 
 /* A leaf of the given shape and values that requires grad. */
 static ag_tensor *leaf(ag_graph *g, int ndim, const int *shape, const ag_real *v)
@@ -42,6 +43,42 @@ Test(elementwise, sub_forward_and_backward_broadcast)
     /* dL/da = 1; dL/db = -(number of rows it was stretched over) = -2 */
     expect_close(a->grad, ((double[]){1, 1, 1, 1, 1, 1}), 6, 0, 0, "da");
     expect_close(b->grad, ((double[]){-2, -2, -2}), 3, 0, 0, "db");
+    ag_graph_free(g);
+}
+
+/* A bias row added to every row, on either side, on one thread and on
+ * two (each taking a piece of the rows, however small the tensor): rows
+ * of 19 (not a whole number of vectors), 37 of them; and the rows of a
+ * [2, 3, 4] + [3, 4] (runs of 12). */
+Test(elementwise, add_of_a_row_stretched_over_rows)
+{
+    enum { R = 37, C = 19 };
+    ag_graph *g = ag_graph_new();
+    ag_tensor *x = ag_tensor_new(g, AG_SHAPE(R, C)), *bias = ag_tensor_new(g, AG_SHAPE(C));
+    for (int i = 0; i < R * C; i++) x->data[i] = (ag_real)(0.25 * i - 40);
+    for (int c = 0; c < C; c++) bias->data[c] = (ag_real)(1.5 * c + 0.125);
+    size_t min_work = ag__thread_min_work;
+    for (int threads = 1; threads <= 2; threads++) {
+        ag_set_threads(threads);
+        ag__thread_min_work = threads == 1 ? min_work : 1;
+        ag_tensor *right = ag_add(g, x, bias), *left = ag_add(g, bias, x);
+        cr_assert_not_null(left, "%s", ag_graph_error(g));
+        expect_shape(left, R, C);
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++) {
+                ag_real want = (ag_real)(0.25 * (r * C + c) - 40 + (1.5 * c + 0.125)); /* exact in binary */
+                cr_assert(right->data[r * C + c] == want && left->data[r * C + c] == want,
+                          "%d threads, [%d, %d]: %g and %g, want %g", threads, r, c, (double)right->data[r * C + c],
+                          (double)left->data[r * C + c], (double)want);
+            }
+    }
+    ag_set_threads(1);
+    ag__thread_min_work = min_work;
+    ag_tensor *a = ag_tensor_new(g, AG_SHAPE(2, 3, 4)), *b = ag_tensor_new(g, AG_SHAPE(3, 4));
+    for (int i = 0; i < 24; i++) a->data[i] = (ag_real)(100 * (i / 12));
+    for (int i = 0; i < 12; i++) b->data[i] = (ag_real)i;
+    ag_tensor *y = ag_add(g, a, b);
+    for (int i = 0; i < 24; i++) cr_assert_eq(y->data[i], (ag_real)(100 * (i / 12) + i % 12), "y[%d]", i);
     ag_graph_free(g);
 }
 

@@ -136,7 +136,7 @@ Test(layer_norm, bad_shapes_are_errors)
  * dgain and dbias).  These shapes take every path: rows shorter than a
  * piece, whole pieces, pieces and a rest; a last block of rows that is not
  * full. */
-static const int long_shapes[][2] = {{1, 1}, {3, 5}, {17, 16}, {33, 70}, {40, 64}, {2, 300}};
+static const int long_shapes[][2] = {{1, 1}, {3, 5}, {6, 7}, {17, 16}, {33, 70}, {40, 64}, {2, 300}};
 enum { NSHAPES = sizeof long_shapes / sizeof long_shapes[0] };
 static const char *const levels[] = {"baseline", "avx2", "avx512"};
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "core/internal.h"
 
 /* L = sum(y * w) with w = 1, 2, 3, ...: dL/dy = w. */
 static void backward_weighted(ag_graph *g, ag_tensor *y)
@@ -228,6 +229,35 @@ Test(reduce, ops_on_a_graph_in_error_do_nothing)
     cr_assert_eq(ag_graph_node_count(g), nodes);
     cr_assert_str_eq(ag_graph_error(g), "max: axis 5 out of range for [2, 3]");
     ag_graph_free(g);
+}
+
+/* A sum over the last axis adds each row in 16 partial sums and a fixed
+ * tree, in every instruction set's kernel: each level gives the
+ * baseline's bits, for rows shorter than, equal to and longer than 16
+ * values, with and without a remainder. */
+Test(reduce, sum_rows_give_the_baselines_bits_on_every_level)
+{
+    static const char *const levels[] = {"baseline", "avx2", "avx512"};
+    static const int lengths[] = {1, 5, 16, 17, 32, 63, 128, 300};
+    for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
+        int n = lengths[k], rows = 3;
+        ag_graph *g = ag_graph_new();
+        ag_tensor *x = ag_tensor_new(g, 2, (int[]){rows, n});
+        for (int i = 0; i < rows * n; i++) x->data[i] = (ag_real)(sin(1.7 * i + n) * 3 + 0.1 / (1 + i));
+        ag_real base[3];
+        cr_assert_str_eq(ag__isa_force("baseline"), "baseline");
+        memcpy(base, ag_sum(g, x, -1, 0)->data, sizeof base);
+        for (int l = 1; l < 3; l++) {
+            if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
+            ag_tensor *y = ag_sum(g, x, -1, 0);
+            cr_assert_not_null(y, "%s", ag_graph_error(g));
+            for (int r = 0; r < rows; r++)
+                cr_assert(memcmp(&y->data[r], &base[r], sizeof base[r]) == 0, "%s, rows of %d: row %d = %a, baseline %a",
+                          levels[l], n, r, (double)y->data[r], (double)base[r]);
+        }
+        ag__isa_force(NULL);
+        ag_graph_free(g);
+    }
 }
 
 /* ---- gradient checks (double only) ----------------------------------------- */

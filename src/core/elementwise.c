@@ -9,7 +9,8 @@
  * axes.  Backward adds the output gradient into the input at the same
  * (stride-0) positions, which sums it over the stretched axes.
  *
- * Threads (ag_set_threads) take pieces of a long run; a backward whose
+ * Threads (ag_set_threads) take pieces of a long run, or of the rows of a
+ * binary op with one input stretched along them; a backward whose
  * inputs were stretched stays on one thread, since many outputs add into
  * one input element. */
 
@@ -128,11 +129,14 @@ static void walk_next(const walk *w, int *idx, size_t *oa, size_t *ob)
     }
 }
 
-/* One long run of a binary op's forward, cut in nt pieces. */
+/* A binary op's forward over one long run, or over rows, cut in nt
+ * pieces (each piece's outputs its own: any count gives the same values). */
 typedef struct binary_run {
     ag_binary_fwd fwd;
+    ag_binary_rows rows_fwd;
     const ag_tensor *a, *b, *y;
-    size_t run, ra, rb;
+    size_t run, ra, rb; /* run: values in the run, or in a row; ra, rb: strides in it */
+    size_t rows, rsa, rsb; /* rows: how many; rsa, rsb: a's and b's row strides */
     int nt;
 } binary_run;
 
@@ -143,7 +147,21 @@ static void binary_piece(void *ctx, size_t t)
     j->fwd(i1 - i0, j->a->data + i0 * j->ra, j->ra, j->b->data + i0 * j->rb, j->rb, j->y->data + i0);
 }
 
+static void binary_rows_piece(void *ctx, size_t t)
+{
+    const binary_run *j = ctx;
+    size_t r0 = j->rows * t / (size_t)j->nt, r1 = j->rows * (t + 1) / (size_t)j->nt;
+    j->rows_fwd(r1 - r0, j->run, j->a->data + r0 * j->rsa, j->rsa, j->b->data + r0 * j->rsb, j->rsb,
+                j->y->data + r0 * j->run);
+}
+
 ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary_fwd fwd)
+{
+    return ag__binary_rows(g, op, a, b, fwd, NULL);
+}
+
+ag_tensor *ag__binary_rows(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary_fwd fwd,
+                           ag_binary_rows rows_fwd)
 {
     const char *name = ag_op_name(op);
     if (!ag__ok(g, name, 2, a, b)) return NULL;
@@ -161,8 +179,17 @@ ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b, ag_binary
     size_t run = (size_t)w.shape[w.ndim - 1], nruns = y->size / run;
     size_t ra = w.sa[w.ndim - 1], rb = w.sb[w.ndim - 1];
     if (nruns == 1) { /* one long run (inputs of y's shape): a piece per thread */
-        binary_run j = {fwd, a, b, y, run, ra, rb, ag__threads_for(y->size)};
+        binary_run j = {.fwd = fwd, .a = a, .b = b, .y = y, .run = run, .ra = ra, .rb = rb,
+                        .nt = ag__threads_for(y->size)};
         ag__parallel_for((size_t)j.nt, j.nt, binary_piece, &j);
+        return y;
+    }
+    if (rows_fwd && w.ndim == 2 && ra == 1 && rb == 1) {
+        /* rows of contiguous values, one input the same row each time (a
+         * bias): one call for all of them, pieces of rows to the threads */
+        binary_run j = {.rows_fwd = rows_fwd, .a = a, .b = b, .y = y, .run = run, .rows = nruns,
+                        .rsa = w.sa[0], .rsb = w.sb[0], .nt = ag__threads_for(y->size)};
+        ag__parallel_for((size_t)j.nt, j.nt, binary_rows_piece, &j);
         return y;
     }
     int idx[AG_MAX_DIMS] = {0};
@@ -572,12 +599,33 @@ static void reduce_split(const ag_tensor *x, int axis, size_t *outer, size_t *n,
     *inner = ag__numel(x->ndim - axis - 1, x->shape + axis + 1);
 }
 
-/* y[r] = sum of row r of x, `rows` rows of n (ag__sum, core/blocks.h);
- * one clone per instruction set, the same order of additions in each. */
+/* y[r] = sum of row r of x, `rows` rows of n, in ag__sum's order
+ * (core/blocks.h: 16 partial sums, added up as a tree), its partial sums
+ * and its tree kept in vector registers (ag__sum's array of them goes
+ * through memory at the end of every row); one clone per instruction set,
+ * the same order of additions in each. */
+typedef ag_real sum16 __attribute__((vector_size(16 * sizeof(ag_real))));
+typedef ag_real sum4 __attribute__((vector_size(4 * sizeof(ag_real))));
 #define SUM_ROWS_PARAMS (size_t rows, size_t n, const ag_real *x, ag_real *y)
 static inline AG_ALWAYS_INLINE void sum_rows SUM_ROWS_PARAMS
 {
-    for (size_t r = 0; r < rows; r++) y[r] = ag__sum(n, x + r * n);
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = x + r * n;
+        sum16 lane = {0};
+        ag_real s = 0;
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16) {
+            sum16 v;
+            memcpy(&v, xr + i, sizeof v);
+            lane += v;
+        }
+        for (; i < n; i++) s += xr[i];
+        /* q[l] = (lane[l] + lane[l + 4]) + (lane[l + 8] + lane[l + 12]) */
+        sum4 q = (__builtin_shufflevector(lane, lane, 0, 1, 2, 3) + __builtin_shufflevector(lane, lane, 4, 5, 6, 7)) +
+                 (__builtin_shufflevector(lane, lane, 8, 9, 10, 11) +
+                  __builtin_shufflevector(lane, lane, 12, 13, 14, 15));
+        y[r] = s + ((q[0] + q[1]) + (q[2] + q[3]));
+    }
 }
 AG_ISA_CLONES(void, sum_rows, SUM_ROWS_PARAMS, sum_rows(rows, n, x, y))
 

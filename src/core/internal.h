@@ -200,6 +200,14 @@ typedef void (*ag_binary_bwd)(size_t n, const ag_real *a, size_t sa,
                               ag_real *db, bool fb);
 ag_tensor *ag__binary(ag_graph *g, int op, ag_tensor *a, ag_tensor *b,
                       ag_binary_fwd fwd);
+/* rows of n contiguous values: row r of y (y + r n) = f(a + r ra, b + r rb),
+ * a row stride 0 for an input stretched along the rows (a bias) */
+typedef void (*ag_binary_rows)(size_t rows, size_t n, const ag_real *a, size_t ra,
+                               const ag_real *b, size_t rb, ag_real *y);
+/* ag__binary, with rows_fwd for outputs that are rows of one input's
+ * stretched along them ([R, C] + [C]): one call for them all */
+ag_tensor *ag__binary_rows(ag_graph *g, int op, ag_tensor *a, ag_tensor *b,
+                           ag_binary_fwd fwd, ag_binary_rows rows_fwd);
 void ag__binary_backward(ag_graph *g, ag_tensor *y, ag_binary_bwd bwd);
 
 /* A unary op's kernels see whole contiguous arrays; farg is y->farg.

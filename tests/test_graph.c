@@ -225,6 +225,30 @@ Test(store, duplicate_names_are_refused)
     ag_store_free(s);
 }
 
+/* A parameter's values and gradient, and a constant's values, start on a
+ * cache line (64 bytes, an AVX-512 vector), whatever their sizes. */
+Test(store, values_and_gradients_start_on_a_cache_line)
+{
+    ag_store *s = ag_store_new();
+    for (int n = 1; n <= 70; n += 3) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", n);
+        ag_tensor *w = ag_param(s, name, AG_SHAPE(n));
+        cr_assert_not_null(w);
+        cr_assert_eq((uintptr_t)w->data % 64, 0, "%s's values at %p", name, (void *)w->data);
+        cr_assert_eq((uintptr_t)w->grad % 64, 0, "%s's gradient at %p", name, (void *)w->grad);
+        for (int i = 0; i < n; i++) {
+            cr_assert_eq(w->data[i], 0);
+            cr_assert_eq(w->grad[i], 0);
+        }
+        snprintf(name, sizeof name, "c%d", n);
+        ag_tensor *c = ag_store_constant(s, name, AG_SHAPE(n), NULL);
+        cr_assert_not_null(c);
+        cr_assert_eq((uintptr_t)c->data % 64, 0, "%s's values at %p", name, (void *)c->data);
+    }
+    ag_store_free(s);
+}
+
 Test(optable, every_op_has_a_name_a_backward_and_a_gradient_check)
 {
     for (int op = 1; op < AG_OP_COUNT; op++) {

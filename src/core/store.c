@@ -20,16 +20,43 @@ struct ag_store {
 
 ag_store *ag_store_new(void) { return ag__calloc(1, sizeof(ag_store)); }
 
+/* A tensor's values, zeroed, on a 64-byte boundary (a cache line, an
+ * AVX-512 vector), as the graph's arena gives them: malloc's 16 would split
+ * every vector of a parameter or its gradient across two lines.  The
+ * pointer to free sits in the bytes just before the values. */
+enum { VALUES_ALIGN = 64 };
+
+static ag_real *values_new(size_t size)
+{
+    size_t pad = VALUES_ALIGN + sizeof(void *);
+    if (size > (SIZE_MAX - pad) / sizeof(ag_real)) return NULL;
+    unsigned char *raw = ag__malloc(size * sizeof(ag_real) + pad);
+    if (!raw) return NULL;
+    uintptr_t at = ((uintptr_t)raw + sizeof(void *) + VALUES_ALIGN - 1) & ~(uintptr_t)(VALUES_ALIGN - 1);
+    ag_real *v = (ag_real *)at;
+    memcpy((unsigned char *)v - sizeof(void *), &raw, sizeof raw);
+    memset(v, 0, size * sizeof(ag_real));
+    return v;
+}
+
+static void values_free(ag_real *v)
+{
+    if (!v) return;
+    void *raw;
+    memcpy(&raw, (unsigned char *)v - sizeof(void *), sizeof raw);
+    ag__free(raw);
+}
+
 void ag_store_free(ag_store *s)
 {
     if (!s) return;
     for (int i = 0; i < s->count; i++) {
-        if (!s->borrowed) ag__free(s->items[i]->data);
-        ag__free(s->items[i]->grad);
+        if (!s->borrowed) values_free(s->items[i]->data);
+        values_free(s->items[i]->grad);
         ag__free(s->items[i]);
     }
     for (int i = 0; i < s->nconst; i++) {
-        ag__free(s->consts[i]->data);
+        values_free(s->consts[i]->data);
         ag__free(s->consts[i]);
     }
     ag__free(s->items);
@@ -90,11 +117,11 @@ static ag_tensor *store_tensor(ag_store *s, const char *what, const char *name, 
     }
     ag__tensor_impl *n = ag__calloc(1, sizeof *n);
     ag_tensor *t = n ? &n->pub : NULL;
-    if (t) t->data = ag__calloc(size, sizeof(ag_real));
-    if (t && grad) t->grad = ag__calloc(size, sizeof(ag_real));
+    if (t) t->data = values_new(size);
+    if (t && grad) t->grad = values_new(size);
     if (!t || !t->data || (grad && !t->grad)) {
-        if (t) ag__free(t->data);
-        if (t) ag__free(t->grad);
+        if (t) values_free(t->data);
+        if (t) values_free(t->grad);
         ag__free(n);
         snprintf(s->err, sizeof s->err, "%s '%s': out of memory", what, name);
         return NULL;
@@ -188,7 +215,7 @@ ag_status ag__store_borrow(ag_store *r, const ag_store *s)
         }
     }
     for (int i = 0; i < r->count; i++) {
-        ag__free(r->items[i]->data);
+        values_free(r->items[i]->data);
         r->items[i]->data = ag_store_find(s, r->items[i]->name)->data;
     }
     r->borrowed = 1;

@@ -20,22 +20,11 @@
 
 #include <stdio.h>
 
-/* ---- the bias: loops compiled once per instruction set (AG_ISA_CLONES) -----
+/* ---- the bias gradient: compiled once per instruction set (AG_ISA_CLONES) --
  *
- * Each value is its own: y[n, o] + b[o], and db[o] a sum over the rows in
- * row order.  So every level gives the same bits, whatever its vector
- * width. */
-
-/* y[n, o] += b[o] for N rows of O */
-static inline AG_ALWAYS_INLINE void add_bias(int N, int O, ag_real *y, const ag_real *b)
-{
-    for (int n = 0; n < N; n++) {
-        ag_real *yn = y + (size_t)n * O;
-#pragma omp simd
-        for (int o = 0; o < O; o++) yn[o] += b[o];
-    }
-}
-AG_ISA_CLONES(void, add_bias, (int N, int O, ag_real *y, const ag_real *b), add_bias(N, O, y, b))
+ * db[o] is a sum over the rows in row order, each column on its own: every
+ * level gives the same bits, whatever its vector width.  (The forward's
+ * y = x W^T + b adds b in the product's store: ag__gemm_bias.) */
 
 /* db[o] += dy[n, o] for rows n < RB, read and written once per RB rows */
 enum { RB = 16 };
@@ -80,19 +69,20 @@ ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
     ag_tensor *y = ag__node(g, AG_OP_LINEAR, x->ndim, shape, 3, src);
     if (!y) return NULL;
     int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
-    /* y = x W^T.  For a handful of rows, y^T = W x^T instead: the gemm then
-     * reads W in place and rearranges only x (N I values, not O I), and y^T
-     * is transposed back; each y[n, o] is the same sum in the same order. */
+    /* y = x W^T + b, b added as the product is stored.  For a handful of
+     * rows, y^T = W x^T instead: the gemm then reads W in place and
+     * rearranges only x (N I values, not O I), and y^T is transposed back,
+     * b added on the way; each y[n, o] is the same sum in the same order. */
     if (N > 0 && 4 * N <= O && N <= 16) {
         ag_real *yt = ag__alloc(g, (size_t)O * N * sizeof(ag_real));
         if (!yt) return NULL;
         ag__gemm(0, 1, O, N, I, w->data, I, x->data, I, 0, yt, N);
         for (int n = 0; n < N; n++)
-            for (int o = 0; o < O; o++) y->data[(size_t)n * O + o] = yt[(size_t)o * N + n];
+            for (int o = 0; o < O; o++)
+                y->data[(size_t)n * O + o] = b ? yt[(size_t)o * N + n] + b->data[o] : yt[(size_t)o * N + n];
     } else {
-        ag__gemm(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O);
+        ag__gemm_bias(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O, b ? b->data : NULL);
     }
-    if (b) AG_ISA_CALL(add_bias, (N, O, y->data, b->data)); /* y += b, row by row */
     return y;
 }
 

@@ -19,6 +19,7 @@
 #include "core/internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* ---- the bias gradient: compiled once per instruction set (AG_ISA_CLONES) --
  *
@@ -26,27 +27,46 @@
  * level gives the same bits, whatever its vector width.  (The forward's
  * y = x W^T + b adds b in the product's store: ag__gemm_bias.) */
 
-/* db[o] += dy[n, o] for rows n < RB, read and written once per RB rows */
-enum { RB = 16 };
-static inline AG_ALWAYS_INLINE void bias_rows(int O, const ag_real *dy, ag_real *db)
+/* db[o] += dy[n, o] for all N rows, in row order, for NV vectors of
+ * columns (NV VW of them): their sums stay in registers down the rows, NV
+ * independent chains of additions, so that dy is read once, at the rate
+ * the loads go rather than the additions' latency.  Vectors of 32 bytes,
+ * which every level holds in registers (AVX-512 in halves of its own). */
+typedef ag_real cols_v __attribute__((vector_size(32)));
+enum { VW = 32 / (int)sizeof(ag_real) }; /* columns of a cols_v */
+static inline AG_ALWAYS_INLINE void bias_cols(int N, int O, const ag_real *dy, ag_real *db, const int NV)
 {
-#pragma omp simd
-    for (int o = 0; o < O; o++) {
-        ag_real s = db[o];
-#pragma GCC unroll 16 /* RB */
-        for (int n = 0; n < RB; n++) s += dy[(size_t)n * O + o];
-        db[o] = s;
+    cols_v s[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(&s[v], db + v * VW, sizeof s[v]);
+    for (int n = 0; n < N; n++) {
+        const ag_real *d = dy + (size_t)n * O;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) {
+            cols_v x;
+            memcpy(&x, d + v * VW, sizeof x);
+            s[v] += x;
+        }
     }
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(db + v * VW, &s[v], sizeof s[v]);
 }
 
-/* db[o] += sum over N rows of dy[n, o], in row order */
+/* db[o] += sum over N rows of dy[n, o], in row order: 8 vectors of
+ * columns at a time (AVX2 holds their sums in half its registers), then
+ * 4, 2, 1, then the last columns one by one */
 static inline AG_ALWAYS_INLINE void bias_grad(int N, int O, const ag_real *dy, ag_real *db)
 {
-    int n = 0;
-    for (; n + RB <= N; n += RB) bias_rows(O, dy + (size_t)n * O, db);
-    for (; n < N; n++)
-#pragma omp simd
-        for (int o = 0; o < O; o++) db[o] += dy[(size_t)n * O + o];
+    int o = 0;
+    for (; o + 8 * VW <= O; o += 8 * VW) bias_cols(N, O, dy + o, db + o, 8);
+    if (o + 4 * VW <= O) bias_cols(N, O, dy + o, db + o, 4), o += 4 * VW;
+    if (o + 2 * VW <= O) bias_cols(N, O, dy + o, db + o, 2), o += 2 * VW;
+    if (o + VW <= O) bias_cols(N, O, dy + o, db + o, 1), o += VW;
+    for (; o < O; o++) {
+        ag_real s = db[o];
+        for (int n = 0; n < N; n++) s += dy[(size_t)n * O + o];
+        db[o] = s;
+    }
 }
 AG_ISA_CLONES(void, bias_grad, (int N, int O, const ag_real *dy, ag_real *db), bias_grad(N, O, dy, db))
 

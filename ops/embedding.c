@@ -58,6 +58,22 @@ ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim
     return y;
 }
 
+/* dweight[ids[p], :] += dy[p, :] for p < n, in order: each element's
+ * additions in p's order, whatever the vector width (AG_ISA_CLONES: the
+ * same bits on every level) */
+static inline AG_ALWAYS_INLINE void scatter_add(size_t n, size_t C, const int *ids, const ag_real *dy,
+                                                ag_real *dweight)
+{
+    for (size_t p = 0; p < n; p++) {
+        ag_real *dw = dweight + (size_t)ids[p] * C;
+        const ag_real *dyp = dy + p * C;
+#pragma omp simd
+        for (size_t c = 0; c < C; c++) dw[c] += dyp[c];
+    }
+}
+#define SCATTER_PARAMS (size_t n, size_t C, const int *ids, const ag_real *dy, ag_real *dweight)
+AG_ISA_CLONES(void, scatter_add, SCATTER_PARAMS, scatter_add(n, C, ids, dy, dweight))
+
 static void embedding_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *weight = y->src[0];
@@ -71,12 +87,7 @@ static void embedding_backward(ag_graph *g, ag_tensor *y)
         return;
     }
     if (fresh) memset(dweight, 0, weight->size * sizeof(ag_real));
-    for (size_t p = 0; p < n; p++) {
-        /* y[p, :] = weight[ids[p], :] */
-        ag_real *dw = dweight + (size_t)ids[p] * C;
-        const ag_real *dy = y->grad + p * C;
-        for (size_t c = 0; c < C; c++) dw[c] += dy[c];
-    }
+    AG_ISA_CALL(scatter_add, (n, C, ids, y->grad, dweight)); /* y[p, :] = weight[ids[p], :] */
 }
 
 /* Fixed ids, with repeats, so the scatter-add accumulates. */

@@ -15,6 +15,21 @@
 #include <stdio.h>
 #include <string.h>
 
+/* y[p, :] = weight[ids[p], :] for p < n: rows of C copied by a vector loop
+ * inlined for the level (a call to memcpy per row of a few hundred bytes
+ * costs more than the copy) */
+static inline AG_ALWAYS_INLINE void gather(size_t n, size_t C, const int *ids, const ag_real *weight, ag_real *y)
+{
+    for (size_t p = 0; p < n; p++) {
+        const ag_real *w = weight + (size_t)ids[p] * C;
+        ag_real *yp = y + p * C;
+#pragma omp simd
+        for (size_t c = 0; c < C; c++) yp[c] = w[c];
+    }
+}
+#define GATHER_PARAMS (size_t n, size_t C, const int *ids, const ag_real *weight, ag_real *y)
+AG_ISA_CLONES(void, gather, GATHER_PARAMS, gather(n, C, ids, weight, y))
+
 ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim, const int *shape)
 {
     if (!ag__ok(g, "embedding", 1, weight)) return NULL;
@@ -53,10 +68,25 @@ ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim
     if (n) memcpy(saved, ids, n * sizeof(int));
     ag__impl(y)->aux = saved;
     ag__impl(y)->iarg[0] = ag__increasing(saved, n); /* distinct ids in order: backward in one pass */
-    for (size_t p = 0; p < n; p++)
-        memcpy(y->data + p * (size_t)C, weight->data + (size_t)saved[p] * (size_t)C, (size_t)C * sizeof(ag_real));
+    AG_ISA_CALL(gather, (n, (size_t)C, saved, weight->data, y->data));
     return y;
 }
+
+/* dweight[ids[p], :] += dy[p, :] for p < n, in order: each element's
+ * additions in p's order, whatever the vector width (AG_ISA_CLONES: the
+ * same bits on every level) */
+static inline AG_ALWAYS_INLINE void scatter_add(size_t n, size_t C, const int *ids, const ag_real *dy,
+                                                ag_real *dweight)
+{
+    for (size_t p = 0; p < n; p++) {
+        ag_real *dw = dweight + (size_t)ids[p] * C;
+        const ag_real *dyp = dy + p * C;
+#pragma omp simd
+        for (size_t c = 0; c < C; c++) dw[c] += dyp[c];
+    }
+}
+#define SCATTER_PARAMS (size_t n, size_t C, const int *ids, const ag_real *dy, ag_real *dweight)
+AG_ISA_CLONES(void, scatter_add, SCATTER_PARAMS, scatter_add(n, C, ids, dy, dweight))
 
 static void embedding_backward(ag_graph *g, ag_tensor *y)
 {
@@ -71,12 +101,7 @@ static void embedding_backward(ag_graph *g, ag_tensor *y)
         return;
     }
     if (fresh) memset(dweight, 0, weight->size * sizeof(ag_real));
-    for (size_t p = 0; p < n; p++) {
-        /* y[p, :] = weight[ids[p], :] */
-        ag_real *dw = dweight + (size_t)ids[p] * C;
-        const ag_real *dy = y->grad + p * C;
-        for (size_t c = 0; c < C; c++) dw[c] += dy[c];
-    }
+    AG_ISA_CALL(scatter_add, (n, C, ids, y->grad, dweight)); /* y[p, :] = weight[ids[p], :] */
 }
 
 /* Fixed ids, with repeats, so the scatter-add accumulates. */

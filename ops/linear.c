@@ -19,45 +19,54 @@
 #include "core/internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
-/* ---- the bias: loops compiled once per instruction set (AG_ISA_CLONES) -----
+/* ---- the bias gradient: compiled once per instruction set (AG_ISA_CLONES) --
  *
- * Each value is its own: y[n, o] + b[o], and db[o] a sum over the rows in
- * row order.  So every level gives the same bits, whatever its vector
- * width. */
+ * db[o] is a sum over the rows in row order, each column on its own: every
+ * level gives the same bits, whatever its vector width.  (The forward's
+ * y = x W^T + b adds b in the product's store: ag__gemm_bias.) */
 
-/* y[n, o] += b[o] for N rows of O */
-static inline AG_ALWAYS_INLINE void add_bias(int N, int O, ag_real *y, const ag_real *b)
+/* db[o] += dy[n, o] for all N rows, in row order, for NV vectors of
+ * columns (NV VW of them): their sums stay in registers down the rows, NV
+ * independent chains of additions, so that dy is read once, at the rate
+ * the loads go rather than the additions' latency.  Vectors of 32 bytes,
+ * which every level holds in registers (AVX-512 in halves of its own). */
+typedef ag_real cols_v __attribute__((vector_size(32)));
+enum { VW = 32 / (int)sizeof(ag_real) }; /* columns of a cols_v */
+static inline AG_ALWAYS_INLINE void bias_cols(int N, int O, const ag_real *dy, ag_real *db, const int NV)
 {
+    cols_v s[8];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(&s[v], db + v * VW, sizeof s[v]);
     for (int n = 0; n < N; n++) {
-        ag_real *yn = y + (size_t)n * O;
-#pragma omp simd
-        for (int o = 0; o < O; o++) yn[o] += b[o];
+        const ag_real *d = dy + (size_t)n * O;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) {
+            cols_v x;
+            memcpy(&x, d + v * VW, sizeof x);
+            s[v] += x;
+        }
     }
-}
-AG_ISA_CLONES(void, add_bias, (int N, int O, ag_real *y, const ag_real *b), add_bias(N, O, y, b))
-
-/* db[o] += dy[n, o] for rows n < RB, read and written once per RB rows */
-enum { RB = 16 };
-static inline AG_ALWAYS_INLINE void bias_rows(int O, const ag_real *dy, ag_real *db)
-{
-#pragma omp simd
-    for (int o = 0; o < O; o++) {
-        ag_real s = db[o];
-#pragma GCC unroll 16 /* RB */
-        for (int n = 0; n < RB; n++) s += dy[(size_t)n * O + o];
-        db[o] = s;
-    }
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(db + v * VW, &s[v], sizeof s[v]);
 }
 
-/* db[o] += sum over N rows of dy[n, o], in row order */
+/* db[o] += sum over N rows of dy[n, o], in row order: 8 vectors of
+ * columns at a time (AVX2 holds their sums in half its registers), then
+ * 4, 2, 1, then the last columns one by one */
 static inline AG_ALWAYS_INLINE void bias_grad(int N, int O, const ag_real *dy, ag_real *db)
 {
-    int n = 0;
-    for (; n + RB <= N; n += RB) bias_rows(O, dy + (size_t)n * O, db);
-    for (; n < N; n++)
-#pragma omp simd
-        for (int o = 0; o < O; o++) db[o] += dy[(size_t)n * O + o];
+    int o = 0;
+    for (; o + 8 * VW <= O; o += 8 * VW) bias_cols(N, O, dy + o, db + o, 8);
+    if (o + 4 * VW <= O) bias_cols(N, O, dy + o, db + o, 4), o += 4 * VW;
+    if (o + 2 * VW <= O) bias_cols(N, O, dy + o, db + o, 2), o += 2 * VW;
+    if (o + VW <= O) bias_cols(N, O, dy + o, db + o, 1), o += VW;
+    for (; o < O; o++) {
+        ag_real s = db[o];
+        for (int n = 0; n < N; n++) s += dy[(size_t)n * O + o];
+        db[o] = s;
+    }
 }
 AG_ISA_CLONES(void, bias_grad, (int N, int O, const ag_real *dy, ag_real *db), bias_grad(N, O, dy, db))
 
@@ -80,19 +89,20 @@ ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
     ag_tensor *y = ag__node(g, AG_OP_LINEAR, x->ndim, shape, 3, src);
     if (!y) return NULL;
     int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
-    /* y = x W^T.  For a handful of rows, y^T = W x^T instead: the gemm then
-     * reads W in place and rearranges only x (N I values, not O I), and y^T
-     * is transposed back; each y[n, o] is the same sum in the same order. */
+    /* y = x W^T + b, b added as the product is stored.  For a handful of
+     * rows, y^T = W x^T instead: the gemm then reads W in place and
+     * rearranges only x (N I values, not O I), and y^T is transposed back,
+     * b added on the way; each y[n, o] is the same sum in the same order. */
     if (N > 0 && 4 * N <= O && N <= 16) {
         ag_real *yt = ag__alloc(g, (size_t)O * N * sizeof(ag_real));
         if (!yt) return NULL;
         ag__gemm(0, 1, O, N, I, w->data, I, x->data, I, 0, yt, N);
         for (int n = 0; n < N; n++)
-            for (int o = 0; o < O; o++) y->data[(size_t)n * O + o] = yt[(size_t)o * N + n];
+            for (int o = 0; o < O; o++)
+                y->data[(size_t)n * O + o] = b ? yt[(size_t)o * N + n] + b->data[o] : yt[(size_t)o * N + n];
     } else {
-        ag__gemm(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O);
+        ag__gemm_bias(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O, b ? b->data : NULL);
     }
-    if (b) AG_ISA_CALL(add_bias, (N, O, y->data, b->data)); /* y += b, row by row */
     return y;
 }
 

@@ -1,6 +1,7 @@
 /* tests/test_embedding.c: rows of a table picked by ids (embedding), and
  * rows added into a table at indices (index_add, its adjoint). */
 #include "common.h"
+#include "core/internal.h"
 
 static ag_tensor *table(ag_graph *g) /* weight [4, 3] = 0..11 */
 {
@@ -57,6 +58,35 @@ Test(embedding, gradient_accumulates_into_a_parameter)
     expect_close(w->grad, ((double[]){0, 0, 4, 4, 0, 0}), 6, 0, 0, "dweight after two steps");
     ag_graph_free(g);
     ag_store_free(s);
+}
+
+/* The scatter-add, one clone per instruction set, gives the plain loop's
+ * bits on every level: repeated ids, rows of vectors and a tail (C = 37). */
+Test(embedding, scatter_add_is_the_plain_loop_on_every_level)
+{
+    static const char *const levels[] = {"baseline", "avx2", "avx512"};
+    enum { V = 5, C = 37, N = 40 };
+    int ids[N];
+    ag_real dy[N * C], want[V * C] = {0};
+    ag_rng r;
+    ag_rng_seed(&r, 3);
+    for (int p = 0; p < N; p++) ids[p] = (int)(ag_rng_next(&r) % V);
+    for (int i = 0; i < N * C; i++) dy[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+    for (int p = 0; p < N; p++)
+        for (int c = 0; c < C; c++) want[ids[p] * C + c] += dy[p * C + c];
+    for (int l = 0; l < 3; l++) {
+        if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
+        ag_graph *g = ag_graph_new();
+        ag_tensor *w = ag_tensor_new(g, AG_SHAPE(V, C));
+        ag_set_requires_grad(w, 1);
+        ag_tensor *y = ag_embedding(g, w, ids, AG_SHAPE(N));
+        cr_assert(y && ag_backward_from(g, y, dy) == AG_OK, "%s", ag_graph_error(g));
+        for (int i = 0; i < V * C; i++)
+            cr_assert(memcmp(&w->grad[i], &want[i], sizeof want[i]) == 0, "%s: dweight[%d] = %a, the loop gives %a",
+                      levels[l], i, (double)w->grad[i], (double)want[i]);
+        ag_graph_free(g);
+    }
+    ag__isa_force(NULL);
 }
 
 Test(embedding, bad_ids_and_shapes_are_errors)

@@ -50,9 +50,10 @@ static ag_real mul_add(ag_real a, ag_real b, ag_real c, bool fused)
 }
 
 /* Element (i, j): per depth block of KC, acc = 0, acc += a_ik b_kj for k
- * ascending (fused or not), then C = acc (first block, beta 0) or C + acc. */
+ * ascending (fused or not), then C = acc (first block, beta 0) or C + acc;
+ * after the last block, C + bias[j] when a bias is given. */
 static void gemm_reference(int ta, int tb, int M, int N, int K, const ag_real *A, const ag_real *B, int beta,
-                           ag_real *C, bool fused)
+                           ag_real *C, const ag_real *bias, bool fused)
 {
     int lda = ta ? M : K, ldb = tb ? K : N;
     for (int i = 0; i < M; i++)
@@ -67,7 +68,7 @@ static void gemm_reference(int ta, int tb, int M, int N, int K, const ag_real *A
                 }
                 c = p0 == 0 && !beta ? acc : c + acc;
             }
-            C[(size_t)i * N + j] = c;
+            C[(size_t)i * N + j] = bias ? c + bias[j] : c;
         }
 }
 
@@ -76,7 +77,8 @@ Test(kernels, every_gemm_kernel_is_the_reference_loop_bit_for_bit)
     /* products past gemm's plain loops (M N K >= 256): full and edge tiles,
      * a depth across KC, narrow heads (the AVX-512 head kernel's shapes, its
      * blocks of 16 rows among them), and B read in place (few rows, or rows
-     * up to 4 panels wide, the last panel partial) */
+     * up to 4 panels wide, the last panel partial); each without and with
+     * a bias added in the store (ag__gemm_bias) */
     static const int shapes[][3] = {{37, 70, 300}, {6, 32, 64}, {10, 10, 16}, {10, 16, 10}, {13, 17, 40},
                                     {7, 129, 800}, {64, 64, 64}, {2, 100, 50},  {50, 3, 20},  {1, 64, 16},
                                     {40, 200, 400}, {16, 16, 32}, {28, 9, 20}};
@@ -86,19 +88,21 @@ Test(kernels, every_gemm_kernel_is_the_reference_loop_bit_for_bit)
         tested++;
         bool fused = l != 0; /* the baseline multiplies, then adds */
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            for (int t = 0; t < 8; t++) {
-                int ta = t & 1, tb = (t >> 1) & 1, beta = t >> 2;
+            for (int t = 0; t < 16; t++) {
+                int ta = t & 1, tb = (t >> 1) & 1, beta = (t >> 2) & 1, biased = t >> 3;
                 int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
                 ag_real *A = uniform((size_t)M * K, 1 + s), *B = uniform((size_t)K * N, 100 + s);
                 ag_real *C = uniform((size_t)M * N, 200 + s), *want = malloc((size_t)M * N * sizeof *want);
+                ag_real *bias = biased ? uniform((size_t)N, 300 + s) : NULL;
                 memcpy(want, C, (size_t)M * N * sizeof *want);
-                ag__gemm(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, (ag_real)beta, C, N);
-                gemm_reference(ta, tb, M, N, K, A, B, beta, want, fused);
+                if (biased) ag__gemm_bias(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, (ag_real)beta, C, N, bias);
+                else ag__gemm(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, (ag_real)beta, C, N);
+                gemm_reference(ta, tb, M, N, K, A, B, beta, want, bias, fused);
                 for (int i = 0; i < M * N; i++)
                     cr_assert(memcmp(&C[i], &want[i], sizeof *C) == 0,
-                              "%s: %dx%dx%d ta=%d tb=%d beta=%d: C[%d] = %.9g, the loop gives %.9g", levels[l], M,
-                              N, K, ta, tb, beta, i, (double)C[i], (double)want[i]);
-                free(A), free(B), free(C), free(want);
+                              "%s: %dx%dx%d ta=%d tb=%d beta=%d bias=%d: C[%d] = %.9g, the loop gives %.9g",
+                              levels[l], M, N, K, ta, tb, beta, biased, i, (double)C[i], (double)want[i]);
+                free(A), free(B), free(C), free(want), free(bias);
             }
     }
     ag__isa_force(NULL);

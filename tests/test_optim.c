@@ -404,6 +404,46 @@ Test(optim, clip_scales_a_norm_5_gradient_to_1)
     ag_store_free(s);
 }
 
+/* The norm in its stated order, bit for bit, on every instruction set:
+ * per parameter, 8 lane sums of squares (element j in lane
+ * j mod 8), then the last n mod 8 squares plus the lanes in order; the
+ * parameters' sums added in store order.  Sizes unlike and alike, so that
+ * the sums run side by side over common lengths and alone past them, and
+ * a last group that is not full. */
+Test(optim, clip_norm_is_the_stated_sum_on_every_level)
+{
+    static const char *const levels[] = {"baseline", "avx2", "avx512"};
+    static const int sizes[] = {100, 37, 1000, 8, 3, 1000, 513, 64, 1, 2000};
+    enum { NP = sizeof sizes / sizeof sizes[0] };
+    ag_store *s = ag_store_new();
+    ag_rng r;
+    ag_rng_seed(&r, 11);
+    double want = 0;
+    for (int i = 0; i < NP; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        ag_tensor *t = ag_param(s, name, AG_SHAPE(sizes[i]));
+        cr_assert_not_null(t);
+        double lane[8] = {0}, sum = 0;
+        for (int j = 0; j < sizes[i]; j++) {
+            t->grad[j] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+            if (j < sizes[i] / 8 * 8) lane[j % 8] += (double)t->grad[j] * (double)t->grad[j];
+            else sum += (double)t->grad[j] * (double)t->grad[j];
+        }
+        for (int l = 0; l < 8; l++) sum += lane[l];
+        want += sum;
+    }
+    want = sqrt(want);
+    for (int l = 0; l < 3; l++) {
+        if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
+        double norm = 0;
+        cr_assert_eq(ag_clip_grad_norm(s, 0, &norm), AG_OK);
+        cr_assert(memcmp(&norm, &want, sizeof norm) == 0, "%s: norm %a, the sum gives %a", levels[l], norm, want);
+    }
+    ag__isa_force(NULL);
+    ag_store_free(s);
+}
+
 Test(optim, clip_leaves_small_gradients_and_max_norm_0_alone)
 {
     ag_store *s = grad_3_4();

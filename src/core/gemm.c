@@ -1,5 +1,6 @@
 /* gemm.c: C = beta * C + op(A) op(B), row-major, every transpose combination
- * that matmul's forward and backward need.
+ * that matmul's forward and backward need; ag__gemm_bias then adds a bias
+ * per column in the same store (a dense layer's y = x W^T + b, one pass).
  *
  * The classic blocked design (Goto; BLIS), loops from the outside in:
  *   jc: columns of C in blocks of NC
@@ -212,6 +213,34 @@ static void store_tile(const ag_real *tile, int w, ag_real *c, int ldc, int mr, 
     }
 }
 
+/* The same, then bias[j] added to column j: c = (tile [+ c]) + bias, the
+ * kernel's order. */
+__attribute__((noinline)) static void store_tile_bias(const ag_real *tile, int w, ag_real *c, int ldc, int mr,
+                                                      int nr, int overwrite, const ag_real *bias)
+{
+    for (int i = 0; i < mr; i++) {
+        ag_real *ci = c + (size_t)i * ldc;
+        const ag_real *ti = tile + (size_t)i * w;
+        if (overwrite)
+#pragma omp simd
+            for (int j = 0; j < nr; j++) ci[j] = ti[j] + bias[j];
+        else
+#pragma omp simd
+            for (int j = 0; j < nr; j++) ci[j] = (ci[j] + ti[j]) + bias[j];
+    }
+}
+
+/* C[i, j] += bias[j] over M rows of N: the bias of the paths whose store
+ * cannot add it (the same sum, acc + C then + bias, as the kernel's). */
+static void add_bias(int M, int N, const ag_real *bias, ag_real *C, int ldc)
+{
+    for (int i = 0; i < M; i++) {
+        ag_real *c = C + (size_t)i * ldc;
+#pragma omp simd
+        for (int j = 0; j < N; j++) c[j] += bias[j];
+    }
+}
+
 /* ---- micro-kernels ------------------------------------------------------ */
 
 /* The body shared by every variant.  V is the vector type holding VL reals;
@@ -219,7 +248,8 @@ static void store_tile(const ag_real *tile, int w, ag_real *c, int ldc, int mr, 
  * columns [v VL, (v+1) VL) of row i.  Element (i, k) of A is a[i rsa +
  * k csa]; row k of the B panel starts at b + k ldbk (ldbk = NV VL packed,
  * or B's own row length when B is read in place).  A full tile is stored
- * straight into C; an edge tile goes through a buffer. */
+ * straight into C; an edge tile goes through a buffer.  bias (the tile's
+ * columns of it, or NULL) is added last, after C: acc [+ C] + bias. */
 #define KERNEL_BODY(V, VL, NV, ZERO, LOAD, STORE, SET1, FMA, ADD)                                             \
     {                                                                                                          \
         V acc[MR][NV];                                                                                         \
@@ -236,10 +266,13 @@ static void store_tile(const ag_real *tile, int w, ag_real *c, int ldc, int mr, 
             b += ldbk;                                                                                         \
         }                                                                                                      \
         if (skip == 0 && mr == MR && nr == NV * VL) {                                                          \
+            V bias_v[NV];                                                                                      \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bias_v[v] = bias ? LOAD(bias + v * VL) : ZERO; \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                             \
                 ag_real *ci = c + (size_t)i * ldc;                                                             \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                         \
                     if (!overwrite) acc[i][v] = ADD(acc[i][v], LOAD(ci + v * VL));                             \
+                    if (bias) acc[i][v] = ADD(acc[i][v], bias_v[v]);                                           \
                     STORE(ci + v * VL, acc[i][v]);                                                             \
                 }                                                                                              \
             }                                                                                                  \
@@ -248,12 +281,16 @@ static void store_tile(const ag_real *tile, int w, ag_real *c, int ldc, int mr, 
         ag_real tile[MR * NV * VL];                                                                            \
         for (int i = 0; i < MR; i++)                                                                           \
             for (int v = 0; v < NV; v++) STORE(tile + (i * NV + v) * VL, acc[i][v]);                          \
-        store_tile(tile + skip * NV * VL, NV * VL, c + (size_t)skip * ldc, ldc, mr - skip, nr, overwrite);     \
+        if (bias)                                                                                              \
+            store_tile_bias(tile + skip * NV * VL, NV * VL, c + (size_t)skip * ldc, ldc, mr - skip, nr,        \
+                            overwrite, bias);                                                                  \
+        else                                                                                                   \
+            store_tile(tile + skip * NV * VL, NV * VL, c + (size_t)skip * ldc, ldc, mr - skip, nr, overwrite); \
     }
 
 #define KERNEL_ARGS                                                                                            \
     int kc, const ag_real *a, int rsa, int csa, const ag_real *b, int ldbk, ag_real *c, int ldc, int mr, int nr,  \
-        int overwrite, int skip
+        int overwrite, int skip, const ag_real *bias
 typedef void (*kernel_fn)(KERNEL_ARGS);
 
 /* One kernel per tile width: NV = 1..4 vectors, so that a narrow product
@@ -556,6 +593,7 @@ typedef struct job {
     const ag_real *A, *B;
     ag_real *C;
     ag_real beta;
+    const ag_real *bias; /* [N], added to every row of C after the sum, or NULL */
     const isa *isa;
     int nshares, by_rows; /* C cut in nshares shares of row (or column) panels */
 } job;
@@ -574,9 +612,10 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
     ag_real *bpack = sl ? reserve(&sl->b, &sl->cap_b, (size_t)((ncmax + NR - 1) / NR) * NR * kcmax) : NULL;
     ag_real *apack = sl ? reserve(&sl->a, &sl->cap_a, (size_t)MR * kcmax) : NULL;
     if (!bpack || !apack) {
+        ag_real *c = jb->C + (size_t)m0 * jb->ldc + n0;
         gemm_small(jb->ta, jb->tb, m1 - m0, n1 - n0, K, jb->A + (size_t)m0 * (jb->ta ? 1 : jb->lda), jb->lda,
-                   jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->beta, jb->C + (size_t)m0 * jb->ldc + n0,
-                   jb->ldc);
+                   jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->beta, c, jb->ldc);
+        if (jb->bias) add_bias(m1 - m0, n1 - n0, jb->bias + n0, c, jb->ldc);
         return;
     }
     /* Packing B repays itself when many row panels read it; for a few rows
@@ -592,6 +631,7 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
         for (int pc = 0; pc < K; pc += KC) {
             int kc = K - pc < KC ? K - pc : KC;
             int overwrite = pc == 0 && jb->beta == 0;
+            const ag_real *bias = pc + kc == K ? jb->bias : NULL; /* added once, after the last block */
             for (int jp = 0; jp < npanels; jp++) {
                 int j0 = jc + jp * NR, nr = jc + nc - j0 < NR ? jc + nc - j0 : NR;
                 int w = (nr + VL - 1) / VL * VL;
@@ -604,7 +644,7 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
                     int j0 = jc + jp * NR, nr = jc + nc - j0 < NR ? jc + nc - j0 : NR;
                     int w = (nr + VL - 1) / VL * VL, ldbk = w;
                     kernel_fn kern = is->kernel[w / VL];
-                    const ag_real *bp = bpack + (size_t)jp * NR * kc;
+                    const ag_real *bp = bpack + (size_t)jp * NR * kc, *bj = bias ? bias + j0 : NULL;
                     if (direct && nr == w) bp = jb->B + (size_t)pc * jb->ldb + j0, ldbk = jb->ldb;
                     for (int i0 = ic; i0 < ic + mc; i0 += MR) {
                         int mr = m1 - i0 < MR ? m1 - i0 : MR, skip = 0;
@@ -618,13 +658,13 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
                         ag_real *c = jb->C + (size_t)i0 * jb->ldc + j0;
                         if (mr < MR) { /* a product of fewer rows: a zero-padded copy, once per depth block */
                             if (jp == 0) pack_a_edge(apack, jb->A, jb->ta, jb->lda, i0, mr, pc, kc);
-                            kern(kc, apack, 1, MR, bp, ldbk, c, jb->ldc, mr, nr, overwrite, 0);
+                            kern(kc, apack, 1, MR, bp, ldbk, c, jb->ldc, mr, nr, overwrite, 0, bj);
                         } else if (jb->ta) { /* A stored [K, M]: element (i, k) at A[k lda + i] */
                             kern(kc, jb->A + (size_t)pc * jb->lda + i0, 1, jb->lda, bp, ldbk, c, jb->ldc, mr, nr,
-                                 overwrite, skip);
+                                 overwrite, skip, bj);
                         } else { /* A stored [M, K]: element (i, k) at A[i lda + k] */
                             kern(kc, jb->A + (size_t)i0 * jb->lda + pc, jb->lda, 1, bp, ldbk, c, jb->ldc, mr, nr,
-                                 overwrite, skip);
+                                 overwrite, skip, bj);
                         }
                         i0 += skip;
                     }
@@ -650,27 +690,12 @@ static void gemm_share(void *ctx, size_t share)
     else gemm_part(jb, 0, jb->M, lo, hi);
 }
 
-void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
-              ag_real beta, ag_real *C, int ldc)
+/* The blocked product, on the library's threads when it is large enough. */
+__attribute__((noinline)) static void gemm_blocked(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
+                                                   const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc,
+                                                   const ag_real *bias, const isa *is)
 {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (beta == 0)
-            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(ag_real));
-        return;
-    }
-    const isa *is = current();
-#if defined(HAVE_X86) && !defined(AG_DOUBLE)
-    if (is == &isa_avx512 && N <= 32 && K <= 64 && M <= 64 && (beta == 0 || beta == 1)) {
-        gemm_head512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-#endif
-    if ((double)M * N * K < GEMM_SMALL) {
-        gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, is, 1, 0};
+    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, bias, is, 1, 0};
     /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
      * core; M N K / 8 multiply-adds count as one "value" of src/core/threads.c) */
     int nt = ag__threads_for((size_t)((double)M * N * K / 8));
@@ -684,4 +709,81 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
     long rows = (mp + nt - 1) / nt * MR * (long)N, cols = (np + nt - 1) / nt * NR * (long)M;
     jb.nshares = nt, jb.by_rows = rows < cols;
     ag__parallel_for((size_t)nt, nt, gemm_share, &jb);
+}
+
+/* A product of no depth: C = beta C, then the bias. */
+__attribute__((noinline)) static void gemm_empty(int M, int N, ag_real beta, ag_real *C, int ldc, const ag_real *bias)
+{
+    if (beta == 0)
+        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(ag_real));
+    if (bias) add_bias(M, N, bias, C, ldc);
+}
+
+/* The plain loops, then the bias. */
+__attribute__((noinline)) static void gemm_small_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
+                                                      const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc,
+                                                      const ag_real *bias)
+{
+    gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    if (bias) add_bias(M, N, bias, C, ldc);
+}
+
+#if defined(HAVE_X86) && !defined(AG_DOUBLE)
+/* A toy head's product, for the head kernel (AVX-512, float).  The level
+ * is read as stored, without reading the CPU when it is not yet known (the
+ * first product then takes gemm_general, which reads it): no call here. */
+static inline bool head_product(int M, int N, int K, ag_real beta)
+{
+    return (unsigned)M - 1 < 64 && (unsigned)N - 1 < 32 && (unsigned)K - 1 < 64 && (beta == 0 || beta == 1) &&
+           atomic_load_explicit(&ag__isa_level, memory_order_relaxed) == AG_ISA_AVX512;
+}
+#endif
+
+/* C = beta C + op(A) op(B), then + bias: the kernel that fits.  (ag__gemm
+ * sends a head's product to its kernel itself, except while the
+ * instruction set is not read yet: it is read here, and the product goes
+ * where it would have gone, with its bits.) */
+__attribute__((noinline)) static void gemm_general(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
+                                                   const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc,
+                                                   const ag_real *bias)
+{
+    (void)ag__isa(); /* reads the CPU the first time */
+#if defined(HAVE_X86) && !defined(AG_DOUBLE)
+    if (head_product(M, N, K, beta)) {
+        gemm_head512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        if (bias) add_bias(M, N, bias, C, ldc);
+        return;
+    }
+#endif
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) gemm_empty(M, N, beta, C, ldc, bias);
+    else if ((double)M * N * K < GEMM_SMALL) gemm_small_bias(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias);
+    else gemm_blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, current());
+}
+
+void ag__gemm_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
+                   ag_real beta, ag_real *C, int ldc, const ag_real *bias)
+{
+    gemm_general(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias);
+}
+
+/* gemm_general without the bias: the same signature as ag__gemm, so that
+ * both of ag__gemm's calls are jumps, and the head products, thousands a
+ * step, pass through it with a short prologue. */
+__attribute__((noinline)) static void gemm_nobias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
+                                                  const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc)
+{
+    gemm_general(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
+              ag_real beta, ag_real *C, int ldc)
+{
+#if defined(HAVE_X86) && !defined(AG_DOUBLE)
+    if (head_product(M, N, K, beta)) {
+        gemm_head512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#endif
+    gemm_nobias(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
 }

@@ -366,32 +366,87 @@ ag_real *ag_optim_state(ag_optim *o, int param_index, int which, size_t *n)
 /* sum of x_j^2 in double (10^5 squares and more), in 8 partial sums that
  * vector lanes can hold, added up in a fixed order: the same bits on every
  * instruction set.  (Each square of a float is exact in double: only the
- * additions round.) */
-static inline AG_ALWAYS_INLINE double sum_squares(size_t n, const ag_real *x)
+ * additions round.)  Each lane is one chain of additions, and a chain runs
+ * at the adder's latency, not its throughput: so WAYS arrays are summed
+ * side by side, their lanes interleaved over their common length, each
+ * array's sums in its own order as if it were alone. */
+enum { LANES = 8, WAYS = 4 };
+
+/* lane[l] += x_j^2 for j = l mod LANES in [from, to), to - from a multiple of LANES */
+static inline AG_ALWAYS_INLINE void lanes_add(double *lane, const ag_real *x, size_t from, size_t to)
 {
-    double lane[8] = {0}, s = 0;
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8)
+    for (size_t j = from; j < to; j += LANES)
 #pragma GCC unroll 8
-        for (int l = 0; l < 8; l++) lane[l] += (double)x[j + l] * (double)x[j + l];
-    for (; j < n; j++) s += (double)x[j] * (double)x[j];
-    for (int l = 0; l < 8; l++) s += lane[l];
+        for (int l = 0; l < LANES; l++) lane[l] += (double)x[j + l] * (double)x[j + l];
+}
+
+/* The sum of n squares from its lanes: the last n mod LANES squares, then
+ * the lanes in order */
+static inline AG_ALWAYS_INLINE double lanes_total(const double *lane, size_t n, const ag_real *x)
+{
+    double s = 0;
+    for (size_t j = n / LANES * LANES; j < n; j++) s += (double)x[j] * (double)x[j];
+    for (int l = 0; l < LANES; l++) s += lane[l];
     return s;
 }
-AG_ISA_CLONES(double, sum_squares, (size_t n, const ag_real *x), return sum_squares(n, x))
 
-/* part[i] = the sum of squares of parameter i0 + i's gradient */
+/* out[w] = the sum of squares of x[w][0 .. n[w]) for w < WAYS */
+static inline AG_ALWAYS_INLINE void sum_squares(const size_t *n, const ag_real *const *x, double *out)
+{
+    double lane[WAYS][LANES] = {{0}};
+    size_t common = n[0];
+    for (int w = 1; w < WAYS; w++) common = n[w] < common ? n[w] : common;
+    common = common / LANES * LANES;
+    for (size_t j = 0; j < common; j += LANES)
+#pragma GCC unroll 4
+        for (int w = 0; w < WAYS; w++)
+#pragma GCC unroll 8
+            for (int l = 0; l < LANES; l++) lane[w][l] += (double)x[w][j + l] * (double)x[w][j + l];
+    for (int w = 0; w < WAYS; w++) {
+        lanes_add(lane[w], x[w], common, n[w] / LANES * LANES);
+        out[w] = lanes_total(lane[w], n[w], x[w]);
+    }
+}
+#define SQUARES_PARAMS (const size_t *n, const ag_real *const *x, double *out)
+AG_ISA_CLONES(void, sum_squares, SQUARES_PARAMS, sum_squares(n, x, out))
+
+/* part[i] = the sum of squares of parameter i0 + i's gradient, for the
+ * parameters in groups of WAYS: group k is order[k WAYS ...], the last one
+ * padded with its first parameter (summed again, the result dropped) */
 typedef struct squares_job {
     ag_store *s;
-    int i0;
+    int i0, n;
+    const int *order;
     double *part;
 } squares_job;
 
-static void squares_of(void *ctx, size_t i)
+static void squares_of(void *ctx, size_t k)
 {
     const squares_job *j = ctx;
-    const ag_tensor *t = ag_store_at(j->s, j->i0 + (int)i);
-    j->part[i] = AG_ISA_CALL(sum_squares, (t->size, t->grad));
+    size_t n[WAYS];
+    const ag_real *x[WAYS];
+    int at[WAYS];
+    double out[WAYS];
+    for (int w = 0; w < WAYS; w++) {
+        int r = (int)k * WAYS + w;
+        at[w] = j->order[r < j->n ? r : (int)k * WAYS];
+        const ag_tensor *t = ag_store_at(j->s, j->i0 + at[w]);
+        n[w] = t->size, x[w] = t->grad;
+    }
+    AG_ISA_CALL(sum_squares, (n, x, out));
+    for (int w = 0; w < WAYS && (int)k * WAYS + w < j->n; w++) j->part[at[w]] = out[w];
+}
+
+/* order[0 .. n) = 0 .. n-1 by decreasing size of parameter i0 + i, so
+ * that each group of WAYS has sizes alike (insertion sort: n <= PART) */
+static void by_size(ag_store *s, int i0, int n, int *order)
+{
+    for (int i = 0; i < n; i++) {
+        size_t size = ag_store_at(s, i0 + i)->size;
+        int k = i;
+        for (; k > 0 && ag_store_at(s, i0 + order[k - 1])->size < size; k--) order[k] = order[k - 1];
+        order[k] = i;
+    }
 }
 
 /* x_j *= coef for j < n, in double */
@@ -419,11 +474,13 @@ ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
      * so that no step allocates) */
     enum { PART = 256 };
     double part[PART], sum = 0;
+    int order[PART];
     int nt = ag__threads_for(ag_store_numel(s));
     for (int i0 = 0; i0 < np; i0 += PART) {
         int n = np - i0 < PART ? np - i0 : PART;
-        squares_job j = {s, i0, part};
-        ag__parallel_for((size_t)n, nt, squares_of, &j);
+        by_size(s, i0, n, order);
+        squares_job j = {s, i0, n, order, part};
+        ag__parallel_for((size_t)(n + WAYS - 1) / WAYS, nt, squares_of, &j);
         for (int i = 0; i < n; i++) {
             if (bad < 0 && !isfinite(part[i])) bad = i0 + i;
             sum += part[i];

@@ -1,0 +1,53 @@
+/* src/core/attention_kernel.h: what the attention op (ops/attention.c)
+ * shares with its kernel for toy heads (src/core/attention_kernel.c): the
+ * job that a block of heads is given, forward or backward, where a head
+ * starts in it, and the kernel's entry points.
+ *
+ * Invariant: a job describes B H heads in the layout of ops/attention.c's
+ * header (q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv], y and dO like
+ * q with Dv, P [B, H, T, S]); either path reads and writes it alike, so
+ * that the op may hand any head to the kernel when ag__head512_plan says
+ * it fits. */
+#ifndef AG_CORE_ATTENTION_KERNEL_H
+#define AG_CORE_ATTENTION_KERNEL_H
+
+#include "core/internal.h"
+
+/* Everything a block of heads needs, forward or backward. */
+typedef struct ag__att_job {
+    int T, S, H, D, Dv;
+    size_t heads, nt; /* B H heads, cut into nt blocks */
+    const ag__mask_map *mm;
+    const ag_tensor *mask;
+    const int *kend, *tfirst, *last; /* ops/attention.c's seen_keys' */
+    const ag_real *q, *k, *v, *dy;
+    ag_real *y, *p, *dq, *dk, *dv, *scratch;
+    size_t scratch_stride;
+    ag_real scale, fill, beta_q, beta_k, beta_v;
+    bool head512;     /* the heads fit head512's registers (ag__head512_plan) */
+    int ek[8], tf[4]; /* head512's: groups of 8 queries see keys [0, ek); keys s0 .. s0 + 7, queries [tf, T) */
+} ag__att_job;
+
+/* Head bh = b H + h: where it starts in q and k (cols D) or in v and y
+ * (cols Dv), for an operand of `rows` rows per sentence. */
+static inline size_t ag__att_at(const ag__att_job *j, size_t bh, int rows, int cols)
+{
+    size_t b = bh / (size_t)j->H, h = bh % (size_t)j->H;
+    return (b * (size_t)rows * (size_t)j->H + h) * (size_t)cols;
+}
+
+/* Whether j's heads fit the kernel for toy heads (S <= 32 keys, a
+ * multiple of 8; D, Dv <= 16; T <= 64; on AVX-512, in float); if they do,
+ * fills j->ek and j->tf from j->last.  Never true where the kernel is not
+ * compiled (off x86, or in double). */
+bool ag__head512_plan(ag__att_job *j);
+
+#if AG_X86_KERNELS && !defined(AG_DOUBLE)
+#define AG_HAVE_HEAD512 1
+/* Head bh forward: P and y; backward: dQ, dK, dV (+)= as j's betas say,
+ * dA [T, S] in the caller's scratch.  Only when ag__head512_plan(j). */
+void ag__head512_forward(const ag__att_job *j, size_t bh);
+void ag__head512_backward(const ag__att_job *j, size_t bh, float *da);
+#endif
+
+#endif

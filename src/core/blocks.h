@@ -128,16 +128,27 @@ AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const 
 
 /* x[0] + ... + x[n-1] in 16 partial sums (one per vector lane of floats),
  * added up as a tree (as ag__dot's): the same result on every run and in
- * every clone, and no chain of n, or 16, dependent additions. */
+ * every clone, and no chain of n, or 16, dependent additions.  The partial
+ * sums and the tree are vectors (sum16, sum4), so that they stay in
+ * registers: an array of 16 would go through memory at every call. */
+typedef ag_real ag__sum16 __attribute__((vector_size(16 * sizeof(ag_real))));
+typedef ag_real ag__sum4 __attribute__((vector_size(4 * sizeof(ag_real))));
 AG_INLINE ag_real ag__sum(size_t n, const ag_real *x)
 {
-    ag_real lane[16] = {0}, s = 0;
+    ag__sum16 lane = {0};
+    ag_real s = 0;
     size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) lane[l] += x[i + l];
+    for (; i + 16 <= n; i += 16) {
+        ag__sum16 v;
+        memcpy(&v, x + i, sizeof v);
+        lane += v;
+    }
     for (; i < n; i++) s += x[i];
-    ag_real q[4];
-    for (int l = 0; l < 4; l++) q[l] = (lane[l] + lane[l + 4]) + (lane[l + 8] + lane[l + 12]);
+    /* q[l] = (lane[l] + lane[l + 4]) + (lane[l + 8] + lane[l + 12]) */
+    ag__sum4 q0 = __builtin_shufflevector(lane, lane, 0, 1, 2, 3), q1 = __builtin_shufflevector(lane, lane, 4, 5, 6, 7);
+    ag__sum4 q2 = __builtin_shufflevector(lane, lane, 8, 9, 10, 11);
+    ag__sum4 q3 = __builtin_shufflevector(lane, lane, 12, 13, 14, 15);
+    ag__sum4 q = (q0 + q1) + (q2 + q3);
     return s + ((q[0] + q[1]) + (q[2] + q[3]));
 }
 

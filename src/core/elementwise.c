@@ -599,33 +599,13 @@ static void reduce_split(const ag_tensor *x, int axis, size_t *outer, size_t *n,
     *inner = ag__numel(x->ndim - axis - 1, x->shape + axis + 1);
 }
 
-/* y[r] = sum of row r of x, `rows` rows of n, in ag__sum's order
- * (core/blocks.h: 16 partial sums, added up as a tree), its partial sums
- * and its tree kept in vector registers (ag__sum's array of them goes
- * through memory at the end of every row); one clone per instruction set,
- * the same order of additions in each. */
-typedef ag_real sum16 __attribute__((vector_size(16 * sizeof(ag_real))));
-typedef ag_real sum4 __attribute__((vector_size(4 * sizeof(ag_real))));
+/* y[r] = sum of row r of x, `rows` rows of n (ag__sum, core/blocks.h: its
+ * partial sums and tree in vector registers); one clone per instruction
+ * set, the same order of additions in each. */
 #define SUM_ROWS_PARAMS (size_t rows, size_t n, const ag_real *x, ag_real *y)
 static inline AG_ALWAYS_INLINE void sum_rows SUM_ROWS_PARAMS
 {
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = x + r * n;
-        sum16 lane = {0};
-        ag_real s = 0;
-        size_t i = 0;
-        for (; i + 16 <= n; i += 16) {
-            sum16 v;
-            memcpy(&v, xr + i, sizeof v);
-            lane += v;
-        }
-        for (; i < n; i++) s += xr[i];
-        /* q[l] = (lane[l] + lane[l + 4]) + (lane[l + 8] + lane[l + 12]) */
-        sum4 q = (__builtin_shufflevector(lane, lane, 0, 1, 2, 3) + __builtin_shufflevector(lane, lane, 4, 5, 6, 7)) +
-                 (__builtin_shufflevector(lane, lane, 8, 9, 10, 11) +
-                  __builtin_shufflevector(lane, lane, 12, 13, 14, 15));
-        y[r] = s + ((q[0] + q[1]) + (q[2] + q[3]));
-    }
+    for (size_t r = 0; r < rows; r++) y[r] = ag__sum(n, x + r * n);
 }
 AG_ISA_CLONES(void, sum_rows, SUM_ROWS_PARAMS, sum_rows(rows, n, x, y))
 

@@ -43,26 +43,57 @@
 enum { GR = 8 }; /* query rows at a time: 8 of them, 16 score vectors, in flight */
 
 typedef struct head512 {
-    const float *q, *k, *v, *dy, *mrow; /* head bh's; its mask's row for query 0 (NULL: no mask) */
-    float *p, *y, *da;                  /* P and dA [T, S]; y like v */
-    size_t ld, ldv, mst;                /* rows of q, k (H D apart); of v, dO, y (H Dv); of the mask */
+    const float *q, *k, *v, *dy; /* head bh's */
+    float *p, *y, *da;           /* P and dA [T, S]; y like v */
+    size_t ld, ldv;              /* rows of q, k (H D apart); of v, dO, y (H Dv) */
+    const uint32_t *keep;        /* bit s of keep[t]: query t may see key s (the job's, or own) */
+    uint32_t own[64];            /* keep, when this head's mask is its own */
     int T, S, D, Dv;
     __mmask16 md, mdv; /* the lanes of a row of q or k, of v or dO */
     float scale, fill;
     __m512 xt[16][2]; /* K^T or V^T: xt[c][v] holds column c of keys 16 v .. 16 v + 15 */
 } head512;
 
+HEAD512_INLINE __mmask16 lanes(int n) { return (__mmask16)(n <= 0 ? 0 : n >= 16 ? 0xFFFFu : (1u << n) - 1); }
+
+/* Bit s < S of the result: m[s] != 0 (a NaN counts as != 0), for a row m
+ * of S <= 32 mask values. */
+HEAD512_INLINE uint32_t row_bits(const float *m, int S)
+{
+    uint32_t b = 0;
+    for (int v = 0; 16 * v < S; v++) {
+        __m512 x = _mm512_maskz_loadu_ps(lanes(S - 16 * v), m + 16 * v);
+        b |= (uint32_t)_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_UQ) << (16 * v);
+    }
+    return b;
+}
+
+/* keep[t] for rows t < T of a mask from m on, rows mst apart. */
+HEAD512 static void keep_bits(const float *m, size_t mst, int T, int S, uint32_t *keep)
+{
+    for (int t = 0; t < T; t++) keep[t] = row_bits(m + (size_t)t * mst, S);
+}
+
 /* The heads fit when the CPU runs AVX-512, S <= 32 keys (a multiple of
  * 8), D, Dv <= 16, T <= 64, and a mask, if any, holds a row's S values
  * side by side (mm->along == 1, not one value stretched over the keys).
  * Then the plan: the keys each group of 8 queries sees, rounded up to 8,
  * and the first query that sees any of 8 keys (ops/attention.c's
- * seen_keys' last; P is 0 elsewhere): the same for every head. */
+ * seen_keys' last; P is 0 elsewhere): the same for every head.  When the
+ * mask is one for every head (it does not move along B and H: a causal
+ * mask [T, S]), or there is none, its rows as bits, once for all heads. */
 bool ag__head512_plan(ag__att_job *j)
 {
     if (!(ag__isa() == AG_ISA_AVX512 && j->S % 8 == 0 && j->S <= 32 && j->D <= 16 && j->Dv <= 16 && j->T <= 64 &&
           (!j->mask || j->mm->along == 1)))
         return false;
+    j->one_mask = true;
+    for (int k = 0; j->mask && k < j->mm->nd - 1; k++) /* the axes B and H */
+        j->one_mask &= j->mm->st[k] == 0 || j->mm->shape[k] == 1;
+    if (!j->mask)
+        for (int t = 0; t < j->T; t++) j->keep[t] = 0xFFFFFFFFu;
+    else if (j->one_mask)
+        keep_bits(j->mask->data + ag__mask_row(j->mm, 0), j->mm->st[j->mm->nd - 1], j->T, j->S, j->keep);
     for (int r = 0; r < j->T; r += 8) {
         int e = 0;
         for (int t = r; t < j->T && t < r + 8; t++) e = j->last[t] > e ? j->last[t] : e;
@@ -83,9 +114,7 @@ HEAD512_INLINE void group_rows(int *t, int t0, int mr)
     for (int i = 0; i < GR; i++) t[i] = t0 + (i < mr ? i : 0);
 }
 
-HEAD512_INLINE __mmask16 lanes(int n) { return (__mmask16)(n <= 0 ? 0 : n >= 16 ? 0xFFFFu : (1u << n) - 1); }
-
-/* Head bh's pointers, strides and lane masks. */
+/* Head bh's pointers, strides, lane masks and mask bits. */
 HEAD512_INLINE void head512_init(const ag__att_job *j, size_t bh, head512 *h)
 {
     h->T = j->T, h->S = j->S, h->D = j->D, h->Dv = j->Dv;
@@ -95,8 +124,9 @@ HEAD512_INLINE void head512_init(const ag__att_job *j, size_t bh, head512 *h)
     h->dy = j->dy ? j->dy + ag__att_at(j, bh, j->T, j->Dv) : NULL;
     h->y = j->y ? j->y + ag__att_at(j, bh, j->T, j->Dv) : NULL;
     h->p = j->p + bh * (size_t)j->T * (size_t)j->S;
-    h->mrow = j->mask ? j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T) : NULL;
-    h->mst = j->mask ? j->mm->st[j->mm->nd - 1] : 0; /* along the queries, the mask's innermost leading axis */
+    h->keep = j->one_mask ? j->keep : h->own;
+    if (!j->one_mask) /* rows mst apart along the queries, the mask's innermost leading axis */
+        keep_bits(j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T), j->mm->st[j->mm->nd - 1], j->T, j->S, h->own);
     h->md = lanes(j->D), h->mdv = lanes(j->Dv);
     h->scale = j->scale, h->fill = j->fill;
 }
@@ -149,12 +179,7 @@ HEAD512_INLINE void turn(head512 *h, const float *x, size_t ld, __mmask16 mc)
 }
 
 /* The lanes of keys 16 v .. 16 v + 15 that query t may see. */
-HEAD512_INLINE __mmask16 kept(const head512 *h, int t, int v)
-{
-    if (!h->mrow) return 0xFFFF;
-    __m512 m = _mm512_maskz_loadu_ps(lanes(h->S - 16 * v), h->mrow + (size_t)t * h->mst + 16 * v);
-    return _mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_NEQ_UQ); /* mask != 0, NaN included */
-}
+HEAD512_INLINE __mmask16 kept(const head512 *h, int t, int v) { return (__mmask16)(h->keep[t] >> (16 * v)); }
 
 /* Row t of x [T, S] (P or dA): x[v] on the lanes in[v] of its first nv
  * vectors, 0 elsewhere. */
@@ -315,13 +340,12 @@ HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const in
     rows_times_xt(h, h->q, h->ld, h->D, t, a, nv);
     __mmask16 in[2] = {lanes(e), lanes(e - 16)};
     __m512 sc = _mm512_set1_ps(h->scale), fill = _mm512_set1_ps(h->fill), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 out[2] = {_mm512_mask_blend_ps(in[0], ninf, fill), _mm512_mask_blend_ps(in[1], ninf, fill)};
     float m[GR], x[GR][32] __attribute__((aligned(64)));
 #pragma GCC unroll 8
     for (int i = 0; i < GR; i++) {
-        for (int v = 0; v < nv; v++) {
-            __m512 z = _mm512_mask_blend_ps(kept(h, t[i], v), fill, _mm512_mul_ps(sc, a[i][v]));
-            a[i][v] = _mm512_mask_blend_ps(in[v], ninf, z);
-        }
+        for (int v = 0; v < nv; v++) /* scale A where kept, else fill (keys < e) or -inf */
+            a[i][v] = _mm512_mask_mul_ps(out[v], kept(h, t[i], v) & in[v], sc, a[i][v]);
         m[i] = lanes_max(nv > 1 ? _mm512_max_ps(a[i][1], a[i][0]) : a[i][0]);
         for (int v = 0; v < nv; v++) _mm512_store_ps(x[i] + 16 * v, _mm512_sub_ps(a[i][v], _mm512_set1_ps(m[i])));
     }

@@ -49,7 +49,7 @@ typedef struct head512 {
     const uint32_t *keep;        /* bit s of keep[t]: query t may see key s (the job's, or own) */
     uint32_t own[64];            /* keep, when this head's mask is its own */
     int T, S, D, Dv;
-    __mmask16 md, mdv; /* the lanes of a row of q or k, of v or dO */
+    __mmask16 md, mdv, ms[2]; /* the lanes of a row of q or k, of v or dO; of P's two vectors */
     float scale, fill;
     __m512 xt[16][2]; /* K^T or V^T: xt[c][v] holds column c of keys 16 v .. 16 v + 15 */
 } head512;
@@ -127,7 +127,7 @@ HEAD512_INLINE void head512_init(const ag__att_job *j, size_t bh, head512 *h)
     h->keep = j->one_mask ? j->keep : h->own;
     if (!j->one_mask) /* rows mst apart along the queries, the mask's innermost leading axis */
         keep_bits(j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T), j->mm->st[j->mm->nd - 1], j->T, j->S, h->own);
-    h->md = lanes(j->D), h->mdv = lanes(j->Dv);
+    h->md = lanes(j->D), h->mdv = lanes(j->Dv), h->ms[0] = lanes(j->S), h->ms[1] = lanes(j->S - 16);
     h->scale = j->scale, h->fill = j->fill;
 }
 
@@ -185,9 +185,10 @@ HEAD512_INLINE __mmask16 kept(const head512 *h, int t, int v) { return (__mmask1
  * vectors, 0 elsewhere. */
 HEAD512_INLINE void store_row(const head512 *h, float *x, int t, const __m512 *r, const __mmask16 *in, const int nv)
 {
-    for (int v = 0; 16 * v < h->S; v++)
-        _mm512_mask_storeu_ps(x + (size_t)t * h->S + 16 * v, lanes(h->S - 16 * v),
-                              v < nv ? _mm512_maskz_mov_ps(in[v], r[v]) : _mm512_setzero_ps());
+    float *row = x + (size_t)t * h->S;
+    _mm512_mask_storeu_ps(row, h->ms[0], _mm512_maskz_mov_ps(in[0], r[0]));
+    if (h->S > 16)
+        _mm512_mask_storeu_ps(row + 16, h->ms[1], nv > 1 ? _mm512_maskz_mov_ps(in[1], r[1]) : _mm512_setzero_ps());
 }
 
 /* y = A B for rows t[0..GR) of A [T, S] (broadcast, keys s < e) and B
@@ -387,6 +388,12 @@ HEAD512 void ag__head512_forward(const ag__att_job *j, size_t bh)
 }
 AG_FUSED_END
 
+/* Lanes 8 k .. 8 k + 7 of x. */
+HEAD512_INLINE __m256 half(__m512 x, const int k)
+{
+    return k ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)) : _mm512_castps512_ps256(x);
+}
+
 /* Rows t0 .. t0 + mr - 1 of dA (as probs_rows), keys [0, e) (e > 0):
  *   dP = dO V^T;  dA = mask ? scale P (dP - rowsum(dP P)) : 0
  * rowsum in 8 lanes, 8 keys at a time, then ((0 + 4) + (2 + 6)) + ((1 + 5)
@@ -407,12 +414,10 @@ HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const 
             pr[i][v] = _mm512_maskz_loadu_ps(in[v], h->p + (size_t)t[i] * h->S + 16 * v);
             prod[v] = _mm512_mul_ps(_mm512_maskz_mov_ps(in[v], dp[i][v]), pr[i][v]);
         }
-        __m256 l8 = _mm256_setzero_ps();
-        for (int c = 0; c < e / 8; c++) {
-            __m512 x = prod[c / 2];
-            l8 = _mm256_add_ps(l8, c % 2 ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
-                                         : _mm512_castps512_ps256(x));
-        }
+        __m256 l8 = _mm256_add_ps(_mm256_setzero_ps(), half(prod[0], 0)); /* pieces c < e / 8 ascending */
+        if (e > 8) l8 = _mm256_add_ps(l8, half(prod[0], 1));
+        if (nv > 1) l8 = _mm256_add_ps(l8, half(prod[1], 0)); /* e > 16 */
+        if (e > 24) l8 = _mm256_add_ps(l8, half(prod[1], 1));
         __m128 l4 = _mm_add_ps(_mm256_castps256_ps128(l8), _mm256_extractf128_ps(l8, 1)); /* l + (l + 4) */
         __m128 l2 = _mm_add_ps(l4, _mm_movehl_ps(l4, l4)); /* 0: (0 + 4) + (2 + 6) */
         dot[i] = 0.0f + _mm_cvtss_f32(_mm_add_ss(l2, _mm_shuffle_ps(l2, l2, 1)));

@@ -480,10 +480,12 @@ HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
     float *dq = j->dq ? j->dq + ag__att_at(j, bh, h.T, h.D) : NULL;
     float *dk = j->dk ? j->dk + ag__att_at(j, bh, h.S, h.D) : NULL;
     float *dv = j->dv ? j->dv + ag__att_at(j, bh, h.S, h.Dv) : NULL;
+    int groups = dq || dk ? (h.T + GR - 1) / GR : 0, parts = groups + h.S / 8; /* of the next head's prefetch */
     if (dq || dk) { /* every row of dA first, then dQ (+)= dA K (as ag__head512_forward) */
         turn(&h, h.v, h.ldv, h.mdv);
         for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
             int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
+            prefetch_head(j, bh + 1, true, r / GR, parts);
             if (e == 0) zero_rows(&h, h.da, r, mr); /* no key: dA is 0 */
             else if (e <= 16) dscores_rows(&h, r, mr, e, 1);
             else dscores_rows(&h, r, mr, e, 2);
@@ -491,7 +493,7 @@ HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
         if (dq) product_all(&h, j->ek, h.da, h.k, h.ld, h.md, dq, j->beta_q);
     }
     for (int s0 = 0; s0 < h.S; s0 += 8) { /* keys [s0, s0 + 8), queries [tf, T) */
-        prefetch_head(j, bh + 1, true, s0 / 8, h.S / 8);
+        prefetch_head(j, bh + 1, true, groups + s0 / 8, parts);
         key_rows(&h, s0, j->tf[s0 / 8], dv, j->beta_v, dk, j->beta_k);
     }
 }

@@ -12,8 +12,10 @@
  *      the backward's P^T dO and dA^T Q for 8 keys at a time.
  * A group of queries stops at the last key any of them may see, rounded
  * up to 8 (ag__head512_plan), as a block does on the op's general path.
- * While a head runs, the next head's rows are asked of the cache, in
- * pieces.
+ * The mask comes as bits, a row of keys in one word: made once per call
+ * when one mask serves every head (a causal [T, S] mask), else once per
+ * head.  While a head runs, the next head's rows are asked of the cache,
+ * in pieces.
  *
  * Invariant: each element is the same chain of operations as on the op's
  * general path (gemm.c's kernel for toy heads, then masked_softmax's rows):
@@ -22,8 +24,9 @@
  * rowsum(dP P) in 8 lanes as ops/masked_softmax.c's.  So the results are
  * the same to the bit (tests/test_fusion.c), and what is saved is the
  * overhead: the transposes of K and V per block of queries, a call per
- * product, passes of fill and softmax over rows one at a time, and the
- * waits for rows that the hardware's prefetchers bring too late.
+ * product, passes of fill and softmax over rows one at a time, the mask's
+ * values read and compared for every row of every head, and the waits
+ * for rows that the hardware's prefetchers bring too late.
  * Compiled only for x86 in float; elsewhere ag__head512_plan says no. */
 #include "core/attention_kernel.h"
 

@@ -327,6 +327,17 @@ HEAD512_INLINE float lanes_sum(__m512 x)
     return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
 }
 
+/* A row of P whose query sees no key (max z = -inf, z's lanes in0 of a0
+ * and in1 of a1): 0, or NaN where a NaN hides among them, as
+ * softmax_short.  Out of line and cold, so that the compiler does not
+ * work it out for every row, the likely ones too. */
+__attribute__((target("avx512f"), noinline, cold)) static float unseen(__m512 a0, __m512 a1, __mmask16 in0,
+                                                                       __mmask16 in1)
+{
+    bool nan = (_mm512_cmp_ps_mask(a0, a0, _CMP_UNORD_Q) & in0) || (_mm512_cmp_ps_mask(a1, a1, _CMP_UNORD_Q) & in1);
+    return nan ? NAN : 0;
+}
+
 /* Here only, a * b + c may fuse, as in core/elementwise.c's softmax: exp
  * is exp_core compiled the same way, so its bits are softmax_short's. */
 AG_FUSED_BEGIN
@@ -360,10 +371,9 @@ HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const in
     for (int i = 0; i < GR; i++) {
         if (i >= mr) break;
         __m512 ex[2];
-        if (m[i] == -INFINITY) { /* no key seen: zeros, or NaNs */
-            bool nan = false;
-            for (int v = 0; v < nv; v++) nan |= (_mm512_cmp_ps_mask(a[i][v], a[i][v], _CMP_UNORD_Q) & in[v]) != 0;
-            for (int v = 0; v < nv; v++) ex[v] = _mm512_set1_ps(nan ? NAN : 0);
+        if (m[i] == -INFINITY) { /* no key seen */
+            float u = unseen(a[i][0], nv > 1 ? a[i][1] : a[i][0], in[0], nv > 1 ? in[1] : 0);
+            for (int v = 0; v < nv; v++) ex[v] = _mm512_set1_ps(u);
         } else {
             for (int v = 0; v < nv; v++) ex[v] = _mm512_load_ps(x[i] + 16 * v);
             __m512 inv = _mm512_set1_ps(1 / lanes_sum(nv > 1 ? _mm512_add_ps(ex[0], ex[1]) : ex[0]));

@@ -393,8 +393,31 @@ static ag_tensor *late(ag_graph *g)
     return m;
 }
 
+/* Masks of scattered 0s, 1s and NaNs (a NaN is not 0: kept), in every
+ * row a different pattern, and rows 3 and 17 all 0: one [T, S] = [24, 32]
+ * for every head (the toy-head kernel reads it as bits made once), and
+ * one [B, H, T, S] = [2, 3, 24, 32] that differs per head. */
+static ag_tensor *scattered_mask(ag_graph *g, int ndim, const int *shape)
+{
+    ag_tensor *m = ag_tensor_new(g, ndim, shape);
+    ag_rng r;
+    ag_rng_seed(&r, 31);
+    for (size_t i = 0; i < m->size; i++) {
+        uint64_t x = ag_rng_next(&r) % 16;
+        size_t t = i / 32 % 24;
+        m->data[i] = t == 3 || t == 17 ? 0 : x < 7 ? 0 : x == 7 ? NAN : 1;
+    }
+    return m;
+}
+static ag_tensor *scattered(ag_graph *g) { return scattered_mask(g, AG_SHAPE(24, 32)); }
+static ag_tensor *scattered_per_head(ag_graph *g) { return scattered_mask(g, AG_SHAPE(2, 3, 24, 32)); }
+
 Test(fusion, attention_equals_products_per_head_and_masked_softmax)
 {
+    attention_case(2, 24, 32, 3, 16, 16, scattered, -INFINITY, true, "scattered mask, one for all heads");
+    attention_case(2, 24, 32, 3, 16, 16, scattered, -1e9, true, "scattered mask, one for all heads, fill -1e9");
+    attention_case(2, 24, 32, 3, 16, 16, scattered_per_head, -INFINITY, true, "scattered mask, per head");
+    attention_case(2, 24, 32, 3, 16, 16, scattered_per_head, -1e9, true, "scattered mask, per head, fill -1e9");
     attention_case(32, 32, 32, 4, 16, 16, causal32, -INFINITY, true, "the GPT's heads, causal");
     attention_case(32, 32, 32, 4, 16, 16, causal32, -1e9, true, "the GPT's heads, causal, fill -1e9");
     attention_case(2, 24, 24, 2, 16, 16, causal24, -INFINITY, true, "causal, 24 keys");

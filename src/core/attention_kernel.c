@@ -12,8 +12,10 @@
  *      the backward's P^T dO and dA^T Q for 8 keys at a time.
  * A group of queries stops at the last key any of them may see, rounded
  * up to 8 (ag__head512_plan), as a block does on the op's general path.
- * While a head runs, the next head's rows are asked of the cache, in
- * pieces.
+ * The mask comes as bits, a row of keys in one word: made once per call
+ * when one mask serves every head (a causal [T, S] mask), else once per
+ * head.  While a head runs, the next head's rows are asked of the cache,
+ * in pieces.
  *
  * Invariant: each element is the same chain of operations as on the op's
  * general path (gemm.c's kernel for toy heads, then masked_softmax's rows):
@@ -22,8 +24,9 @@
  * rowsum(dP P) in 8 lanes as ops/masked_softmax.c's.  So the results are
  * the same to the bit (tests/test_fusion.c), and what is saved is the
  * overhead: the transposes of K and V per block of queries, a call per
- * product, passes of fill and softmax over rows one at a time, and the
- * waits for rows that the hardware's prefetchers bring too late.
+ * product, passes of fill and softmax over rows one at a time, the mask's
+ * values read and compared for every row of every head, and the waits
+ * for rows that the hardware's prefetchers bring too late.
  * Compiled only for x86 in float; elsewhere ag__head512_plan says no. */
 #include "core/attention_kernel.h"
 
@@ -43,26 +46,57 @@
 enum { GR = 8 }; /* query rows at a time: 8 of them, 16 score vectors, in flight */
 
 typedef struct head512 {
-    const float *q, *k, *v, *dy, *mrow; /* head bh's; its mask's row for query 0 (NULL: no mask) */
-    float *p, *y, *da;                  /* P and dA [T, S]; y like v */
-    size_t ld, ldv, mst;                /* rows of q, k (H D apart); of v, dO, y (H Dv); of the mask */
+    const float *q, *k, *v, *dy; /* head bh's */
+    float *p, *y, *da;           /* P and dA [T, S]; y like v */
+    size_t ld, ldv;              /* rows of q, k (H D apart); of v, dO, y (H Dv) */
+    const uint32_t *keep;        /* bit s of keep[t]: query t may see key s (the job's, or own) */
+    uint32_t own[64];            /* keep, when this head's mask is its own */
     int T, S, D, Dv;
-    __mmask16 md, mdv; /* the lanes of a row of q or k, of v or dO */
+    __mmask16 md, mdv, ms[2]; /* the lanes of a row of q or k, of v or dO; of P's two vectors */
     float scale, fill;
     __m512 xt[16][2]; /* K^T or V^T: xt[c][v] holds column c of keys 16 v .. 16 v + 15 */
 } head512;
+
+HEAD512_INLINE __mmask16 lanes(int n) { return (__mmask16)(n <= 0 ? 0 : n >= 16 ? 0xFFFFu : (1u << n) - 1); }
+
+/* Bit s < S of the result: m[s] != 0 (a NaN counts as != 0), for a row m
+ * of S <= 32 mask values. */
+HEAD512_INLINE uint32_t row_bits(const float *m, int S)
+{
+    uint32_t b = 0;
+    for (int v = 0; 16 * v < S; v++) {
+        __m512 x = _mm512_maskz_loadu_ps(lanes(S - 16 * v), m + 16 * v);
+        b |= (uint32_t)_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_UQ) << (16 * v);
+    }
+    return b;
+}
+
+/* keep[t] for rows t < T of a mask from m on, rows mst apart. */
+HEAD512 static void keep_bits(const float *m, size_t mst, int T, int S, uint32_t *keep)
+{
+    for (int t = 0; t < T; t++) keep[t] = row_bits(m + (size_t)t * mst, S);
+}
 
 /* The heads fit when the CPU runs AVX-512, S <= 32 keys (a multiple of
  * 8), D, Dv <= 16, T <= 64, and a mask, if any, holds a row's S values
  * side by side (mm->along == 1, not one value stretched over the keys).
  * Then the plan: the keys each group of 8 queries sees, rounded up to 8,
  * and the first query that sees any of 8 keys (ops/attention.c's
- * seen_keys' last; P is 0 elsewhere): the same for every head. */
+ * seen_keys' last; P is 0 elsewhere): the same for every head.  When the
+ * mask is one for every head (it does not move along B and H: a causal
+ * mask [T, S]), or there is none, its rows as bits, once for all heads. */
 bool ag__head512_plan(ag__att_job *j)
 {
     if (!(ag__isa() == AG_ISA_AVX512 && j->S % 8 == 0 && j->S <= 32 && j->D <= 16 && j->Dv <= 16 && j->T <= 64 &&
           (!j->mask || j->mm->along == 1)))
         return false;
+    j->one_mask = true;
+    for (int k = 0; j->mask && k < j->mm->nd - 1; k++) /* the axes B and H */
+        j->one_mask &= j->mm->st[k] == 0 || j->mm->shape[k] == 1;
+    if (!j->mask)
+        for (int t = 0; t < j->T; t++) j->keep[t] = 0xFFFFFFFFu;
+    else if (j->one_mask)
+        keep_bits(j->mask->data + ag__mask_row(j->mm, 0), j->mm->st[j->mm->nd - 1], j->T, j->S, j->keep);
     for (int r = 0; r < j->T; r += 8) {
         int e = 0;
         for (int t = r; t < j->T && t < r + 8; t++) e = j->last[t] > e ? j->last[t] : e;
@@ -83,9 +117,7 @@ HEAD512_INLINE void group_rows(int *t, int t0, int mr)
     for (int i = 0; i < GR; i++) t[i] = t0 + (i < mr ? i : 0);
 }
 
-HEAD512_INLINE __mmask16 lanes(int n) { return (__mmask16)(n <= 0 ? 0 : n >= 16 ? 0xFFFFu : (1u << n) - 1); }
-
-/* Head bh's pointers, strides and lane masks. */
+/* Head bh's pointers, strides, lane masks and mask bits. */
 HEAD512_INLINE void head512_init(const ag__att_job *j, size_t bh, head512 *h)
 {
     h->T = j->T, h->S = j->S, h->D = j->D, h->Dv = j->Dv;
@@ -95,9 +127,10 @@ HEAD512_INLINE void head512_init(const ag__att_job *j, size_t bh, head512 *h)
     h->dy = j->dy ? j->dy + ag__att_at(j, bh, j->T, j->Dv) : NULL;
     h->y = j->y ? j->y + ag__att_at(j, bh, j->T, j->Dv) : NULL;
     h->p = j->p + bh * (size_t)j->T * (size_t)j->S;
-    h->mrow = j->mask ? j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T) : NULL;
-    h->mst = j->mask ? j->mm->st[j->mm->nd - 1] : 0; /* along the queries, the mask's innermost leading axis */
-    h->md = lanes(j->D), h->mdv = lanes(j->Dv);
+    h->keep = j->one_mask ? j->keep : h->own;
+    if (!j->one_mask) /* rows mst apart along the queries, the mask's innermost leading axis */
+        keep_bits(j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T), j->mm->st[j->mm->nd - 1], j->T, j->S, h->own);
+    h->md = lanes(j->D), h->mdv = lanes(j->Dv), h->ms[0] = lanes(j->S), h->ms[1] = lanes(j->S - 16);
     h->scale = j->scale, h->fill = j->fill;
 }
 
@@ -149,20 +182,16 @@ HEAD512_INLINE void turn(head512 *h, const float *x, size_t ld, __mmask16 mc)
 }
 
 /* The lanes of keys 16 v .. 16 v + 15 that query t may see. */
-HEAD512_INLINE __mmask16 kept(const head512 *h, int t, int v)
-{
-    if (!h->mrow) return 0xFFFF;
-    __m512 m = _mm512_maskz_loadu_ps(lanes(h->S - 16 * v), h->mrow + (size_t)t * h->mst + 16 * v);
-    return _mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_NEQ_UQ); /* mask != 0, NaN included */
-}
+HEAD512_INLINE __mmask16 kept(const head512 *h, int t, int v) { return (__mmask16)(h->keep[t] >> (16 * v)); }
 
 /* Row t of x [T, S] (P or dA): x[v] on the lanes in[v] of its first nv
  * vectors, 0 elsewhere. */
 HEAD512_INLINE void store_row(const head512 *h, float *x, int t, const __m512 *r, const __mmask16 *in, const int nv)
 {
-    for (int v = 0; 16 * v < h->S; v++)
-        _mm512_mask_storeu_ps(x + (size_t)t * h->S + 16 * v, lanes(h->S - 16 * v),
-                              v < nv ? _mm512_maskz_mov_ps(in[v], r[v]) : _mm512_setzero_ps());
+    float *row = x + (size_t)t * h->S;
+    _mm512_mask_storeu_ps(row, h->ms[0], _mm512_maskz_mov_ps(in[0], r[0]));
+    if (h->S > 16)
+        _mm512_mask_storeu_ps(row + 16, h->ms[1], nv > 1 ? _mm512_maskz_mov_ps(in[1], r[1]) : _mm512_setzero_ps());
 }
 
 /* y = A B for rows t[0..GR) of A [T, S] (broadcast, keys s < e) and B
@@ -298,6 +327,17 @@ HEAD512_INLINE float lanes_sum(__m512 x)
     return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
 }
 
+/* A row of P whose query sees no key (max z = -inf, z's lanes in0 of a0
+ * and in1 of a1): 0, or NaN where a NaN hides among them, as
+ * softmax_short.  Out of line and cold, so that the compiler does not
+ * work it out for every row, the likely ones too. */
+__attribute__((target("avx512f"), noinline, cold)) static float unseen(__m512 a0, __m512 a1, __mmask16 in0,
+                                                                       __mmask16 in1)
+{
+    bool nan = (_mm512_cmp_ps_mask(a0, a0, _CMP_UNORD_Q) & in0) || (_mm512_cmp_ps_mask(a1, a1, _CMP_UNORD_Q) & in1);
+    return nan ? NAN : 0;
+}
+
 /* Here only, a * b + c may fuse, as in core/elementwise.c's softmax: exp
  * is exp_core compiled the same way, so its bits are softmax_short's. */
 AG_FUSED_BEGIN
@@ -315,13 +355,12 @@ HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const in
     rows_times_xt(h, h->q, h->ld, h->D, t, a, nv);
     __mmask16 in[2] = {lanes(e), lanes(e - 16)};
     __m512 sc = _mm512_set1_ps(h->scale), fill = _mm512_set1_ps(h->fill), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 out[2] = {_mm512_mask_blend_ps(in[0], ninf, fill), _mm512_mask_blend_ps(in[1], ninf, fill)};
     float m[GR], x[GR][32] __attribute__((aligned(64)));
 #pragma GCC unroll 8
     for (int i = 0; i < GR; i++) {
-        for (int v = 0; v < nv; v++) {
-            __m512 z = _mm512_mask_blend_ps(kept(h, t[i], v), fill, _mm512_mul_ps(sc, a[i][v]));
-            a[i][v] = _mm512_mask_blend_ps(in[v], ninf, z);
-        }
+        for (int v = 0; v < nv; v++) /* scale A where kept, else fill (keys < e) or -inf */
+            a[i][v] = _mm512_mask_mul_ps(out[v], kept(h, t[i], v) & in[v], sc, a[i][v]);
         m[i] = lanes_max(nv > 1 ? _mm512_max_ps(a[i][1], a[i][0]) : a[i][0]);
         for (int v = 0; v < nv; v++) _mm512_store_ps(x[i] + 16 * v, _mm512_sub_ps(a[i][v], _mm512_set1_ps(m[i])));
     }
@@ -332,10 +371,9 @@ HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const in
     for (int i = 0; i < GR; i++) {
         if (i >= mr) break;
         __m512 ex[2];
-        if (m[i] == -INFINITY) { /* no key seen: zeros, or NaNs */
-            bool nan = false;
-            for (int v = 0; v < nv; v++) nan |= (_mm512_cmp_ps_mask(a[i][v], a[i][v], _CMP_UNORD_Q) & in[v]) != 0;
-            for (int v = 0; v < nv; v++) ex[v] = _mm512_set1_ps(nan ? NAN : 0);
+        if (m[i] == -INFINITY) { /* no key seen */
+            float u = unseen(a[i][0], nv > 1 ? a[i][1] : a[i][0], in[0], nv > 1 ? in[1] : 0);
+            for (int v = 0; v < nv; v++) ex[v] = _mm512_set1_ps(u);
         } else {
             for (int v = 0; v < nv; v++) ex[v] = _mm512_load_ps(x[i] + 16 * v);
             __m512 inv = _mm512_set1_ps(1 / lanes_sum(nv > 1 ? _mm512_add_ps(ex[0], ex[1]) : ex[0]));
@@ -363,6 +401,12 @@ HEAD512 void ag__head512_forward(const ag__att_job *j, size_t bh)
 }
 AG_FUSED_END
 
+/* Lanes 8 k .. 8 k + 7 of x. */
+HEAD512_INLINE __m256 half(__m512 x, const int k)
+{
+    return k ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)) : _mm512_castps512_ps256(x);
+}
+
 /* Rows t0 .. t0 + mr - 1 of dA (as probs_rows), keys [0, e) (e > 0):
  *   dP = dO V^T;  dA = mask ? scale P (dP - rowsum(dP P)) : 0
  * rowsum in 8 lanes, 8 keys at a time, then ((0 + 4) + (2 + 6)) + ((1 + 5)
@@ -383,12 +427,10 @@ HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const 
             pr[i][v] = _mm512_maskz_loadu_ps(in[v], h->p + (size_t)t[i] * h->S + 16 * v);
             prod[v] = _mm512_mul_ps(_mm512_maskz_mov_ps(in[v], dp[i][v]), pr[i][v]);
         }
-        __m256 l8 = _mm256_setzero_ps();
-        for (int c = 0; c < e / 8; c++) {
-            __m512 x = prod[c / 2];
-            l8 = _mm256_add_ps(l8, c % 2 ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
-                                         : _mm512_castps512_ps256(x));
-        }
+        __m256 l8 = _mm256_add_ps(_mm256_setzero_ps(), half(prod[0], 0)); /* pieces c < e / 8 ascending */
+        if (e > 8) l8 = _mm256_add_ps(l8, half(prod[0], 1));
+        if (nv > 1) l8 = _mm256_add_ps(l8, half(prod[1], 0)); /* e > 16 */
+        if (e > 24) l8 = _mm256_add_ps(l8, half(prod[1], 1));
         __m128 l4 = _mm_add_ps(_mm256_castps256_ps128(l8), _mm256_extractf128_ps(l8, 1)); /* l + (l + 4) */
         __m128 l2 = _mm_add_ps(l4, _mm_movehl_ps(l4, l4)); /* 0: (0 + 4) + (2 + 6) */
         dot[i] = 0.0f + _mm_cvtss_f32(_mm_add_ss(l2, _mm_shuffle_ps(l2, l2, 1)));
@@ -451,10 +493,12 @@ HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
     float *dq = j->dq ? j->dq + ag__att_at(j, bh, h.T, h.D) : NULL;
     float *dk = j->dk ? j->dk + ag__att_at(j, bh, h.S, h.D) : NULL;
     float *dv = j->dv ? j->dv + ag__att_at(j, bh, h.S, h.Dv) : NULL;
+    int groups = dq || dk ? (h.T + GR - 1) / GR : 0, parts = groups + h.S / 8; /* of the next head's prefetch */
     if (dq || dk) { /* every row of dA first, then dQ (+)= dA K (as ag__head512_forward) */
         turn(&h, h.v, h.ldv, h.mdv);
         for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
             int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
+            prefetch_head(j, bh + 1, true, r / GR, parts);
             if (e == 0) zero_rows(&h, h.da, r, mr); /* no key: dA is 0 */
             else if (e <= 16) dscores_rows(&h, r, mr, e, 1);
             else dscores_rows(&h, r, mr, e, 2);
@@ -462,7 +506,7 @@ HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
         if (dq) product_all(&h, j->ek, h.da, h.k, h.ld, h.md, dq, j->beta_q);
     }
     for (int s0 = 0; s0 < h.S; s0 += 8) { /* keys [s0, s0 + 8), queries [tf, T) */
-        prefetch_head(j, bh + 1, true, s0 / 8, h.S / 8);
+        prefetch_head(j, bh + 1, true, groups + s0 / 8, parts);
         key_rows(&h, s0, j->tf[s0 / 8], dv, j->beta_v, dk, j->beta_k);
     }
 }

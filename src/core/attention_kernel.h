@@ -26,6 +26,8 @@ typedef struct ag__att_job {
     ag_real scale, fill, beta_q, beta_k, beta_v;
     bool head512;     /* the heads fit head512's registers (ag__head512_plan) */
     int ek[8], tf[4]; /* head512's: groups of 8 queries see keys [0, ek); keys s0 .. s0 + 7, queries [tf, T) */
+    bool one_mask;    /* head512's: every head has the same mask (or none), */
+    uint32_t keep[64]; /* whose bit s of keep[t] says that query t may see key s */
 } ag__att_job;
 
 /* Head bh = b H + h: where it starts in q and k (cols D) or in v and y
@@ -38,7 +40,8 @@ static inline size_t ag__att_at(const ag__att_job *j, size_t bh, int rows, int c
 
 /* Whether j's heads fit the kernel for toy heads (S <= 32 keys, a
  * multiple of 8; D, Dv <= 16; T <= 64; on AVX-512, in float); if they do,
- * fills j->ek and j->tf from j->last.  Never true where the kernel is not
+ * fills j->ek and j->tf from j->last, and j->keep from the mask when one
+ * mask serves every head.  Never true where the kernel is not
  * compiled (off x86, or in double). */
 bool ag__head512_plan(ag__att_job *j);
 

@@ -19,7 +19,8 @@
  *
  * Rows go to the threads (ag_set_threads) for y and dx; the sums over rows
  * of dgain and dbias are split by columns instead, so each is added up in
- * row order by one thread and the result never depends on the count.
+ * row order by one thread and the result never depends on the count (on
+ * one thread, the dx sweep adds them up as it goes, in the same order).
  *
  * src = {x, gain, bias}, NULL entries allowed.  farg[0] = eps.  aux holds
  * 2 values per row: mean[0..rows) then rstd[0..rows). */
@@ -175,7 +176,8 @@ typedef struct norm_job {
     const ag_real *x, *gd, *bd, *dy;
     ag_real *y, *mean, *rstd, *dx, *dgain, *dbias;
     double eps;
-    bool fresh;
+    bool fresh;  /* dx holds nothing yet: stored, not added */
+    bool params; /* the dx sweep adds dgain and dbias too (one thread) */
 } norm_job;
 
 /* Rows [r0, r1) of the forward, RB at a time:
@@ -309,14 +311,40 @@ static inline AG_ALWAYS_INLINE void rows4_dsums(size_t C, const ag_real *x, cons
     }
 }
 
+/* dx of rows [b0, b0 + NR) (NR = 4 or 1, a constant where called), given
+ * their means ar of dxhat and br of dxhat * xhat:
+ *   dx = rstd * (dxhat - ar - xhat * br)
+ * stored into a fresh dx (nothing in it yet), added otherwise.  With
+ * `params`, the same sweep adds the rows into dgain and dbias (y = xhat *
+ * gain + bias), each column in row order as norm_params_backward does: the
+ * same bits, and x and dy read once.  Columns outside, rows inside: a
+ * column's sums go through memory once per NR rows, not once a row. */
+static inline AG_ALWAYS_INLINE void rows_dx(const norm_job *j, size_t b0, const size_t NR, const ag_real *ar,
+                                            const ag_real *br, const bool fresh, const bool params)
+{
+    const size_t C = j->C;
+    const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *gd = j->gd, *mean = j->mean + b0, *rstd = j->rstd + b0;
+    ag_real *dx = j->dx + b0 * C, *dgain = j->dgain, *dbias = j->dbias;
+#pragma omp simd
+    for (size_t i = 0; i < C; i++) {
+        ag_real sg = params ? dgain[i] : 0, sb = params ? dbias[i] : 0;
+#pragma GCC unroll 4
+        for (size_t r = 0; r < NR; r++) {
+            const ag_real xhat = (x[r * C + i] - mean[r]) * rstd[r], d = dy[r * C + i];
+            const ag_real v = rstd[r] * (d * gd[i] - ar[r] - xhat * br[r]);
+            dx[r * C + i] = fresh ? v : dx[r * C + i] + v;
+            if (params) sb += d, sg += d * xhat;
+        }
+        if (params) dgain[i] = sg, dbias[i] = sb;
+    }
+}
+
 /* Rows [r0, r1) of dx, four at a time (rows4_dsums; the last few one by
- * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then
- *   dx = rstd * (dxhat - a - xhat * b)
- * (xhat = (x - mean) * rstd through mean and through rstd), stored into a
- * fresh dx (nothing in it yet), added otherwise.  Four rows, not RB: four
- * rows' chains of additions already overlap, and the rows' x and dy are
- * read again while still in L1 (blocks of 16 were as fast with x and dy
- * in cache and 30% slower without). */
+ * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then dx
+ * (rows_dx), and dgain and dbias with it when j->params.  Four rows, not
+ * RB: four rows' chains of additions already overlap, and the rows' x and
+ * dy are read again while still in L1 (blocks of 16 were as fast with x
+ * and dy in cache and 30% slower without). */
 static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
 {
     const size_t C = j->C;
@@ -327,23 +355,13 @@ static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t
         ag_real a[4], b[4];
         if (nb == 4) rows4_dsums(C, x, dy, gd, mean, rstd, a, b);
         else row_dsums(C, 0, x, dy, gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
-        for (size_t r = 0; r < nb; r++) {
-            const ag_real *xr = x + r * C, *dyr = dy + r * C, mr = mean[r], sr = rstd[r];
-            const ag_real ar = a[r] / (ag_real)C, br = b[r] / (ag_real)C;
-            ag_real *dxr = j->dx + (b0 + r) * C;
-            if (j->fresh) {
-#pragma omp simd
-                for (size_t i = 0; i < C; i++) {
-                    ag_real xhat = (xr[i] - mr) * sr;
-                    dxr[i] = sr * (dyr[i] * gd[i] - ar - xhat * br);
-                }
-            } else {
-#pragma omp simd
-                for (size_t i = 0; i < C; i++) {
-                    ag_real xhat = (xr[i] - mr) * sr;
-                    dxr[i] += sr * (dyr[i] * gd[i] - ar - xhat * br);
-                }
-            }
+        for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+        if (nb == 4) {
+            if (j->params) j->fresh ? rows_dx(j, b0, 4, a, b, true, true) : rows_dx(j, b0, 4, a, b, false, true);
+            else j->fresh ? rows_dx(j, b0, 4, a, b, true, false) : rows_dx(j, b0, 4, a, b, false, false);
+        } else {
+            if (j->params) j->fresh ? rows_dx(j, b0, 1, a, b, true, true) : rows_dx(j, b0, 1, a, b, false, true);
+            else j->fresh ? rows_dx(j, b0, 1, a, b, true, false) : rows_dx(j, b0, 1, a, b, false, false);
         }
         b0 += nb;
     }
@@ -436,9 +454,11 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
                   .mean = mean, .rstd = rstd, .dx = dx, .dgain = dgain, .dbias = dbias,
                   .fresh = fresh};
     /* dx by rows; dgain and dbias by columns, so that each of their sums
-     * is made by one thread in row order, whatever the count */
+     * is made by one thread in row order, whatever the count.  On one
+     * thread, with all three wanted, one sweep makes them in that order. */
+    j.params = nt == 1 && dx && dgain && dbias;
     if (dx) ag__parallel_for((size_t)nt, nt, norm_rows_backward_at, &j);
-    if (dgain || dbias) ag__parallel_for((size_t)nt, nt, norm_params_backward_at, &j);
+    if ((dgain || dbias) && !j.params) ag__parallel_for((size_t)nt, nt, norm_params_backward_at, &j);
 }
 
 static ag_tensor *case_affine(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 1e-5); }

@@ -112,21 +112,23 @@ static inline AG_ALWAYS_INLINE void transpose_quarters(quad *v)
 /* *v = p[0..QUAD) */
 static inline AG_ALWAYS_INLINE void quad_load(quad *v, const ag_real *p) { memcpy(v, p, sizeof *v); }
 
-/* sum_i (x_i - shift)^k over a row, k = 1 or 2: columns from i0 on (a
- * multiple of LANES) into partial sums acc that hold those of the columns
- * before it. */
+/* sum_i x_i (k = 1) or sum_i (x_i - shift)^2 (k = 2) over a row: columns
+ * from i0 on (a multiple of LANES) into partial sums acc that hold those
+ * of the columns before it. */
 static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, size_t i0, const ag_real *xr, ag_real shift, int k,
                                                lanes acc)
 {
     const size_t full = C - C % LANES;
     for (size_t i = i0; i < full; i += LANES) {
-        lanes d = lanes_at(xr + i) - shift;
-        acc += k == 1 ? d : d * d;
+        lanes d = lanes_at(xr + i);
+        if (k == 2) d -= shift, d *= d;
+        acc += d;
     }
     ag_real first = acc[0], s = 0;
     for (size_t i = full; i < C; i++) {
-        ag_real d = xr[i] - shift;
-        first += k == 1 ? d : d * d;
+        ag_real d = xr[i];
+        if (k == 2) d -= shift, d *= d;
+        first += d;
     }
     s += first;
 #pragma GCC unroll 4
@@ -134,7 +136,7 @@ static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, size_t i0, const ag_rea
     return s;
 }
 
-/* s[r] = sum_i (x_i - shift[r])^k over rows r = 0..3 (row stride C), the
+/* s[r] = the sums of row_sum over rows r = 0..3 (row stride C), the
  * first C - C % QUAD columns by quads (see QUAD): the same partial sums,
  * in the same order, as row_sum, which finishes each row. */
 static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const ag_real *shift, int k, ag_real *s)
@@ -146,8 +148,7 @@ static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const 
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             quad_load(&d[r], x + (size_t)r * C + i);
-            d[r] -= shift[r];
-            if (k == 2) d[r] *= d[r];
+            if (k == 2) d[r] -= shift[r], d[r] *= d[r];
         }
         transpose_quarters(d);
 #pragma GCC unroll 4
@@ -156,18 +157,18 @@ static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const 
     for (int r = 0; r < 4; r++) {
         lanes l;
         memcpy(&l, (ag_real *)&acc + r * LANES, sizeof l);
-        s[r] = row_sum(C, full, x + (size_t)r * C, shift[r], k, l);
+        s[r] = row_sum(C, full, x + (size_t)r * C, k == 2 ? shift[r] : 0, k, l);
     }
 }
 
-/* s[r] = sum_i (x_i - shift[r])^k over rows r < nb (row stride C), four
- * at a time. */
+/* s[r] = the sums of row_sum over rows r < nb (row stride C), four at a
+ * time; shift is read for k = 2 only. */
 static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_real *x, const ag_real *shift, int k,
                                                ag_real *s)
 {
     size_t r = 0;
-    for (; r + 4 <= nb; r += 4) rows4_sum(C, x + r * C, shift + r, k, s + r);
-    for (; r < nb; r++) s[r] = row_sum(C, 0, x + r * C, shift[r], k, (lanes){0});
+    for (; r + 4 <= nb; r += 4) rows4_sum(C, x + r * C, k == 2 ? shift + r : NULL, k, s + r);
+    for (; r < nb; r++) s[r] = row_sum(C, 0, x + r * C, k == 2 ? shift[r] : 0, k, (lanes){0});
 }
 
 /* What the rows of a forward or a backward share; rows are independent. */
@@ -190,8 +191,8 @@ static inline AG_ALWAYS_INLINE void norm_rows(const norm_job *j, size_t r0, size
     for (size_t b0 = r0; b0 < r1; b0 += RB) {
         const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
         const ag_real *x = j->x + b0 * C;
-        ag_real m[RB], v[RB], zero[RB] = {0};
-        block_sums(C, nb, x, zero, 1, m);
+        ag_real m[RB], v[RB];
+        block_sums(C, nb, x, NULL, 1, m);
         for (size_t r = 0; r < nb; r++) m[r] /= (ag_real)C;
         block_sums(C, nb, x, m, 2, v);
         for (size_t r = 0; r < nb; r++) v[r] /= (ag_real)C;

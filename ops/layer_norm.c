@@ -172,11 +172,15 @@ static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_rea
 }
 
 /* p[0..n) asked of the memory ahead of use, for reading or for writing
- * (a line to be written is fetched all the same, unless it is whole in
- * one store).  In a training step a layer norm's x and dy, and the fresh
+ * (a line to be written is fetched all the same, unless one store writes
+ * it whole).  In a training step a layer norm's x and dy, and the fresh
  * buffers for y and dx, are rarely still in L2, and the loops waited on
- * them: asking a few rows ahead took about a tenth off the forward and
- * the backward in the GPT's training step (tests/bench/gpt.h). */
+ * them.  In the GPT's training step (tests/bench/gpt.h), asking for the
+ * next block's y took about a tenth off the forward, and asking for x, dy
+ * and dx a few rows ahead a sixth off the backward's sweep that makes dx,
+ * dgain and dbias together.  With the rows already in cache they cost:
+ * ~8% in the forward, ~4% in that sweep, and a quarter in the sweep that
+ * makes dx alone (the per-op table's case), which asks for nothing. */
 static inline AG_ALWAYS_INLINE void fetch_for_reading(const ag_real *p, size_t n)
 {
     for (size_t o = 0; o < n; o += 64 / sizeof *p) __builtin_prefetch(p + o, 0); /* 64-byte lines */
@@ -328,42 +332,63 @@ static inline AG_ALWAYS_INLINE void rows4_dsums(size_t C, const ag_real *x, cons
     }
 }
 
-/* dx of rows [b0, b0 + NR) (NR = 4 or 1, a constant where called), given
- * their means ar of dxhat and br of dxhat * xhat:
+/* dx of row r, given its means ar of dxhat and br of dxhat * xhat:
  *   dx = rstd * (dxhat - ar - xhat * br)
- * stored into a fresh dx (nothing in it yet), added otherwise.  With
- * `params`, the same sweep adds the rows into dgain and dbias (y = xhat *
- * gain + bias), each column in row order as norm_params_backward does: the
+ * stored into a fresh dx (nothing in it yet), added otherwise. */
+static inline AG_ALWAYS_INLINE void row_dx(const norm_job *j, size_t r, ag_real ar, ag_real br)
+{
+    const size_t C = j->C;
+    const ag_real *xr = j->x + r * C, *dyr = j->dy + r * C, *gd = j->gd, mr = j->mean[r], sr = j->rstd[r];
+    ag_real *dxr = j->dx + r * C;
+    if (j->fresh) {
+#pragma omp simd
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (xr[i] - mr) * sr;
+            dxr[i] = sr * (dyr[i] * gd[i] - ar - xhat * br);
+        }
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (xr[i] - mr) * sr;
+            dxr[i] += sr * (dyr[i] * gd[i] - ar - xhat * br);
+        }
+    }
+}
+
+/* The same for rows [b0, b0 + NR) (NR = 4 or 1, a constant where called),
+ * given their ar and br, and the rows added into dgain and dbias (y = xhat * gain + bias) in the
+ * same sweep, each column in row order as norm_params_backward does: the
  * same bits, and x and dy read once.  Columns outside, rows inside: a
  * column's sums go through memory once per NR rows, not once a row. */
-static inline AG_ALWAYS_INLINE void rows_dx(const norm_job *j, size_t b0, const size_t NR, const ag_real *ar,
-                                            const ag_real *br, const bool fresh, const bool params)
+static inline AG_ALWAYS_INLINE void rows_dx_params(const norm_job *j, size_t b0, const size_t NR, const ag_real *ar,
+                                                   const ag_real *br, const bool fresh)
 {
     const size_t C = j->C;
     const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *gd = j->gd, *mean = j->mean + b0, *rstd = j->rstd + b0;
     ag_real *dx = j->dx + b0 * C, *dgain = j->dgain, *dbias = j->dbias;
 #pragma omp simd
     for (size_t i = 0; i < C; i++) {
-        ag_real sg = params ? dgain[i] : 0, sb = params ? dbias[i] : 0;
+        ag_real sg = dgain[i], sb = dbias[i];
 #pragma GCC unroll 4
         for (size_t r = 0; r < NR; r++) {
             const ag_real xhat = (x[r * C + i] - mean[r]) * rstd[r], d = dy[r * C + i];
             const ag_real v = rstd[r] * (d * gd[i] - ar[r] - xhat * br[r]);
             dx[r * C + i] = fresh ? v : dx[r * C + i] + v;
-            if (params) sb += d, sg += d * xhat;
+            sb += d, sg += d * xhat;
         }
-        if (params) dgain[i] = sg, dbias[i] = sb;
+        dgain[i] = sg, dbias[i] = sb;
     }
 }
 
-enum { AHEAD = 8 }; /* rows: the backward asks for x, dy and dx this far ahead */
+enum { AHEAD = 8 }; /* rows: the sweep with dgain and dbias asks for x, dy and dx this far ahead */
 
 /* Rows [r0, r1) of dx, four at a time (rows4_dsums; the last few one by
  * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then dx
- * (rows_dx), and dgain and dbias with it when j->params.  Four rows, not
- * RB: four rows' chains of additions already overlap, and the rows' x and
- * dy are read again while still in L1 (blocks of 16 were as fast with x
- * and dy in cache and 30% slower without). */
+ * row by row (row_dx), or dx with dgain and dbias when j->params
+ * (rows_dx_params).  Four rows, not RB: four rows' chains of additions
+ * already overlap, and the rows' x and dy are read again while still in
+ * L1 (blocks of 16 were as fast with x and dy in cache and 30% slower
+ * without). */
 static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
 {
     const size_t C = j->C;
@@ -371,20 +396,19 @@ static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t
     for (size_t b0 = r0; b0 < r1;) {
         const size_t nb = r1 - b0 < 4 ? 1 : 4;
         const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
-        if (b0 + AHEAD + 4 <= r1) { /* the rows AHEAD on */
-            fetch_for_reading(x + AHEAD * C, 4 * C), fetch_for_reading(dy + AHEAD * C, 4 * C);
-            fetch_for_writing(j->dx + (b0 + AHEAD) * C, 4 * C);
-        }
         ag_real a[4], b[4];
         if (nb == 4) rows4_dsums(C, x, dy, gd, mean, rstd, a, b);
         else row_dsums(C, 0, x, dy, gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
         for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
-        if (nb == 4) {
-            if (j->params) j->fresh ? rows_dx(j, b0, 4, a, b, true, true) : rows_dx(j, b0, 4, a, b, false, true);
-            else j->fresh ? rows_dx(j, b0, 4, a, b, true, false) : rows_dx(j, b0, 4, a, b, false, false);
+        if (j->params) {
+            if (b0 + AHEAD + 4 <= r1) { /* the rows AHEAD on */
+                fetch_for_reading(x + AHEAD * C, 4 * C), fetch_for_reading(dy + AHEAD * C, 4 * C);
+                fetch_for_writing(j->dx + (b0 + AHEAD) * C, 4 * C);
+            }
+            if (nb == 4) j->fresh ? rows_dx_params(j, b0, 4, a, b, true) : rows_dx_params(j, b0, 4, a, b, false);
+            else j->fresh ? rows_dx_params(j, b0, 1, a, b, true) : rows_dx_params(j, b0, 1, a, b, false);
         } else {
-            if (j->params) j->fresh ? rows_dx(j, b0, 1, a, b, true, true) : rows_dx(j, b0, 1, a, b, false, true);
-            else j->fresh ? rows_dx(j, b0, 1, a, b, true, false) : rows_dx(j, b0, 1, a, b, false, false);
+            for (size_t r = 0; r < nb; r++) row_dx(j, b0 + r, a[r], b[r]);
         }
         b0 += nb;
     }

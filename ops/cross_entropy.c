@@ -107,16 +107,25 @@ static saved *save_for_backward(ag_graph *g, ag_tensor *y, const int *targets, s
     return sv;
 }
 
-/* loss_r of a counted row r, xr its V logits; keeps m, log sum and
- * exp(x - m) in sv for the backward. */
-static double row_loss(saved *sv, size_t r, const ag_real *xr, int V, double ls)
+/* Of a counted row r, xr its V logits: m and exp(x - m) kept in sv for
+ * the backward, and sum_v exp(x_v - m) returned (the log is taken later,
+ * row_loss). */
+static double row_exps(saved *sv, size_t r, const ag_real *xr, int V)
 {
     double m = sv->max[r] = ag__row_max((size_t)V, xr); /* the row's largest logit */
-    if (m == -INFINITY) return INFINITY; /* every logit -inf: -log p_t = +inf, no gradient */
+    if (m == -INFINITY) return 0; /* every logit -inf: no exps to keep */
     /* sum exp(x - m) (src/core/elementwise.c, vectorised), the terms kept
-     * for the backward; mean (x - m) */
-    double s = ag__exp_sum((size_t)V, xr, (ag_real)m, sv->expd + r * (size_t)V), mean_shifted = 0;
-    if (ls > 0) { /* only label smoothing needs the row's mean */
+     * for the backward */
+    return ag__exp_sum((size_t)V, xr, (ag_real)m, sv->expd + r * (size_t)V);
+}
+
+/* loss_r of a counted row r from s = sum_v exp(x_v - m) (row_exps); keeps
+ * log s in sv for the backward. */
+static double row_loss(saved *sv, size_t r, const ag_real *xr, int V, double ls, double s)
+{
+    double m = sv->max[r], mean_shifted = 0;
+    if (m == -INFINITY) return INFINITY; /* every logit -inf: -log p_t = +inf, no gradient */
+    if (ls > 0) { /* only label smoothing needs the row's mean (x - m) */
 #pragma omp simd reduction(+ : mean_shifted)
         for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
         mean_shifted /= V;
@@ -125,7 +134,7 @@ static double row_loss(saved *sv, size_t r, const ag_real *xr, int V, double ls)
     /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m.
      * A term whose weight is 0 is left out: a -inf logit (a masked
      * class) makes x_t or the mean -inf, and 0 * -inf would be NaN. */
-    double loss_r = log(s);
+    double loss_r = sv->logsum[r];
     if (ls < 1) loss_r -= (1 - ls) * (xr[sv->targets[r]] - m);
     if (ls > 0) loss_r -= ls * mean_shifted;
     return loss_r;
@@ -149,12 +158,18 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     ag__impl(y)->farg[0] = label_smoothing;
     saved *sv = save_for_backward(g, y, targets, rows, count, V);
     if (!sv) return NULL;
-    double total = 0; /* sum_r loss_r over the counted rows */
+    /* Every row's exps first (their sum held in logsum until its log is
+     * taken), then every row's log and loss: rows are independent, and
+     * the CPU overlaps one row's log with the next's. */
     for (size_t r = 0; r < rows; r++) {
         sv->max[r] = -INFINITY, sv->logsum[r] = 0; /* an ignored row's, read by the backward */
+        if (targets[r] != ignore_index) sv->logsum[r] = row_exps(sv, r, logits->data + r * (size_t)V, V);
+    }
+    double total = 0; /* sum_r loss_r over the counted rows */
+    for (size_t r = 0; r < rows; r++) {
         double loss_r = 0;
         if (targets[r] != ignore_index)
-            total += loss_r = row_loss(sv, r, logits->data + r * (size_t)V, V, label_smoothing);
+            total += loss_r = row_loss(sv, r, logits->data + r * (size_t)V, V, label_smoothing, sv->logsum[r]);
         if (per_row) y->data[r] = (ag_real)loss_r;
     }
     if (reduction == AG_REDUCTION_MEAN) y->data[0] = count ? (ag_real)(total / (double)count) : 0;

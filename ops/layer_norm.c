@@ -19,7 +19,8 @@
  *
  * Rows go to the threads (ag_set_threads) for y and dx; the sums over rows
  * of dgain and dbias are split by columns instead, so each is added up in
- * row order by one thread and the result never depends on the count.
+ * row order by one thread and the result never depends on the count (on
+ * one thread, the dx sweep adds them up as it goes, in the same order).
  *
  * src = {x, gain, bias}, NULL entries allowed.  farg[0] = eps.  aux holds
  * 2 values per row: mean[0..rows) then rstd[0..rows). */
@@ -111,21 +112,23 @@ static inline AG_ALWAYS_INLINE void transpose_quarters(quad *v)
 /* *v = p[0..QUAD) */
 static inline AG_ALWAYS_INLINE void quad_load(quad *v, const ag_real *p) { memcpy(v, p, sizeof *v); }
 
-/* sum_i (x_i - shift)^k over a row, k = 1 or 2: columns from i0 on (a
- * multiple of LANES) into partial sums acc that hold those of the columns
- * before it. */
+/* sum_i x_i (k = 1) or sum_i (x_i - shift)^2 (k = 2) over a row: columns
+ * from i0 on (a multiple of LANES) into partial sums acc that hold those
+ * of the columns before it. */
 static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, size_t i0, const ag_real *xr, ag_real shift, int k,
                                                lanes acc)
 {
     const size_t full = C - C % LANES;
     for (size_t i = i0; i < full; i += LANES) {
-        lanes d = lanes_at(xr + i) - shift;
-        acc += k == 1 ? d : d * d;
+        lanes d = lanes_at(xr + i);
+        if (k == 2) d -= shift, d *= d;
+        acc += d;
     }
     ag_real first = acc[0], s = 0;
     for (size_t i = full; i < C; i++) {
-        ag_real d = xr[i] - shift;
-        first += k == 1 ? d : d * d;
+        ag_real d = xr[i];
+        if (k == 2) d -= shift, d *= d;
+        first += d;
     }
     s += first;
 #pragma GCC unroll 4
@@ -133,7 +136,7 @@ static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, size_t i0, const ag_rea
     return s;
 }
 
-/* s[r] = sum_i (x_i - shift[r])^k over rows r = 0..3 (row stride C), the
+/* s[r] = the sums of row_sum over rows r = 0..3 (row stride C), the
  * first C - C % QUAD columns by quads (see QUAD): the same partial sums,
  * in the same order, as row_sum, which finishes each row. */
 static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const ag_real *shift, int k, ag_real *s)
@@ -145,8 +148,7 @@ static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const 
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             quad_load(&d[r], x + (size_t)r * C + i);
-            d[r] -= shift[r];
-            if (k == 2) d[r] *= d[r];
+            if (k == 2) d[r] -= shift[r], d[r] *= d[r];
         }
         transpose_quarters(d);
 #pragma GCC unroll 4
@@ -155,18 +157,37 @@ static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const 
     for (int r = 0; r < 4; r++) {
         lanes l;
         memcpy(&l, (ag_real *)&acc + r * LANES, sizeof l);
-        s[r] = row_sum(C, full, x + (size_t)r * C, shift[r], k, l);
+        s[r] = row_sum(C, full, x + (size_t)r * C, k == 2 ? shift[r] : 0, k, l);
     }
 }
 
-/* s[r] = sum_i (x_i - shift[r])^k over rows r < nb (row stride C), four
- * at a time. */
+/* s[r] = the sums of row_sum over rows r < nb (row stride C), four at a
+ * time; shift is read for k = 2 only. */
 static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_real *x, const ag_real *shift, int k,
                                                ag_real *s)
 {
     size_t r = 0;
-    for (; r + 4 <= nb; r += 4) rows4_sum(C, x + r * C, shift + r, k, s + r);
-    for (; r < nb; r++) s[r] = row_sum(C, 0, x + r * C, shift[r], k, (lanes){0});
+    for (; r + 4 <= nb; r += 4) rows4_sum(C, x + r * C, k == 2 ? shift + r : NULL, k, s + r);
+    for (; r < nb; r++) s[r] = row_sum(C, 0, x + r * C, k == 2 ? shift[r] : 0, k, (lanes){0});
+}
+
+/* p[0..n) asked of the memory ahead of use, for reading or for writing
+ * (a line to be written is fetched all the same, unless one store writes
+ * it whole).  In a training step a layer norm's x and dy, and the fresh
+ * buffers for y and dx, are rarely still in L2, and the loops waited on
+ * them.  In the GPT's training step (tests/bench/gpt.h), asking for the
+ * next block's y took about a tenth off the forward, and asking for x, dy
+ * and dx a few rows ahead a sixth off the backward's sweep that makes dx,
+ * dgain and dbias together.  With the rows already in cache they cost:
+ * ~8% in the forward, ~4% in that sweep, and a quarter in the sweep that
+ * makes dx alone (the per-op table's case), which asks for nothing. */
+static inline AG_ALWAYS_INLINE void fetch_for_reading(const ag_real *p, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64 / sizeof *p) __builtin_prefetch(p + o, 0); /* 64-byte lines */
+}
+static inline AG_ALWAYS_INLINE void fetch_for_writing(ag_real *p, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64 / sizeof *p) __builtin_prefetch(p + o, 1);
 }
 
 /* What the rows of a forward or a backward share; rows are independent. */
@@ -175,7 +196,8 @@ typedef struct norm_job {
     const ag_real *x, *gd, *bd, *dy;
     ag_real *y, *mean, *rstd, *dx, *dgain, *dbias;
     double eps;
-    bool fresh;
+    bool fresh;  /* dx holds nothing yet: stored, not added */
+    bool params; /* the dx sweep adds dgain and dbias too (one thread) */
 } norm_job;
 
 /* Rows [r0, r1) of the forward, RB at a time:
@@ -188,8 +210,9 @@ static inline AG_ALWAYS_INLINE void norm_rows(const norm_job *j, size_t r0, size
     for (size_t b0 = r0; b0 < r1; b0 += RB) {
         const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
         const ag_real *x = j->x + b0 * C;
-        ag_real m[RB], v[RB], zero[RB] = {0};
-        block_sums(C, nb, x, zero, 1, m);
+        if (b0 + 2 * RB <= r1) fetch_for_writing(j->y + (b0 + RB) * C, RB * C); /* the next block's y */
+        ag_real m[RB], v[RB];
+        block_sums(C, nb, x, NULL, 1, m);
         for (size_t r = 0; r < nb; r++) m[r] /= (ag_real)C;
         block_sums(C, nb, x, m, 2, v);
         for (size_t r = 0; r < nb; r++) v[r] /= (ag_real)C;
@@ -309,14 +332,63 @@ static inline AG_ALWAYS_INLINE void rows4_dsums(size_t C, const ag_real *x, cons
     }
 }
 
+/* dx of row r, given its means ar of dxhat and br of dxhat * xhat:
+ *   dx = rstd * (dxhat - ar - xhat * br)
+ * stored into a fresh dx (nothing in it yet), added otherwise. */
+static inline AG_ALWAYS_INLINE void row_dx(const norm_job *j, size_t r, ag_real ar, ag_real br)
+{
+    const size_t C = j->C;
+    const ag_real *xr = j->x + r * C, *dyr = j->dy + r * C, *gd = j->gd, mr = j->mean[r], sr = j->rstd[r];
+    ag_real *dxr = j->dx + r * C;
+    if (j->fresh) {
+#pragma omp simd
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (xr[i] - mr) * sr;
+            dxr[i] = sr * (dyr[i] * gd[i] - ar - xhat * br);
+        }
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < C; i++) {
+            ag_real xhat = (xr[i] - mr) * sr;
+            dxr[i] += sr * (dyr[i] * gd[i] - ar - xhat * br);
+        }
+    }
+}
+
+/* The same for rows [b0, b0 + NR) (NR = 4 or 1, a constant where called),
+ * given their ar and br, and the rows added into dgain and dbias (y = xhat * gain + bias) in the
+ * same sweep, each column in row order as norm_params_backward does: the
+ * same bits, and x and dy read once.  Columns outside, rows inside: a
+ * column's sums go through memory once per NR rows, not once a row. */
+static inline AG_ALWAYS_INLINE void rows_dx_params(const norm_job *j, size_t b0, const size_t NR, const ag_real *ar,
+                                                   const ag_real *br, const bool fresh)
+{
+    const size_t C = j->C;
+    const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *gd = j->gd, *mean = j->mean + b0, *rstd = j->rstd + b0;
+    ag_real *dx = j->dx + b0 * C, *dgain = j->dgain, *dbias = j->dbias;
+#pragma omp simd
+    for (size_t i = 0; i < C; i++) {
+        ag_real sg = dgain[i], sb = dbias[i];
+#pragma GCC unroll 4
+        for (size_t r = 0; r < NR; r++) {
+            const ag_real xhat = (x[r * C + i] - mean[r]) * rstd[r], d = dy[r * C + i];
+            const ag_real v = rstd[r] * (d * gd[i] - ar[r] - xhat * br[r]);
+            dx[r * C + i] = fresh ? v : dx[r * C + i] + v;
+            sb += d, sg += d * xhat;
+        }
+        dgain[i] = sg, dbias[i] = sb;
+    }
+}
+
+enum { AHEAD = 8 }; /* rows: the sweep with dgain and dbias asks for x, dy and dx this far ahead */
+
 /* Rows [r0, r1) of dx, four at a time (rows4_dsums; the last few one by
- * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then
- *   dx = rstd * (dxhat - a - xhat * b)
- * (xhat = (x - mean) * rstd through mean and through rstd), stored into a
- * fresh dx (nothing in it yet), added otherwise.  Four rows, not RB: four
- * rows' chains of additions already overlap, and the rows' x and dy are
- * read again while still in L1 (blocks of 16 were as fast with x and dy
- * in cache and 30% slower without). */
+ * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then dx
+ * row by row (row_dx), or dx with dgain and dbias when j->params
+ * (rows_dx_params).  Four rows, not RB: four rows' chains of additions
+ * already overlap, and the rows' x and dy are read again while still in
+ * L1 (blocks of 16 were as fast with x and dy in cache and 30% slower
+ * without). */
 static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
 {
     const size_t C = j->C;
@@ -327,23 +399,16 @@ static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t
         ag_real a[4], b[4];
         if (nb == 4) rows4_dsums(C, x, dy, gd, mean, rstd, a, b);
         else row_dsums(C, 0, x, dy, gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
-        for (size_t r = 0; r < nb; r++) {
-            const ag_real *xr = x + r * C, *dyr = dy + r * C, mr = mean[r], sr = rstd[r];
-            const ag_real ar = a[r] / (ag_real)C, br = b[r] / (ag_real)C;
-            ag_real *dxr = j->dx + (b0 + r) * C;
-            if (j->fresh) {
-#pragma omp simd
-                for (size_t i = 0; i < C; i++) {
-                    ag_real xhat = (xr[i] - mr) * sr;
-                    dxr[i] = sr * (dyr[i] * gd[i] - ar - xhat * br);
-                }
-            } else {
-#pragma omp simd
-                for (size_t i = 0; i < C; i++) {
-                    ag_real xhat = (xr[i] - mr) * sr;
-                    dxr[i] += sr * (dyr[i] * gd[i] - ar - xhat * br);
-                }
+        for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+        if (j->params) {
+            if (b0 + AHEAD + 4 <= r1) { /* the rows AHEAD on */
+                fetch_for_reading(x + AHEAD * C, 4 * C), fetch_for_reading(dy + AHEAD * C, 4 * C);
+                fetch_for_writing(j->dx + (b0 + AHEAD) * C, 4 * C);
             }
+            if (nb == 4) j->fresh ? rows_dx_params(j, b0, 4, a, b, true) : rows_dx_params(j, b0, 4, a, b, false);
+            else j->fresh ? rows_dx_params(j, b0, 1, a, b, true) : rows_dx_params(j, b0, 1, a, b, false);
+        } else {
+            for (size_t r = 0; r < nb; r++) row_dx(j, b0 + r, a[r], b[r]);
         }
         b0 += nb;
     }
@@ -436,9 +501,11 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
                   .mean = mean, .rstd = rstd, .dx = dx, .dgain = dgain, .dbias = dbias,
                   .fresh = fresh};
     /* dx by rows; dgain and dbias by columns, so that each of their sums
-     * is made by one thread in row order, whatever the count */
+     * is made by one thread in row order, whatever the count.  On one
+     * thread, with all three wanted, one sweep makes them in that order. */
+    j.params = nt == 1 && dx && dgain && dbias;
     if (dx) ag__parallel_for((size_t)nt, nt, norm_rows_backward_at, &j);
-    if (dgain || dbias) ag__parallel_for((size_t)nt, nt, norm_params_backward_at, &j);
+    if ((dgain || dbias) && !j.params) ag__parallel_for((size_t)nt, nt, norm_params_backward_at, &j);
 }
 
 static ag_tensor *case_affine(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 1e-5); }

@@ -262,6 +262,31 @@ Test(layer_norm, every_level_gives_the_baselines_bits)
     ag__isa_force(NULL);
 }
 
+/* One thread makes dgain and dbias in the dx sweep, more threads in a sweep
+ * by columns: each column is summed in row order either way, so the
+ * thread count changes no bit. */
+Test(layer_norm, one_thread_and_two_give_the_same_bits)
+{
+    size_t min_work = ag__thread_min_work;
+    for (int sh = 0; sh < NSHAPES; sh++) {
+        int rows = long_shapes[sh][0], C = long_shapes[sh][1];
+        const size_t len[4] = {(size_t)rows * C, (size_t)rows * C, (size_t)C, (size_t)C};
+        ag_real *one[4], *two[4];
+        ag_set_threads(1);
+        run_norm(rows, C, one);
+        ag_set_threads(2), ag__thread_min_work = 1; /* two threads however small the rows */
+        run_norm(rows, C, two);
+        ag_set_threads(1), ag__thread_min_work = min_work;
+        for (int k = 0; k < 4; k++) {
+            for (size_t i = 0; i < len[k]; i++)
+                cr_assert(memcmp(&two[k][i], &one[k][i], sizeof(ag_real)) == 0,
+                          "[%d, %d]: output %d [%zu] = %a on two threads, %a on one", rows, C, k, i,
+                          (double)two[k][i], (double)one[k][i]);
+            free(one[k]), free(two[k]);
+        }
+    }
+}
+
 #ifdef AG_DOUBLE
 Test(layer_norm, gradcheck) { expect_op_gradcheck("layer_norm"); }
 #endif

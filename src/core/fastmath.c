@@ -302,8 +302,15 @@ AG_INLINE float logistic_exp(float x, int *neg, float *s1, float *s2)
     return a == -120.0f ? 0.0f : p * r * r + r + 1.0f;
 }
 
-/* y = x s = (w > 0 ? x m : x) / (1 + e), times 2^-n where w > 0 */
-AG_INLINE float gelu_tanh_f(float x)
+/* y = x s and dy/dx, from one logistic_exp:
+ *   y = x s = (w > 0 ? x m : x) / (1 + e), times 2^-n where w > 0;
+ *   dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)
+ *   (ds/du = (1 - tanh^2 u) / 2 = 2 s (1 - s)), with s and 1 - s from
+ *   1 / (1 + e), corrected as y's quotient: 1 - s read off y / x would
+ *   cancel where s is near 1 (x > 2).
+ * gelu_tanh_f is its first half: y has the same bits with or without the
+ * slope. */
+AG_INLINE gelu_pair gelu_tanh_pair_f(float x)
 {
     int neg;
     float s1, s2, m = logistic_exp(x, &neg, &s1, &s2), e = m * s1 * s2;
@@ -312,31 +319,22 @@ AG_INLINE float gelu_tanh_f(float x)
     /* where w > 0, q / (1 + dl / d), with dl / d taken as dl (dl < 2^-24);
      * elsewhere q as it is, within 1.6 ulp without it (and x = inf stays
      * inf: inf dl would be inf 0) */
-    return neg ? (q - q * dl) * s1 * s2 : q;
-}
-
-/* y = x s  ->  dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)
- * (ds/du = (1 - tanh^2 u) / 2 = 2 s (1 - s)).  s and 1 - s are taken again
- * from x: 1 - s read off the forward's y / x would cancel where s is near
- * 1 (x > 2), and it is the one that costs the exp. */
-AG_INLINE float gelu_tanh_grad_f(float x, float y, float dy)
-{
-    (void)y;
-    int neg;
-    float s1, s2, m = logistic_exp(x, &neg, &s1, &s2), e = m * s1 * s2, d = 1.0f + e, dl = (1.0f - d) + e;
+    float y = neg ? (q - q * dl) * s1 * s2 : q;
     float r = 1.0f / d;
-    r = r - r * dl; /* 1 / (1 + e), corrected as the forward's quotient */
+    r = r - r * dl; /* 1 / (1 + e), corrected as the quotient above */
     float s = neg ? m * r : r, sc = neg ? r : e * r; /* s (times 2^n where w > 0) and 1 - s */
     float du = 0.797884583f + 0.107032225f * (x * x); /* k (1 + 3 c x^2) = k + 3 c k x^2 */
     float g = s + x * (2.0f * s * sc) * du;
-    return dy * (neg ? g * s1 * s2 : g);
+    return (gelu_pair){y, neg ? g * s1 * s2 : g};
 }
+AG_INLINE float gelu_tanh_f(float x) { return gelu_tanh_pair_f(x).y; }
 
 AG_ISA_MAP(gelu_tanh_map, gelu_tanh_f)
-AG_ISA_MAP_GRAD(gelu_tanh_grad_map, gelu_tanh_grad_f)
+AG_INLINE void gelu_tanh_slope_loop AG_MAP2_PARAMS { simd_map2(n, x, y, s, gelu_tanh_pair_f); }
+AG_ISA_CLONES(void, gelu_tanh_slope_loop, AG_MAP2_PARAMS, gelu_tanh_slope_loop(n, x, y, s))
 void ag__gelu_tanh_floats(size_t n, const float *x, float *y) { gelu_tanh_map(n, x, y); }
-void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
+void ag__gelu_tanh_slope_floats(size_t n, const float *x, float *y, float *s)
 {
-    gelu_tanh_grad_map(n, x, y, dy, dx, fresh);
+    AG_ISA_CALL(gelu_tanh_slope_loop, (n, x, y, s));
 }
 #endif

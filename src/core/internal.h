@@ -336,16 +336,15 @@ ag_real ag__row_max(size_t n, const ag_real *x);
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
  * vectorised and within a few ulp (src/core/fastmath.c); gelu with its
  * slope s = dy/dx = Phi(x) + x phi(x) (the same y, and s from the same
- * exp); GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2, and its
- * backward (ops/gelu_tanh.c). */
+ * exp); GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2, alone and with
+ * its slope likewise (ops/gelu_tanh.c). */
 void ag__exp_floats(size_t n, const float *x, float *y);
 void ag__log_floats(size_t n, const float *x, float *y);
 void ag__tanh_floats(size_t n, const float *x, float *y);
 void ag__gelu_floats(size_t n, const float *x, float *y);
 void ag__gelu_slope_floats(size_t n, const float *x, float *y, float *s);
 void ag__gelu_tanh_floats(size_t n, const float *x, float *y);
-void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx,
-                               bool fresh);
+void ag__gelu_tanh_slope_floats(size_t n, const float *x, float *y, float *s);
 #endif
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/core/threads.c). */

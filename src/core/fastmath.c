@@ -172,9 +172,10 @@ AG_INLINE float gauss_2p64(float x, int fma)
     float t = sq * 0.721347520f + 12582912.0f; /* a^2 / (2 ln 2) + 1.5 2^23: n in the low bits */
     float n = t - 12582912.0f;
     float r = (hi - n * 1.38671875f) - n * -4.24388880e-4f + lo; /* 2 ln 2 in two parts */
-    /* 2^(64 - n): 127 + 64 - n in the exponent's field (bits_of(t) = 0x4b400000 + n) */
-    float scale = f_from_bits((0x4b400000u + 191u - bits_of(t)) << 23);
-    return ((horner(r, gauss_c, 5) * r - 0.5f) * r + 1.0f) * scale;
+    float m = (horner(r, gauss_c, 5) * r - 0.5f) * r + 1.0f;
+    /* m 2^(64 - n), exact, as 64 - n added to m's exponent field (bits_of(t)
+     * = 0x4b400000 + n): an integer addition, not a multiplication */
+    return f_from_bits(bits_of(m) + ((0x4b400000u + 64u - bits_of(t)) << 23));
 }
 
 /* Phi(x) = P(X <= x) for a standard normal X, through erfc:

@@ -265,7 +265,9 @@ size_t ag_graph_arena_used(const ag_graph *g);  /* bytes in use now */
  *     reached it, or NULL: NULL before backward, without requires_grad, and
  *     for a reshape, add or sub whose gradient buffer went to its input (it
  *     equals the input's gradient there, and backward saves a copy by
- *     sharing it).  ag_retain_grad keeps an intermediate's own gradient.
+ *     sharing it), and for a gelu or gelu_tanh whose buffer did (its
+ *     backward turns it into the input's gradient in place).
+ *     ag_retain_grad keeps an intermediate's own gradient.
  * The tape may grow after a backward: a later call visits only the nodes
  * its own loss depends on.  Returns AG_ERR_SHAPE for a non-scalar loss,
  * AG_ERR_ARG for a loss that is not on g's tape (of another graph, or from

@@ -18,6 +18,8 @@
  * range (its tail too: s is kept as a normal float times a power of two
  * there), checked on a dense sweep besides: every float where the errors
  * peak, and a fine grid (a sparse one missed peaks of 4.2 and 7.2 ulp).
+ * Both GELUs' gradients are the slopes dy/dx that their forward computes
+ * beside y for backward; y has the same bits with or without them.
  * Every test runs at each instruction-set level the CPU has (forced with
  * ag__isa_force, as tests/test_kernels.c does): the kernels are compiled
  * once per level.
@@ -182,25 +184,33 @@ Test(fastmath, special_values)
     ag__isa_force(NULL);
 }
 
-/* GELU's backward from the forward's own output, against
- * Phi(x) + x phi(x) in double, on a dense grid over [-15, 10], near 0
- * down to the smallest subnormal, and the lengths 1 to 40 (every padded
- * tail). */
+/* GELU's slope Phi(x) + x phi(x) in double. */
+static double gelu_slope_ref(double v)
+{
+    return 0.5 * erfc(-v * 0.70710678118654752440) + v * exp(-0.5 * v * v) * 0.39894228040143267794;
+}
+
+/* GELU's slope (the forward's second output, which the backward
+ * multiplies by dy) against Phi(x) + x phi(x) in double, on a dense grid
+ * over [-15, 10], near 0 down to the smallest subnormal, and the lengths
+ * 1 to 40 (every padded tail); the forward's y beside it has gelu's own
+ * bits. */
 Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
 {
     EACH_LEVEL {
         enum { N = 1 << 20 };
-        float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *dy = malloc(N * sizeof *dy),
-              *dx = malloc(N * sizeof *dx);
-        cr_assert(x && y && dy && dx);
-        for (int i = 0; i < N; i++) x[i] = (float)(-15 + 25.0 * i / N), dy[i] = 1, dx[i] = 0;
-        ag__gelu_floats(N, x, y);
-        ag__gelu_grad_floats(N, x, y, dy, dx, true); /* stored */
+        float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *y0 = malloc(N * sizeof *y0),
+              *s = malloc(N * sizeof *s);
+        cr_assert(x && y && y0 && s);
+        for (int i = 0; i < N; i++) x[i] = (float)(-15 + 25.0 * i / N);
+        ag__gelu_floats(N, x, y0);
+        ag__gelu_slope_floats(N, x, y, s);
+        cr_assert(memcmp(y, y0, N * sizeof *y) == 0, "%s: gelu with its slope changed y", level);
         double worst_main = 0, worst_tail = 0;
         for (int i = 0; i < N; i++) {
             double v = x[i], cdf = 0.5 * erfc(-v * 0.70710678118654752440),
                    pdf = exp(-0.5 * v * v) * 0.39894228040143267794;
-            double e = fabs(dx[i] - (cdf + v * pdf)) / ulp_at(fabs(cdf) + fabs(v * pdf));
+            double e = fabs(s[i] - (cdf + v * pdf)) / ulp_at(fabs(cdf) + fabs(v * pdf));
             if (v >= -13) worst_main = fmax(worst_main, e);
             else worst_tail = fmax(worst_tail, e);
         }
@@ -209,47 +219,60 @@ Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
         /* x near 0, down to the smallest subnormal: the gradient is 1/2 */
         static const float tiny[] = {1.4e-45f, 3e-40f, FLT_MIN, 1e-30f, 0x1p-26f, 0x1p-25f, 0x1.000002p-25f, 1e-6f};
         for (size_t i = 0; i < sizeof tiny / sizeof *tiny; i++)
-            for (int s = -1; s <= 1; s += 2) {
-                float v = (float)s * tiny[i], vy, vdx, one = 1;
-                ag__gelu_floats(1, &v, &vy);
-                ag__gelu_grad_floats(1, &v, &vy, &one, &vdx, true);
-                double want = 0.5 * erfc(-(double)v * 0.70710678118654752440) + v * exp(-0.5 * v * v) * 0.39894228040143267794;
-                cr_assert(fabs(vdx - want) <= 7 * ulp_at(want), "%s gelu grad at %a: %a, want %a", level, (double)v, (double)vdx,
+            for (int sg = -1; sg <= 1; sg += 2) {
+                float v = (float)sg * tiny[i], vy, vs;
+                ag__gelu_slope_floats(1, &v, &vy, &vs);
+                double want = gelu_slope_ref(v);
+                cr_assert(fabs(vs - want) <= 7 * ulp_at(want), "%s gelu grad at %a: %a, want %a", level, (double)v, (double)vs,
                           want);
             }
         /* every tail length: the padded copies must not touch past n */
         for (int n = 1; n <= 40; n++) {
-            for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, dx[i] = 3;
-            ag__gelu_floats((size_t)n, x, y);
-            ag__gelu_grad_floats((size_t)n, x, y, dy, dx, false); /* added */
-            for (int i = n; i < 48; i++) cr_assert(y[i] == -7 && dx[i] == 3, "%s: n = %d wrote past the end at %d", level, n, i);
-            for (int i = 0; i < n; i++) { /* dx += dy * gelu'(x), dy = 1 */
-                double v = x[i], g = 0.5 * erfc(-v * 0.70710678118654752440) + v * exp(-0.5 * v * v) * 0.39894228040143267794;
-                cr_assert(fabs(dx[i] - (3 + g)) <= 4 * FLT_EPSILON, "%s: n = %d: dx[%d] = %.9g, want %.9g", level, n, i,
-                          (double)dx[i], 3 + g);
-            }
+            for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, s[i] = 3;
+            ag__gelu_slope_floats((size_t)n, x, y, s);
+            for (int i = n; i < 48; i++) cr_assert(y[i] == -7 && s[i] == 3, "%s: n = %d wrote past the end at %d", level, n, i);
+            for (int i = 0; i < n; i++)
+                cr_assert(fabs(s[i] - gelu_slope_ref(x[i])) <= 4 * FLT_EPSILON, "%s: n = %d: s[%d] = %.9g, want %.9g", level, n,
+                          i, (double)s[i], gelu_slope_ref(x[i]));
         }
-        free(x), free(y), free(dy), free(dx);
+        free(x), free(y), free(y0), free(s);
     }
     ag__isa_force(NULL);
 }
-/* GELU and its gradient give each x the same bits wherever it stands: in
+
+/* At +-inf, Phi(x) + x phi(x) is 1 + inf 0 and 0 - inf 0: NaN, as in
+ * double (and PyTorch); NaN stays NaN; far out it is 1 and 0. */
+Test(fastmath, gelu_slope_special_values)
+{
+    EACH_LEVEL {
+        float x[] = {NAN, INFINITY, -INFINITY, 20.0f, -20.0f, FLT_MAX, -FLT_MAX}, y[7], s[7];
+        ag__gelu_slope_floats(7, x, y, s);
+        cr_assert(isnan(s[0]) && isnan(s[1]) && isnan(s[2]), "%s gelu slope: %a %a %a", level, (double)s[0],
+                  (double)s[1], (double)s[2]);
+        cr_assert(s[3] == 1 && s[4] == 0 && s[5] == 1 && s[6] == 0, "%s gelu slope far out: %a %a %a %a", level,
+                  (double)s[3], (double)s[4], (double)s[5], (double)s[6]);
+    }
+    ag__isa_force(NULL);
+}
+
+/* GELU and its slope give each x the same bits wherever it stands: in
  * a long array or alone (the padded last block), whatever the level. */
 Test(fastmath, gelu_same_bits_at_every_position)
 {
     enum { N = 4099 };
-    static float x[N], dy[N], y[N], dx[N];
-    for (int i = 0; i < N; i++) x[i] = (float)(-16 + 32.0 * i / N), dy[i] = (float)(i % 7) - 3;
+    static float x[N], y[N], s[N], y0[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(-16 + 32.0 * i / N);
     EACH_LEVEL {
-        ag__gelu_floats(N, x, y);
-        ag__gelu_grad_floats(N, x, y, dy, dx, true);
+        ag__gelu_floats(N, x, y0);
+        ag__gelu_slope_floats(N, x, y, s);
         for (int i = 0; i < N; i++) {
-            float y1, dx1;
+            float y1, y2, s1;
             ag__gelu_floats(1, &x[i], &y1);
-            ag__gelu_grad_floats(1, &x[i], &y[i], &dy[i], &dx1, true);
-            cr_assert(memcmp(&y1, &y[i], sizeof y1) == 0 && memcmp(&dx1, &dx[i], sizeof dx1) == 0,
-                      "%s: gelu(%a) alone %a / %a, in the array %a / %a", level, (double)x[i], (double)y1, (double)dx1,
-                      (double)y[i], (double)dx[i]);
+            ag__gelu_slope_floats(1, &x[i], &y2, &s1);
+            cr_assert(memcmp(&y1, &y0[i], sizeof y1) == 0 && memcmp(&y2, &y[i], sizeof y2) == 0 &&
+                          memcmp(&s1, &s[i], sizeof s1) == 0,
+                      "%s: gelu(%a) alone %a / %a, in the array %a / %a", level, (double)x[i], (double)y1, (double)s1,
+                      (double)y[i], (double)s[i]);
         }
     }
     ag__isa_force(NULL);
@@ -280,11 +303,10 @@ static void gelu_tanh_dense(worst *fwd, worst *grad)
 {
     enum { B = 1 << 16, GRID = 1 << 22 };
     static const float from[] = {-3.0f, -5.0f, -10.25f}, to[] = {-2.25f, -4.5f, -10.0f};
-    static float x[B], y[B], dy[B], dx[B];
+    static float x[B], y[B], y0[B], dx[B];
     *fwd = *grad = (worst){0, 0};
     int range = 0, m = 0;
     float v = from[0];
-    for (int i = 0; i < B; i++) dy[i] = 1;
     for (long g = 0; g < GRID || range < 3;) {
         if (range < 3) { /* every float of the range, then the next */
             x[m++] = v;
@@ -294,8 +316,9 @@ static void gelu_tanh_dense(worst *fwd, worst *grad)
             x[m++] = (float)(-15 + 25.0 * (double)g++ / GRID);
         }
         if (m == B || (g == GRID && range == 3)) {
-            ag__gelu_tanh_floats((size_t)m, x, y);
-            ag__gelu_tanh_grad_floats((size_t)m, x, y, dy, dx, true);
+            ag__gelu_tanh_floats((size_t)m, x, y0);
+            ag__gelu_tanh_slope_floats((size_t)m, x, y, dx); /* dx = the slope: dy = 1 */
+            cr_assert(memcmp(y, y0, (size_t)m * sizeof *y) == 0, "%s: gelu_tanh with its slope changed y", level);
             for (int i = 0; i < m; i++) {
                 double terms, want = gelu_tanh_grad_ref(x[i], &terms);
                 check_one("gelu_tanh", x[i], y[i], gelu_tanh_ref(x[i]), fwd);
@@ -327,20 +350,18 @@ Test(fastmath, gelu_tanh_gradient_within_6_ulp_of_its_terms)
         worst fwd, w;
         gelu_tanh_dense(&fwd, &w);
         cr_assert(w.ulps <= 6, "%s gelu_tanh grad: %.3f ulp at %a", level, w.ulps, (double)w.at);
-        float x[48], y[48], dy[48], dx[48];
-        for (int i = 0; i < 48; i++) dy[i] = 1;
-        for (int n = 1; n <= 40; n++) {
-            for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, dx[i] = 3;
-            ag__gelu_tanh_floats((size_t)n, x, y);
-            ag__gelu_tanh_grad_floats((size_t)n, x, y, dy, dx, false); /* added */
+        float x[48], y[48], d[48];
+        for (int n = 1; n <= 40; n++) { /* every tail length: the padded copies must not touch past n */
+            for (int i = 0; i < 48; i++) x[i] = (float)(i - 20) * 0.25f, y[i] = -7, d[i] = 3;
+            ag__gelu_tanh_slope_floats((size_t)n, x, y, d);
             for (int i = n; i < 48; i++)
-                cr_assert(y[i] == -7 && dx[i] == 3, "%s: n = %d wrote past the end at %d", level, n, i);
-            for (int i = 0; i < n; i++) { /* dx += dy * gelu_tanh'(x), dy = 1 */
+                cr_assert(y[i] == -7 && d[i] == 3, "%s: n = %d wrote past the end at %d", level, n, i);
+            for (int i = 0; i < n; i++) {
                 double terms, g = gelu_tanh_grad_ref(x[i], &terms);
                 cr_assert(fabs(y[i] - gelu_tanh_ref(x[i])) <= 4 * FLT_EPSILON * (fabs(x[i]) + 1),
                           "%s: n = %d: y[%d] = %.9g, want %.9g", level, n, i, (double)y[i], gelu_tanh_ref(x[i]));
-                cr_assert(fabs(dx[i] - (3 + g)) <= 4 * FLT_EPSILON, "%s: n = %d: dx[%d] = %.9g, want %.9g", level, n, i,
-                          (double)dx[i], 3 + g);
+                cr_assert(fabs(d[i] - g) <= 4 * FLT_EPSILON, "%s: n = %d: slope[%d] = %.9g, want %.9g", level, n, i,
+                          (double)d[i], g);
             }
         }
     }

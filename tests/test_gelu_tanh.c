@@ -58,6 +58,29 @@ Test(gelu_tanh, far_from_zero_it_is_x_or_zero_and_its_gradient_finite)
     ag_graph_free(g);
 }
 
+/* L = sum(gelu_tanh(h)) + sum(h h), h = 2 x: dL/dx = 2 (gelu_tanh'(h) + 2 h).
+ * With the gelu_tanh as h's newest consumer, backward gives it h's buffer
+ * and it turns dy into dh there (y->grad then reads NULL); built first, it
+ * adds into h's own.  The same gradient either way. */
+Test(gelu_tanh, backward_in_its_output_buffer_or_into_its_input)
+{
+    static const ag_real xs[] = {-1.5, -0.5, 0.25, 1, 2.5};
+    static const double want[] = {-12.023168333261939, -4.165928167691565, 3.7347398070692845, 10.172198513247237,
+                                  22.000003092723976};
+    for (int last = 0; last <= 1; last++) {
+        ag_graph *g = ag_graph_new();
+        ag_tensor *x = ag_tensor_from(g, AG_SHAPE(5), xs);
+        ag_set_requires_grad(x, 1);
+        ag_tensor *h = ag_scale(g, x, 2), *sq = last ? ag_mul(g, h, h) : NULL, *y = ag_gelu_tanh(g, h);
+        if (!last) sq = ag_mul(g, h, h);
+        ag_tensor *loss = ag_add(g, ag_sum_all(g, y), ag_sum_all(g, sq));
+        cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
+        expect_close(x->grad, want, 5, TOL(1e-13, 1e-5), TOL(1e-14, 1e-6), last ? "dx (gelu_tanh last)" : "dx");
+        cr_assert(last ? y->grad == NULL : y->grad != NULL, "y->grad %s", y->grad ? "kept" : "NULL");
+        ag_graph_free(g);
+    }
+}
+
 Test(gelu_tanh, null_input_names_the_op)
 {
     ag_graph *g = ag_graph_new();

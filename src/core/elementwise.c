@@ -290,9 +290,10 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim, const int *fro
 /* A unary op's forward or backward, cut in nt pieces. */
 typedef struct unary_run {
     ag_unary_fwd fwd;
+    ag_unary_fwd_slope fwd_slope;
     ag_unary_bwd bwd;
     const ag_tensor *x, *y;
-    ag_real *dx;
+    ag_real *dx, *slope; /* slope: dy/dx, or NULL */
     bool fresh;
     int nt;
 } unary_run;
@@ -301,7 +302,10 @@ static void unary_piece(void *ctx, size_t t)
 {
     const unary_run *j = ctx;
     size_t i0 = piece(j->x->size, (int)t, j->nt), i1 = piece(j->x->size, (int)t + 1, j->nt);
-    j->fwd(i1 - i0, j->x->data + i0, j->y->data + i0, ag__impl(j->y)->farg);
+    if (j->fwd_slope)
+        j->fwd_slope(i1 - i0, j->x->data + i0, j->y->data + i0, j->slope ? j->slope + i0 : NULL);
+    else
+        j->fwd(i1 - i0, j->x->data + i0, j->y->data + i0, ag__impl(j->y)->farg);
 }
 
 ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd, double farg0)
@@ -337,6 +341,53 @@ void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd)
     if (!dx) return;
     unary_run j = {.bwd = bwd, .x = x, .y = y, .dx = dx, .fresh = fresh, .nt = ag__threads_for(y->size)};
     ag__parallel_for((size_t)j.nt, j.nt, unary_bwd_piece, &j);
+}
+
+/* The slope dy/dx saved by the forward (aux) when y will be differentiated:
+ * y requires grad, which it never does in no-grad mode.  Then nothing is
+ * kept, and the forward computes y alone. */
+ag_tensor *ag__unary_slope(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd_slope fwd)
+{
+    if (!ag__ok(g, ag_op_name(op), 1, x)) return NULL;
+    ag_tensor *y = ag__node(g, op, x->ndim, x->shape, 1, &x);
+    if (!y) return NULL;
+    ag_real *slope = NULL;
+    if (y->requires_grad && !(slope = ag__save(g, (x->size ? x->size : 1) * sizeof(ag_real)))) return NULL;
+    ag__impl(y)->aux = slope;
+    unary_run j = {.fwd_slope = fwd, .x = x, .y = y, .slope = slope, .nt = ag__threads_for(x->size)};
+    ag__parallel_for((size_t)j.nt, j.nt, unary_piece, &j);
+    return y;
+}
+
+/* dx (+)= dy * s over n elements, one clone per instruction set */
+#define SLOPE_PARAMS (size_t n, const ag_real *dy, const ag_real *s, ag_real *dx, bool fresh)
+AG_INLINE void slope_loop SLOPE_PARAMS
+{
+    if (fresh) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) dx[i] = dy[i] * s[i];
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) dx[i] += dy[i] * s[i];
+    }
+}
+AG_ISA_CLONES(void, slope_loop, SLOPE_PARAMS, slope_loop(n, dy, s, dx, fresh))
+
+static void slope_bwd_piece(void *ctx, size_t t)
+{
+    const unary_run *j = ctx;
+    size_t i0 = piece(j->y->size, (int)t, j->nt), i1 = piece(j->y->size, (int)t + 1, j->nt);
+    AG_ISA_CALL(slope_loop, (i1 - i0, j->y->grad + i0, j->slope + i0, j->dx + i0, j->fresh));
+}
+
+void ag__unary_slope_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *x = y->src[0];
+    bool fresh = true; /* dx = dy * s in place, in one buffer for both (grad_in_place) */
+    ag_real *dx = x->grad && x->grad == y->grad ? x->grad : ag__grad_fresh(g, x, &fresh);
+    if (!dx) return;
+    unary_run j = {.y = y, .dx = dx, .slope = ag__impl(y)->aux, .fresh = fresh, .nt = ag__threads_for(y->size)};
+    ag__parallel_for((size_t)j.nt, j.nt, slope_bwd_piece, &j);
 }
 
 /* ---- exp over a row (softmax and its fused forms) ----------------------- */

@@ -1,5 +1,6 @@
 /* src/core/fastmath.c: the float build's vectorised exp, log, tanh and
- * GELU (erf and tanh forms, forward and backward), each a loop over an
+ * GELU (erf and tanh forms, alone and with their slopes dy/dx, which
+ * backward multiplies by dy: ops/gelu.c), each a loop over an
  * array compiled once per instruction set (core/blocks.h), the machine's
  * picked at every call.  The double build calls libm instead (it is the
  * build for gradient checks): nothing here.
@@ -81,6 +82,50 @@ void ag__exp_floats(size_t n, const float *x, float *y) { exp_map(n, x, y); }
 void ag__log_floats(size_t n, const float *x, float *y) { log_map(n, x, y); }
 void ag__tanh_floats(size_t n, const float *x, float *y) { tanh_map(n, x, y); }
 
+/* The GELUs' loops.  y_i = f(x_i) for i < n, as ag__map (core/blocks.h:
+ * the last, shorter block through a padded copy), but the whole blocks as
+ * one `omp simd` loop: clang vectorises GELU's long chains only so.  Every
+ * element takes the same vector code (a vector's width divides the
+ * block's).  With f2, y_i and s_i = dy_i/dx_i are f2(x_i)'s two halves.
+ * Their arithmetic is f's, compiled with the options of the loop that
+ * calls them (fused or not). */
+typedef struct gelu_pair {
+    float y, slope;
+} gelu_pair;
+#define AG_MAP2_PARAMS (size_t n, const float *x, float *y, float *s)
+AG_INLINE void simd_map(size_t n, const float *x, float *y, float (*f)(float))
+{
+    size_t m = n / AG_BLOCK * AG_BLOCK;
+#pragma omp simd
+    for (size_t i = 0; i < m; i++) y[i] = f(x[i]);
+    if (m < n) {
+        float xt[AG_BLOCK] = {0}, t[AG_BLOCK];
+        memcpy(xt, x + m, (n - m) * sizeof *x);
+#pragma omp simd
+        for (int l = 0; l < AG_BLOCK; l++) t[l] = f(xt[l]);
+        memcpy(y + m, t, (n - m) * sizeof *y);
+    }
+}
+AG_INLINE void simd_map2(size_t n, const float *x, float *y, float *s, gelu_pair (*f2)(float))
+{
+    size_t m = n / AG_BLOCK * AG_BLOCK;
+#pragma omp simd
+    for (size_t i = 0; i < m; i++) {
+        gelu_pair p = f2(x[i]);
+        y[i] = p.y, s[i] = p.slope;
+    }
+    if (m < n) {
+        float xt[AG_BLOCK] = {0}, yt[AG_BLOCK], st[AG_BLOCK];
+        memcpy(xt, x + m, (n - m) * sizeof *x);
+#pragma omp simd
+        for (int l = 0; l < AG_BLOCK; l++) {
+            gelu_pair p = f2(xt[l]);
+            yt[l] = p.y, st[l] = p.slope;
+        }
+        memcpy(y + m, yt, (n - m) * sizeof *y);
+        memcpy(s + m, st, (n - m) * sizeof *s);
+    }
+}
 /* From here to GELU's entry points, a * b + c may be one fused
  * multiply-add where the instruction set has one (the chains of Horner
  * steps): within the same bounds on every level (tests/test_fastmath.c),
@@ -105,11 +150,12 @@ AG_INLINE void square_parts(float a, int fma, float *hi, float *lo, float *sq)
     }
 }
 
-/* e^(-x^2/2) as m 2^(64 - n), m = e^(-r/2) in [2^-1/2, 2^1/2]: the power
- * of two is returned as a float, `scale` (2^64 down to 2^-88: in float's
- * normal range), so that the caller can bring m's product with other
- * factors (prescaled by 2^-64) down to its size in one rounding, even
- * where that is subnormal.  0 for |x| >= 14.5 (NaN and inf too).
+/* e^(-x^2/2) 2^64, as m 2^(64 - n) with m = e^(-r/2) in [2^-1/2, 2^1/2]:
+ * the product is exact, since 2^(64 - n) is 2^64 down to 2^-88, which
+ * keeps it in float's normal range.  The caller multiplies it by factors
+ * prescaled by 2^-64, so that their product is rounded once, even where it
+ * is subnormal.  Its value at |x| = 14.5 for |x| >= 14.5 (NaN and inf
+ * too), where every such product is 0.
  *
  * x^2 = hi + lo is taken exactly (square_parts), since rounding it
  * would cost x^2 / 2 ulp of the result (80 near |x| = 13).  Then
@@ -119,119 +165,74 @@ AG_INLINE void square_parts(float a, int fma, float *hi, float *lo, float *sq)
  * e^(-r/2) = 1 - r/2 + r^2 G(r), G of degree 4, |r| <= 0.72 */
 static const float gauss_c[5] = {2.1576310246e-05f, -2.6160926791e-04f, 2.6042917743e-03f, -2.0833121613e-02f,
                                  1.2499997765e-01f};
-AG_INLINE float gauss_parts(float x, int fma, float *scale)
+AG_INLINE float gauss_2p64(float x, int fma)
 {
     float a = fabsf(x), hi, lo, sq;
     square_parts(a < 14.5f ? a : 14.5f, fma, &hi, &lo, &sq); /* n = 152: 0 in the end */
     float t = sq * 0.721347520f + 12582912.0f; /* a^2 / (2 ln 2) + 1.5 2^23: n in the low bits */
     float n = t - 12582912.0f;
     float r = (hi - n * 1.38671875f) - n * -4.24388880e-4f + lo; /* 2 ln 2 in two parts */
-    /* 127 + 64 - n in the exponent's field: (bits_of(t) = 0x4b400000 + n) */
-    *scale = f_from_bits((0x4b400000u + 191u - bits_of(t)) << 23);
-    return (horner(r, gauss_c, 5) * r - 0.5f) * r + 1.0f;
-}
-
-/* phi(x) = e^(-x^2/2) / sqrt(2 pi), rounded once */
-AG_INLINE float normal_pdf_f(float x, int fma)
-{
-    float scale, m = gauss_parts(x, fma, &scale);
-    return m * (0x1p-64f * 0.398942280f) * scale;
+    float m = (horner(r, gauss_c, 5) * r - 0.5f) * r + 1.0f;
+    /* m 2^(64 - n), exact, as 64 - n added to m's exponent field (bits_of(t)
+     * = 0x4b400000 + n): an integer addition, not a multiplication */
+    return f_from_bits(bits_of(m) + ((0x4b400000u + 64u - bits_of(t)) << 23));
 }
 
 /* Phi(x) = P(X <= x) for a standard normal X, through erfc:
  *   Phi(x) = erfc(u) / 2 for x < 0,  1 - erfc(u) / 2 otherwise,  u = |x| / sqrt 2,
  * so that the left tail keeps its relative precision (1 + erf(x / sqrt 2)
  * would cancel).  erfc(u) = e^(-u^2) Q(t), t = 1 / (1 + u / 2), Q of degree
- * 10 on u in [0, 10.5] (beyond, erfc is below float's range).
+ * 10 on u in [0, 10.5] (beyond, erfc is below float's range).  *e is
+ * e^(-x^2/2) 2^64 (gauss_2p64), for phi(x).
  * Q(t) = erfc(u) e^(u^2), t = 1 / (1 + u / 2), u in [0, 10.5]; here times
- * 2^-65 (exact), for erfc(u) / 2 prescaled as gauss_parts asks */
+ * 2^-65 (exact), for erfc(u) / 2 prescaled as gauss_2p64 asks */
 #define Q_(c) (0x1p-65f * (c))
 static const float erfcx_c[11] = {Q_(2.633104846e-02f), Q_(-2.017946094e-01f), Q_(6.204187274e-01f),
                                   Q_(-9.374295473e-01f), Q_(6.574921012e-01f), Q_(-2.358706295e-01f),
                                   Q_(2.788786590e-01f), Q_(2.250769138e-01f), Q_(2.850203216e-01f),
                                   Q_(2.818694711e-01f), Q_(7.548784652e-06f)};
 #undef Q_
-AG_INLINE float normal_cdf_f(float x, int fma)
+AG_INLINE float normal_cdf_f(float x, int fma, float *e)
 {
-    float scale, m = gauss_parts(x, fma, &scale); /* e^(-x^2/2) = m scale 2^-64 */
+    *e = gauss_2p64(x, fma);
     float t = 1.0f / (1.0f + 0.353553391f * fabsf(x)); /* u / 2 = |x| / (2 sqrt 2) */
-    float half_erfc = m * horner(t, erfcx_c, 11) * scale; /* rounded once, if subnormal */
+    float half_erfc = *e * horner(t, erfcx_c, 11); /* rounded once, if subnormal */
     return x < 0 ? half_erfc : 1.0f - half_erfc;
 }
 
-/* GELU, forward and backward.  The AVX2 and AVX-512 levels have fmaf in
- * hardware (cpu.c asks AVX2's for it) and square x with it; the baseline
- * splits x in halves instead, unless its fmaf is fast too (FP_FAST_FMAF:
- * arm64). */
+/* GELU, alone and with its slope.  The AVX2 and AVX-512 levels have fmaf
+ * in hardware (cpu.c asks AVX2's for it) and square x with it; the
+ * baseline splits x in halves instead, unless its fmaf is fast too
+ * (FP_FAST_FMAF: arm64).
+ *
+ * y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x)   (product rule; Phi' = phi),
+ * with phi(x) = e^(-x^2/2) / sqrt(2 pi) from the same exp as Phi(x),
+ * rounded once: a multiplication, and a multiply-add for the slope.
+ * Where |x| >= 14.5 phi(x) is 0, and the slope at x = +-inf is NaN
+ * (inf 0), as in double.  gelu_f is the first half of gelu_pair_f: y has
+ * the same bits with or without its slope. */
 #ifdef FP_FAST_FMAF
 enum { BASE_FMA = 1 };
 #else
 enum { BASE_FMA = 0 };
 #endif
-AG_INLINE float gelu_f(float x) { return x * normal_cdf_f(x, BASE_FMA); }
-AG_INLINE float gelu_fma_f(float x) { return x * normal_cdf_f(x, 1); }
+AG_INLINE gelu_pair gelu_pair_f(float x, int fma)
+{
+    float e, cdf = normal_cdf_f(x, fma, &e);
+    float pdf = e * (0x1p-64f * 0.398942280f);
+    return (gelu_pair){x * cdf, cdf + x * pdf};
+}
+AG_INLINE gelu_pair gelu_pair_base_f(float x) { return gelu_pair_f(x, BASE_FMA); }
+AG_INLINE gelu_pair gelu_pair_fma_f(float x) { return gelu_pair_f(x, 1); }
+AG_INLINE float gelu_f(float x) { return gelu_pair_f(x, BASE_FMA).y; }
+AG_INLINE float gelu_fma_f(float x) { return gelu_pair_f(x, 1).y; }
 
-/* y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x), with Phi(x) = y / x read
- * off the forward's output: only phi is computed anew.  Below |x| = 2^-25
- * Phi(x) rounds to 1/2, and y / x would not (y = x / 2 rounded, subnormal
- * for the smallest x). */
-AG_INLINE float gelu_grad_core(float x, float y, float dy, int fma)
-{
-    float cdf = fabsf(x) >= 0x1p-25f ? y / x : 0.5f, pdf = normal_pdf_f(x, fma);
-    return dy * (cdf + x * pdf);
-}
-AG_INLINE float gelu_grad_f(float x, float y, float dy) { return gelu_grad_core(x, y, dy, BASE_FMA); }
-AG_INLINE float gelu_grad_fma_f(float x, float y, float dy) { return gelu_grad_core(x, y, dy, 1); }
-
-/* y_i = f(x_i) and dx_i (+)= f(x_i, y_i, dy_i) for i < n, as ag__map and
- * ag__map_grad (core/blocks.h: the last, shorter block through padded
- * copies), but the whole blocks as one `omp simd` loop: clang vectorises
- * GELU's long chains only so.  Every element takes the same vector code
- * (a vector's width divides the block's). */
-AG_INLINE void simd_map(size_t n, const float *x, float *y, float (*f)(float))
-{
-    size_t m = n / AG_BLOCK * AG_BLOCK;
-#pragma omp simd
-    for (size_t i = 0; i < m; i++) y[i] = f(x[i]);
-    if (m < n) {
-        float xt[AG_BLOCK] = {0}, t[AG_BLOCK];
-        memcpy(xt, x + m, (n - m) * sizeof *x);
-#pragma omp simd
-        for (int l = 0; l < AG_BLOCK; l++) t[l] = f(xt[l]);
-        memcpy(y + m, t, (n - m) * sizeof *y);
-    }
-}
-AG_INLINE void simd_map_grad(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh,
-                             float (*f)(float, float, float))
-{
-    size_t m = n / AG_BLOCK * AG_BLOCK;
-    if (fresh) {
-#pragma omp simd
-        for (size_t i = 0; i < m; i++) dx[i] = f(x[i], y[i], dy[i]);
-    } else {
-#pragma omp simd
-        for (size_t i = 0; i < m; i++) dx[i] += f(x[i], y[i], dy[i]);
-    }
-    if (m < n) {
-        float pad[4][AG_BLOCK] = {{0}}; /* x, y, dy, dx */
-        memcpy(pad[0], x + m, (n - m) * sizeof *x);
-        memcpy(pad[1], y + m, (n - m) * sizeof *y);
-        memcpy(pad[2], dy + m, (n - m) * sizeof *dy);
-        if (!fresh) memcpy(pad[3], dx + m, (n - m) * sizeof *dx);
-#pragma omp simd
-        for (int l = 0; l < AG_BLOCK; l++) {
-            float v = f(pad[0][l], pad[1][l], pad[2][l]);
-            pad[3][l] = fresh ? v : pad[3][l] + v; /* -0 stays -0 */
-        }
-        memcpy(dx + m, pad[3], (n - m) * sizeof *dx);
-    }
-}
 AG_INLINE void gelu_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_f); }
 AG_INLINE void gelu_fma_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_fma_f); }
-AG_INLINE void gelu_grad_loop AG_MAP_GRAD_PARAMS { simd_map_grad(n, x, y, dy, dx, fresh, gelu_grad_f); }
-AG_INLINE void gelu_grad_fma_loop AG_MAP_GRAD_PARAMS { simd_map_grad(n, x, y, dy, dx, fresh, gelu_grad_fma_f); }
+AG_INLINE void gelu_slope_loop AG_MAP2_PARAMS { simd_map2(n, x, y, s, gelu_pair_base_f); }
+AG_INLINE void gelu_slope_fma_loop AG_MAP2_PARAMS { simd_map2(n, x, y, s, gelu_pair_fma_f); }
 AG_ISA_CLONES(void, gelu_fma_loop, AG_MAP_PARAMS, gelu_fma_loop(n, x, y))
-AG_ISA_CLONES(void, gelu_grad_fma_loop, AG_MAP_GRAD_PARAMS, gelu_grad_fma_loop(n, x, y, dy, dx, fresh))
+AG_ISA_CLONES(void, gelu_slope_fma_loop, AG_MAP2_PARAMS, gelu_slope_fma_loop(n, x, y, s))
 
 void ag__gelu_floats(size_t n, const float *x, float *y)
 {
@@ -248,19 +249,19 @@ void ag__gelu_floats(size_t n, const float *x, float *y)
     gelu_loop(n, x, y);
 }
 
-void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
+void ag__gelu_slope_floats(size_t n, const float *x, float *y, float *s)
 {
 #if AG_X86_KERNELS
     if (ag__isa() == AG_ISA_AVX512) {
-        gelu_grad_fma_loop_avx512(n, x, y, dy, dx, fresh);
+        gelu_slope_fma_loop_avx512(n, x, y, s);
         return;
     }
     if (ag__isa() == AG_ISA_AVX2) {
-        gelu_grad_fma_loop_avx2(n, x, y, dy, dx, fresh);
+        gelu_slope_fma_loop_avx2(n, x, y, s);
         return;
     }
 #endif
-    gelu_grad_loop(n, x, y, dy, dx, fresh);
+    gelu_slope_loop(n, x, y, s);
 }
 AG_FUSED_END /* (off x86, the loops are inlined into these two) */
 
@@ -302,8 +303,15 @@ AG_INLINE float logistic_exp(float x, int *neg, float *s1, float *s2)
     return a == -120.0f ? 0.0f : p * r * r + r + 1.0f;
 }
 
-/* y = x s = (w > 0 ? x m : x) / (1 + e), times 2^-n where w > 0 */
-AG_INLINE float gelu_tanh_f(float x)
+/* y = x s and dy/dx, from one logistic_exp:
+ *   y = x s = (w > 0 ? x m : x) / (1 + e), times 2^-n where w > 0;
+ *   dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)
+ *   (ds/du = (1 - tanh^2 u) / 2 = 2 s (1 - s)), with s and 1 - s from
+ *   1 / (1 + e), corrected as y's quotient: 1 - s read off y / x would
+ *   cancel where s is near 1 (x > 2).
+ * gelu_tanh_f is its first half: y has the same bits with or without the
+ * slope. */
+AG_INLINE gelu_pair gelu_tanh_pair_f(float x)
 {
     int neg;
     float s1, s2, m = logistic_exp(x, &neg, &s1, &s2), e = m * s1 * s2;
@@ -312,31 +320,22 @@ AG_INLINE float gelu_tanh_f(float x)
     /* where w > 0, q / (1 + dl / d), with dl / d taken as dl (dl < 2^-24);
      * elsewhere q as it is, within 1.6 ulp without it (and x = inf stays
      * inf: inf dl would be inf 0) */
-    return neg ? (q - q * dl) * s1 * s2 : q;
-}
-
-/* y = x s  ->  dy/dx = s + x 2 s (1 - s) k (1 + 3 c x^2)
- * (ds/du = (1 - tanh^2 u) / 2 = 2 s (1 - s)).  s and 1 - s are taken again
- * from x: 1 - s read off the forward's y / x would cancel where s is near
- * 1 (x > 2), and it is the one that costs the exp. */
-AG_INLINE float gelu_tanh_grad_f(float x, float y, float dy)
-{
-    (void)y;
-    int neg;
-    float s1, s2, m = logistic_exp(x, &neg, &s1, &s2), e = m * s1 * s2, d = 1.0f + e, dl = (1.0f - d) + e;
+    float y = neg ? (q - q * dl) * s1 * s2 : q;
     float r = 1.0f / d;
-    r = r - r * dl; /* 1 / (1 + e), corrected as the forward's quotient */
+    r = r - r * dl; /* 1 / (1 + e), corrected as the quotient above */
     float s = neg ? m * r : r, sc = neg ? r : e * r; /* s (times 2^n where w > 0) and 1 - s */
     float du = 0.797884583f + 0.107032225f * (x * x); /* k (1 + 3 c x^2) = k + 3 c k x^2 */
     float g = s + x * (2.0f * s * sc) * du;
-    return dy * (neg ? g * s1 * s2 : g);
+    return (gelu_pair){y, neg ? g * s1 * s2 : g};
 }
+AG_INLINE float gelu_tanh_f(float x) { return gelu_tanh_pair_f(x).y; }
 
 AG_ISA_MAP(gelu_tanh_map, gelu_tanh_f)
-AG_ISA_MAP_GRAD(gelu_tanh_grad_map, gelu_tanh_grad_f)
+AG_INLINE void gelu_tanh_slope_loop AG_MAP2_PARAMS { simd_map2(n, x, y, s, gelu_tanh_pair_f); }
+AG_ISA_CLONES(void, gelu_tanh_slope_loop, AG_MAP2_PARAMS, gelu_tanh_slope_loop(n, x, y, s))
 void ag__gelu_tanh_floats(size_t n, const float *x, float *y) { gelu_tanh_map(n, x, y); }
-void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh)
+void ag__gelu_tanh_slope_floats(size_t n, const float *x, float *y, float *s)
 {
-    gelu_tanh_grad_map(n, x, y, dy, dx, fresh);
+    AG_ISA_CALL(gelu_tanh_slope_loop, (n, x, y, s));
 }
 #endif

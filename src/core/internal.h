@@ -56,6 +56,11 @@ typedef struct ag_op_desc {
      * give src[0] and y one gradient buffer (see ag_backward), and the op's
      * backward leaves src[0] alone when it finds them shared. */
     bool grad_passes_to_src0;
+    /* d y / d src[0] is element-wise and src[0] has y's shape (GELU): backward
+     * may give src[0] and y one gradient buffer as above, and the op's
+     * backward then turns dy into dx in place when it finds them shared
+     * (dx_i = dy_i * dy_i/dx_i: nothing else has written dx yet). */
+    bool grad_in_place;
     const ag_op_case *cases; /* gradient-check cases (src/core/opcheck.c runs them) */
     int ncases;
 } ag_op_desc;
@@ -221,6 +226,15 @@ typedef void (*ag_unary_bwd)(size_t n, const ag_real *x, const ag_real *y,
 ag_tensor *ag__unary(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd fwd,
                      double farg0);
 void ag__unary_backward(ag_graph *g, ag_tensor *y, ag_unary_bwd bwd);
+/* A unary op whose forward has dy/dx at hand (GELU's): fwd writes y, and
+ * the slope s = dy/dx where s is not NULL.  ag__unary_slope asks for s
+ * only when y will be differentiated (it requires grad: never in no-grad
+ * mode), and keeps it (aux, one value per element) for
+ * ag__unary_slope_backward, dx (+)= dy * s: one pass, nothing recomputed. */
+typedef void (*ag_unary_fwd_slope)(size_t n, const ag_real *x, ag_real *y,
+                                   ag_real *s);
+ag_tensor *ag__unary_slope(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd_slope fwd);
+void ag__unary_slope_backward(ag_graph *g, ag_tensor *y);
 
 /* Reductions (ops/sum.c, ops/mean.c): y = sum of x over `axis` (keepdim
  * keeps it as size 1), or over every element when axis is AG__ALL_AXES;
@@ -320,18 +334,17 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
 ag_real ag__row_max(size_t n, const ag_real *x);
 #ifndef AG_DOUBLE
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
- * vectorised and within a few ulp (src/core/fastmath.c); and gelu's
- * backward, dx += dy (Phi(x) + x phi(x)), which reads Phi(x) = y / x off
- * the forward's output y; GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2,
- * and its backward (ops/gelu_tanh.c). */
+ * vectorised and within a few ulp (src/core/fastmath.c); gelu with its
+ * slope s = dy/dx = Phi(x) + x phi(x) (the same y, and s from the same
+ * exp); GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2, alone and with
+ * its slope likewise (ops/gelu_tanh.c). */
 void ag__exp_floats(size_t n, const float *x, float *y);
 void ag__log_floats(size_t n, const float *x, float *y);
 void ag__tanh_floats(size_t n, const float *x, float *y);
 void ag__gelu_floats(size_t n, const float *x, float *y);
-void ag__gelu_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx, bool fresh);
+void ag__gelu_slope_floats(size_t n, const float *x, float *y, float *s);
 void ag__gelu_tanh_floats(size_t n, const float *x, float *y);
-void ag__gelu_tanh_grad_floats(size_t n, const float *x, const float *y, const float *dy, float *dx,
-                               bool fresh);
+void ag__gelu_tanh_slope_floats(size_t n, const float *x, float *y, float *s);
 #endif
 /* How many threads a loop of `work` element-operations should use: 1 when
  * it is too small to repay a fork and join (src/core/threads.c). */

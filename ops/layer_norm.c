@@ -356,10 +356,11 @@ static inline AG_ALWAYS_INLINE void row_dx(const norm_job *j, size_t r, ag_real 
 }
 
 /* The same for rows [b0, b0 + NR) (NR = 4 or 1, a constant where called),
- * given their ar and br, and the rows added into dgain and dbias (y = xhat * gain + bias) in the
- * same sweep, each column in row order as norm_params_backward does: the
- * same bits, and x and dy read once.  Columns outside, rows inside: a
- * column's sums go through memory once per NR rows, not once a row. */
+ * given their ar and br, and in the same sweep the rows added into dgain
+ * and dbias (y = xhat * gain + bias: dgain += dy xhat, dbias += dy), each
+ * column in row order as norm_params_backward does: the same bits, and x
+ * and dy read once.  Columns outside, rows inside: a column's sums go
+ * through memory once per NR rows, not once a row. */
 static inline AG_ALWAYS_INLINE void rows_dx_params(const norm_job *j, size_t b0, const size_t NR, const ag_real *ar,
                                                    const ag_real *br, const bool fresh)
 {

@@ -311,17 +311,23 @@ HEAD512_INLINE void product_all(const head512 *h, const int *e, const float *a, 
     for (; r < h->T; r += GR) rows_product(h, a, r, h->T - r < GR ? h->T - r : GR, e[r / 8], b, ld, mc, dst, beta);
 }
 
+/* Lanes 8 k .. 8 k + 7 of x. */
+HEAD512_INLINE __m256 half(__m512 x, const int k)
+{
+    return k ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)) : _mm512_castps512_ps256(x);
+}
+
 /* The softmax's own order (core/elementwise.c): lanes 8 apart, 4, 2, 1. */
 HEAD512_INLINE float lanes_max(__m512 x)
 {
-    __m256 a = _mm256_max_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)), _mm512_castps512_ps256(x));
+    __m256 a = _mm256_max_ps(half(x, 1), half(x, 0));
     __m128 b = _mm_max_ps(_mm256_extractf128_ps(a, 1), _mm256_castps256_ps128(a));
     b = _mm_max_ps(_mm_movehl_ps(b, b), b);
     return _mm_cvtss_f32(_mm_max_ss(_mm_shuffle_ps(b, b, 1), b));
 }
 HEAD512_INLINE float lanes_sum(__m512 x)
 {
-    __m256 a = _mm256_add_ps(_mm512_castps512_ps256(x), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+    __m256 a = _mm256_add_ps(half(x, 0), half(x, 1));
     __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     b = _mm_add_ps(b, _mm_movehl_ps(b, b));
     return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
@@ -400,12 +406,6 @@ HEAD512 void ag__head512_forward(const ag__att_job *j, size_t bh)
     product_all(&h, j->ek, h.p, h.v, h.ldv, h.mdv, h.y, 0);
 }
 AG_FUSED_END
-
-/* Lanes 8 k .. 8 k + 7 of x. */
-HEAD512_INLINE __m256 half(__m512 x, const int k)
-{
-    return k ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)) : _mm512_castps512_ps256(x);
-}
 
 /* Rows t0 .. t0 + mr - 1 of dA (as probs_rows), keys [0, e) (e > 0):
  *   dP = dO V^T;  dA = mask ? scale P (dP - rowsum(dP P)) : 0

@@ -13,7 +13,8 @@
  * Bounds (measured, then rounded up): exp and log 1 ulp, tanh 1.5; GELU
  * 8 ulp down to x = -13 and 10 below, where Phi(x) is subnormal; GELU's
  * gradient 7 ulp of |Phi(x)| + |x phi(x)| (it cancels near its root at
- * x = -0.75, where no relative bound holds), 13 below x = -13.  GELU's
+ * x = -0.75, where no relative bound holds), 13 below x = -13, both on the
+ * sweep of the whole range and on a dense grid over [-15, 10].  GELU's
  * tanh form 3 ulp, its gradient 6 ulp of its terms, both over the whole
  * range (its tail too: s is kept as a normal float times a power of two
  * there), checked on a dense sweep besides: every float where the errors
@@ -87,32 +88,39 @@ static void check_one(const char *name, float x, float got, double want, worst *
 static const float edges[] = {0.0f, 1.4e-45f, FLT_MIN, FLT_MAX, 1.0f, 0.625f, 9.01f, 88.7228394f, -87.3365479f,
                               -103.972084f, -104.0f, 89.0f, 0.70710678f, 1.41421356f, 13.0f, 15.0f, 0.75179f};
 
+/* The sweep and the edges: the next block of at most `cap` of them in x,
+ * from where *b (the bit patterns) and *e (the edges) stand; 0 at the end. */
+static int sweep_block(uint64_t *b, size_t *e, float *x, int cap)
+{
+    size_t ne = sizeof edges / sizeof *edges * 14;
+    int m = 0;
+    for (; m < cap && (*b < (1ull << 32) || *e < ne); m++) {
+        if (*b < (1ull << 32)) {
+            x[m] = float_of_bits((uint32_t)*b);
+            *b += 997;
+        } else { /* edge e / 14, its sign, and an offset of -3..3 ulps */
+            float v = edges[*e / 14] * ((*e / 7) % 2 ? -1.0f : 1.0f);
+            for (int s = (int)(*e % 7) - 3; s < 0; s++) v = nextafterf(v, -INFINITY);
+            for (int s = (int)(*e % 7) - 3; s > 0; s--) v = nextafterf(v, INFINITY);
+            x[m] = v;
+            ++*e;
+        }
+    }
+    return m;
+}
+
 /* The sweep and the edges, in blocks, through the kernel. */
 static worst sweep(const char *name, kernel k, reference ref, double from)
 {
     enum { B = 4096 };
     static float x[B], y[B];
     worst w = {0, 0};
-    int m = 0;
     uint64_t b = 0;
-    size_t e = 0, ne = sizeof edges / sizeof *edges * 14;
-    while (b < (1ull << 32) || e < ne) {
-        if (b < (1ull << 32)) {
-            x[m++] = float_of_bits((uint32_t)b);
-            b += 997;
-        } else { /* edge e / 14, its sign, and an offset of -3..3 ulps */
-            float v = edges[e / 14] * ((e / 7) % 2 ? -1.0f : 1.0f);
-            for (int s = (int)(e % 7) - 3; s < 0; s++) v = nextafterf(v, -INFINITY);
-            for (int s = (int)(e % 7) - 3; s > 0; s--) v = nextafterf(v, INFINITY);
-            x[m++] = v;
-            e++;
-        }
-        if (m == B || (b >= (1ull << 32) && e == ne)) {
-            k((size_t)m, x, y);
-            for (int i = 0; i < m; i++)
-                if (!(x[i] < from)) check_one(name, x[i], y[i], ref(x[i]), &w);
-            m = 0;
-        }
+    size_t e = 0;
+    for (int m; (m = sweep_block(&b, &e, x, B)) > 0;) {
+        k((size_t)m, x, y);
+        for (int i = 0; i < m; i++)
+            if (!(x[i] < from)) check_one(name, x[i], y[i], ref(x[i]), &w);
     }
     return w;
 }
@@ -236,6 +244,43 @@ Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms)
                           i, (double)s[i], gelu_slope_ref(x[i]));
         }
         free(x), free(y), free(y0), free(s);
+    }
+    ag__isa_force(NULL);
+}
+
+/* GELU's slope over the whole float range and its edges (the sweep of
+ * gelu's value), against Phi(x) + x phi(x) in double, relative to the
+ * terms' size: within 7 ulp of them from x = -13 up, 13 below.  A slope
+ * that is not finite must be the double one's value (NaN at +-inf and for
+ * NaN); y beside it has gelu's own bits. */
+Test(fastmath, gelu_gradient_within_7_ulp_of_its_terms_over_the_float_range)
+{
+    enum { B = 4096 };
+    static float x[B], y[B], y0[B], s[B];
+    EACH_LEVEL {
+        double worst_main = 0, worst_tail = 0;
+        float at_main = 0, at_tail = 0;
+        uint64_t b = 0;
+        size_t e = 0;
+        for (int m; (m = sweep_block(&b, &e, x, B)) > 0;) {
+            ag__gelu_floats((size_t)m, x, y0);
+            ag__gelu_slope_floats((size_t)m, x, y, s);
+            cr_assert(memcmp(y, y0, (size_t)m * sizeof *y) == 0, "%s: gelu with its slope changed y", level);
+            for (int i = 0; i < m; i++) {
+                double v = x[i], cdf = 0.5 * erfc(-v * 0.70710678118654752440),
+                       pdf = exp(-0.5 * v * v) * 0.39894228040143267794, want = cdf + v * pdf;
+                if (!isfinite(want)) {
+                    cr_assert(isnan(want) ? isnan(s[i]) : s[i] == (float)want, "%s: gelu slope(%a) = %a, want %a", level,
+                              v, (double)s[i], want);
+                    continue;
+                }
+                double err = fabs(s[i] - want) / ulp_at(fabs(cdf) + fabs(v * pdf));
+                if (v >= -13 && err > worst_main) worst_main = err, at_main = x[i];
+                if (v < -13 && err > worst_tail) worst_tail = err, at_tail = x[i];
+            }
+        }
+        cr_assert(worst_main <= 7, "%s gelu slope: %.3f ulp of its terms at %a", level, worst_main, (double)at_main);
+        cr_assert(worst_tail <= 13, "%s gelu slope: %.3f ulp of its terms at %a", level, worst_tail, (double)at_tail);
     }
     ag__isa_force(NULL);
 }

@@ -9,7 +9,9 @@
  * select rather than a branch, so that the loops vectorise at -O2.  Each
  * reduces its argument to a short range and evaluates a polynomial there:
  * exp's is Cephes' expf polynomial (core/fastmath.h); the others were
- * fitted for this file (least relative error on the reduced range).  Their
+ * fitted for this file (least relative error on the reduced range), GELU's
+ * with a rational function for the normal distribution's tail
+ * (tests/reference/fit_gelu.py).  Their
  * errors against libm's double result, over a sweep of the whole float
  * range and its edges (tests/test_fastmath.c): exp and log within 1 ulp,
  * tanh 1.5, GELU x Phi(x) 8 (10 below x = -13, where Phi(x) is
@@ -132,82 +134,93 @@ AG_INLINE void simd_map2(size_t n, const float *x, float *y, float *s, gelu_pair
  * the same on every run. */
 AG_FUSED_BEGIN
 
-/* a^2 = hi + lo exactly, and sq = hi + lo rounded.  With a fused
- * multiply-add (fma, a constant where it is called), lo = a a - hi rounded
- * once, which is exact.  Without, a is split in a head ah of 12 bits and
- * a tail al = a - ah:  hi = ah^2 (exact: 24 bits),  lo = al (a + ah),  lo
- * small, so that its rounding is harmless. */
-AG_INLINE void square_parts(float a, int fma, float *hi, float *lo, float *sq)
+/* a^2 = hi + lo exactly, without a fused multiply-add: a is split in a
+ * head ah of 12 bits and a tail al = a - ah,  hi = ah^2 (exact: 24 bits),
+ * lo = al (a + ah),  lo small, so that its rounding is harmless. */
+AG_INLINE void square_parts(float a, float *hi, float *lo)
 {
-    if (fma) {
-        *hi = *sq = a * a;
-        *lo = fmaf(a, a, -*hi);
-    } else {
-        float ah = f_from_bits(bits_of(a) & 0xfffff000u), al = a - ah;
-        *hi = ah * ah;
-        *lo = al * (a + ah);
-        *sq = *hi + *lo;
-    }
+    float ah = f_from_bits(bits_of(a) & 0xfffff000u), al = a - ah;
+    *hi = ah * ah;
+    *lo = al * (a + ah);
 }
 
-/* e^(-x^2/2) 2^64, as m 2^(64 - n) with m = e^(-r/2) in [2^-1/2, 2^1/2]:
- * the product is exact, since 2^(64 - n) is 2^64 down to 2^-88, which
- * keeps it in float's normal range.  The caller multiplies it by factors
- * prescaled by 2^-64, so that their product is rounded once, even where it
- * is subnormal.  Its value at |x| = 14.5 for |x| >= 14.5 (NaN and inf
- * too), where every such product is 0.
+/* phi(a) 2^64 = e^(-a^2/2) / sqrt(2 pi) 2^64 for a = min(|x|, 14.5) (the
+ * caller's), as m 2^(64 - n) with m = e^(-r/2) / sqrt(2 pi) in [0.28,
+ * 0.57]: the product is exact, since 2^(64 - n) is 2^64 down to 2^-88,
+ * which keeps it in float's normal range.  The caller multiplies it by
+ * factors prescaled by 2^-64, so that their product is rounded once, even
+ * where it is subnormal.  At a = 14.5 (n = 152; NaN and inf are clamped
+ * there too) every such product is 0.
  *
- * x^2 = hi + lo is taken exactly (square_parts), since rounding it
- * would cost x^2 / 2 ulp of the result (80 near |x| = 13).  Then
- *   e^(-x^2/2) = 2^-n e^(-r/2),  n = round(x^2 / (2 ln 2)),  r = hi - n 2 ln 2 + lo,
- * where hi - n 2 ln 2 is exact (2 ln 2's head has 9 bits, n at most 152),
- * and |r| <= ln 2 (and a rounding).
- * e^(-r/2) = 1 - r/2 + r^2 G(r), G of degree 4, |r| <= 0.72 */
-static const float gauss_c[5] = {2.1576310246e-05f, -2.6160926791e-04f, 2.6042917743e-03f, -2.0833121613e-02f,
-                                 1.2499997765e-01f};
-AG_INLINE float gauss_2p64(float x, int fma)
+ * a^2 is not rounded before the reduction, since that would cost a^2 / 2
+ * ulp of the result (80 near a = 13):
+ *   e^(-a^2/2) = 2^-n e^(-r/2),  n = round(a^2 / (2 ln 2)),  r = a^2 - n 2 ln 2,
+ * with 2 ln 2 = c1 + c2, c1 of 9 bits, so that n c1 is exact (n at most
+ * 152).  With a fused multiply-add (fma, a constant where it is called),
+ * r = (a a - n c1) rounded once - n c2, n c1 read off t as t c1 - 1.5 2^23
+ * c1 (exact: it is n c1); without, r = (hi - n c1) - n c2 + lo, a^2 = hi +
+ * lo (square_parts), hi - n c1 exact.  |r| <= ln 2 (and a rounding).
+ * e^(-r/2) / sqrt(2 pi) = k - (k/2) r + r^2 G(r), k = 1 / sqrt(2 pi) and
+ * k/2 in float, G of degree 3, |r| <= 0.7, within 1.05e-7
+ * (tests/reference/fit_gelu.py) */
+static const float gauss_c[4] = {-1.036956528e-04f, 1.044751378e-03f, -8.311486803e-03f, 4.986689240e-02f};
+AG_INLINE float phi_2p64(float a, int fma)
 {
-    float a = fabsf(x), hi, lo, sq;
-    square_parts(a < 14.5f ? a : 14.5f, fma, &hi, &lo, &sq); /* n = 152: 0 in the end */
-    float t = sq * 0.721347520f + 12582912.0f; /* a^2 / (2 ln 2) + 1.5 2^23: n in the low bits */
-    float n = t - 12582912.0f;
-    float r = (hi - n * 1.38671875f) - n * -4.24388880e-4f + lo; /* 2 ln 2 in two parts */
-    float m = (horner(r, gauss_c, 5) * r - 0.5f) * r + 1.0f;
+    float t = (a * a) * 0.721347520f + 12582912.0f; /* a^2 / (2 ln 2) + 1.5 2^23: n in the low bits */
+    float n = t - 12582912.0f, r;
+    if (fma) {
+        r = fmaf(a, a, fmaf(t, -1.38671875f, 17448960.0f)) - n * -4.24388880e-4f;
+    } else {
+        float hi, lo;
+        square_parts(a, &hi, &lo);
+        r = (hi - n * 1.38671875f) - n * -4.24388880e-4f + lo;
+    }
+    float m = (horner(r, gauss_c, 4) * r - 1.994711459e-01f) * r + 3.989422917e-01f;
     /* m 2^(64 - n), exact, as 64 - n added to m's exponent field (bits_of(t)
      * = 0x4b400000 + n): an integer addition, not a multiplication */
     return f_from_bits(bits_of(m) + ((0x4b400000u + 64u - bits_of(t)) << 23));
 }
 
-/* Phi(x) = P(X <= x) for a standard normal X, through erfc:
- *   Phi(x) = erfc(u) / 2 for x < 0,  1 - erfc(u) / 2 otherwise,  u = |x| / sqrt 2,
- * so that the left tail keeps its relative precision (1 + erf(x / sqrt 2)
- * would cancel).  erfc(u) = e^(-u^2) Q(t), t = 1 / (1 + u / 2), Q of degree
- * 10 on u in [0, 10.5] (beyond, erfc is below float's range).  *e is
- * e^(-x^2/2) 2^64 (gauss_2p64), for phi(x).
- * Q(t) = erfc(u) e^(u^2), t = 1 / (1 + u / 2), u in [0, 10.5]; here times
- * 2^-65 (exact), for erfc(u) / 2 prescaled as gauss_2p64 asks */
-#define Q_(c) (0x1p-65f * (c))
-static const float erfcx_c[11] = {Q_(2.633104846e-02f), Q_(-2.017946094e-01f), Q_(6.204187274e-01f),
-                                  Q_(-9.374295473e-01f), Q_(6.574921012e-01f), Q_(-2.358706295e-01f),
-                                  Q_(2.788786590e-01f), Q_(2.250769138e-01f), Q_(2.850203216e-01f),
-                                  Q_(2.818694711e-01f), Q_(7.548784652e-06f)};
-#undef Q_
-AG_INLINE float normal_cdf_f(float x, int fma, float *e)
+/* Phi(x) = P(X <= x) for a standard normal X, and phi(x), its density:
+ *   Phi(x) = Phi(-a) for x < 0,  1 - Phi(-a) otherwise,  a = |x|,
+ *   Phi(-a) = phi(a) M(a),   M(a) = 1 / (a + S(a) / T(a)) = T(a) / (a T(a) + S(a)),
+ * M the Mills ratio, so that the left tail keeps its relative precision
+ * (1 + erf(x / sqrt 2) would cancel).  T is monic of degree 4, S of degree
+ * 3, fitted on a in [0, 14.5] (beyond, Phi(-a) is below float's range):
+ * M ~ 1/a far out, as the true ratio; their coefficients are all positive,
+ * so that Horner's rule on a >= 0 adds no cancellation; T serves twice, so
+ * that the rational function of degree (4, 5) costs 7 multiply-adds, an
+ * addition and one division.  Far out, where a T dominates a T + S, T's
+ * rounding cancels in the quotient.  The quotient is taken as 2^-64 M(a),
+ * the factor that phi_2p64 asks, as T / (a 2^64 T + 2^64 S): a 2^64 is an
+ * integer addition to a's exponent field (a's that are 0 or subnormal
+ * become 2^-63, as good as 0 beside 2^64 S).
+ * M(a) = T(a) / (a T(a) + S(a)), a in [0, 14.5], within 4.4e-8
+ * (tests/reference/fit_gelu.py); S here times 2^64 (exact) */
+#define S_(c) (0x1p64f * (c))
+static const float mills_s[4] = {S_(9.991658330e-01f), S_(8.895993233e+00f), S_(3.450690460e+01f),
+                                 S_(6.918461609e+01f)};
+#undef S_
+static const float mills_t[5] = {1.0f, 8.864997864e+00f, 3.698669052e+01f, 8.273808289e+01f, 8.671006012e+01f};
+AG_INLINE float normal_cdf_f(float x, int fma, float *pdf)
 {
-    *e = gauss_2p64(x, fma);
-    float t = 1.0f / (1.0f + 0.353553391f * fabsf(x)); /* u / 2 = |x| / (2 sqrt 2) */
-    float half_erfc = *e * horner(t, erfcx_c, 11); /* rounded once, if subnormal */
-    return x < 0 ? half_erfc : 1.0f - half_erfc;
+    uint32_t ab = bits_of(x) & 0x7fffffffu; /* |x| as an integer: ordered as the floats, NaN above inf */
+    ab = ab < 0x41680000u ? ab : 0x41680000u;
+    float a = f_from_bits(ab), a_2p64 = f_from_bits(ab + (64u << 23)); /* min(|x|, 14.5), NaN too */
+    float e = phi_2p64(a, fma), t = horner(a, mills_t, 5);
+    *pdf = e * 0x1p-64f;
+    float tail = e * (t / (a_2p64 * t + horner(a, mills_s, 4))); /* Phi(-a), rounded once if subnormal */
+    return x < 0 ? tail : 1.0f - tail;
 }
 
 /* GELU, alone and with its slope.  The AVX2 and AVX-512 levels have fmaf
- * in hardware (cpu.c asks AVX2's for it) and square x with it; the
+ * in hardware (cpu.c asks AVX2's for it) and reduce x^2 with it; the
  * baseline splits x in halves instead, unless its fmaf is fast too
  * (FP_FAST_FMAF: arm64).
  *
  * y = x Phi(x)  ->  dy/dx = Phi(x) + x phi(x)   (product rule; Phi' = phi),
- * with phi(x) = e^(-x^2/2) / sqrt(2 pi) from the same exp as Phi(x),
- * rounded once: a multiplication, and a multiply-add for the slope.
+ * with phi(x) the factor of Phi(x)'s tail, rounded once: a multiplication,
+ * and a multiply-add for the slope.
  * Where |x| >= 14.5 phi(x) is 0, and the slope at x = +-inf is NaN
  * (inf 0), as in double.  gelu_f is the first half of gelu_pair_f: y has
  * the same bits with or without its slope. */
@@ -218,8 +231,7 @@ enum { BASE_FMA = 0 };
 #endif
 AG_INLINE gelu_pair gelu_pair_f(float x, int fma)
 {
-    float e, cdf = normal_cdf_f(x, fma, &e);
-    float pdf = e * (0x1p-64f * 0.398942280f);
+    float pdf, cdf = normal_cdf_f(x, fma, &pdf);
     return (gelu_pair){x * cdf, cdf + x * pdf};
 }
 AG_INLINE gelu_pair gelu_pair_base_f(float x) { return gelu_pair_f(x, BASE_FMA); }

@@ -622,10 +622,14 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
      * the kernel reads B (not transposed) in place, whole vectors of it.
      * So it does when B's rows are no wider than a panel: then a panel's
      * rows already follow each other in memory, as packing would lay them;
-     * and when they are up to 4 panels wide: a panel's rows, a few cache
-     * lines apart, stream as well from L2 as packed ones, and the copy is
-     * saved (dW = dY^T X of a 256-wide layer, 64 x 256 x 1024: 10%). */
-    bool direct = !jb->tb && (m1 - m0 <= 2 * MR || jb->ldb <= 4 * NR);
+     * when they are up to 4 panels wide: a panel's rows, a few cache lines
+     * apart, stream as well from L2 as packed ones, and the copy is saved
+     * (dW = dY^T X of a 256-wide layer, 64 x 256 x 1024: 10%); and, however
+     * wide, for up to 16 row panels (96 rows), too few to repay the copy
+     * (64 x 512 x 1024: 8%; 48 x 512 x 512: 17%; from 128 rows on, a
+     * wash).  Either way the kernel adds the same products in the same
+     * order: the same bits. */
+    bool direct = !jb->tb && (m1 - m0 <= 16 * MR || jb->ldb <= 4 * NR);
     for (int jc = n0; jc < n1; jc += NC) {
         int nc = n1 - jc < NC ? n1 - jc : NC, npanels = (nc + NR - 1) / NR;
         for (int pc = 0; pc < K; pc += KC) {

@@ -271,6 +271,11 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
  * steps would be, without a second pass over C. */
 void ag__gemm_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
                    const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc, const ag_real *bias);
+/* The same, then C[i, j] += R[i, j] (R [M, N] with C's row stride ldc, or
+ * NULL), in the same store: C = ((op(A) op(B) [+ C]) + bias) + R, rounded
+ * as a dense layer followed by an add would round. */
+void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
+                       ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 
 /* ---- fused ops (ops/linear.c, ops/masked_softmax.c) ---------------------- */
 

@@ -281,6 +281,9 @@ void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, in
 
 /* y = x W^T + b: x [..., in], W [out, in], b [out] or NULL -> [..., out]. */
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
+/* y = (x W^T + b) + r, r of y's shape: linear and then add(r, y) as one op
+ * (a residual around a dense layer), with the same bits. */
+ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b, ag_tensor *r);
 /* Batched matmul (b transposed when tb) whose operands in `heads` are in
  * attention's heads layout: stored [B, T, H, D], read as [B, H, T, D]
  * (ops/matmul.c).  AG__MM_Y: the output is written [B, M, H, N]. */

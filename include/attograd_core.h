@@ -90,7 +90,7 @@ typedef float ag_real;
 #endif
 
 #define AG_MAX_DIMS 6 /* tensors have 0..6 axes */
-#define AG_MAX_SRC 3  /* an op has at most this many tensor inputs */
+#define AG_MAX_SRC 4  /* an op has at most this many tensor inputs */
 
 /* AG_SHAPE(2, 4, 64) expands to the pair `3, (const int[]){2, 4, 64}`. */
 #define AG_SHAPE(...)                                                          \
@@ -155,6 +155,7 @@ typedef enum ag_op_id {
     AG_OP_INDEX_ADD,
     AG_OP_GELU_TANH,
     AG_OP_ATTENTION,
+    AG_OP_LINEAR_ADD,
     AG_OP_COUNT
 } ag_op_id;
 

@@ -1,13 +1,22 @@
 /* ops/linear.c: the dense layer y = x W^T + b, as one op (PyTorch's
- * F.linear).
+ * F.linear), and linear_add, the dense layer with a residual r added to
+ * its output: y = r + (x W^T + b), a pre-norm block's x + proj(...).
  *
- *   x [..., I], W [O, I], b [O] or NULL -> y [..., O]
+ *   x [..., I], W [O, I], b [O] or NULL -> y [..., O];  r, if any: y's shape
  *   (x is read as N = size / I rows of I values)
  *
- * forward:  y[n, o] = sum_i x[n, i] W[o, i] + b[o]
- * backward: dx[n, i] += sum_o dy[n, o] W[o, i]     dx = dy W      [N, O] x [O, I]
+ * forward:  y[n, o] = (sum_i x[n, i] W[o, i] + b[o]) + r[n, o]
+ * backward: dr[n, o] += dy[n, o]
+ *           dx[n, i] += sum_o dy[n, o] W[o, i]     dx = dy W      [N, O] x [O, I]
  *           dW[o, i] += sum_n dy[n, o] x[n, i]     dW = dy^T x    [O, N] x [N, I]
  *           db[o]    += sum_n dy[n, o]
+ *
+ * linear_add rounds as linear followed by add does: the product's store
+ * adds b, then r (ag__gemm_bias_res), and its backward runs add's part (dr)
+ * before linear's, as the two nodes' backward would.  It saves add's pass
+ * over y and, since r is its first input, the copy of dy: r may take dy's
+ * buffer as its gradient, as add's first operand does (see
+ * grad_passes_to_src0), unless r is also x, W or b of the op.
  *
  * The same as reshape(add(matmul(reshape(x, [N, I]), transpose(W)), b)),
  * which is how ag_linear_forward used to be written, minus what that costs:
@@ -15,7 +24,7 @@
  * broadcasting add whose backward sums dy over rows through stride-0 walks.
  * The gemm reads W as stored and packs the transpose itself.
  *
- * src = {x, W, b}; b may be NULL. */
+ * linear: src = {x, W, b};  linear_add: src = {r, x, W, b};  b may be NULL. */
 #include "core/internal.h"
 
 #include <stdio.h>
@@ -71,44 +80,80 @@ static inline AG_ALWAYS_INLINE void bias_grad(int N, int O, const ag_real *dy, a
 AG_ISA_CLONES(void, bias_grad, (int N, int O, const ag_real *dy, ag_real *db), bias_grad(N, O, dy, db))
 
 
-ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
+/* x [..., I], W [O, I], b [O] or NULL fit, and r (if given) has the
+ * output's shape [..., O]; otherwise the error names them. */
+static bool dense_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *w, const ag_tensor *b,
+                       const ag_tensor *r)
 {
-    if (!ag__ok(g, "linear", 2, x, w)) return NULL;
-    char sx[96], sw[96], sb[96];
+    char sx[96], sw[96], sb[96], sr[96];
     if (w->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1] ||
         (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))) {
-        ag_graph_fail(g, AG_ERR_SHAPE, "linear: x %s, weight %s and bias %s do not fit x [..., I], W [O, I], b [O]",
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: x %s, weight %s and bias %s do not fit x [..., I], W [O, I], b [O]", op,
                       ag_shape_str(x, sx, sizeof sx), ag_shape_str(w, sw, sizeof sw),
                       b ? ag_shape_str(b, sb, sizeof sb) : "none");
-        return NULL;
+        return false;
     }
+    bool same = r && r->ndim == x->ndim;
+    for (int d = 0; same && d < x->ndim; d++)
+        same = r->shape[d] == (d == x->ndim - 1 ? w->shape[0] : x->shape[d]);
+    if (r && !same) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: the residual %s is not the shape of x %s times W^T %s", op,
+                      ag_shape_str(r, sr, sizeof sr), ag_shape_str(x, sx, sizeof sx),
+                      ag_shape_str(w, sw, sizeof sw));
+        return false;
+    }
+    return true;
+}
+
+/* The node y [..., O] of op with inputs src, filled with x W^T + b (+ r). */
+static ag_tensor *dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_tensor *x, ag_tensor *w,
+                             ag_tensor *b, ag_tensor *r)
+{
     int I = w->shape[1], O = w->shape[0], shape[AG_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
     shape[x->ndim - 1] = O;
-    ag_tensor *src[3] = {x, w, b};
-    ag_tensor *y = ag__node(g, AG_OP_LINEAR, x->ndim, shape, 3, src);
+    ag_tensor *y = ag__node(g, op, x->ndim, shape, nsrc, src);
     if (!y) return NULL;
     int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
-    /* y = x W^T + b, b added as the product is stored.  For a handful of
-     * rows, y^T = W x^T instead: the gemm then reads W in place and
-     * rearranges only x (N I values, not O I), and y^T is transposed back,
-     * b added on the way; each y[n, o] is the same sum in the same order. */
+    const ag_real *bd = b ? b->data : NULL, *rd = r ? r->data : NULL;
+    /* y = x W^T + b (+ r), b and r added as the product is stored.  For a
+     * handful of rows, y^T = W x^T instead: the gemm then reads W in place
+     * and rearranges only x (N I values, not O I), and y^T is transposed
+     * back, b and r added on the way; each y[n, o] is the same sum in the
+     * same order. */
     if (N > 0 && 4 * N <= O && N <= 16) {
         ag_real *yt = ag__alloc(g, (size_t)O * N * sizeof(ag_real));
         if (!yt) return NULL;
         ag__gemm(0, 1, O, N, I, w->data, I, x->data, I, 0, yt, N);
         for (int n = 0; n < N; n++)
-            for (int o = 0; o < O; o++)
-                y->data[(size_t)n * O + o] = b ? yt[(size_t)o * N + n] + b->data[o] : yt[(size_t)o * N + n];
+            for (int o = 0; o < O; o++) {
+                size_t at = (size_t)n * O + o;
+                ag_real v = bd ? yt[(size_t)o * N + n] + bd[o] : yt[(size_t)o * N + n];
+                y->data[at] = rd ? v + rd[at] : v;
+            }
     } else {
-        ag__gemm_bias(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O, b ? b->data : NULL);
+        ag__gemm_bias_res(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O, bd, rd);
     }
     return y;
 }
 
-static void linear_backward(ag_graph *g, ag_tensor *y)
+ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
 {
-    ag_tensor *x = y->src[0], *w = y->src[1], *b = y->src[2];
+    if (!ag__ok(g, "linear", 2, x, w) || !dense_fits(g, "linear", x, w, b, NULL)) return NULL;
+    ag_tensor *src[3] = {x, w, b};
+    return dense_node(g, AG_OP_LINEAR, 3, src, x, w, b, NULL);
+}
+
+ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b, ag_tensor *r)
+{
+    if (!ag__ok(g, "linear_add", 3, x, w, r) || !dense_fits(g, "linear_add", x, w, b, r)) return NULL;
+    ag_tensor *src[4] = {r, x, w, b};
+    return dense_node(g, AG_OP_LINEAR_ADD, 4, src, x, w, b, r);
+}
+
+/* dx, dW and db of y = x W^T + b, from dy (y's gradient). */
+static void dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b)
+{
     bool fresh = false; /* dx holds nothing yet: the product overwrites it */
     ag_real *dx = x->requires_grad ? ag__grad_fresh(g, x, &fresh) : NULL;
     ag_real *dw = w->requires_grad ? ag__grad(g, w) : NULL;
@@ -117,11 +162,31 @@ static void linear_backward(ag_graph *g, ag_tensor *y)
     int I = w->shape[1], O = w->shape[0];
     int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
     /* y = x W^T:  dx += dy W  [N, O] x [O, I] */
-    if (dx) ag__gemm(0, 0, N, I, O, y->grad, O, w->data, I, fresh ? 0 : 1, dx, I);
+    if (dx) ag__gemm(0, 0, N, I, O, dy, O, w->data, I, fresh ? 0 : 1, dx, I);
     /* y = x W^T:  dW += dy^T x  [O, N] x [N, I] */
-    if (dw) ag__gemm(1, 0, O, I, N, y->grad, O, x->data, I, 1, dw, I);
+    if (dw) ag__gemm(1, 0, O, I, N, dy, O, x->data, I, 1, dw, I);
     /* y = ... + b:  db += sum over rows of dy */
-    if (db) AG_ISA_CALL(bias_grad, (N, O, y->grad, db));
+    if (db) AG_ISA_CALL(bias_grad, (N, O, dy, db));
+}
+
+static void linear_backward(ag_graph *g, ag_tensor *y) { dense_backward(g, y->grad, y->src[0], y->src[1], y->src[2]); }
+
+static void linear_add_backward(ag_graph *g, ag_tensor *y)
+{
+    ag_tensor *r = y->src[0];
+    /* y = ... + r:  dr += dy, before the rest, as add's backward runs
+     * before linear's.  Nothing to do when r took dy's buffer. */
+    if (r->requires_grad && r->grad != y->grad) {
+        bool fresh = false;
+        ag_real *dr = ag__grad_fresh(g, r, &fresh);
+        if (!dr) return;
+        if (fresh)
+            memcpy(dr, y->grad, y->size * sizeof *dr);
+        else
+#pragma omp simd
+            for (size_t i = 0; i < y->size; i++) dr[i] += y->grad[i];
+    }
+    dense_backward(g, y->grad, y->src[1], y->src[2], y->src[3]);
 }
 
 static ag_tensor *case_bias(ag_graph *g, ag_tensor *const *in) { return ag__linear(g, in[0], in[1], in[2]); }
@@ -136,3 +201,36 @@ static const ag_op_case cases[] = {
 };
 
 const ag_op_desc ag_op_linear = {.name = "linear", .backward = linear_backward, AG_CASES(cases)};
+
+/* inputs {x, W, b, r}, {x, W, r}, or {x, W, b} with r = x or r = W */
+static ag_tensor *case_res(ag_graph *g, ag_tensor *const *in) { return ag__linear_add(g, in[0], in[1], in[2], in[3]); }
+static ag_tensor *case_res_nobias(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__linear_add(g, in[0], in[1], NULL, in[2]);
+}
+static ag_tensor *case_res_is_x(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__linear_add(g, in[0], in[1], in[2], in[0]);
+}
+static ag_tensor *case_res_is_w(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__linear_add(g, in[0], in[1], in[2], in[1]);
+}
+
+static const ag_op_case add_cases[] = {
+    {"[3, 4] W [2, 4] b [2] + r [3, 2]", 4, {2, 2, 1, 2}, {{3, 4}, {2, 4}, {2}, {3, 2}}, -1, 1, 0, case_res},
+    {"[2, 3, 4] W [5, 4] b [5] + r [2, 3, 5] batch axes", 4, {3, 2, 1, 3}, {{2, 3, 4}, {5, 4}, {5}, {2, 3, 5}},
+     -1, 1, 0, case_res},
+    {"[4, 3] W [2, 3] + r [4, 2] no bias", 3, {2, 2, 2}, {{4, 3}, {2, 3}, {4, 2}}, -1, 1, 0, case_res_nobias},
+    {"[1, 1] W [1, 1] b [1] + r [1, 1] size-1", 4, {2, 2, 1, 2}, {{1, 1}, {1, 1}, {1}, {1, 1}}, -1, 1, 0,
+     case_res},
+    {"[2, 1, 3] W [3, 3] b [3] + r = x", 3, {3, 2, 1}, {{2, 1, 3}, {3, 3}, {3}}, -1, 1, 0, case_res_is_x},
+    {"[3, 3] W [3, 3] b [3] + r = W", 3, {2, 2, 1}, {{3, 3}, {3, 3}, {3}}, -1, 1, 0, case_res_is_w},
+    {"[2, 8] W [12, 8] b [12] + r [2, 12] a few rows", 4, {2, 2, 1, 2}, {{2, 8}, {12, 8}, {12}, {2, 12}}, -1, 1,
+     0, case_res},
+    {"[13, 24] W [40, 24] b [40] + r [13, 40] packed kernel", 4, {2, 2, 1, 2},
+     {{13, 24}, {40, 24}, {40}, {13, 40}}, -1, 1, 0, case_res},
+};
+
+const ag_op_desc ag_op_linear_add = {.name = "linear_add", .backward = linear_add_backward,
+                                     .grad_passes_to_src0 = true, AG_CASES(add_cases)};

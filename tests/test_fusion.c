@@ -2,6 +2,7 @@
  * ops it replaces (values and gradients), and its finite-difference check.
  *
  *   linear          = reshape(add(matmul(reshape(x), transpose(W)), b))
+ *   linear_add      = add(r, linear(x, W, b))
  *   masked_softmax  = softmax(masked_fill(scale(x, s), mask, fill))
  *   matmul_bt       = matmul(a, transpose(b, -1, -2))
  *   attention       = matmul_heads(masked_softmax(matmul_heads(q, k^T)), v) */
@@ -151,6 +152,138 @@ Test(fusion, linear_reports_bad_shapes)
     ag_graph_reset(g);
     cr_assert_null(ag__linear(g, ag_tensor_new(g, AG_SHAPE(3, 4)), w, b));
     cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+/* ---- linear_add ------------------------------------------------------------ */
+
+Test(fusion, linear_add_by_hand)
+{
+    /* y = x W^T + b + r, the products worked out:
+     *   row 0: (1 - 3) + 0.5 + 10 = 8.5,   (2 + 2) - 1 + 20 = 23
+     *   row 1: (4 - 6) + 0.5 + 30 = 28.5,  (8 + 5) - 1 + 40 = 52 */
+    ag_graph *g = ag_graph_new();
+    ag_tensor *x = ag_tensor_from(g, AG_SHAPE(2, 3), (const ag_real[]){1, 2, 3, 4, 5, 6});
+    ag_tensor *w = ag_tensor_from(g, AG_SHAPE(2, 3), (const ag_real[]){1, 0, -1, 2, 1, 0});
+    ag_tensor *b = ag_tensor_from(g, AG_SHAPE(2), (const ag_real[]){0.5, -1});
+    ag_tensor *r = ag_tensor_from(g, AG_SHAPE(2, 2), (const ag_real[]){10, 20, 30, 40});
+    ag_tensor *y = ag__linear_add(g, x, w, b, r);
+    cr_assert_not_null(y, "%s", ag_graph_error(g));
+    expect_shape(y, 2, 2);
+    cr_assert_eq(y->op, AG_OP_LINEAR_ADD);
+    expect_close(y->data, ((const double[]){8.5, 23, 28.5, 52}), 4, 0, 0, "y");
+    ag_graph_free(g);
+}
+
+/* The residual is its own tensor, the layer's input x, or its weight W. */
+enum { RES_OWN, RES_X, RES_W };
+
+/* x, W, r (and the loss) on g: the fused op, or linear then add(r, y) as
+ * a block wrote it.  x, W and r are intermediates (tanh of store tensors),
+ * so that r may take dy's buffer as its gradient; r also feeds a consumer
+ * made before y (sum of r^2), whose backward runs after y's and adds to
+ * the buffer. */
+static ag_tensor *linear_add_build(ag_graph *g, ag_store *s, int fused, int res, ag_tensor **y)
+{
+    ag_tensor *x = ag_tanh(g, ag_store_find(s, "x")), *w = ag_tanh(g, ag_store_find(s, "w"));
+    ag_tensor *b = ag_store_find(s, "b");
+    ag_tensor *r = res == RES_X ? x : res == RES_W ? w : ag_tanh(g, ag_store_find(s, "r"));
+    ag_tensor *before = ag_sum_all(g, ag_mul(g, r, r));
+    *y = fused ? ag__linear_add(g, x, w, b, r) : ag_add(g, r, ag__linear(g, x, w, b));
+    return ag_add(g, weigh(g, *y, 9), before);
+}
+
+/* The fused op gives the pair's values and gradients to the last bit. */
+static void linear_add_case(int ndim, const int *xshape, int O, int bias, int res)
+{
+    int I = xshape[ndim - 1], rshape[AG_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) rshape[d] = xshape[d];
+    rshape[ndim - 1] = O;
+    ag_store *s = ag_store_new();
+    param(s, "x", ndim, xshape, 1);
+    param(s, "w", AG_SHAPE(O, I), 2);
+    if (bias) param(s, "b", AG_SHAPE(O), 3);
+    if (res == RES_OWN) param(s, "r", ndim, rshape, 4);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *y;
+    /* the pair */
+    cr_assert_eq(ag_backward(g, linear_add_build(g, s, 0, res, &y)), AG_OK, "%s", ag_graph_error(g));
+    size_t n = y->size;
+    ag_real *want = malloc(n * sizeof *want);
+    memcpy(want, y->data, n * sizeof *want);
+    ag_real *want_grad[4] = {0};
+    for (int i = 0; i < ag_store_count(s); i++) {
+        const ag_tensor *t = ag_store_at(s, i);
+        want_grad[i] = malloc(t->size * sizeof(ag_real));
+        memcpy(want_grad[i], t->grad, t->size * sizeof(ag_real));
+    }
+    /* fused */
+    ag_store_zero_grad(s);
+    ag_graph_reset(g);
+    cr_assert_eq(ag_backward(g, linear_add_build(g, s, 1, res, &y)), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_eq(y->op, AG_OP_LINEAR_ADD);
+    /* r took dy's buffer (y then shows no gradient of its own) unless r is
+     * also x or W */
+    cr_assert_eq(y->grad == NULL, res == RES_OWN, "residual %d: y's gradient buffer %s", res,
+                 y->grad ? "kept" : "lent");
+    cr_assert(memcmp(y->data, want, n * sizeof *want) == 0, "linear_add y differs from linear + add");
+    for (int i = 0; i < ag_store_count(s); i++) {
+        const ag_tensor *t = ag_store_at(s, i);
+        for (size_t j = 0; j < t->size; j++)
+            cr_assert(memcmp(&t->grad[j], &want_grad[i][j], sizeof(ag_real)) == 0,
+                      "residual %d: d%s[%zu] = %a, linear + add gives %a", res, t->name, j, (double)t->grad[j],
+                      (double)want_grad[i][j]);
+        free(want_grad[i]);
+    }
+    free(want);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+static void linear_add_cases(void)
+{
+    linear_add_case(AG_SHAPE(3, 4), 2, 1, RES_OWN);
+    linear_add_case(AG_SHAPE(2, 5, 7), 3, 1, RES_OWN);    /* batch axes */
+    linear_add_case(AG_SHAPE(4, 3), 5, 0, RES_OWN);       /* no bias */
+    linear_add_case(AG_SHAPE(1, 1), 1, 1, RES_OWN);       /* size 1 */
+    linear_add_case(AG_SHAPE(2, 1, 6), 6, 1, RES_X);      /* r is x */
+    linear_add_case(AG_SHAPE(5, 5), 5, 1, RES_W);         /* r is W */
+    linear_add_case(AG_SHAPE(3, 64), 70, 1, RES_OWN);     /* a few rows: y^T = W x^T */
+    linear_add_case(AG_SHAPE(2, 37, 64), 96, 1, RES_OWN); /* the packed kernel, edge tiles */
+    linear_add_case(AG_SHAPE(4, 32, 64), 64, 1, RES_OWN); /* a GPT block's projection */
+    linear_add_case(AG_SHAPE(300, 400), 40, 1, RES_OWN);  /* depth over one block: b and r after the last */
+    linear_add_case(AG_SHAPE(12, 8), 8, 1, RES_X);        /* a small product (the plain loops), r is x */
+}
+
+/* on every instruction set the CPU has (each adds R to a tile with its own
+ * vectors) */
+Test(fusion, linear_add_equals_linear_then_add_to_the_bit)
+{
+    static const char *const levels[] = {"baseline", "avx2", "avx512"};
+    for (int l = 0; l < 3; l++) {
+        if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
+        linear_add_cases();
+    }
+    ag__isa_force(NULL);
+}
+
+Test(fusion, linear_add_reports_bad_shapes)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *w = param(s, "w", AG_SHAPE(2, 4), 1);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *x = ag_tensor_new(g, AG_SHAPE(3, 4));
+    cr_assert_null(ag__linear_add(g, x, w, NULL, ag_tensor_new(g, AG_SHAPE(3, 4))));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
+    cr_assert_str_eq(ag_graph_error(g), "linear_add: the residual [3, 4] is not the shape of x [3, 4] times W^T [2, 4]");
+    ag_graph_reset(g);
+    cr_assert_null(ag__linear_add(g, ag_tensor_new(g, AG_SHAPE(3, 5)), w, NULL, ag_tensor_new(g, AG_SHAPE(3, 2))));
+    cr_assert_str_eq(ag_graph_error(g),
+                     "linear_add: x [3, 5], weight [2, 4] and bias none do not fit x [..., I], W [O, I], b [O]");
+    ag_graph_reset(g);
+    cr_assert_null(ag__linear_add(g, ag_tensor_new(g, AG_SHAPE(3, 4)), w, NULL, NULL));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_ARG);
     ag_graph_free(g);
     ag_store_free(s);
 }
@@ -494,6 +627,7 @@ Test(fusion, attention_reports_bad_shapes)
 
 #ifdef AG_DOUBLE
 Test(fusion, linear_passes_gradcheck) { expect_op_gradcheck("linear"); }
+Test(fusion, linear_add_passes_gradcheck) { expect_op_gradcheck("linear_add"); }
 Test(fusion, masked_softmax_passes_gradcheck) { expect_op_gradcheck("masked_softmax"); }
 Test(fusion, attention_passes_gradcheck) { expect_op_gradcheck("attention"); }
 #endif

@@ -1,6 +1,8 @@
 /* gemm.c: C = beta * C + op(A) op(B), row-major, every transpose combination
  * that matmul's forward and backward need; ag__gemm_bias then adds a bias
- * per column in the same store (a dense layer's y = x W^T + b, one pass).
+ * per column in the same store (a dense layer's y = x W^T + b, one pass),
+ * and ag__gemm_bias_res a matrix R after it (y = x W^T + b + r: a dense
+ * layer and the residual added to it).
  *
  * The classic blocked design (Goto; BLIS), loops from the outside in:
  *   jc: columns of C in blocks of NC
@@ -230,14 +232,21 @@ __attribute__((noinline)) static void store_tile_bias(const ag_real *tile, int w
     }
 }
 
-/* C[i, j] += bias[j] over M rows of N: the bias of the paths whose store
- * cannot add it (the same sum, acc + C then + bias, as the kernel's). */
-static void add_bias(int M, int N, const ag_real *bias, ag_real *C, int ldc)
+/* C[i, j] = (C[i, j] + bias[j]) + R[i, j] over M rows of N (bias or R
+ * NULL: left out; R has C's row stride): the bias and the residual of the
+ * paths whose store cannot add them, the same sums as the kernel's. */
+static void add_bias_res(int M, int N, const ag_real *bias, const ag_real *res, ag_real *C, int ldc)
 {
     for (int i = 0; i < M; i++) {
         ag_real *c = C + (size_t)i * ldc;
+        if (bias)
 #pragma omp simd
-        for (int j = 0; j < N; j++) c[j] += bias[j];
+            for (int j = 0; j < N; j++) c[j] += bias[j];
+        if (res) {
+            const ag_real *r = res + (size_t)i * ldc;
+#pragma omp simd
+            for (int j = 0; j < N; j++) c[j] += r[j];
+        }
     }
 }
 
@@ -293,6 +302,24 @@ static void add_bias(int M, int N, const ag_real *bias, ag_real *C, int ldc)
         int overwrite, int skip, const ag_real *bias
 typedef void (*kernel_fn)(KERNEL_ARGS);
 
+/* R added to a tile the kernel has just stored (ag__gemm_bias_res), while
+ * it is in L1: c[i][j] += r[i][j] over mr rows of nr columns, row stride
+ * ldc for both; whole vectors, then single values.  The sums of a store
+ * that would add R after the bias, without costing the products that have
+ * no R a thing.  One per instruction set, as the kernels. */
+#define ADD_TILE_BODY(V, VL, LOAD, STORE, ADD)                                                                 \
+    {                                                                                                          \
+        for (int i = 0; i < mr; i++) {                                                                         \
+            ag_real *ci = c + (size_t)i * ldc;                                                                 \
+            const ag_real *ri = r + (size_t)i * ldc;                                                           \
+            int j = 0;                                                                                         \
+            for (; j + VL <= nr; j += VL) STORE(ci + j, ADD(LOAD(ci + j), LOAD(ri + j)));                      \
+            for (; j < nr; j++) ci[j] += ri[j];                                                                \
+        }                                                                                                      \
+    }
+#define ADD_TILE_ARGS int mr, int nr, const ag_real *r, ag_real *c, int ldc
+typedef void (*add_tile_fn)(ADD_TILE_ARGS);
+
 /* One kernel per tile width: NV = 1..4 vectors, so that a narrow product
  * (a head of 16 columns) or the last panel of a wide one does not pay for
  * a full-width tile. */
@@ -310,18 +337,24 @@ typedef void (*kernel_fn)(KERNEL_ARGS);
                              _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
 #define K256(NV) KERNEL_BODY(__m256d, 4, NV, _mm256_setzero_pd(), _mm256_loadu_pd, _mm256_storeu_pd, \
                              _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd)
+#define A512 ADD_TILE_BODY(__m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_add_pd)
+#define A256 ADD_TILE_BODY(__m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd)
 #else
 #define K512(NV) KERNEL_BODY(__m512, 16, NV, _mm512_setzero_ps(), _mm512_loadu_ps, _mm512_storeu_ps, \
                              _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
 #define K256(NV) KERNEL_BODY(__m256, 8, NV, _mm256_setzero_ps(), _mm256_loadu_ps, _mm256_storeu_ps, \
                              _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
+#define A512 ADD_TILE_BODY(__m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps)
+#define A256 ADD_TILE_BODY(__m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps)
 #endif
 /* AVX-512: 32 registers; the widest tile, 6 x 4 vectors (6 x 64 floats),
  * keeps 24 accumulators, 4 vectors of B and a broadcast of A. */
 KERNELS(k512_, __attribute__((target("avx512f,fma"))), K512)
+__attribute__((target("avx512f"))) static void k512_add(ADD_TILE_ARGS) A512
 /* AVX2: 16 registers; 6 x 2 vectors is the widest that fits (12
  * accumulators), so the 3- and 4-vector tiles spill and are never picked. */
 KERNELS(k256_, __attribute__((target("avx2,fma"))), K256)
+__attribute__((target("avx2"))) static void k256_add(ADD_TILE_ARGS) A256
 #endif
 
 /* Portable: 16-byte vectors of the compiler's choosing, multiply then add. */
@@ -339,17 +372,21 @@ static inline vbase vb_fma(vbase a, vbase b, vbase c) { return a * b + c; }
 static inline vbase vb_add(vbase a, vbase b) { return a + b; }
 #define KBASE(NV) KERNEL_BODY(vbase, VL_BASE, NV, (vbase){0}, vb_load, vb_store, vb_set1, vb_fma, vb_add)
 KERNELS(kbase_, , KBASE)
+static void kbase_add(ADD_TILE_ARGS) ADD_TILE_BODY(vbase, VL_BASE, vb_load, vb_store, vb_add)
 
 typedef struct isa {
     kernel_fn kernel[NV_MAX + 1]; /* by tile width in vectors; [0] unused */
+    add_tile_fn add_tile;         /* R added to a stored tile */
     int vl, nv;                   /* reals per vector; the widest tile used */
     const char *name;
 } isa;
 
-static const isa isa_base = {{NULL, kbase_1, kbase_2, kbase_3, kbase_4}, VL_BASE, 2, "baseline"};
+static const isa isa_base = {{NULL, kbase_1, kbase_2, kbase_3, kbase_4}, kbase_add, VL_BASE, 2, "baseline"};
 #ifdef HAVE_X86
-static const isa isa_avx512 = {{NULL, k512_1, k512_2, k512_3, k512_4}, 64 / (int)sizeof(ag_real), 4, "avx512"};
-static const isa isa_avx2 = {{NULL, k256_1, k256_2, k256_3, k256_4}, 32 / (int)sizeof(ag_real), 2, "avx2"};
+static const isa isa_avx512 = {{NULL, k512_1, k512_2, k512_3, k512_4}, k512_add, 64 / (int)sizeof(ag_real), 4,
+                                "avx512"};
+static const isa isa_avx2 = {{NULL, k256_1, k256_2, k256_3, k256_4}, k256_add, 32 / (int)sizeof(ag_real), 2,
+                              "avx2"};
 #endif
 
 /* The kernel set in use: the instruction set ag__isa picks. */
@@ -594,6 +631,7 @@ typedef struct job {
     ag_real *C;
     ag_real beta;
     const ag_real *bias; /* [N], added to every row of C after the sum, or NULL */
+    const ag_real *res;  /* [M, N] with C's row stride, added after the bias, or NULL */
     const isa *isa;
     int nshares, by_rows; /* C cut in nshares shares of row (or column) panels */
 } job;
@@ -615,23 +653,29 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
         ag_real *c = jb->C + (size_t)m0 * jb->ldc + n0;
         gemm_small(jb->ta, jb->tb, m1 - m0, n1 - n0, K, jb->A + (size_t)m0 * (jb->ta ? 1 : jb->lda), jb->lda,
                    jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->beta, c, jb->ldc);
-        if (jb->bias) add_bias(m1 - m0, n1 - n0, jb->bias + n0, c, jb->ldc);
+        add_bias_res(m1 - m0, n1 - n0, jb->bias ? jb->bias + n0 : NULL,
+                     jb->res ? jb->res + (size_t)m0 * jb->ldc + n0 : NULL, c, jb->ldc);
         return;
     }
     /* Packing B repays itself when many row panels read it; for a few rows
      * the kernel reads B (not transposed) in place, whole vectors of it.
      * So it does when B's rows are no wider than a panel: then a panel's
      * rows already follow each other in memory, as packing would lay them;
-     * and when they are up to 4 panels wide: a panel's rows, a few cache
-     * lines apart, stream as well from L2 as packed ones, and the copy is
-     * saved (dW = dY^T X of a 256-wide layer, 64 x 256 x 1024: 10%). */
-    bool direct = !jb->tb && (m1 - m0 <= 2 * MR || jb->ldb <= 4 * NR);
+     * when they are up to 4 panels wide: a panel's rows, a few cache lines
+     * apart, stream as well from L2 as packed ones, and the copy is saved
+     * (dW = dY^T X of a 256-wide layer, 64 x 256 x 1024: 10%); and, however
+     * wide, for up to 16 row panels (96 rows), too few to repay the copy
+     * (64 x 512 x 1024: 8%; 48 x 512 x 512: 17%; from 128 rows on, a
+     * wash).  Either way the kernel adds the same products in the same
+     * order: the same bits. */
+    bool direct = !jb->tb && (m1 - m0 <= 16 * MR || jb->ldb <= 4 * NR);
     for (int jc = n0; jc < n1; jc += NC) {
         int nc = n1 - jc < NC ? n1 - jc : NC, npanels = (nc + NR - 1) / NR;
         for (int pc = 0; pc < K; pc += KC) {
             int kc = K - pc < KC ? K - pc : KC;
             int overwrite = pc == 0 && jb->beta == 0;
-            const ag_real *bias = pc + kc == K ? jb->bias : NULL; /* added once, after the last block */
+            bool last = pc + kc == K; /* the bias and R are added once, after the last block */
+            const ag_real *bias = last ? jb->bias : NULL, *res = last ? jb->res : NULL;
             for (int jp = 0; jp < npanels; jp++) {
                 int j0 = jc + jp * NR, nr = jc + nc - j0 < NR ? jc + nc - j0 : NR;
                 int w = (nr + VL - 1) / VL * VL;
@@ -666,6 +710,9 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
                             kern(kc, jb->A + (size_t)i0 * jb->lda + pc, jb->lda, 1, bp, ldbk, c, jb->ldc, mr, nr,
                                  overwrite, skip, bj);
                         }
+                        if (res) /* + R, while the tile is in L1 */
+                            is->add_tile(mr - skip, nr, res + (size_t)(i0 + skip) * jb->ldc + j0,
+                                         c + (size_t)skip * jb->ldc, jb->ldc);
                         i0 += skip;
                     }
                 }
@@ -693,9 +740,9 @@ static void gemm_share(void *ctx, size_t share)
 /* The blocked product, on the library's threads when it is large enough. */
 __attribute__((noinline)) static void gemm_blocked(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
                                                    const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc,
-                                                   const ag_real *bias, const isa *is)
+                                                   const ag_real *bias, const ag_real *res, const isa *is)
 {
-    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, bias, is, 1, 0};
+    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta, bias, res, is, 1, 0};
     /* threads: from ~16 MFLOP of work on (about 100 microseconds on one
      * core; M N K / 8 multiply-adds count as one "value" of src/core/threads.c) */
     int nt = ag__threads_for((size_t)((double)M * N * K / 8));
@@ -711,21 +758,22 @@ __attribute__((noinline)) static void gemm_blocked(int ta, int tb, int M, int N,
     ag__parallel_for((size_t)nt, nt, gemm_share, &jb);
 }
 
-/* A product of no depth: C = beta C, then the bias. */
-__attribute__((noinline)) static void gemm_empty(int M, int N, ag_real beta, ag_real *C, int ldc, const ag_real *bias)
+/* A product of no depth: C = beta C, then the bias and R. */
+__attribute__((noinline)) static void gemm_empty(int M, int N, ag_real beta, ag_real *C, int ldc, const ag_real *bias,
+                                                 const ag_real *res)
 {
     if (beta == 0)
         for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(ag_real));
-    if (bias) add_bias(M, N, bias, C, ldc);
+    add_bias_res(M, N, bias, res, C, ldc);
 }
 
-/* The plain loops, then the bias. */
+/* The plain loops, then the bias and R. */
 __attribute__((noinline)) static void gemm_small_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
                                                       const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc,
-                                                      const ag_real *bias)
+                                                      const ag_real *bias, const ag_real *res)
 {
     gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-    if (bias) add_bias(M, N, bias, C, ldc);
+    add_bias_res(M, N, bias, res, C, ldc);
 }
 
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
@@ -739,32 +787,39 @@ static inline bool head_product(int M, int N, int K, ag_real beta)
 }
 #endif
 
-/* C = beta C + op(A) op(B), then + bias: the kernel that fits.  (ag__gemm
+/* C = beta C + op(A) op(B), then + bias, then + R: the kernel that fits.  (ag__gemm
  * sends a head's product to its kernel itself, except while the
  * instruction set is not read yet: it is read here, and the product goes
  * where it would have gone, with its bits.) */
 __attribute__((noinline)) static void gemm_general(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
                                                    const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc,
-                                                   const ag_real *bias)
+                                                   const ag_real *bias, const ag_real *res)
 {
     (void)ag__isa(); /* reads the CPU the first time */
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
     if (head_product(M, N, K, beta)) {
         gemm_head512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        if (bias) add_bias(M, N, bias, C, ldc);
+        add_bias_res(M, N, bias, res, C, ldc);
         return;
     }
 #endif
     if (M <= 0 || N <= 0) return;
-    if (K <= 0) gemm_empty(M, N, beta, C, ldc, bias);
-    else if ((double)M * N * K < GEMM_SMALL) gemm_small_bias(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias);
-    else gemm_blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, current());
+    if (K <= 0) gemm_empty(M, N, beta, C, ldc, bias, res);
+    else if ((double)M * N * K < GEMM_SMALL)
+        gemm_small_bias(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res);
+    else gemm_blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res, current());
 }
 
 void ag__gemm_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                    ag_real beta, ag_real *C, int ldc, const ag_real *bias)
 {
-    gemm_general(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias);
+    gemm_general(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, NULL);
+}
+
+void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
+                       ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res)
+{
+    gemm_general(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res);
 }
 
 /* gemm_general without the bias: the same signature as ag__gemm, so that
@@ -773,7 +828,7 @@ void ag__gemm_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int ld
 __attribute__((noinline)) static void gemm_nobias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
                                                   const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc)
 {
-    gemm_general(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, NULL);
+    gemm_general(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, NULL, NULL);
 }
 
 void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,

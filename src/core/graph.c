@@ -552,22 +552,31 @@ static bool reserve(ag_graph *g, ag_tensor *x, uint32_t pass)
     return true;
 }
 
+/* src[0] of t is one of its other inputs too (x + x; a residual that is
+ * also the dense layer's input): its gradient is then more than dy. */
+static bool src0_used_again(const ag_tensor *t)
+{
+    for (int k = 1; k < t->nsrc; k++)
+        if (t->src[k] == t->src[0]) return true;
+    return false;
+}
+
 /* An op whose gradient passes unchanged to its first input (a reshape; an
- * add or sub of same-shape tensors), or turns into it in place (GELU: dx_i
- * = dy_i s_i), may give that input its own buffer when the input has none
- * yet in this call: the op is then the input's newest live consumer, the
- * input's other consumers come before it on the tape and run their
- * backward after it, when its gradient is complete.  dx = dy with no copy
- * (or dy turned into dx where it lies), and the later consumers add to it.
- * Only between intermediates of this tape: a leaf's buffer accumulates
- * across calls. */
+ * add or sub of same-shape tensors; the residual of linear_add), or turns
+ * into it in place (GELU: dx_i = dy_i s_i), may give that input its own
+ * buffer when the input has none yet in this call: the op is then the
+ * input's newest live consumer, the input's other consumers come before it
+ * on the tape and run their backward after it, when its gradient is
+ * complete.  dx = dy with no copy (or dy turned into dx where it lies), and
+ * the later consumers add to it.  Only between intermediates of this tape:
+ * a leaf's buffer accumulates across calls. */
 static void maybe_share(ag_graph *g, ag_tensor *t, uint32_t pass)
 {
     ag_tensor *x0 = t->src[0];
     ag__tensor_impl *n0 = x0 ? ag__impl(x0) : NULL;
     const ag_op_desc *op = g->ops[t->op];
     if (!(op->grad_passes_to_src0 || op->grad_in_place) || !x0 || !x0->requires_grad || x0->op == AG_OP_LEAF ||
-        n0->graph != g || n0->pass == pass || x0->size != t->size || (t->nsrc > 1 && t->src[1] == x0))
+        n0->graph != g || n0->pass == pass || x0->size != t->size || src0_used_again(t))
         return;
     n0->pass = pass;
     n0->lent = false;

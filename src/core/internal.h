@@ -271,11 +271,19 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
  * steps would be, without a second pass over C. */
 void ag__gemm_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
                    const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc, const ag_real *bias);
+/* The same, then C[i, j] += R[i, j] (R [M, N] with C's row stride ldc, or
+ * NULL), in the same store: C = ((op(A) op(B) [+ C]) + bias) + R, rounded
+ * as a dense layer followed by an add would round. */
+void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
+                       ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 
 /* ---- fused ops (ops/linear.c, ops/masked_softmax.c) ---------------------- */
 
 /* y = x W^T + b: x [..., in], W [out, in], b [out] or NULL -> [..., out]. */
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
+/* y = (x W^T + b) + r, r of y's shape: linear and then add(r, y) as one op
+ * (a residual around a dense layer), with the same bits. */
+ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b, ag_tensor *r);
 /* Batched matmul (b transposed when tb) whose operands in `heads` are in
  * attention's heads layout: stored [B, T, H, D], read as [B, H, T, D]
  * (ops/matmul.c).  AG__MM_Y: the output is written [B, M, H, N]. */

@@ -37,6 +37,7 @@ extern const ag_op_desc ag_op_masked_softmax;
 extern const ag_op_desc ag_op_index_add;
 extern const ag_op_desc ag_op_gelu_tanh;
 extern const ag_op_desc ag_op_attention;
+extern const ag_op_desc ag_op_linear_add;
 
 static const ag_op_desc leaf = {.name = "leaf", .backward = NULL};
 
@@ -75,6 +76,7 @@ const ag_op_desc *const ag_op_table[] = {
     [AG_OP_INDEX_ADD] = &ag_op_index_add,
     [AG_OP_GELU_TANH] = &ag_op_gelu_tanh,
     [AG_OP_ATTENTION] = &ag_op_attention,
+    [AG_OP_LINEAR_ADD] = &ag_op_linear_add,
 };
 _Static_assert(sizeof ag_op_table / sizeof ag_op_table[0] == AG_OP_COUNT,
                "the table must end at the last op id");

@@ -230,7 +230,7 @@ static int mha_input_ok(const ag_tensor *x, const ag__rows *r, int C)
 }
 
 ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
-                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights)
+                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
 {
     if (weights) *weights = NULL;
     if (!ag__ok(g, "mha", 2, x_q, x_kv)) return NULL;
@@ -261,7 +261,7 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__
     ag_tensor *o = m->textbook ? textbook_heads(g, q, k, v, m->H, mask, fill, p, weights)
                                : concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
     if (rq) o = ag__pack(g, o, rq);
-    return ag_linear_forward(g, &m->w_o, o);
+    return res ? ag__linear_add(g, o, m->w_o.weight, m->w_o.bias, res) : ag_linear_forward(g, &m->w_o, o);
 }
 
 ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
@@ -269,7 +269,7 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
 {
     if (weights) *weights = NULL;
     if (!ag__given(g, "mha_forward", "layer", m)) return NULL;
-    return ag__mha_rows(g, m, x_q, NULL, x_kv, NULL, mask, fill, weights);
+    return ag__mha_rows(g, m, x_q, NULL, x_kv, NULL, mask, fill, weights, NULL);
 }
 
 ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
@@ -283,7 +283,7 @@ ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q,
     }
     ag_mha tb = *m;
     tb.textbook = 1;
-    return ag__mha_rows(g, &tb, x_q, NULL, x_kv, NULL, mask, fill, weights);
+    return ag__mha_rows(g, &tb, x_q, NULL, x_kv, NULL, mask, fill, weights, NULL);
 }
 
 /* ---- incremental decoding: attention over a key/value cache --------------- */

@@ -28,9 +28,12 @@ ag_tensor *ag__pack(ag_graph *g, ag_tensor *x, const ag__rows *r);
 ag_tensor *ag__unpack(ag_graph *g, ag_tensor *x, const ag__rows *r);
 /* Multi-head attention and the blocks with packed inputs: x_q [rq->n, C]
  * when rq is given, else [B, T, C]; the same for x_kv and rkv, x and rows,
- * enc and enc_rows.  The public forwards are these with NULL rows. */
+ * enc and enc_rows.  The public forwards are these with NULL rows.  With
+ * res (x_q's shape; NULL: none), ag__mha_rows returns res + mha(...), res
+ * added by the output projection (linear_add), as a pre-norm block's
+ * residual. */
 ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
-                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights);
+                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res);
 ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
                                   ag_tensor *src_mask, ag_tensor **weights);
 ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,

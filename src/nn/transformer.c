@@ -47,8 +47,9 @@ ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, 
     return ag_ffn_init_ex(f, s, prefix, C, F, AG_ACT_RELU, seed);
 }
 
-/* dense2(act(dense1(x))) */
-ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x)
+/* dense2(act(dense1(x))), plus res (x's shape) when given: res added by
+ * dense2 itself (linear_add, the bits of add(res, ffn(x))). */
+static ag_tensor *ffn_add(ag_graph *g, const ag_ffn *f, ag_tensor *x, ag_tensor *res)
 {
     if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
     ag_tensor *h = ag_linear_forward(g, &f->dense1, x);
@@ -57,8 +58,10 @@ ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x)
     case AG_ACT_GELU_TANH: h = ag_gelu_tanh(g, h); break;
     default: h = ag_relu(g, h); break;
     }
-    return ag_linear_forward(g, &f->dense2, h);
+    return res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_forward(g, &f->dense2, h);
 }
+
+ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x) { return ffn_add(g, f, x, NULL); }
 
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
 {
@@ -168,17 +171,25 @@ ag_status ag_decoder_only_block_init(ag_decoder_only_block *b, ag_store *s, cons
 
 /* A sublayer f around the residual stream x, in two steps:
  *   in  = sublayer_in(x):          pre-norm: norm(x);  post-norm: x
- *   x   = sublayer_out(x, f(in)):  pre-norm: x + dropout(f);  post-norm: norm(x + dropout(f)) */
+ *   x   = sublayer_out(x, f(in)):  pre-norm: x + dropout(f);  post-norm: norm(x + dropout(f))
+ * When no dropout applies, f's last dense layer adds x itself (linear_add,
+ * with the bits of the add): f is given the residual (residual(x)) and
+ * returns x + f. */
 static ag_tensor *sublayer_in(ag_graph *g, int pre_norm, const ag_layernorm *n, ag_tensor *x)
 {
     return pre_norm ? ag_layernorm_forward(g, n, x) : x;
 }
 
+/* What f adds to its output itself: x, unless dropout comes between (p_drop
+ * is 0 outside training). */
+static ag_tensor *residual(double p_drop, ag_tensor *x) { return p_drop > 0 ? NULL : x; }
+
 static ag_tensor *sublayer_out(ag_graph *g, int pre_norm, const ag_layernorm *n, ag_tensor *x, ag_tensor *fx,
                                double p_drop)
 {
+    if (residual(p_drop, x)) return pre_norm ? fx : ag_layernorm_forward(g, n, fx); /* fx is x + f */
     if (!pre_norm) return ag_add_norm(g, n, x, fx, p_drop);
-    if (p_drop > 0 && ag_graph_training(g)) fx = ag_dropout(g, fx, p_drop);
+    if (p_drop > 0) fx = ag_dropout(g, fx, p_drop);
     return ag_add(g, x, fx);
 }
 
@@ -188,10 +199,11 @@ ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_ten
     double p = ag_graph_training(g) ? b->dropout : 0;
     int pre = b->cfg.pre_norm;
     ag_tensor *h = sublayer_in(g, pre, &b->norm1, x);
-    ag_tensor *a = ag__mha_rows(g, &b->attention, h, rows, h, rows, src_mask, AG_MASK_NEG_INF, weights);
+    ag_tensor *a = ag__mha_rows(g, &b->attention, h, rows, h, rows, src_mask, AG_MASK_NEG_INF, weights,
+                                residual(p, x));
     x = sublayer_out(g, pre, &b->norm1, x, a, p);
     h = sublayer_in(g, pre, &b->norm2, x);
-    return sublayer_out(g, pre, &b->norm2, x, ag_ffn_forward(g, &b->ffn, h), p);
+    return sublayer_out(g, pre, &b->norm2, x, ffn_add(g, &b->ffn, h, residual(p, x)), p);
 }
 
 ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
@@ -201,13 +213,15 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
     double p = ag_graph_training(g) ? b->dropout : 0;
     int pre = b->cfg.pre_norm;
     ag_tensor *h = sublayer_in(g, pre, &b->norm1, x);
-    ag_tensor *a = ag__mha_rows(g, &b->self_attention, h, rows, h, rows, self_mask, AG_MASK_NEG_INF, self_w);
+    ag_tensor *a = ag__mha_rows(g, &b->self_attention, h, rows, h, rows, self_mask, AG_MASK_NEG_INF, self_w,
+                                residual(p, x));
     x = sublayer_out(g, pre, &b->norm1, x, a, p);
     h = sublayer_in(g, pre, &b->norm2, x);
-    ag_tensor *c = ag__mha_rows(g, &b->cross_attention, h, rows, enc, enc_rows, src_mask, AG_MASK_NEG_INF, cross_w);
+    ag_tensor *c = ag__mha_rows(g, &b->cross_attention, h, rows, enc, enc_rows, src_mask, AG_MASK_NEG_INF, cross_w,
+                                residual(p, x));
     x = sublayer_out(g, pre, &b->norm2, x, c, p);
     h = sublayer_in(g, pre, &b->norm3, x);
-    return sublayer_out(g, pre, &b->norm3, x, ag_ffn_forward(g, &b->ffn, h), p);
+    return sublayer_out(g, pre, &b->norm3, x, ffn_add(g, &b->ffn, h, residual(p, x)), p);
 }
 
 ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,

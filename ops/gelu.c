@@ -30,9 +30,9 @@
 /* y = x * Phi(x)  ->  dy/dx = Phi(x) + x * Phi'(x) = Phi(x) + x * phi(x)
  * (product rule; Phi' = phi), computed here, beside y, when s is not NULL:
  * in training, where backward will need it.  The float build takes the
- * vectorised kernel (src/core/fastmath.c): Phi through erfc, so that the
- * left tail keeps its relative precision, and phi from the same
- * exp(-x^2 / 2).  The double build is libm's erf and exp, as PyTorch's
+ * vectorised kernel (src/core/fastmath.c): phi from one exp(-x^2 / 2),
+ * and Phi's left tail as phi times the Mills ratio, so that it keeps its
+ * relative precision.  The double build is libm's erf and exp, as PyTorch's
  * float64. */
 static void gelu_fwd(size_t n, const ag_real *x, ag_real *y, ag_real *s)
 {

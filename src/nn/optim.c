@@ -27,8 +27,9 @@
  *
  * Invariant: every state buffer lives in the one block allocated with the
  * optimizer, sized for the store's parameters at that time; a step reads
- * and writes in place and never allocates.  Arithmetic is done in double
- * whatever ag_real is; state is stored as ag_real. */
+ * and writes in place and never allocates.  State is stored as ag_real,
+ * and the updates compute in it, as PyTorch computes on a tensor of that
+ * type. */
 #include "nn/nn_internal.h"
 #include "attograd_optim.h"
 
@@ -229,28 +230,42 @@ static inline AG_ALWAYS_INLINE void sgd_update(const ag_optim *o, size_t n, ag_r
 #define SGD_PARAMS (const ag_optim *o, size_t n, ag_real *p, const ag_real *grad, ag_real *buf)
 AG_ISA_CLONES(void, sgd_update, SGD_PARAMS, sgd_update(o, n, p, grad, buf))
 
-/* Adam / AdamW on one parameter of n elements at step t. */
+/* the square root in ag_real's precision */
+#ifdef AG_DOUBLE
+#define REAL_SQRT sqrt
+#else
+#define REAL_SQRT sqrtf
+#endif
+
+/* Adam / AdamW on one parameter of n elements at step t.  The scalars
+ * are worked out in double, as PyTorch works them out in Python, then
+ * rounded once to ag_real, and the elements' arithmetic is ag_real's, as
+ * torch.optim.Adam's on a float tensor: float in the float build (a
+ * division and a square root per element in double would cost three
+ * times as long), double in the double build. */
 static inline AG_ALWAYS_INLINE void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p,
                                                 const ag_real *grad, ag_real *m, ag_real *v)
 {
     const double b1 = o->beta1, b2 = o->beta2, wd = o->weight_decay;
     const double bc1 = 1 - pow(b1, (double)t); /* bias corrections: m and v start at 0, */
     const double bc2 = 1 - pow(b2, (double)t); /* so early averages are scaled down by these */
-    const double step_size = o->lr / bc1;
-    const double bc2_sqrt = sqrt(bc2);
-    const double decay = o->kind == OPT_ADAMW ? 1 - o->lr * wd : 1; /* AdamW: p *= 1 - lr * wd */
-    const double l2 = o->kind == OPT_ADAM ? wd : 0;                 /* Adam: g += wd * p */
-    const double eps = o->eps;
+    const ag_real step_size = (ag_real)(o->lr / bc1);
+    const ag_real bc2_sqrt = (ag_real)sqrt(bc2);
+    const ag_real decay = (ag_real)(o->kind == OPT_ADAMW ? 1 - o->lr * wd : 1); /* AdamW: p *= 1 - lr * wd */
+    const ag_real l2 = (ag_real)(o->kind == OPT_ADAM ? wd : 0);                 /* Adam: g += wd * p */
+    const ag_real eps = (ag_real)o->eps;
+    const ag_real beta1 = (ag_real)b1, keep1 = (ag_real)(1 - b1);
+    const ag_real beta2 = (ag_real)b2, keep2 = (ag_real)(1 - b2);
 #pragma omp simd
     for (size_t j = 0; j < n; j++) {
-        double pj = (double)p[j] * decay;
-        double g = (double)grad[j] + l2 * pj;
-        double mj = b1 * (double)m[j] + (1 - b1) * g;     /* m = b1 m + (1 - b1) g */
-        double vj = b2 * (double)v[j] + (1 - b2) * g * g; /* v = b2 v + (1 - b2) g^2 */
-        m[j] = (ag_real)mj;
-        v[j] = (ag_real)vj;
-        double denom = sqrt(vj) / bc2_sqrt + eps;         /* sqrt(vhat) + eps */
-        p[j] = (ag_real)(pj - step_size * mj / denom);    /* p -= lr * mhat / denom */
+        ag_real pj = p[j] * decay;
+        ag_real g = grad[j] + l2 * pj;
+        ag_real mj = beta1 * m[j] + keep1 * g;           /* m = b1 m + (1 - b1) g */
+        ag_real vj = beta2 * v[j] + keep2 * g * g;       /* v = b2 v + (1 - b2) g^2 */
+        m[j] = mj;
+        v[j] = vj;
+        ag_real denom = REAL_SQRT(vj) / bc2_sqrt + eps;  /* sqrt(vhat) + eps */
+        p[j] = pj - step_size * mj / denom;              /* p -= lr * mhat / denom */
     }
 }
 #define ADAM_PARAMS (const ag_optim *o, int64_t t, size_t n, ag_real *p, const ag_real *grad, ag_real *m, ag_real *v)

@@ -134,39 +134,58 @@ HEAD512_INLINE void head512_init(const ag__att_job *j, size_t bh, head512 *h)
     h->scale = j->scale, h->fill = j->fill;
 }
 
-/* Piece `part` of `parts` of rows [0, n) of x, ld apart, or of n cache
- * lines from x on (ld 16): into the cache ahead of the head that reads
- * them.  At a GPT's sizes the heads' inputs, P and the gradients are
- * larger than the cache, and the rows of a head, 256 bytes apart in
- * 64-byte pieces, are a pattern the hardware's prefetchers pick up too
- * late: a head that waits for each row takes twice as long.  In pieces,
- * one per group of queries (or keys), so that the requests do not all
- * wait in line at once. */
-HEAD512_INLINE void prefetch_rows(const float *x, size_t ld, int n, int part, int parts)
+/* What a head reads and writes, as rows to ask of the cache ahead of it:
+ * row i < n[r] of stream r at x[r] + i ld[r] (n cache lines, ld 16, for
+ * P), in pieces of per[r] rows.
+ * At a GPT's sizes the heads' inputs, P and the gradients are larger
+ * than the cache, and the rows of a head, 256 bytes apart in 64-byte
+ * pieces, are a pattern the hardware's prefetchers pick up too late: a
+ * head that waits for each row takes twice as long.  In pieces, one per
+ * group of queries (or keys), so that the requests do not all wait in
+ * line at once.  The addresses and the pieces' sizes are worked out once
+ * per head, so that a piece costs its prefetches and little else. */
+typedef struct ahead {
+    const float *x[8];
+    size_t ld[8];
+    int n[8], per[8], streams;
+} ahead;
+
+HEAD512_INLINE void ahead_add(ahead *a, const float *x, size_t ld, int n, int parts)
 {
-    for (int i = n * part / parts; i < n * (part + 1) / parts; i++)
-        _mm_prefetch((const char *)(x + (size_t)i * ld), _MM_HINT_T0);
+    int r = a->streams++;
+    a->x[r] = x, a->ld[r] = ld, a->n[r] = n, a->per[r] = (n + parts - 1) / parts;
 }
 
-/* Piece `part` of `parts` of what head bh reads and writes, forward (dy
- * NULL) or backward. */
-HEAD512_INLINE void prefetch_head(const ag__att_job *j, size_t bh, bool backward, int part, int parts)
+/* Head bh's streams, forward or backward, in `parts` pieces; none past
+ * the last head. */
+HEAD512_INLINE void ahead_init(ahead *a, const ag__att_job *j, size_t bh, bool backward, int parts)
 {
+    a->streams = 0;
     if (bh >= j->heads) return;
     size_t ld = (size_t)j->H * (size_t)j->D, ldv = (size_t)j->H * (size_t)j->Dv;
     int T = j->T, S = j->S;
-    prefetch_rows(j->q + ag__att_at(j, bh, T, j->D), ld, T, part, parts);
-    prefetch_rows(j->k + ag__att_at(j, bh, S, j->D), ld, S, part, parts);
-    prefetch_rows(j->v + ag__att_at(j, bh, S, j->Dv), ldv, S, part, parts);
-    prefetch_rows(j->p + bh * (size_t)T * (size_t)S, 16, (T * S + 15) / 16, part, parts);
+    ahead_add(a, j->q + ag__att_at(j, bh, T, j->D), ld, T, parts);
+    ahead_add(a, j->k + ag__att_at(j, bh, S, j->D), ld, S, parts);
+    ahead_add(a, j->v + ag__att_at(j, bh, S, j->Dv), ldv, S, parts);
+    ahead_add(a, j->p + bh * (size_t)T * (size_t)S, 16, (T * S + 15) / 16, parts);
     if (!backward) {
-        prefetch_rows(j->y + ag__att_at(j, bh, T, j->Dv), ldv, T, part, parts);
+        ahead_add(a, j->y + ag__att_at(j, bh, T, j->Dv), ldv, T, parts);
         return;
     }
-    prefetch_rows(j->dy + ag__att_at(j, bh, T, j->Dv), ldv, T, part, parts);
-    if (j->dq) prefetch_rows(j->dq + ag__att_at(j, bh, T, j->D), ld, T, part, parts);
-    if (j->dk) prefetch_rows(j->dk + ag__att_at(j, bh, S, j->D), ld, S, part, parts);
-    if (j->dv) prefetch_rows(j->dv + ag__att_at(j, bh, S, j->Dv), ldv, S, part, parts);
+    ahead_add(a, j->dy + ag__att_at(j, bh, T, j->Dv), ldv, T, parts);
+    if (j->dq) ahead_add(a, j->dq + ag__att_at(j, bh, T, j->D), ld, T, parts);
+    if (j->dk) ahead_add(a, j->dk + ag__att_at(j, bh, S, j->D), ld, S, parts);
+    if (j->dv) ahead_add(a, j->dv + ag__att_at(j, bh, S, j->Dv), ldv, S, parts);
+}
+
+/* Piece `part` of every stream into the cache. */
+HEAD512_INLINE void ahead_part(const ahead *a, int part)
+{
+    for (int r = 0; r < a->streams; r++) {
+        int lo = part * a->per[r], hi = lo + a->per[r] < a->n[r] ? lo + a->per[r] : a->n[r];
+        const float *x = a->x[r] + (size_t)lo * a->ld[r];
+        for (int i = lo; i < hi; i++, x += a->ld[r]) _mm_prefetch((const char *)x, _MM_HINT_T0);
+    }
 }
 
 /* xt = x^T for x [S, cols <= 16], rows ld apart (zero past column cols). */
@@ -395,10 +414,12 @@ HEAD512 void ag__head512_forward(const ag__att_job *j, size_t bh)
 {
     head512 h;
     head512_init(j, bh, &h);
+    ahead next;
+    ahead_init(&next, j, bh + 1, false, (h.T + GR - 1) / GR);
     turn(&h, h.k, h.ld, h.md);
     for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
         int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
-        prefetch_head(j, bh + 1, false, r / GR, (h.T + GR - 1) / GR);
+        ahead_part(&next, r / GR);
         if (e == 0) zero_rows(&h, h.p, r, mr); /* no key: P is 0 */
         else if (e <= 16) probs_rows(&h, r, mr, e, 1);
         else probs_rows(&h, r, mr, e, 2);
@@ -493,12 +514,14 @@ HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
     float *dq = j->dq ? j->dq + ag__att_at(j, bh, h.T, h.D) : NULL;
     float *dk = j->dk ? j->dk + ag__att_at(j, bh, h.S, h.D) : NULL;
     float *dv = j->dv ? j->dv + ag__att_at(j, bh, h.S, h.Dv) : NULL;
-    int groups = dq || dk ? (h.T + GR - 1) / GR : 0, parts = groups + h.S / 8; /* of the next head's prefetch */
+    int groups = dq || dk ? (h.T + GR - 1) / GR : 0; /* pieces of the next head's prefetch, then S / 8 more */
+    ahead next;
+    ahead_init(&next, j, bh + 1, true, groups + h.S / 8);
     if (dq || dk) { /* every row of dA first, then dQ (+)= dA K (as ag__head512_forward) */
         turn(&h, h.v, h.ldv, h.mdv);
         for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
             int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
-            prefetch_head(j, bh + 1, true, r / GR, parts);
+            ahead_part(&next, r / GR);
             if (e == 0) zero_rows(&h, h.da, r, mr); /* no key: dA is 0 */
             else if (e <= 16) dscores_rows(&h, r, mr, e, 1);
             else dscores_rows(&h, r, mr, e, 2);
@@ -506,7 +529,7 @@ HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
         if (dq) product_all(&h, j->ek, h.da, h.k, h.ld, h.md, dq, j->beta_q);
     }
     for (int s0 = 0; s0 < h.S; s0 += 8) { /* keys [s0, s0 + 8), queries [tf, T) */
-        prefetch_head(j, bh + 1, true, groups + s0 / 8, parts);
+        ahead_part(&next, groups + s0 / 8);
         key_rows(&h, s0, j->tf[s0 / 8], dv, j->beta_v, dk, j->beta_k);
     }
 }

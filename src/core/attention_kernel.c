@@ -489,21 +489,25 @@ HEAD512_INLINE void key_rows(const head512 *h, int s0, int tf, float *dv, float 
     __m512 av[8], ak[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) av[i] = ak[i] = _mm512_setzero_ps();
-    for (int t = tf; t < h->T; t++) {
-        const float *pt = h->p + (size_t)t * h->S + s0, *at = h->da + (size_t)t * h->S + s0;
+    /* h's fields in registers: read through h, they are loaded again for every t */
+    const size_t S = (size_t)h->S, ld = h->ld, ldv = h->ldv;
+    const __mmask16 md = h->md, mdv = h->mdv;
+    const float *pt = h->p + (size_t)tf * S + s0, *at = h->da + (size_t)tf * S + s0;
+    const float *o = h->dy + (size_t)tf * ldv, *x = h->q + (size_t)tf * ld;
+    for (int t = tf; t < h->T; t++, pt += S, at += S, o += ldv, x += ld) {
         if (dv) {
-            __m512 o = _mm512_maskz_loadu_ps(h->mdv, h->dy + (size_t)t * h->ldv);
+            __m512 ot = _mm512_maskz_loadu_ps(mdv, o);
 #pragma GCC unroll 8
-            for (int i = 0; i < 8; i++) av[i] = _mm512_fmadd_ps(_mm512_set1_ps(pt[i]), o, av[i]);
+            for (int i = 0; i < 8; i++) av[i] = _mm512_fmadd_ps(_mm512_set1_ps(pt[i]), ot, av[i]);
         }
         if (dk) {
-            __m512 x = _mm512_maskz_loadu_ps(h->md, h->q + (size_t)t * h->ld);
+            __m512 xt = _mm512_maskz_loadu_ps(md, x);
 #pragma GCC unroll 8
-            for (int i = 0; i < 8; i++) ak[i] = _mm512_fmadd_ps(_mm512_set1_ps(at[i]), x, ak[i]);
+            for (int i = 0; i < 8; i++) ak[i] = _mm512_fmadd_ps(_mm512_set1_ps(at[i]), xt, ak[i]);
         }
     }
-    if (dv) store_keys(dv, h->ldv, h->mdv, s0, av, beta_v, tf >= h->T);
-    if (dk) store_keys(dk, h->ld, h->md, s0, ak, beta_k, tf >= h->T);
+    if (dv) store_keys(dv, ldv, mdv, s0, av, beta_v, tf >= h->T);
+    if (dk) store_keys(dk, ld, md, s0, ak, beta_k, tf >= h->T);
 }
 
 HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)

@@ -203,14 +203,24 @@ HEAD512_INLINE void turn(head512 *h, const float *x, size_t ld, __mmask16 mc)
 /* The lanes of keys 16 v .. 16 v + 15 that query t may see. */
 HEAD512_INLINE __mmask16 kept(const head512 *h, int t, int v) { return (__mmask16)(h->keep[t] >> (16 * v)); }
 
-/* Row t of x [T, S] (P or dA): x[v] on the lanes in[v] of its first nv
- * vectors, 0 elsewhere. */
-HEAD512_INLINE void store_row(const head512 *h, float *x, int t, const __m512 *r, const __mmask16 *in, const int nv)
+/* Where rows of x [T, S] (P or dA) go, as a value of its own: read
+ * through h, the compiler would load it again after every store. */
+typedef struct rows_out {
+    float *x;
+    size_t S;
+    __mmask16 ms[2]; /* the lanes of its two vectors (h->ms) */
+} rows_out;
+
+HEAD512_INLINE rows_out rows_of(const head512 *h, float *x) { return (rows_out){x, (size_t)h->S, {h->ms[0], h->ms[1]}}; }
+
+/* Row t of o.x: r[v] on the lanes in[v] of its first nv vectors, 0
+ * elsewhere. */
+HEAD512_INLINE void store_row(const rows_out o, int t, const __m512 *r, const __mmask16 *in, const int nv)
 {
-    float *row = x + (size_t)t * h->S;
-    _mm512_mask_storeu_ps(row, h->ms[0], _mm512_maskz_mov_ps(in[0], r[0]));
-    if (h->S > 16)
-        _mm512_mask_storeu_ps(row + 16, h->ms[1], nv > 1 ? _mm512_maskz_mov_ps(in[1], r[1]) : _mm512_setzero_ps());
+    float *row = o.x + (size_t)t * o.S;
+    _mm512_mask_storeu_ps(row, o.ms[0], _mm512_maskz_mov_ps(in[0], r[0]));
+    if (o.S > 16)
+        _mm512_mask_storeu_ps(row + 16, o.ms[1], nv > 1 ? _mm512_maskz_mov_ps(in[1], r[1]) : _mm512_setzero_ps());
 }
 
 /* y = A B for rows t[0..GR) of A [T, S] (broadcast, keys s < e) and B
@@ -265,7 +275,7 @@ HEAD512_INLINE void zero_rows(const head512 *h, float *x, int t0, int mr)
 {
     __m512 zero[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     __mmask16 none[2] = {0, 0};
-    for (int i = 0; i < mr; i++) store_row(h, x, t0 + i, zero, none, 2);
+    for (int i = 0; i < mr; i++) store_row(rows_of(h, x), t0 + i, zero, none, 2);
 }
 
 /* Rows t0 .. t0 + mr - 1 (mr <= GR) of dst [T, cols] (+)= A B, A [T, S]
@@ -374,6 +384,7 @@ AG_FUSED_BEGIN
  * A row all -inf is 0 (NaN if a NaN hides among them), as softmax_short. */
 HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const int nv)
 {
+    const rows_out out_p = rows_of(h, h->p);
     int t[GR];
     group_rows(t, t0, mr);
     __m512 a[GR][2];
@@ -404,7 +415,7 @@ HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const in
             __m512 inv = _mm512_set1_ps(1 / lanes_sum(nv > 1 ? _mm512_add_ps(ex[0], ex[1]) : ex[0]));
             for (int v = 0; v < nv; v++) ex[v] = _mm512_mul_ps(ex[v], inv);
         }
-        store_row(h, h->p, t[i], ex, in, nv);
+        store_row(out_p, t[i], ex, in, nv);
     }
 }
 
@@ -434,6 +445,9 @@ AG_FUSED_END
  * + (3 + 7)), as ops/masked_softmax.c's softmax_row_backward. */
 HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const int nv)
 {
+    const rows_out out_da = rows_of(h, h->da);
+    const float *p = h->p;
+    const size_t S = (size_t)h->S;
     int t[GR];
     group_rows(t, t0, mr);
     __m512 dp[GR][2];
@@ -445,7 +459,7 @@ HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const 
     for (int i = 0; i < GR; i++) {
         __m512 prod[2];
         for (int v = 0; v < nv; v++) {
-            pr[i][v] = _mm512_maskz_loadu_ps(in[v], h->p + (size_t)t[i] * h->S + 16 * v);
+            pr[i][v] = _mm512_maskz_loadu_ps(in[v], p + (size_t)t[i] * S + 16 * v);
             prod[v] = _mm512_mul_ps(_mm512_maskz_mov_ps(in[v], dp[i][v]), pr[i][v]);
         }
         __m256 l8 = _mm256_add_ps(_mm256_setzero_ps(), half(prod[0], 0)); /* pieces c < e / 8 ascending */
@@ -465,7 +479,7 @@ HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const 
             __m512 d = _mm512_mul_ps(sc, _mm512_mul_ps(pr[i][v], _mm512_sub_ps(dp[i][v], dd)));
             da[v] = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_mov_ps(kept(h, t[i], v) & in[v], d));
         }
-        store_row(h, h->da, t[i], da, in, nv);
+        store_row(out_da, t[i], da, in, nv);
     }
 }
 

@@ -134,39 +134,58 @@ HEAD512_INLINE void head512_init(const ag__att_job *j, size_t bh, head512 *h)
     h->scale = j->scale, h->fill = j->fill;
 }
 
-/* Piece `part` of `parts` of rows [0, n) of x, ld apart, or of n cache
- * lines from x on (ld 16): into the cache ahead of the head that reads
- * them.  At a GPT's sizes the heads' inputs, P and the gradients are
- * larger than the cache, and the rows of a head, 256 bytes apart in
- * 64-byte pieces, are a pattern the hardware's prefetchers pick up too
- * late: a head that waits for each row takes twice as long.  In pieces,
- * one per group of queries (or keys), so that the requests do not all
- * wait in line at once. */
-HEAD512_INLINE void prefetch_rows(const float *x, size_t ld, int n, int part, int parts)
+/* What a head reads and writes, as rows to ask of the cache ahead of it:
+ * row i < n[r] of stream r at x[r] + i ld[r] (n cache lines, ld 16, for
+ * P), in pieces of per[r] rows.
+ * At a GPT's sizes the heads' inputs, P and the gradients are larger
+ * than the cache, and the rows of a head, 256 bytes apart in 64-byte
+ * pieces, are a pattern the hardware's prefetchers pick up too late: a
+ * head that waits for each row takes twice as long.  In pieces, one per
+ * group of queries (or keys), so that the requests do not all wait in
+ * line at once.  The addresses and the pieces' sizes are worked out once
+ * per head, so that a piece costs its prefetches and little else. */
+typedef struct ahead {
+    const float *x[8];
+    size_t ld[8];
+    int n[8], per[8], streams;
+} ahead;
+
+HEAD512_INLINE void ahead_add(ahead *a, const float *x, size_t ld, int n, int parts)
 {
-    for (int i = n * part / parts; i < n * (part + 1) / parts; i++)
-        _mm_prefetch((const char *)(x + (size_t)i * ld), _MM_HINT_T0);
+    int r = a->streams++;
+    a->x[r] = x, a->ld[r] = ld, a->n[r] = n, a->per[r] = (n + parts - 1) / parts;
 }
 
-/* Piece `part` of `parts` of what head bh reads and writes, forward (dy
- * NULL) or backward. */
-HEAD512_INLINE void prefetch_head(const ag__att_job *j, size_t bh, bool backward, int part, int parts)
+/* Head bh's streams, forward or backward, in `parts` pieces; none past
+ * the last head. */
+HEAD512_INLINE void ahead_init(ahead *a, const ag__att_job *j, size_t bh, bool backward, int parts)
 {
+    a->streams = 0;
     if (bh >= j->heads) return;
     size_t ld = (size_t)j->H * (size_t)j->D, ldv = (size_t)j->H * (size_t)j->Dv;
     int T = j->T, S = j->S;
-    prefetch_rows(j->q + ag__att_at(j, bh, T, j->D), ld, T, part, parts);
-    prefetch_rows(j->k + ag__att_at(j, bh, S, j->D), ld, S, part, parts);
-    prefetch_rows(j->v + ag__att_at(j, bh, S, j->Dv), ldv, S, part, parts);
-    prefetch_rows(j->p + bh * (size_t)T * (size_t)S, 16, (T * S + 15) / 16, part, parts);
+    ahead_add(a, j->q + ag__att_at(j, bh, T, j->D), ld, T, parts);
+    ahead_add(a, j->k + ag__att_at(j, bh, S, j->D), ld, S, parts);
+    ahead_add(a, j->v + ag__att_at(j, bh, S, j->Dv), ldv, S, parts);
+    ahead_add(a, j->p + bh * (size_t)T * (size_t)S, 16, (T * S + 15) / 16, parts);
     if (!backward) {
-        prefetch_rows(j->y + ag__att_at(j, bh, T, j->Dv), ldv, T, part, parts);
+        ahead_add(a, j->y + ag__att_at(j, bh, T, j->Dv), ldv, T, parts);
         return;
     }
-    prefetch_rows(j->dy + ag__att_at(j, bh, T, j->Dv), ldv, T, part, parts);
-    if (j->dq) prefetch_rows(j->dq + ag__att_at(j, bh, T, j->D), ld, T, part, parts);
-    if (j->dk) prefetch_rows(j->dk + ag__att_at(j, bh, S, j->D), ld, S, part, parts);
-    if (j->dv) prefetch_rows(j->dv + ag__att_at(j, bh, S, j->Dv), ldv, S, part, parts);
+    ahead_add(a, j->dy + ag__att_at(j, bh, T, j->Dv), ldv, T, parts);
+    if (j->dq) ahead_add(a, j->dq + ag__att_at(j, bh, T, j->D), ld, T, parts);
+    if (j->dk) ahead_add(a, j->dk + ag__att_at(j, bh, S, j->D), ld, S, parts);
+    if (j->dv) ahead_add(a, j->dv + ag__att_at(j, bh, S, j->Dv), ldv, S, parts);
+}
+
+/* Piece `part` of every stream into the cache. */
+HEAD512_INLINE void ahead_part(const ahead *a, int part)
+{
+    for (int r = 0; r < a->streams; r++) {
+        int lo = part * a->per[r], hi = lo + a->per[r] < a->n[r] ? lo + a->per[r] : a->n[r];
+        const float *x = a->x[r] + (size_t)lo * a->ld[r];
+        for (int i = lo; i < hi; i++, x += a->ld[r]) _mm_prefetch((const char *)x, _MM_HINT_T0);
+    }
 }
 
 /* xt = x^T for x [S, cols <= 16], rows ld apart (zero past column cols). */
@@ -184,14 +203,24 @@ HEAD512_INLINE void turn(head512 *h, const float *x, size_t ld, __mmask16 mc)
 /* The lanes of keys 16 v .. 16 v + 15 that query t may see. */
 HEAD512_INLINE __mmask16 kept(const head512 *h, int t, int v) { return (__mmask16)(h->keep[t] >> (16 * v)); }
 
-/* Row t of x [T, S] (P or dA): x[v] on the lanes in[v] of its first nv
- * vectors, 0 elsewhere. */
-HEAD512_INLINE void store_row(const head512 *h, float *x, int t, const __m512 *r, const __mmask16 *in, const int nv)
+/* Where rows of x [T, S] (P or dA) go, as a value of its own: read
+ * through h, the compiler would load it again after every store. */
+typedef struct rows_out {
+    float *x;
+    size_t S;
+    __mmask16 ms[2]; /* the lanes of its two vectors (h->ms) */
+} rows_out;
+
+HEAD512_INLINE rows_out rows_of(const head512 *h, float *x) { return (rows_out){x, (size_t)h->S, {h->ms[0], h->ms[1]}}; }
+
+/* Row t of o.x: r[v] on the lanes in[v] of its first nv vectors, 0
+ * elsewhere. */
+HEAD512_INLINE void store_row(const rows_out o, int t, const __m512 *r, const __mmask16 *in, const int nv)
 {
-    float *row = x + (size_t)t * h->S;
-    _mm512_mask_storeu_ps(row, h->ms[0], _mm512_maskz_mov_ps(in[0], r[0]));
-    if (h->S > 16)
-        _mm512_mask_storeu_ps(row + 16, h->ms[1], nv > 1 ? _mm512_maskz_mov_ps(in[1], r[1]) : _mm512_setzero_ps());
+    float *row = o.x + (size_t)t * o.S;
+    _mm512_mask_storeu_ps(row, o.ms[0], _mm512_maskz_mov_ps(in[0], r[0]));
+    if (o.S > 16)
+        _mm512_mask_storeu_ps(row + 16, o.ms[1], nv > 1 ? _mm512_maskz_mov_ps(in[1], r[1]) : _mm512_setzero_ps());
 }
 
 /* y = A B for rows t[0..GR) of A [T, S] (broadcast, keys s < e) and B
@@ -246,7 +275,7 @@ HEAD512_INLINE void zero_rows(const head512 *h, float *x, int t0, int mr)
 {
     __m512 zero[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     __mmask16 none[2] = {0, 0};
-    for (int i = 0; i < mr; i++) store_row(h, x, t0 + i, zero, none, 2);
+    for (int i = 0; i < mr; i++) store_row(rows_of(h, x), t0 + i, zero, none, 2);
 }
 
 /* Rows t0 .. t0 + mr - 1 (mr <= GR) of dst [T, cols] (+)= A B, A [T, S]
@@ -355,6 +384,7 @@ AG_FUSED_BEGIN
  * A row all -inf is 0 (NaN if a NaN hides among them), as softmax_short. */
 HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const int nv)
 {
+    const rows_out out_p = rows_of(h, h->p);
     int t[GR];
     group_rows(t, t0, mr);
     __m512 a[GR][2];
@@ -385,7 +415,7 @@ HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const in
             __m512 inv = _mm512_set1_ps(1 / lanes_sum(nv > 1 ? _mm512_add_ps(ex[0], ex[1]) : ex[0]));
             for (int v = 0; v < nv; v++) ex[v] = _mm512_mul_ps(ex[v], inv);
         }
-        store_row(h, h->p, t[i], ex, in, nv);
+        store_row(out_p, t[i], ex, in, nv);
     }
 }
 
@@ -395,10 +425,12 @@ HEAD512 void ag__head512_forward(const ag__att_job *j, size_t bh)
 {
     head512 h;
     head512_init(j, bh, &h);
+    ahead next;
+    ahead_init(&next, j, bh + 1, false, (h.T + GR - 1) / GR);
     turn(&h, h.k, h.ld, h.md);
     for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
         int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
-        prefetch_head(j, bh + 1, false, r / GR, (h.T + GR - 1) / GR);
+        ahead_part(&next, r / GR);
         if (e == 0) zero_rows(&h, h.p, r, mr); /* no key: P is 0 */
         else if (e <= 16) probs_rows(&h, r, mr, e, 1);
         else probs_rows(&h, r, mr, e, 2);
@@ -413,6 +445,9 @@ AG_FUSED_END
  * + (3 + 7)), as ops/masked_softmax.c's softmax_row_backward. */
 HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const int nv)
 {
+    const rows_out out_da = rows_of(h, h->da);
+    const float *p = h->p;
+    const size_t S = (size_t)h->S;
     int t[GR];
     group_rows(t, t0, mr);
     __m512 dp[GR][2];
@@ -424,7 +459,7 @@ HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const 
     for (int i = 0; i < GR; i++) {
         __m512 prod[2];
         for (int v = 0; v < nv; v++) {
-            pr[i][v] = _mm512_maskz_loadu_ps(in[v], h->p + (size_t)t[i] * h->S + 16 * v);
+            pr[i][v] = _mm512_maskz_loadu_ps(in[v], p + (size_t)t[i] * S + 16 * v);
             prod[v] = _mm512_mul_ps(_mm512_maskz_mov_ps(in[v], dp[i][v]), pr[i][v]);
         }
         __m256 l8 = _mm256_add_ps(_mm256_setzero_ps(), half(prod[0], 0)); /* pieces c < e / 8 ascending */
@@ -444,7 +479,7 @@ HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const 
             __m512 d = _mm512_mul_ps(sc, _mm512_mul_ps(pr[i][v], _mm512_sub_ps(dp[i][v], dd)));
             da[v] = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_mov_ps(kept(h, t[i], v) & in[v], d));
         }
-        store_row(h, h->da, t[i], da, in, nv);
+        store_row(out_da, t[i], da, in, nv);
     }
 }
 
@@ -468,21 +503,25 @@ HEAD512_INLINE void key_rows(const head512 *h, int s0, int tf, float *dv, float 
     __m512 av[8], ak[8];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) av[i] = ak[i] = _mm512_setzero_ps();
-    for (int t = tf; t < h->T; t++) {
-        const float *pt = h->p + (size_t)t * h->S + s0, *at = h->da + (size_t)t * h->S + s0;
+    /* h's fields in registers: read through h, they are loaded again for every t */
+    const size_t S = (size_t)h->S, ld = h->ld, ldv = h->ldv;
+    const __mmask16 md = h->md, mdv = h->mdv;
+    const float *pt = h->p + (size_t)tf * S + s0, *at = h->da + (size_t)tf * S + s0;
+    const float *o = h->dy + (size_t)tf * ldv, *x = h->q + (size_t)tf * ld;
+    for (int t = tf; t < h->T; t++, pt += S, at += S, o += ldv, x += ld) {
         if (dv) {
-            __m512 o = _mm512_maskz_loadu_ps(h->mdv, h->dy + (size_t)t * h->ldv);
+            __m512 ot = _mm512_maskz_loadu_ps(mdv, o);
 #pragma GCC unroll 8
-            for (int i = 0; i < 8; i++) av[i] = _mm512_fmadd_ps(_mm512_set1_ps(pt[i]), o, av[i]);
+            for (int i = 0; i < 8; i++) av[i] = _mm512_fmadd_ps(_mm512_set1_ps(pt[i]), ot, av[i]);
         }
         if (dk) {
-            __m512 x = _mm512_maskz_loadu_ps(h->md, h->q + (size_t)t * h->ld);
+            __m512 xt = _mm512_maskz_loadu_ps(md, x);
 #pragma GCC unroll 8
-            for (int i = 0; i < 8; i++) ak[i] = _mm512_fmadd_ps(_mm512_set1_ps(at[i]), x, ak[i]);
+            for (int i = 0; i < 8; i++) ak[i] = _mm512_fmadd_ps(_mm512_set1_ps(at[i]), xt, ak[i]);
         }
     }
-    if (dv) store_keys(dv, h->ldv, h->mdv, s0, av, beta_v, tf >= h->T);
-    if (dk) store_keys(dk, h->ld, h->md, s0, ak, beta_k, tf >= h->T);
+    if (dv) store_keys(dv, ldv, mdv, s0, av, beta_v, tf >= h->T);
+    if (dk) store_keys(dk, ld, md, s0, ak, beta_k, tf >= h->T);
 }
 
 HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
@@ -493,12 +532,14 @@ HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
     float *dq = j->dq ? j->dq + ag__att_at(j, bh, h.T, h.D) : NULL;
     float *dk = j->dk ? j->dk + ag__att_at(j, bh, h.S, h.D) : NULL;
     float *dv = j->dv ? j->dv + ag__att_at(j, bh, h.S, h.Dv) : NULL;
-    int groups = dq || dk ? (h.T + GR - 1) / GR : 0, parts = groups + h.S / 8; /* of the next head's prefetch */
+    int groups = dq || dk ? (h.T + GR - 1) / GR : 0; /* pieces of the next head's prefetch, then S / 8 more */
+    ahead next;
+    ahead_init(&next, j, bh + 1, true, groups + h.S / 8);
     if (dq || dk) { /* every row of dA first, then dQ (+)= dA K (as ag__head512_forward) */
         turn(&h, h.v, h.ldv, h.mdv);
         for (int r = 0; r < h.T; r += GR) { /* queries [r, r + mr), keys [0, e) */
             int mr = h.T - r < GR ? h.T - r : GR, e = j->ek[r / 8];
-            prefetch_head(j, bh + 1, true, r / GR, parts);
+            ahead_part(&next, r / GR);
             if (e == 0) zero_rows(&h, h.da, r, mr); /* no key: dA is 0 */
             else if (e <= 16) dscores_rows(&h, r, mr, e, 1);
             else dscores_rows(&h, r, mr, e, 2);
@@ -506,7 +547,7 @@ HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
         if (dq) product_all(&h, j->ek, h.da, h.k, h.ld, h.md, dq, j->beta_q);
     }
     for (int s0 = 0; s0 < h.S; s0 += 8) { /* keys [s0, s0 + 8), queries [tf, T) */
-        prefetch_head(j, bh + 1, true, groups + s0 / 8, parts);
+        ahead_part(&next, groups + s0 / 8);
         key_rows(&h, s0, j->tf[s0 / 8], dv, j->beta_v, dk, j->beta_k);
     }
 }

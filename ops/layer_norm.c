@@ -58,12 +58,17 @@ static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const
  * the machine's whole vector width and each row keeps that order.
  *
  * The forward's rows go in blocks of RB: first every row's sums, then
- * what needs them (the block's square roots and divisions in one vector
- * loop; y row by row).  No row waits on its own sums: the rows' chains of
+ * what needs them (the block's divisions and square roots in one vector
+ * loop each; y).  No row waits on its own sums: the rows' chains of
  * additions are independent, and the CPU overlaps them (a row at a time,
  * each row waiting for its mean, its variance and a division, took three
- * times as long at C = 64).  The backward's go four at a time (see
- * norm_rows_backward). */
+ * times as long at C = 64).  When C is a multiple of QUAD (the models'
+ * widths), a block's four groups of four rows go side by side, a quad of
+ * columns at a time, so that four chains of additions advance together
+ * rather than one group's after another's; the sixteen rows' sums finish
+ * in a few vector additions (rows16_total); and y goes by quads of
+ * columns, each quad of gain and bias read once for the block.  The
+ * backward's go four at a time (see norm_rows_backward). */
 enum { LANES = 16 / (int)sizeof(ag_real), RB = 16 };
 typedef ag_real lanes __attribute__((vector_size(16))); /* GCC and Clang */
 
@@ -136,24 +141,30 @@ static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, size_t i0, const ag_rea
     return s;
 }
 
-/* s[r] = the sums of row_sum over rows r = 0..3 (row stride C), the
- * first C - C % QUAD columns by quads (see QUAD): the same partial sums,
- * in the same order, as row_sum, which finishes each row. */
+/* Columns [i, i + QUAD) of rows r = 0..3 (row stride C) added into acc,
+ * whose quarter r is row r's LANES partial sums: its values go to its
+ * lanes in column order, as in row_sum. */
+static inline AG_ALWAYS_INLINE void rows4_step(quad *acc, size_t C, size_t i, const ag_real *x, const ag_real *shift,
+                                               int k)
+{
+    quad d[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        quad_load(&d[r], x + (size_t)r * C + i);
+        if (k == 2) d[r] -= shift[r], d[r] *= d[r];
+    }
+    transpose_quarters(d);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) *acc += d[c]; /* rows' columns in order */
+}
+
+/* s[r] = the sums of row_sum over rows r = 0..3 (row stride C): the first
+ * C - C % QUAD columns by quads (see QUAD), then row_sum finishes each row. */
 static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const ag_real *shift, int k, ag_real *s)
 {
     const size_t full = C - C % QUAD;
     quad acc = {0};
-    for (size_t i = 0; i < full; i += QUAD) {
-        quad d[4];
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            quad_load(&d[r], x + (size_t)r * C + i);
-            if (k == 2) d[r] -= shift[r], d[r] *= d[r];
-        }
-        transpose_quarters(d);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) acc += d[c]; /* rows' columns in order */
-    }
+    for (size_t i = 0; i < full; i += QUAD) rows4_step(&acc, C, i, x, shift, k);
     for (int r = 0; r < 4; r++) {
         lanes l;
         memcpy(&l, (ag_real *)&acc + r * LANES, sizeof l);
@@ -161,11 +172,51 @@ static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const 
     }
 }
 
+/* s[r] = 0 + lane 0 + lane 1 + ... of rows r = 0..15, whose partial sums
+ * are quarter r % 4 of acc[r / 4]: row_sum's last step (with no rest
+ * columns) for sixteen rows at once.  Transposed so that vector l holds
+ * lane l of every row, the rows' last additions are a few vector ones
+ * instead of a chain of scalar ones per row. */
+static inline AG_ALWAYS_INLINE void rows16_total(const quad acc[4], ag_real s[16])
+{
+#ifdef AG_DOUBLE /* acc[g] = rows 4g..4g+3, lanes 0, 1 each */
+#define LANE_OF_8_ROWS(a, b, l) __builtin_shufflevector(a, b, l, l + 2, l + 4, l + 6, l + 8, l + 10, l + 12, l + 14)
+    quad lo = (quad){0} + LANE_OF_8_ROWS(acc[0], acc[1], 0), hi = (quad){0} + LANE_OF_8_ROWS(acc[2], acc[3], 0);
+    lo += LANE_OF_8_ROWS(acc[0], acc[1], 1), hi += LANE_OF_8_ROWS(acc[2], acc[3], 1);
+#undef LANE_OF_8_ROWS
+    memcpy(s, &lo, sizeof lo), memcpy(s + 8, &hi, sizeof hi);
+#else /* acc[g] = rows 4g..4g+3, lanes 0..3 each; first lanes l, l+1 of 8 rows, then lane l of 16 */
+#define LANES_OF_8_ROWS(a, b, l)                                                                               \
+    __builtin_shufflevector(a, b, l, l + 4, l + 8, l + 12, l + 16, l + 20, l + 24, l + 28, l + 1, l + 5, l + 9, \
+                            l + 13, l + 17, l + 21, l + 25, l + 29)
+#define LANE_OF_16_ROWS(a, b, h) \
+    __builtin_shufflevector(a, b, h, h + 1, h + 2, h + 3, h + 4, h + 5, h + 6, h + 7, h + 16, h + 17, h + 18, \
+                            h + 19, h + 20, h + 21, h + 22, h + 23)
+    quad l01a = LANES_OF_8_ROWS(acc[0], acc[1], 0), l01b = LANES_OF_8_ROWS(acc[2], acc[3], 0);
+    quad l23a = LANES_OF_8_ROWS(acc[0], acc[1], 2), l23b = LANES_OF_8_ROWS(acc[2], acc[3], 2);
+    quad t = (quad){0} + LANE_OF_16_ROWS(l01a, l01b, 0);
+    t += LANE_OF_16_ROWS(l01a, l01b, 8);
+    t += LANE_OF_16_ROWS(l23a, l23b, 0);
+    t += LANE_OF_16_ROWS(l23a, l23b, 8);
+#undef LANES_OF_8_ROWS
+#undef LANE_OF_16_ROWS
+    memcpy(s, &t, sizeof t);
+#endif
+}
+
 /* s[r] = the sums of row_sum over rows r < nb (row stride C), four at a
- * time; shift is read for k = 2 only. */
+ * time (sixteen, with whole quads); shift is read for k = 2 only. */
 static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_real *x, const ag_real *shift, int k,
                                                ag_real *s)
 {
+    if (nb == 16 && C % QUAD == 0) { /* four rows' chains of additions side by side */
+        quad acc[4] = {{0}};
+        for (size_t i = 0; i < C; i += QUAD)
+#pragma GCC unroll 4
+            for (size_t g = 0; g < 4; g++) rows4_step(&acc[g], C, i, x + 4 * g * C, k == 2 ? shift + 4 * g : NULL, k);
+        rows16_total(acc, s);
+        return;
+    }
     size_t r = 0;
     for (; r + 4 <= nb; r += 4) rows4_sum(C, x + r * C, k == 2 ? shift + r : NULL, k, s + r);
     for (; r < nb; r++) s[r] = row_sum(C, 0, x + r * C, k == 2 ? shift[r] : 0, k, (lanes){0});
@@ -200,32 +251,67 @@ typedef struct norm_job {
     bool params; /* the dx sweep adds dgain and dbias too (one thread) */
 } norm_job;
 
-/* Rows [r0, r1) of the forward, RB at a time:
+/* The statistics of rows [b0, b0 + nb), nb <= RB:
  *   mean = sum_i x_i / C,  var = sum_i (x_i - mean)^2 / C (from the centred
  *   values, two passes: no cancellation),  rstd = 1 / sqrt(var + eps),
- *   y = (x - mean) * rstd * gain + bias. */
+ * into m[0..RB) and s[0..RB) (a short block's rest: harmless values, so
+ * that each step is one vector loop over RB) and j->mean, j->rstd. */
+static inline AG_ALWAYS_INLINE void block_stats(const norm_job *j, size_t b0, size_t nb, ag_real *m, ag_real *s)
+{
+    const size_t C = j->C;
+    const ag_real *x = j->x + b0 * C;
+    for (size_t r = nb; r < RB; r++) m[r] = s[r] = 0;
+    block_sums(C, nb, x, NULL, 1, m);
+    for (size_t r = 0; r < RB; r++) m[r] /= (ag_real)C;
+    block_sums(C, nb, x, m, 2, s);
+    for (size_t r = 0; r < RB; r++) s[r] /= (ag_real)C;
+#pragma omp simd
+    for (size_t r = 0; r < RB; r++) s[r] = (ag_real)(1 / sqrt((double)s[r] + j->eps));
+    memcpy(j->mean + b0, m, nb * sizeof *m);
+    memcpy(j->rstd + b0, s, nb * sizeof *s);
+}
+
+/* y = (x - mean) * rstd * gain + bias for rows [b0, b0 + nb), given their
+ * m and s. */
+static inline AG_ALWAYS_INLINE void block_y(const norm_job *j, size_t b0, size_t nb, const ag_real *m,
+                                            const ag_real *s)
+{
+    const size_t C = j->C;
+    const ag_real *x = j->x + b0 * C, *gd = j->gd, *bd = j->bd;
+    ag_real *y = j->y + b0 * C;
+    if (nb == RB && C % QUAD == 0) { /* by quads of columns: each gain and bias quad read once */
+        for (size_t i = 0; i < C; i += QUAD) {
+            quad g, b;
+            quad_load(&g, gd + i), quad_load(&b, bd + i);
+#pragma GCC unroll 16 /* RB */
+            for (size_t r = 0; r < RB; r++) {
+                quad xr;
+                quad_load(&xr, x + r * C + i);
+                quad yr = (xr - m[r]) * s[r] * g + b;
+                memcpy(y + r * C + i, &yr, sizeof yr);
+            }
+        }
+        return;
+    }
+    for (size_t r = 0; r < nb; r++) {
+        const ag_real *xr = x + r * C, mr = m[r], sr = s[r];
+        ag_real *yr = y + r * C;
+#pragma omp simd
+        for (size_t i = 0; i < C; i++) yr[i] = (xr[i] - mr) * sr * gd[i] + bd[i];
+    }
+}
+
+/* Rows [r0, r1) of the forward, RB at a time: a block's statistics, then
+ * its y. */
 static inline AG_ALWAYS_INLINE void norm_rows(const norm_job *j, size_t r0, size_t r1)
 {
     const size_t C = j->C;
     for (size_t b0 = r0; b0 < r1; b0 += RB) {
         const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
-        const ag_real *x = j->x + b0 * C;
         if (b0 + 2 * RB <= r1) fetch_for_writing(j->y + (b0 + RB) * C, RB * C); /* the next block's y */
-        ag_real m[RB], v[RB];
-        block_sums(C, nb, x, NULL, 1, m);
-        for (size_t r = 0; r < nb; r++) m[r] /= (ag_real)C;
-        block_sums(C, nb, x, m, 2, v);
-        for (size_t r = 0; r < nb; r++) v[r] /= (ag_real)C;
-#pragma omp simd
-        for (size_t r = 0; r < nb; r++) v[r] = (ag_real)(1 / sqrt((double)v[r] + j->eps));
-        memcpy(j->mean + b0, m, nb * sizeof *m);
-        memcpy(j->rstd + b0, v, nb * sizeof *v);
-        for (size_t r = 0; r < nb; r++) {
-            const ag_real *xr = x + r * C, *gd = j->gd, *bd = j->bd, mr = m[r], sr = v[r];
-            ag_real *yr = j->y + (b0 + r) * C;
-#pragma omp simd
-            for (size_t i = 0; i < C; i++) yr[i] = (xr[i] - mr) * sr * gd[i] + bd[i];
-        }
+        ag_real m[RB], s[RB];
+        block_stats(j, b0, nb, m, s);
+        block_y(j, b0, nb, m, s);
     }
 }
 AG_ISA_CLONES(void, norm_rows, (const norm_job *j, size_t r0, size_t r1), norm_rows(j, r0, r1))

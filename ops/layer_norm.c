@@ -68,7 +68,9 @@ static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const
  * rather than one group's after another's; the sixteen rows' sums finish
  * in a few vector additions (rows16_total); and y goes by quads of
  * columns, each quad of gain and bias read once for the block.  The
- * backward's go four at a time (see norm_rows_backward). */
+ * backward's sums go the same way, sixteen rows at a time (four when C is
+ * not a multiple of QUAD), and its dx four at a time (see
+ * norm_rows_backward). */
 enum { LANES = 16 / (int)sizeof(ag_real), RB = 16 };
 typedef ag_real lanes __attribute__((vector_size(16))); /* GCC and Clang */
 
@@ -173,8 +175,8 @@ static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const 
 }
 
 /* s[r] = 0 + lane 0 + lane 1 + ... of rows r = 0..15, whose partial sums
- * are quarter r % 4 of acc[r / 4]: row_sum's last step (with no rest
- * columns) for sixteen rows at once.  Transposed so that vector l holds
+ * are quarter r % 4 of acc[r / 4]: the last step of row_sum (and of
+ * row_dsums), with no rest columns, for sixteen rows at once.  Transposed so that vector l holds
  * lane l of every row, the rows' last additions are a few vector ones
  * instead of a chain of scalar ones per row. */
 static inline AG_ALWAYS_INLINE void rows16_total(const quad acc[4], ag_real s[16])
@@ -229,9 +231,11 @@ static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_rea
  * them.  In the GPT's training step (tests/bench/gpt.h), asking for the
  * next block's y took about a tenth off the forward, and asking for x, dy
  * and dx a few rows ahead a sixth off the backward's sweep that makes dx,
- * dgain and dbias together.  With the rows already in cache they cost:
- * ~8% in the forward, ~4% in that sweep, and a quarter in the sweep that
- * makes dx alone (the per-op table's case), which asks for nothing. */
+ * dgain and dbias together (with its sums sixteen rows at a time, asking
+ * 32 rows ahead took a tenth less than 8).  With the rows already in
+ * cache they cost: ~8% in the forward, ~4% in that sweep, and a quarter
+ * in the sweep that makes dx alone (the per-op table's case), which asks
+ * for nothing. */
 static inline AG_ALWAYS_INLINE void fetch_for_reading(const ag_real *p, size_t n)
 {
     for (size_t o = 0; o < n; o += 64 / sizeof *p) __builtin_prefetch(p + o, 0); /* 64-byte lines */
@@ -388,34 +392,62 @@ static inline AG_ALWAYS_INLINE void row_dsums(size_t C, size_t i0, const ag_real
     *b = sumb;
 }
 
+/* Columns [i, i + QUAD) of rows r = 0..3 (row stride C) added into va
+ * (dxhat) and vb (dxhat * xhat), g = gain's quad there: quarter r of
+ * each is row r's LANES partial sums, its values in column order, as in
+ * row_dsums. */
+static inline AG_ALWAYS_INLINE void rows4_dstep(quad *va, quad *vb, size_t C, size_t i, const ag_real *x,
+                                                const ag_real *dy, const quad *g, const ag_real *mean,
+                                                const ag_real *rstd)
+{
+    quad dxhat[4], p[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        quad xr, dyr;
+        quad_load(&xr, x + (size_t)r * C + i), quad_load(&dyr, dy + (size_t)r * C + i);
+        quad xhat = (xr - mean[r]) * rstd[r];
+        dxhat[r] = dyr * *g;
+        p[r] = dxhat[r] * xhat;
+    }
+    transpose_quarters(dxhat), transpose_quarters(p);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) *va += dxhat[c], *vb += p[c]; /* rows' columns in order */
+}
+
 /* The same sums for four rows (row stride C), their first C - C % QUAD
- * columns by quads (see QUAD): the same partial sums, in the same order,
- * as row_dsums, which finishes each row. */
+ * columns by quads (see QUAD), then row_dsums finishes each row. */
 static inline AG_ALWAYS_INLINE void rows4_dsums(size_t C, const ag_real *x, const ag_real *dy, const ag_real *gd,
                                                 const ag_real *mean, const ag_real *rstd, ag_real *a, ag_real *b)
 {
     const size_t full = C - C % QUAD;
     quad va = {0}, vb = {0};
     for (size_t i = 0; i < full; i += QUAD) {
-        quad g, dxhat[4], p[4];
+        quad g;
         quad_load(&g, gd + i);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            quad xr, dyr;
-            quad_load(&xr, x + (size_t)r * C + i), quad_load(&dyr, dy + (size_t)r * C + i);
-            quad xhat = (xr - mean[r]) * rstd[r];
-            dxhat[r] = dyr * g;
-            p[r] = dxhat[r] * xhat;
-        }
-        transpose_quarters(dxhat), transpose_quarters(p);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) va += dxhat[c], vb += p[c]; /* rows' columns in order */
+        rows4_dstep(&va, &vb, C, i, x, dy, &g, mean, rstd);
     }
     for (int r = 0; r < 4; r++) {
         lanes la, lb;
         memcpy(&la, (ag_real *)&va + r * LANES, sizeof la), memcpy(&lb, (ag_real *)&vb + r * LANES, sizeof lb);
         row_dsums(C, full, x + (size_t)r * C, dy + (size_t)r * C, gd, mean[r], rstd[r], la, lb, &a[r], &b[r]);
     }
+}
+
+/* The same sums for sixteen rows (row stride C, a multiple of QUAD):
+ * four groups of four rows side by side, as block_sums does, finished by
+ * rows16_total. */
+static inline AG_ALWAYS_INLINE void rows16_dsums(size_t C, const ag_real *x, const ag_real *dy, const ag_real *gd,
+                                                 const ag_real *mean, const ag_real *rstd, ag_real *a, ag_real *b)
+{
+    quad va[4] = {{0}}, vb[4] = {{0}};
+    for (size_t i = 0; i < C; i += QUAD) {
+        quad g;
+        quad_load(&g, gd + i);
+#pragma GCC unroll 4
+        for (size_t k = 0; k < 4; k++)
+            rows4_dstep(&va[k], &vb[k], C, i, x + 4 * k * C, dy + 4 * k * C, &g, mean + 4 * k, rstd + 4 * k);
+    }
+    rows16_total(va, a), rows16_total(vb, b);
 }
 
 /* dx of row r, given its means ar of dxhat and br of dxhat * xhat:
@@ -467,36 +499,63 @@ static inline AG_ALWAYS_INLINE void rows_dx_params(const norm_job *j, size_t b0,
     }
 }
 
-enum { AHEAD = 8 }; /* rows: the sweep with dgain and dbias asks for x, dy and dx this far ahead */
+/* The sweep with dgain and dbias asks for x, dy and dx this many bytes of
+ * x ahead: 32 rows of 64 floats, a quarter of L1 for the three. */
+enum { AHEAD_BYTES = 8192 };
 
-/* Rows [r0, r1) of dx, four at a time (rows4_dsums; the last few one by
- * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then dx
- * row by row (row_dx), or dx with dgain and dbias when j->params
- * (rows_dx_params).  Four rows, not RB: four rows' chains of additions
- * already overlap, and the rows' x and dy are read again while still in
- * L1 (blocks of 16 were as fast with x and dy in cache and 30% slower
- * without). */
-static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
+/* The means a of dxhat and b of dxhat * xhat of rows [b0, b0 + nb)
+ * (nb = 16, 4 or 1), into a[0..16) and b[0..16). */
+static inline AG_ALWAYS_INLINE void block_dmeans(const norm_job *j, size_t b0, size_t nb, ag_real *a, ag_real *b)
 {
     const size_t C = j->C;
-    const ag_real *gd = j->gd;
-    for (size_t b0 = r0; b0 < r1;) {
-        const size_t nb = r1 - b0 < 4 ? 1 : 4;
-        const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
-        ag_real a[4], b[4];
-        if (nb == 4) rows4_dsums(C, x, dy, gd, mean, rstd, a, b);
-        else row_dsums(C, 0, x, dy, gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
-        for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
-        if (j->params) {
-            if (b0 + AHEAD + 4 <= r1) { /* the rows AHEAD on */
-                fetch_for_reading(x + AHEAD * C, 4 * C), fetch_for_reading(dy + AHEAD * C, 4 * C);
-                fetch_for_writing(j->dx + (b0 + AHEAD) * C, 4 * C);
-            }
-            if (nb == 4) j->fresh ? rows_dx_params(j, b0, 4, a, b, true) : rows_dx_params(j, b0, 4, a, b, false);
-            else j->fresh ? rows_dx_params(j, b0, 1, a, b, true) : rows_dx_params(j, b0, 1, a, b, false);
-        } else {
-            for (size_t r = 0; r < nb; r++) row_dx(j, b0 + r, a[r], b[r]);
+    const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
+    if (nb == 16) {
+        rows16_dsums(C, x, dy, j->gd, mean, rstd, a, b);
+        for (size_t r = 0; r < 16; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+        return;
+    }
+    if (nb == 4) rows4_dsums(C, x, dy, j->gd, mean, rstd, a, b);
+    else row_dsums(C, 0, x, dy, j->gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
+    for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+}
+
+/* dx of rows [b0, b0 + nb), given their means a and b (r1: where the
+ * rows end): row by row (row_dx), or with dgain and dbias four rows at a
+ * time when j->params (rows_dx_params), while the rows' x and dy are
+ * still in L1 (sweeps of sixteen rows were 30% slower with x and dy out
+ * of cache). */
+static inline AG_ALWAYS_INLINE void block_dx(const norm_job *j, size_t b0, size_t nb, size_t r1, const ag_real *a,
+                                             const ag_real *b)
+{
+    if (!j->params) {
+        for (size_t r = 0; r < nb; r++) row_dx(j, b0 + r, a[r], b[r]);
+        return;
+    }
+    const bool fresh = j->fresh;
+    const size_t rb = j->C * sizeof(ag_real), ahead = rb < AHEAD_BYTES / 4 ? AHEAD_BYTES / rb : 4;
+    for (size_t q = 0; q < nb; q += 4) {
+        const size_t r = b0 + q;
+        if (r + ahead + 4 <= r1) { /* the rows ahead on */
+            const size_t o = (r + ahead) * j->C;
+            fetch_for_reading(j->x + o, 4 * j->C), fetch_for_reading(j->dy + o, 4 * j->C);
+            fetch_for_writing(j->dx + o, 4 * j->C);
         }
+        if (nb == 1) fresh ? rows_dx_params(j, r, 1, a, b, true) : rows_dx_params(j, r, 1, a, b, false);
+        else fresh ? rows_dx_params(j, r, 4, a + q, b + q, true) : rows_dx_params(j, r, 4, a + q, b + q, false);
+    }
+}
+
+/* Rows [r0, r1) of dx: the rows' means a (of dxhat) and b (of
+ * dxhat * xhat), sixteen rows at a time when C is a multiple of QUAD
+ * (rows16_dsums: four groups' chains of additions side by side), else four
+ * (rows4_dsums; the last few one by one); then their dx (block_dx). */
+static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
+{
+    for (size_t b0 = r0; b0 < r1;) {
+        const size_t nb = r1 - b0 >= 16 && j->C % QUAD == 0 ? 16 : r1 - b0 < 4 ? 1 : 4;
+        ag_real a[16], b[16];
+        block_dmeans(j, b0, nb, a, b);
+        block_dx(j, b0, nb, r1, a, b);
         b0 += nb;
     }
 }

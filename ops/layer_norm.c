@@ -276,9 +276,12 @@ static inline AG_ALWAYS_INLINE void block_stats(const norm_job *j, size_t b0, si
 }
 
 /* y = (x - mean) * rstd * gain + bias for rows [b0, b0 + nb), given their
- * m and s. */
+ * m and s.  The next block's y (next, unless NULL) is asked for ahead
+ * (fetch_for_writing): a line as each line of this block's is written
+ * when the block goes by quads (in the GPT's step, a tenth faster than
+ * asking for all its lines at once), else all at once. */
 static inline AG_ALWAYS_INLINE void block_y(const norm_job *j, size_t b0, size_t nb, const ag_real *m,
-                                            const ag_real *s)
+                                            const ag_real *s, ag_real *next)
 {
     const size_t C = j->C;
     const ag_real *x = j->x + b0 * C, *gd = j->gd, *bd = j->bd;
@@ -293,10 +296,12 @@ static inline AG_ALWAYS_INLINE void block_y(const norm_job *j, size_t b0, size_t
                 quad_load(&xr, x + r * C + i);
                 quad yr = (xr - m[r]) * s[r] * g + b;
                 memcpy(y + r * C + i, &yr, sizeof yr);
+                if (next) fetch_for_writing(next + r * C + i, QUAD);
             }
         }
         return;
     }
+    if (next) fetch_for_writing(next, RB * C);
     for (size_t r = 0; r < nb; r++) {
         const ag_real *xr = x + r * C, mr = m[r], sr = s[r];
         ag_real *yr = y + r * C;
@@ -312,10 +317,9 @@ static inline AG_ALWAYS_INLINE void norm_rows(const norm_job *j, size_t r0, size
     const size_t C = j->C;
     for (size_t b0 = r0; b0 < r1; b0 += RB) {
         const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
-        if (b0 + 2 * RB <= r1) fetch_for_writing(j->y + (b0 + RB) * C, RB * C); /* the next block's y */
         ag_real m[RB], s[RB];
         block_stats(j, b0, nb, m, s);
-        block_y(j, b0, nb, m, s);
+        block_y(j, b0, nb, m, s, b0 + 2 * RB <= r1 ? j->y + (b0 + RB) * C : NULL); /* a full block follows */
     }
 }
 AG_ISA_CLONES(void, norm_rows, (const norm_job *j, size_t r0, size_t r1), norm_rows(j, r0, r1))

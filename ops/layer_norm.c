@@ -176,9 +176,9 @@ static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const 
 
 /* s[r] = 0 + lane 0 + lane 1 + ... of rows r = 0..15, whose partial sums
  * are quarter r % 4 of acc[r / 4]: the last step of row_sum (and of
- * row_dsums), with no rest columns, for sixteen rows at once.  Transposed so that vector l holds
- * lane l of every row, the rows' last additions are a few vector ones
- * instead of a chain of scalar ones per row. */
+ * row_dsums), with no rest columns, for sixteen rows at once.  Transposed
+ * so that vector l holds lane l of every row, the rows' last additions
+ * are a few vector ones instead of a chain of scalar ones per row. */
 static inline AG_ALWAYS_INLINE void rows16_total(const quad acc[4], ag_real s[16])
 {
 #ifdef AG_DOUBLE /* acc[g] = rows 4g..4g+3, lanes 0, 1 each */
@@ -530,8 +530,10 @@ static inline AG_ALWAYS_INLINE void rows4_dx_params_quads(const norm_job *j, siz
             }
             memcpy(dx + o, &v, sizeof v);
             sb += d, sg += d * xhat;
-            if (ahead) fetch_for_reading(x + o + ahead * C, QUAD), fetch_for_reading(dy + o + ahead * C, QUAD),
+            if (ahead) {
+                fetch_for_reading(x + o + ahead * C, QUAD), fetch_for_reading(dy + o + ahead * C, QUAD);
                 fetch_for_writing(dx + o + ahead * C, QUAD);
+            }
         }
         memcpy(j->dgain + i, &sg, sizeof sg), memcpy(j->dbias + i, &sb, sizeof sb);
     }

@@ -58,11 +58,18 @@ static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const
  * the machine's whole vector width and each row keeps that order.
  *
  * The forward's rows go in blocks of RB: first every row's sums, then
- * what needs them (the block's square roots and divisions in one vector
- * loop; y row by row).  No row waits on its own sums: the rows' chains of
+ * what needs them (the block's divisions and square roots in one vector
+ * loop each; y).  No row waits on its own sums: the rows' chains of
  * additions are independent, and the CPU overlaps them (a row at a time,
  * each row waiting for its mean, its variance and a division, took three
- * times as long at C = 64).  The backward's go four at a time (see
+ * times as long at C = 64).  When C is a multiple of QUAD (the models'
+ * widths), a block's four groups of four rows go side by side, a quad of
+ * columns at a time, so that four chains of additions advance together
+ * rather than one group's after another's; the sixteen rows' sums finish
+ * in a few vector additions (rows16_total); and y goes by quads of
+ * columns, each quad of gain and bias read once for the block.  The
+ * backward's sums go the same way, sixteen rows at a time (four when C is
+ * not a multiple of QUAD), and its dx four at a time (see
  * norm_rows_backward). */
 enum { LANES = 16 / (int)sizeof(ag_real), RB = 16 };
 typedef ag_real lanes __attribute__((vector_size(16))); /* GCC and Clang */
@@ -136,24 +143,30 @@ static inline AG_ALWAYS_INLINE ag_real row_sum(size_t C, size_t i0, const ag_rea
     return s;
 }
 
-/* s[r] = the sums of row_sum over rows r = 0..3 (row stride C), the
- * first C - C % QUAD columns by quads (see QUAD): the same partial sums,
- * in the same order, as row_sum, which finishes each row. */
+/* Columns [i, i + QUAD) of rows r = 0..3 (row stride C) added into acc,
+ * whose quarter r is row r's LANES partial sums: its values go to its
+ * lanes in column order, as in row_sum. */
+static inline AG_ALWAYS_INLINE void rows4_step(quad *acc, size_t C, size_t i, const ag_real *x, const ag_real *shift,
+                                               int k)
+{
+    quad d[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        quad_load(&d[r], x + (size_t)r * C + i);
+        if (k == 2) d[r] -= shift[r], d[r] *= d[r];
+    }
+    transpose_quarters(d);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) *acc += d[c]; /* rows' columns in order */
+}
+
+/* s[r] = the sums of row_sum over rows r = 0..3 (row stride C): the first
+ * C - C % QUAD columns by quads (see QUAD), then row_sum finishes each row. */
 static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const ag_real *shift, int k, ag_real *s)
 {
     const size_t full = C - C % QUAD;
     quad acc = {0};
-    for (size_t i = 0; i < full; i += QUAD) {
-        quad d[4];
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            quad_load(&d[r], x + (size_t)r * C + i);
-            if (k == 2) d[r] -= shift[r], d[r] *= d[r];
-        }
-        transpose_quarters(d);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) acc += d[c]; /* rows' columns in order */
-    }
+    for (size_t i = 0; i < full; i += QUAD) rows4_step(&acc, C, i, x, shift, k);
     for (int r = 0; r < 4; r++) {
         lanes l;
         memcpy(&l, (ag_real *)&acc + r * LANES, sizeof l);
@@ -161,11 +174,51 @@ static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const 
     }
 }
 
+/* s[r] = 0 + lane 0 + lane 1 + ... of rows r = 0..15, whose partial sums
+ * are quarter r % 4 of acc[r / 4]: the last step of row_sum (and of
+ * row_dsums), with no rest columns, for sixteen rows at once.  Transposed
+ * so that vector l holds lane l of every row, the rows' last additions
+ * are a few vector ones instead of a chain of scalar ones per row. */
+static inline AG_ALWAYS_INLINE void rows16_total(const quad acc[4], ag_real s[16])
+{
+#ifdef AG_DOUBLE /* acc[g] = rows 4g..4g+3, lanes 0, 1 each */
+#define LANE_OF_8_ROWS(a, b, l) __builtin_shufflevector(a, b, l, l + 2, l + 4, l + 6, l + 8, l + 10, l + 12, l + 14)
+    quad lo = (quad){0} + LANE_OF_8_ROWS(acc[0], acc[1], 0), hi = (quad){0} + LANE_OF_8_ROWS(acc[2], acc[3], 0);
+    lo += LANE_OF_8_ROWS(acc[0], acc[1], 1), hi += LANE_OF_8_ROWS(acc[2], acc[3], 1);
+#undef LANE_OF_8_ROWS
+    memcpy(s, &lo, sizeof lo), memcpy(s + 8, &hi, sizeof hi);
+#else /* acc[g] = rows 4g..4g+3, lanes 0..3 each; first lanes l, l+1 of 8 rows, then lane l of 16 */
+#define LANES_OF_8_ROWS(a, b, l)                                                                               \
+    __builtin_shufflevector(a, b, l, l + 4, l + 8, l + 12, l + 16, l + 20, l + 24, l + 28, l + 1, l + 5, l + 9, \
+                            l + 13, l + 17, l + 21, l + 25, l + 29)
+#define LANE_OF_16_ROWS(a, b, h) \
+    __builtin_shufflevector(a, b, h, h + 1, h + 2, h + 3, h + 4, h + 5, h + 6, h + 7, h + 16, h + 17, h + 18, \
+                            h + 19, h + 20, h + 21, h + 22, h + 23)
+    quad l01a = LANES_OF_8_ROWS(acc[0], acc[1], 0), l01b = LANES_OF_8_ROWS(acc[2], acc[3], 0);
+    quad l23a = LANES_OF_8_ROWS(acc[0], acc[1], 2), l23b = LANES_OF_8_ROWS(acc[2], acc[3], 2);
+    quad t = (quad){0} + LANE_OF_16_ROWS(l01a, l01b, 0);
+    t += LANE_OF_16_ROWS(l01a, l01b, 8);
+    t += LANE_OF_16_ROWS(l23a, l23b, 0);
+    t += LANE_OF_16_ROWS(l23a, l23b, 8);
+#undef LANES_OF_8_ROWS
+#undef LANE_OF_16_ROWS
+    memcpy(s, &t, sizeof t);
+#endif
+}
+
 /* s[r] = the sums of row_sum over rows r < nb (row stride C), four at a
- * time; shift is read for k = 2 only. */
+ * time (sixteen, with whole quads); shift is read for k = 2 only. */
 static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_real *x, const ag_real *shift, int k,
                                                ag_real *s)
 {
+    if (nb == 16 && C % QUAD == 0) { /* four rows' chains of additions side by side */
+        quad acc[4] = {{0}};
+        for (size_t i = 0; i < C; i += QUAD)
+#pragma GCC unroll 4
+            for (size_t g = 0; g < 4; g++) rows4_step(&acc[g], C, i, x + 4 * g * C, k == 2 ? shift + 4 * g : NULL, k);
+        rows16_total(acc, s);
+        return;
+    }
     size_t r = 0;
     for (; r + 4 <= nb; r += 4) rows4_sum(C, x + r * C, k == 2 ? shift + r : NULL, k, s + r);
     for (; r < nb; r++) s[r] = row_sum(C, 0, x + r * C, k == 2 ? shift[r] : 0, k, (lanes){0});
@@ -178,9 +231,11 @@ static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_rea
  * them.  In the GPT's training step (tests/bench/gpt.h), asking for the
  * next block's y took about a tenth off the forward, and asking for x, dy
  * and dx a few rows ahead a sixth off the backward's sweep that makes dx,
- * dgain and dbias together.  With the rows already in cache they cost:
- * ~8% in the forward, ~4% in that sweep, and a quarter in the sweep that
- * makes dx alone (the per-op table's case), which asks for nothing. */
+ * dgain and dbias together (with its sums sixteen rows at a time, asking
+ * 32 rows ahead took a tenth less than 8).  With the rows already in
+ * cache they cost: ~8% in the forward, ~4% in that sweep, and a quarter
+ * in the sweep that makes dx alone (the per-op table's case), which asks
+ * for nothing. */
 static inline AG_ALWAYS_INLINE void fetch_for_reading(const ag_real *p, size_t n)
 {
     for (size_t o = 0; o < n; o += 64 / sizeof *p) __builtin_prefetch(p + o, 0); /* 64-byte lines */
@@ -200,32 +255,71 @@ typedef struct norm_job {
     bool params; /* the dx sweep adds dgain and dbias too (one thread) */
 } norm_job;
 
-/* Rows [r0, r1) of the forward, RB at a time:
+/* The statistics of rows [b0, b0 + nb), nb <= RB:
  *   mean = sum_i x_i / C,  var = sum_i (x_i - mean)^2 / C (from the centred
  *   values, two passes: no cancellation),  rstd = 1 / sqrt(var + eps),
- *   y = (x - mean) * rstd * gain + bias. */
+ * into m[0..RB) and s[0..RB) (a short block's rest: harmless values, so
+ * that each step is one vector loop over RB) and j->mean, j->rstd. */
+static inline AG_ALWAYS_INLINE void block_stats(const norm_job *j, size_t b0, size_t nb, ag_real *m, ag_real *s)
+{
+    const size_t C = j->C;
+    const ag_real *x = j->x + b0 * C;
+    for (size_t r = nb; r < RB; r++) m[r] = s[r] = 0;
+    block_sums(C, nb, x, NULL, 1, m);
+    for (size_t r = 0; r < RB; r++) m[r] /= (ag_real)C;
+    block_sums(C, nb, x, m, 2, s);
+    for (size_t r = 0; r < RB; r++) s[r] /= (ag_real)C;
+#pragma omp simd
+    for (size_t r = 0; r < RB; r++) s[r] = (ag_real)(1 / sqrt((double)s[r] + j->eps));
+    memcpy(j->mean + b0, m, nb * sizeof *m);
+    memcpy(j->rstd + b0, s, nb * sizeof *s);
+}
+
+/* y = (x - mean) * rstd * gain + bias for rows [b0, b0 + nb), given their
+ * m and s.  The next block's y (next, unless NULL) is asked for ahead
+ * (fetch_for_writing): a line as each line of this block's is written
+ * when the block goes by quads (in the GPT's step, a tenth faster than
+ * asking for all its lines at once), else all at once. */
+static inline AG_ALWAYS_INLINE void block_y(const norm_job *j, size_t b0, size_t nb, const ag_real *m,
+                                            const ag_real *s, ag_real *next)
+{
+    const size_t C = j->C;
+    const ag_real *x = j->x + b0 * C, *gd = j->gd, *bd = j->bd;
+    ag_real *y = j->y + b0 * C;
+    if (nb == RB && C % QUAD == 0) { /* by quads of columns: each gain and bias quad read once */
+        for (size_t i = 0; i < C; i += QUAD) {
+            quad g, b;
+            quad_load(&g, gd + i), quad_load(&b, bd + i);
+#pragma GCC unroll 16 /* RB */
+            for (size_t r = 0; r < RB; r++) {
+                quad xr;
+                quad_load(&xr, x + r * C + i);
+                quad yr = (xr - m[r]) * s[r] * g + b;
+                memcpy(y + r * C + i, &yr, sizeof yr);
+                if (next) fetch_for_writing(next + r * C + i, QUAD);
+            }
+        }
+        return;
+    }
+    if (next) fetch_for_writing(next, RB * C);
+    for (size_t r = 0; r < nb; r++) {
+        const ag_real *xr = x + r * C, mr = m[r], sr = s[r];
+        ag_real *yr = y + r * C;
+#pragma omp simd
+        for (size_t i = 0; i < C; i++) yr[i] = (xr[i] - mr) * sr * gd[i] + bd[i];
+    }
+}
+
+/* Rows [r0, r1) of the forward, RB at a time: a block's statistics, then
+ * its y. */
 static inline AG_ALWAYS_INLINE void norm_rows(const norm_job *j, size_t r0, size_t r1)
 {
     const size_t C = j->C;
     for (size_t b0 = r0; b0 < r1; b0 += RB) {
         const size_t nb = r1 - b0 < RB ? r1 - b0 : RB;
-        const ag_real *x = j->x + b0 * C;
-        if (b0 + 2 * RB <= r1) fetch_for_writing(j->y + (b0 + RB) * C, RB * C); /* the next block's y */
-        ag_real m[RB], v[RB];
-        block_sums(C, nb, x, NULL, 1, m);
-        for (size_t r = 0; r < nb; r++) m[r] /= (ag_real)C;
-        block_sums(C, nb, x, m, 2, v);
-        for (size_t r = 0; r < nb; r++) v[r] /= (ag_real)C;
-#pragma omp simd
-        for (size_t r = 0; r < nb; r++) v[r] = (ag_real)(1 / sqrt((double)v[r] + j->eps));
-        memcpy(j->mean + b0, m, nb * sizeof *m);
-        memcpy(j->rstd + b0, v, nb * sizeof *v);
-        for (size_t r = 0; r < nb; r++) {
-            const ag_real *xr = x + r * C, *gd = j->gd, *bd = j->bd, mr = m[r], sr = v[r];
-            ag_real *yr = j->y + (b0 + r) * C;
-#pragma omp simd
-            for (size_t i = 0; i < C; i++) yr[i] = (xr[i] - mr) * sr * gd[i] + bd[i];
-        }
+        ag_real m[RB], s[RB];
+        block_stats(j, b0, nb, m, s);
+        block_y(j, b0, nb, m, s, b0 + 2 * RB <= r1 ? j->y + (b0 + RB) * C : NULL); /* a full block follows */
     }
 }
 AG_ISA_CLONES(void, norm_rows, (const norm_job *j, size_t r0, size_t r1), norm_rows(j, r0, r1))
@@ -302,34 +396,62 @@ static inline AG_ALWAYS_INLINE void row_dsums(size_t C, size_t i0, const ag_real
     *b = sumb;
 }
 
+/* Columns [i, i + QUAD) of rows r = 0..3 (row stride C) added into va
+ * (dxhat) and vb (dxhat * xhat), g = gain's quad there: quarter r of
+ * each is row r's LANES partial sums, its values in column order, as in
+ * row_dsums. */
+static inline AG_ALWAYS_INLINE void rows4_dstep(quad *va, quad *vb, size_t C, size_t i, const ag_real *x,
+                                                const ag_real *dy, const quad *g, const ag_real *mean,
+                                                const ag_real *rstd)
+{
+    quad dxhat[4], p[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        quad xr, dyr;
+        quad_load(&xr, x + (size_t)r * C + i), quad_load(&dyr, dy + (size_t)r * C + i);
+        quad xhat = (xr - mean[r]) * rstd[r];
+        dxhat[r] = dyr * *g;
+        p[r] = dxhat[r] * xhat;
+    }
+    transpose_quarters(dxhat), transpose_quarters(p);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) *va += dxhat[c], *vb += p[c]; /* rows' columns in order */
+}
+
 /* The same sums for four rows (row stride C), their first C - C % QUAD
- * columns by quads (see QUAD): the same partial sums, in the same order,
- * as row_dsums, which finishes each row. */
+ * columns by quads (see QUAD), then row_dsums finishes each row. */
 static inline AG_ALWAYS_INLINE void rows4_dsums(size_t C, const ag_real *x, const ag_real *dy, const ag_real *gd,
                                                 const ag_real *mean, const ag_real *rstd, ag_real *a, ag_real *b)
 {
     const size_t full = C - C % QUAD;
     quad va = {0}, vb = {0};
     for (size_t i = 0; i < full; i += QUAD) {
-        quad g, dxhat[4], p[4];
+        quad g;
         quad_load(&g, gd + i);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            quad xr, dyr;
-            quad_load(&xr, x + (size_t)r * C + i), quad_load(&dyr, dy + (size_t)r * C + i);
-            quad xhat = (xr - mean[r]) * rstd[r];
-            dxhat[r] = dyr * g;
-            p[r] = dxhat[r] * xhat;
-        }
-        transpose_quarters(dxhat), transpose_quarters(p);
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) va += dxhat[c], vb += p[c]; /* rows' columns in order */
+        rows4_dstep(&va, &vb, C, i, x, dy, &g, mean, rstd);
     }
     for (int r = 0; r < 4; r++) {
         lanes la, lb;
         memcpy(&la, (ag_real *)&va + r * LANES, sizeof la), memcpy(&lb, (ag_real *)&vb + r * LANES, sizeof lb);
         row_dsums(C, full, x + (size_t)r * C, dy + (size_t)r * C, gd, mean[r], rstd[r], la, lb, &a[r], &b[r]);
     }
+}
+
+/* The same sums for sixteen rows (row stride C, a multiple of QUAD):
+ * four groups of four rows side by side, as block_sums does, finished by
+ * rows16_total. */
+static inline AG_ALWAYS_INLINE void rows16_dsums(size_t C, const ag_real *x, const ag_real *dy, const ag_real *gd,
+                                                 const ag_real *mean, const ag_real *rstd, ag_real *a, ag_real *b)
+{
+    quad va[4] = {{0}}, vb[4] = {{0}};
+    for (size_t i = 0; i < C; i += QUAD) {
+        quad g;
+        quad_load(&g, gd + i);
+#pragma GCC unroll 4
+        for (size_t k = 0; k < 4; k++)
+            rows4_dstep(&va[k], &vb[k], C, i, x + 4 * k * C, dy + 4 * k * C, &g, mean + 4 * k, rstd + 4 * k);
+    }
+    rows16_total(va, a), rows16_total(vb, b);
 }
 
 /* dx of row r, given its means ar of dxhat and br of dxhat * xhat:
@@ -381,36 +503,106 @@ static inline AG_ALWAYS_INLINE void rows_dx_params(const norm_job *j, size_t b0,
     }
 }
 
-enum { AHEAD = 8 }; /* rows: the sweep with dgain and dbias asks for x, dy and dx this far ahead */
-
-/* Rows [r0, r1) of dx, four at a time (rows4_dsums; the last few one by
- * one): the rows' means a (of dxhat) and b (of dxhat * xhat), then dx
- * row by row (row_dx), or dx with dgain and dbias when j->params
- * (rows_dx_params).  Four rows, not RB: four rows' chains of additions
- * already overlap, and the rows' x and dy are read again while still in
- * L1 (blocks of 16 were as fast with x and dy in cache and 30% slower
- * without). */
-static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
+/* rows_dx_params for four rows when C is a multiple of QUAD, by quads of
+ * columns: the same values in the same order, with each quad of gain,
+ * dgain and dbias read once for the four rows; and when ahead > 0, x, dy
+ * and dx of the rows that far on asked for a line as each line is done. */
+static inline AG_ALWAYS_INLINE void rows4_dx_params_quads(const norm_job *j, size_t b0, const ag_real *ar,
+                                                          const ag_real *br, const bool fresh, size_t ahead)
 {
     const size_t C = j->C;
-    const ag_real *gd = j->gd;
-    for (size_t b0 = r0; b0 < r1;) {
-        const size_t nb = r1 - b0 < 4 ? 1 : 4;
-        const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
-        ag_real a[4], b[4];
-        if (nb == 4) rows4_dsums(C, x, dy, gd, mean, rstd, a, b);
-        else row_dsums(C, 0, x, dy, gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
-        for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
-        if (j->params) {
-            if (b0 + AHEAD + 4 <= r1) { /* the rows AHEAD on */
-                fetch_for_reading(x + AHEAD * C, 4 * C), fetch_for_reading(dy + AHEAD * C, 4 * C);
-                fetch_for_writing(j->dx + (b0 + AHEAD) * C, 4 * C);
+    const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
+    ag_real *dx = j->dx + b0 * C;
+    for (size_t i = 0; i < C; i += QUAD) {
+        quad g, sg, sb;
+        quad_load(&g, j->gd + i), quad_load(&sg, j->dgain + i), quad_load(&sb, j->dbias + i);
+#pragma GCC unroll 4
+        for (size_t r = 0; r < 4; r++) {
+            const size_t o = r * C + i;
+            quad xr, d, v;
+            quad_load(&xr, x + o), quad_load(&d, dy + o);
+            const quad xhat = (xr - mean[r]) * rstd[r];
+            v = rstd[r] * (d * g - ar[r] - xhat * br[r]);
+            if (!fresh) {
+                quad old;
+                quad_load(&old, dx + o);
+                v = old + v;
             }
-            if (nb == 4) j->fresh ? rows_dx_params(j, b0, 4, a, b, true) : rows_dx_params(j, b0, 4, a, b, false);
-            else j->fresh ? rows_dx_params(j, b0, 1, a, b, true) : rows_dx_params(j, b0, 1, a, b, false);
-        } else {
-            for (size_t r = 0; r < nb; r++) row_dx(j, b0 + r, a[r], b[r]);
+            memcpy(dx + o, &v, sizeof v);
+            sb += d, sg += d * xhat;
+            if (ahead) {
+                fetch_for_reading(x + o + ahead * C, QUAD), fetch_for_reading(dy + o + ahead * C, QUAD);
+                fetch_for_writing(dx + o + ahead * C, QUAD);
+            }
         }
+        memcpy(j->dgain + i, &sg, sizeof sg), memcpy(j->dbias + i, &sb, sizeof sb);
+    }
+}
+
+/* The sweep with dgain and dbias asks for x, dy and dx this many bytes of
+ * x ahead: 32 rows of 64 floats, a quarter of L1 for the three. */
+enum { AHEAD_BYTES = 8192 };
+
+/* The means a of dxhat and b of dxhat * xhat of rows [b0, b0 + nb)
+ * (nb = 16, 4 or 1), into a[0..16) and b[0..16). */
+static inline AG_ALWAYS_INLINE void block_dmeans(const norm_job *j, size_t b0, size_t nb, ag_real *a, ag_real *b)
+{
+    const size_t C = j->C;
+    const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
+    if (nb == 16) {
+        rows16_dsums(C, x, dy, j->gd, mean, rstd, a, b);
+        for (size_t r = 0; r < 16; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+        return;
+    }
+    if (nb == 4) rows4_dsums(C, x, dy, j->gd, mean, rstd, a, b);
+    else row_dsums(C, 0, x, dy, j->gd, mean[0], rstd[0], (lanes){0}, (lanes){0}, &a[0], &b[0]);
+    for (size_t r = 0; r < nb; r++) a[r] /= (ag_real)C, b[r] /= (ag_real)C;
+}
+
+/* dx of rows [b0, b0 + nb), given their means a and b (r1: where the
+ * rows end): row by row (row_dx), or with dgain and dbias four rows at a
+ * time when j->params (rows4_dx_params_quads in a block of sixteen, else
+ * rows_dx_params), while the rows' x and dy are still in L1 (sweeps of
+ * sixteen rows were 30% slower with x and dy out of cache).  The rows
+ * ahead are asked for a line at a time in a block of sixteen (in the
+ * GPT's step, a tenth faster than four rows' lines at once), else at once. */
+static inline AG_ALWAYS_INLINE void block_dx(const norm_job *j, size_t b0, size_t nb, size_t r1, const ag_real *a,
+                                             const ag_real *b)
+{
+    if (!j->params) {
+        for (size_t r = 0; r < nb; r++) row_dx(j, b0 + r, a[r], b[r]);
+        return;
+    }
+    const bool fresh = j->fresh;
+    const size_t rb = j->C * sizeof(ag_real), ahead = rb < AHEAD_BYTES / 4 ? AHEAD_BYTES / rb : 4;
+    for (size_t q = 0; q < nb; q += 4) {
+        const size_t r = b0 + q, on = r + ahead + 4 <= r1 ? ahead : 0; /* rows on to ask for, if any */
+        if (nb == 16) {
+            fresh ? rows4_dx_params_quads(j, r, a + q, b + q, true, on)
+                  : rows4_dx_params_quads(j, r, a + q, b + q, false, on);
+            continue;
+        }
+        if (on) {
+            const size_t o = (r + on) * j->C;
+            fetch_for_reading(j->x + o, 4 * j->C), fetch_for_reading(j->dy + o, 4 * j->C);
+            fetch_for_writing(j->dx + o, 4 * j->C);
+        }
+        if (nb == 1) fresh ? rows_dx_params(j, r, 1, a, b, true) : rows_dx_params(j, r, 1, a, b, false);
+        else fresh ? rows_dx_params(j, r, 4, a + q, b + q, true) : rows_dx_params(j, r, 4, a + q, b + q, false);
+    }
+}
+
+/* Rows [r0, r1) of dx: the rows' means a (of dxhat) and b (of
+ * dxhat * xhat), sixteen rows at a time when C is a multiple of QUAD
+ * (rows16_dsums: four groups' chains of additions side by side), else four
+ * (rows4_dsums; the last few one by one); then their dx (block_dx). */
+static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
+{
+    for (size_t b0 = r0; b0 < r1;) {
+        const size_t nb = r1 - b0 >= 16 && j->C % QUAD == 0 ? 16 : r1 - b0 < 4 ? 1 : 4;
+        ag_real a[16], b[16];
+        block_dmeans(j, b0, nb, a, b);
+        block_dx(j, b0, nb, r1, a, b);
         b0 += nb;
     }
 }

@@ -133,10 +133,11 @@ Test(layer_norm, bad_shapes_are_errors)
  * The gradient checks use rows of a few values; the kernels take a row in
  * pieces of a 16-byte vector (4 floats, 2 doubles) with the rest after
  * them, and rows in blocks of 16 (for y and dx, and for the column sums
- * dgain and dbias).  These shapes take every path: rows shorter than a
- * piece, whole pieces, pieces and a rest; a last block of rows that is not
- * full. */
-static const int long_shapes[][2] = {{1, 1}, {3, 5}, {6, 7}, {17, 16}, {33, 70}, {40, 64}, {2, 300}};
+ * dgain and dbias), a block whose rows are whole 64-byte quads by a path
+ * of its own.  These shapes take every path: rows shorter than a piece,
+ * whole pieces, pieces and a rest; one, three or four quads a row; a last
+ * block of rows that is not full, of fewer than four rows or more. */
+static const int long_shapes[][2] = {{1, 1}, {3, 5}, {6, 7}, {17, 16}, {33, 70}, {40, 64}, {35, 48}, {2, 300}};
 enum { NSHAPES = sizeof long_shapes / sizeof long_shapes[0] };
 static const char *const levels[] = {"baseline", "avx2", "avx512"};
 
@@ -151,12 +152,11 @@ static ag_real *filled(size_t n, uint64_t seed, double scale, double shift)
 
 /* out = {y, dx, dgain, dbias} of z = layer_norm(x, gain, bias) +
  * layer_norm(x) seeded with dz (the second adds into the dx that the first
- * stored); x's rows sit away from 0, so that the mean matters. */
-static void run_norm(int rows, int C, ag_real *out[4])
+ * stored), x and dz [rows, C], gv and bv [C]. */
+static void run_norm_on(int rows, int C, const ag_real *x, const ag_real *dz, const ag_real *gv, const ag_real *bv,
+                        ag_real *out[4])
 {
     size_t n = (size_t)rows * (size_t)C;
-    ag_real *x = filled(n, 1 + n, 2, 3), *dz = filled(n, 2 + n, 1, 0);
-    ag_real *gv = filled((size_t)C, 3, 0.5, 1), *bv = filled((size_t)C, 4, 0.5, 0);
     ag_graph *g = ag_graph_new();
     ag_tensor *xt = ag_tensor_from(g, AG_SHAPE(rows, C), x);
     ag_tensor *gain = ag_tensor_from(g, AG_SHAPE(C), gv), *bias = ag_tensor_from(g, AG_SHAPE(C), bv);
@@ -171,6 +171,16 @@ static void run_norm(int rows, int C, ag_real *out[4])
         memcpy(out[k], src[k], len[k] * sizeof(ag_real));
     }
     ag_graph_free(g);
+}
+
+/* run_norm_on with data from fixed seeds; x's rows sit away from 0, so
+ * that the mean matters. */
+static void run_norm(int rows, int C, ag_real *out[4])
+{
+    size_t n = (size_t)rows * (size_t)C;
+    ag_real *x = filled(n, 1 + n, 2, 3), *dz = filled(n, 2 + n, 1, 0);
+    ag_real *gv = filled((size_t)C, 3, 0.5, 1), *bv = filled((size_t)C, 4, 0.5, 0);
+    run_norm_on(rows, C, x, dz, gv, bv, out);
     free(x), free(dz), free(gv), free(bv);
 }
 
@@ -260,6 +270,34 @@ Test(layer_norm, every_level_gives_the_baselines_bits)
         for (int k = 0; k < 4; k++) free(base[k]);
     }
     ag__isa_force(NULL);
+}
+
+/* A row's y and dx are its own: made alone, as a tensor of one row, they
+ * have the bits they have among other rows, where the kernels take rows
+ * four or sixteen at a time by other paths. */
+Test(layer_norm, a_row_alone_gives_the_bits_it_gives_among_others)
+{
+    for (int sh = 0; sh < NSHAPES; sh++) {
+        int rows = long_shapes[sh][0], C = long_shapes[sh][1];
+        size_t n = (size_t)rows * (size_t)C;
+        ag_real *x = filled(n, 1 + n, 2, 3), *dz = filled(n, 2 + n, 1, 0);
+        ag_real *gv = filled((size_t)C, 3, 0.5, 1), *bv = filled((size_t)C, 4, 0.5, 0);
+        ag_real *all[4], *one[4];
+        run_norm_on(rows, C, x, dz, gv, bv, all);
+        for (int r = 0; r < rows; r++) {
+            size_t o = (size_t)r * (size_t)C;
+            run_norm_on(1, C, x + o, dz + o, gv, bv, one);
+            for (int k = 0; k < 2; k++) { /* y, dx */
+                for (int i = 0; i < C; i++)
+                    cr_assert(memcmp(&one[k][i], &all[k][o + (size_t)i], sizeof(ag_real)) == 0,
+                              "[%d, %d] row %d: output %d [%d] = %a alone, %a among the rows", rows, C, r, k, i,
+                              (double)one[k][i], (double)all[k][o + (size_t)i]);
+            }
+            for (int k = 0; k < 4; k++) free(one[k]);
+        }
+        for (int k = 0; k < 4; k++) free(all[k]);
+        free(x), free(dz), free(gv), free(bv);
+    }
 }
 
 /* One thread makes dgain and dbias in the dx sweep, more threads in a sweep

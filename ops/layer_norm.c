@@ -63,14 +63,14 @@ static bool check_vec(ag_graph *g, const ag_tensor *x, const ag_tensor *v, const
  * additions are independent, and the CPU overlaps them (a row at a time,
  * each row waiting for its mean, its variance and a division, took three
  * times as long at C = 64).  When C is a multiple of QUAD (the models'
- * widths), a block's four groups of four rows go side by side, a quad of
+ * widths) and a quad is one of the machine's vectors (quads_fit), a
+ * block's four groups of four rows go side by side, a quad of
  * columns at a time, so that four chains of additions advance together
  * rather than one group's after another's; the sixteen rows' sums finish
  * in a few vector additions (rows16_total); and y goes by quads of
  * columns, each quad of gain and bias read once for the block.  The
- * backward's sums go the same way, sixteen rows at a time (four when C is
- * not a multiple of QUAD), and its dx four at a time (see
- * norm_rows_backward). */
+ * backward's sums go the same way, sixteen rows at a time (else four),
+ * and its dx four at a time (see norm_rows_backward). */
 enum { LANES = 16 / (int)sizeof(ag_real), RB = 16 };
 typedef ag_real lanes __attribute__((vector_size(16))); /* GCC and Clang */
 
@@ -92,6 +92,16 @@ static inline AG_ALWAYS_INLINE lanes lanes_at(const ag_real *p)
  * rows. */
 enum { QUAD = 4 * LANES };
 typedef ag_real quad __attribute__((vector_size(64)));
+
+/* Whether a quad is one of the machine's vectors (AVX-512).  Where it is
+ * not, GCC keeps a quad that lives from one iteration of a loop to the
+ * next in memory, written in pieces that the next iteration reads whole
+ * (a store that cannot forward: a stall every time), and it takes the
+ * quads' shuffles apart element by element: on [1024, 64] the quad paths
+ * made the AVX2 and baseline levels five times slower than AVX-512.
+ * There the rows go four side by side in 16-byte vectors instead (and y
+ * and dx by the compiler's own vector loops), in the same order. */
+static inline AG_ALWAYS_INLINE bool quads_fit(void) { return ag__isa() == AG_ISA_AVX512; }
 
 /* Quarters of two quads a, b: [a0 a1 b0 b1], [a2 a3 b2 b3], [a0 a2 b0 b2]
  * and [a1 a3 b1 b3]. */
@@ -160,18 +170,34 @@ static inline AG_ALWAYS_INLINE void rows4_step(quad *acc, size_t C, size_t i, co
     for (int c = 0; c < 4; c++) *acc += d[c]; /* rows' columns in order */
 }
 
-/* s[r] = the sums of row_sum over rows r = 0..3 (row stride C): the first
- * C - C % QUAD columns by quads (see QUAD), then row_sum finishes each row. */
+/* Columns [i, i + LANES) of rows r = 0..3 (row stride C) added into
+ * acc[r], row r's LANES partial sums, as in row_sum: the rows' chains of
+ * additions side by side, in 16-byte vectors. */
+static inline AG_ALWAYS_INLINE void rows4_lanes_step(lanes acc[4], size_t C, size_t i, const ag_real *x,
+                                                     const ag_real *shift, int k)
+{
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        lanes d = lanes_at(x + (size_t)r * C + i);
+        if (k == 2) d -= shift[r], d *= d;
+        acc[r] += d;
+    }
+}
+
+/* s[r] = the sums of row_sum over rows r = 0..3 (row stride C): where
+ * quads fit (see quads_fit), the first C - C % QUAD columns by quads,
+ * else the first C - C % LANES with the four rows side by side; then
+ * row_sum finishes each row. */
 static inline AG_ALWAYS_INLINE void rows4_sum(size_t C, const ag_real *x, const ag_real *shift, int k, ag_real *s)
 {
-    const size_t full = C - C % QUAD;
+    const bool q = quads_fit();
+    const size_t by_quads = q ? C - C % QUAD : 0, by_lanes = q ? by_quads : C - C % LANES;
     quad acc = {0};
-    for (size_t i = 0; i < full; i += QUAD) rows4_step(&acc, C, i, x, shift, k);
-    for (int r = 0; r < 4; r++) {
-        lanes l;
-        memcpy(&l, (ag_real *)&acc + r * LANES, sizeof l);
-        s[r] = row_sum(C, full, x + (size_t)r * C, k == 2 ? shift[r] : 0, k, l);
-    }
+    for (size_t i = 0; i < by_quads; i += QUAD) rows4_step(&acc, C, i, x, shift, k);
+    lanes l[4];
+    memcpy(l, &acc, sizeof l); /* quarter r: row r's partial sums */
+    for (size_t i = by_quads; i < by_lanes; i += LANES) rows4_lanes_step(l, C, i, x, shift, k);
+    for (int r = 0; r < 4; r++) s[r] = row_sum(C, by_lanes, x + (size_t)r * C, k == 2 ? shift[r] : 0, k, l[r]);
 }
 
 /* s[r] = 0 + lane 0 + lane 1 + ... of rows r = 0..15, whose partial sums
@@ -211,7 +237,7 @@ static inline AG_ALWAYS_INLINE void rows16_total(const quad acc[4], ag_real s[16
 static inline AG_ALWAYS_INLINE void block_sums(size_t C, size_t nb, const ag_real *x, const ag_real *shift, int k,
                                                ag_real *s)
 {
-    if (nb == 16 && C % QUAD == 0) { /* four rows' chains of additions side by side */
+    if (nb == 16 && C % QUAD == 0 && quads_fit()) { /* four rows' chains of additions side by side */
         quad acc[4] = {{0}};
         for (size_t i = 0; i < C; i += QUAD)
 #pragma GCC unroll 4
@@ -286,7 +312,7 @@ static inline AG_ALWAYS_INLINE void block_y(const norm_job *j, size_t b0, size_t
     const size_t C = j->C;
     const ag_real *x = j->x + b0 * C, *gd = j->gd, *bd = j->bd;
     ag_real *y = j->y + b0 * C;
-    if (nb == RB && C % QUAD == 0) { /* by quads of columns: each gain and bias quad read once */
+    if (nb == RB && C % QUAD == 0 && quads_fit()) { /* by quads of columns: each gain and bias quad read once */
         for (size_t i = 0; i < C; i += QUAD) {
             quad g, b;
             quad_load(&g, gd + i), quad_load(&b, bd + i);
@@ -418,23 +444,44 @@ static inline AG_ALWAYS_INLINE void rows4_dstep(quad *va, quad *vb, size_t C, si
     for (int c = 0; c < 4; c++) *va += dxhat[c], *vb += p[c]; /* rows' columns in order */
 }
 
-/* The same sums for four rows (row stride C), their first C - C % QUAD
- * columns by quads (see QUAD), then row_dsums finishes each row. */
+/* Columns [i, i + LANES) of rows r = 0..3 (row stride C) added into
+ * va[r] (dxhat) and vb[r] (dxhat * xhat), row r's partial sums, as in
+ * row_dsums: the rows side by side, in 16-byte vectors. */
+static inline AG_ALWAYS_INLINE void rows4_lanes_dstep(lanes va[4], lanes vb[4], size_t C, size_t i, const ag_real *x,
+                                                      const ag_real *dy, const ag_real *gd, const ag_real *mean,
+                                                      const ag_real *rstd)
+{
+    const lanes g = lanes_at(gd + i);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) {
+        lanes xhat = (lanes_at(x + (size_t)r * C + i) - mean[r]) * rstd[r];
+        lanes dxhat = lanes_at(dy + (size_t)r * C + i) * g;
+        va[r] += dxhat;
+        vb[r] += dxhat * xhat;
+    }
+}
+
+/* The same sums for four rows (row stride C): where quads fit (see
+ * quads_fit), the first C - C % QUAD columns by quads, else the first
+ * C - C % LANES with the four rows side by side; then row_dsums finishes
+ * each row. */
 static inline AG_ALWAYS_INLINE void rows4_dsums(size_t C, const ag_real *x, const ag_real *dy, const ag_real *gd,
                                                 const ag_real *mean, const ag_real *rstd, ag_real *a, ag_real *b)
 {
-    const size_t full = C - C % QUAD;
-    quad va = {0}, vb = {0};
-    for (size_t i = 0; i < full; i += QUAD) {
+    const bool q = quads_fit();
+    const size_t by_quads = q ? C - C % QUAD : 0, by_lanes = q ? by_quads : C - C % LANES;
+    quad qa = {0}, qb = {0};
+    for (size_t i = 0; i < by_quads; i += QUAD) {
         quad g;
         quad_load(&g, gd + i);
-        rows4_dstep(&va, &vb, C, i, x, dy, &g, mean, rstd);
+        rows4_dstep(&qa, &qb, C, i, x, dy, &g, mean, rstd);
     }
-    for (int r = 0; r < 4; r++) {
-        lanes la, lb;
-        memcpy(&la, (ag_real *)&va + r * LANES, sizeof la), memcpy(&lb, (ag_real *)&vb + r * LANES, sizeof lb);
-        row_dsums(C, full, x + (size_t)r * C, dy + (size_t)r * C, gd, mean[r], rstd[r], la, lb, &a[r], &b[r]);
-    }
+    lanes va[4], vb[4];
+    memcpy(va, &qa, sizeof va), memcpy(vb, &qb, sizeof vb); /* quarter r: row r's partial sums */
+    for (size_t i = by_quads; i < by_lanes; i += LANES) rows4_lanes_dstep(va, vb, C, i, x, dy, gd, mean, rstd);
+    for (int r = 0; r < 4; r++)
+        row_dsums(C, by_lanes, x + (size_t)r * C, dy + (size_t)r * C, gd, mean[r], rstd[r], va[r], vb[r], &a[r],
+                  &b[r]);
 }
 
 /* The same sums for sixteen rows (row stride C, a multiple of QUAD):
@@ -593,13 +640,14 @@ static inline AG_ALWAYS_INLINE void block_dx(const norm_job *j, size_t b0, size_
 }
 
 /* Rows [r0, r1) of dx: the rows' means a (of dxhat) and b (of
- * dxhat * xhat), sixteen rows at a time when C is a multiple of QUAD
- * (rows16_dsums: four groups' chains of additions side by side), else four
+ * dxhat * xhat), sixteen rows at a time when C is a multiple of QUAD and
+ * quads fit (rows16_dsums: four groups' chains of additions side by side),
+ * else four
  * (rows4_dsums; the last few one by one); then their dx (block_dx). */
 static inline AG_ALWAYS_INLINE void norm_rows_backward(const norm_job *j, size_t r0, size_t r1)
 {
     for (size_t b0 = r0; b0 < r1;) {
-        const size_t nb = r1 - b0 >= 16 && j->C % QUAD == 0 ? 16 : r1 - b0 < 4 ? 1 : 4;
+        const size_t nb = r1 - b0 >= 16 && j->C % QUAD == 0 && quads_fit() ? 16 : r1 - b0 < 4 ? 1 : 4;
         ag_real a[16], b[16];
         block_dmeans(j, b0, nb, a, b);
         block_dx(j, b0, nb, r1, a, b);

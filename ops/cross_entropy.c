@@ -107,16 +107,24 @@ static saved *save_for_backward(ag_graph *g, ag_tensor *y, const int *targets, s
     return sv;
 }
 
-/* Of a counted row r, xr its V logits: m and exp(x - m) kept in sv for
- * the backward, and sum_v exp(x_v - m) returned (the log is taken later,
- * row_loss). */
-static double row_exps(saved *sv, size_t r, const ag_real *xr, int V)
+/* Of every row, m and exp(x - m) kept in sv for the backward, and
+ * sum_v exp(x_v - m) held in logsum until its log is taken (row_loss); an
+ * ignored row gets m = -inf and 0.  The rows go a piece at a time through
+ * ag__max_exp_sum_rows (src/core/elementwise.c, vectorised), which folds
+ * sixteen rows' lanes side by side. */
+static void rows_exps(saved *sv, const int *targets, int ignore_index, const ag_real *x, int V)
 {
-    double m = sv->max[r] = ag__row_max((size_t)V, xr); /* the row's largest logit */
-    if (m == -INFINITY) return 0; /* every logit -inf: no exps to keep */
-    /* sum exp(x - m) (src/core/elementwise.c, vectorised), the terms kept
-     * for the backward */
-    return ag__exp_sum((size_t)V, xr, (ag_real)m, sv->expd + r * (size_t)V);
+    enum { PIECE = 256 };
+    for (size_t r0 = 0; r0 < sv->rows; r0 += PIECE) {
+        size_t n = sv->rows - r0 < PIECE ? sv->rows - r0 : PIECE;
+        ag_real m[PIECE], s[PIECE];
+        ag__max_exp_sum_rows(n, (size_t)V, x + r0 * (size_t)V, m, s, sv->expd + r0 * (size_t)V);
+        for (size_t r = 0; r < n; r++) {
+            bool counted = targets[r0 + r] != ignore_index;
+            sv->max[r0 + r] = counted ? (double)m[r] : -INFINITY;
+            sv->logsum[r0 + r] = counted ? (double)s[r] : 0;
+        }
+    }
 }
 
 /* loss_r of a counted row r from s = sum_v exp(x_v - m) (row_exps); keeps
@@ -158,13 +166,9 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     ag__impl(y)->farg[0] = label_smoothing;
     saved *sv = save_for_backward(g, y, targets, rows, count, V);
     if (!sv) return NULL;
-    /* Every row's exps first (their sum held in logsum until its log is
-     * taken), then every row's log and loss: rows are independent, and
-     * the CPU overlaps one row's log with the next's. */
-    for (size_t r = 0; r < rows; r++) {
-        sv->max[r] = -INFINITY, sv->logsum[r] = 0; /* an ignored row's, read by the backward */
-        if (targets[r] != ignore_index) sv->logsum[r] = row_exps(sv, r, logits->data + r * (size_t)V, V);
-    }
+    /* Every row's exps first, then every row's log and loss: rows are
+     * independent, and the CPU overlaps one row's log with the next's. */
+    rows_exps(sv, targets, ignore_index, logits->data, V);
     double total = 0; /* sum_r loss_r over the counted rows */
     for (size_t r = 0; r < rows; r++) {
         double loss_r = 0;

@@ -213,7 +213,8 @@ Test(kernels, every_grouped_max_exp_sum_is_each_row_alone)
         for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
             for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
                 size_t n = widths[w], rows = counts[c];
-                ag_real *x = uniform(rows * n, 50 + rows * n), *y = malloc(rows * n * sizeof *y), *e = malloc(n * sizeof *e);
+                ag_real *x = uniform(rows * n, 50 + rows * n), *y = malloc(rows * n * sizeof *y);
+                ag_real *e = malloc(n * sizeof *e);
                 ag_real *mx = malloc(rows * sizeof *mx), *sum = malloc(rows * sizeof *sum);
                 for (size_t i = 0; i < rows * n; i++) x[i] *= 20, y[i] = 7;
                 if (rows > 2) /* row 1 masked, row 2 with a NaN */

@@ -595,7 +595,11 @@ static inline AG_ALWAYS_INLINE void max_exp_sum_rows(size_t rows, size_t n, cons
 {
     size_t r = 0;
 #ifndef AG_DOUBLE
-    for (; r + 16 <= rows; r += 16) max_exp_sum16(n, x + r * n, max + r, sum + r, y + r * n);
+    for (; r + 16 <= rows; r += 16)
+        if (n == 64) /* the GPT's vocabulary: a constant width, loops unrolled */
+            max_exp_sum16(64, x + r * n, max + r, sum + r, y + r * n);
+        else
+            max_exp_sum16(n, x + r * n, max + r, sum + r, y + r * n);
 #endif
     for (; r < rows; r++) {
         max[r] = row_max(n, x + r * n);

@@ -1,6 +1,7 @@
 /* elementwise.c: the loops shared by element-wise ops, so that each op file
  * holds only its math; softmax's rows (exps by core/fastmath.h), the row
- * max and the reductions.  The float build's exp, log, tanh and GELU
+ * max (and cross-entropy's maxima and exps, sixteen rows at a time) and
+ * the reductions.  The float build's exp, log, tanh and GELU
  * kernels are core/fastmath.c.
  *
  * Broadcasting (NumPy's rule): align shapes on the right; two axes agree

@@ -107,16 +107,24 @@ static saved *save_for_backward(ag_graph *g, ag_tensor *y, const int *targets, s
     return sv;
 }
 
-/* Of a counted row r, xr its V logits: m and exp(x - m) kept in sv for
- * the backward, and sum_v exp(x_v - m) returned (the log is taken later,
- * row_loss). */
-static double row_exps(saved *sv, size_t r, const ag_real *xr, int V)
+/* Of every row, m and exp(x - m) kept in sv for the backward, and
+ * sum_v exp(x_v - m) held in logsum until its log is taken (row_loss); an
+ * ignored row gets m = -inf and 0.  The rows go a piece at a time through
+ * ag__max_exp_sum_rows (src/core/elementwise.c, vectorised), which folds
+ * sixteen rows' lanes side by side. */
+static void rows_exps(saved *sv, const int *targets, int ignore_index, const ag_real *x, int V)
 {
-    double m = sv->max[r] = ag__row_max((size_t)V, xr); /* the row's largest logit */
-    if (m == -INFINITY) return 0; /* every logit -inf: no exps to keep */
-    /* sum exp(x - m) (src/core/elementwise.c, vectorised), the terms kept
-     * for the backward */
-    return ag__exp_sum((size_t)V, xr, (ag_real)m, sv->expd + r * (size_t)V);
+    enum { PIECE = 256 };
+    for (size_t r0 = 0; r0 < sv->rows; r0 += PIECE) {
+        size_t n = sv->rows - r0 < PIECE ? sv->rows - r0 : PIECE;
+        ag_real m[PIECE], s[PIECE];
+        ag__max_exp_sum_rows(n, (size_t)V, x + r0 * (size_t)V, m, s, sv->expd + r0 * (size_t)V);
+        for (size_t r = 0; r < n; r++) {
+            bool counted = targets[r0 + r] != ignore_index;
+            sv->max[r0 + r] = counted ? (double)m[r] : -INFINITY;
+            sv->logsum[r0 + r] = counted ? (double)s[r] : 0;
+        }
+    }
 }
 
 /* loss_r of a counted row r from s = sum_v exp(x_v - m) (row_exps); keeps
@@ -158,13 +166,9 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     ag__impl(y)->farg[0] = label_smoothing;
     saved *sv = save_for_backward(g, y, targets, rows, count, V);
     if (!sv) return NULL;
-    /* Every row's exps first (their sum held in logsum until its log is
-     * taken), then every row's log and loss: rows are independent, and
-     * the CPU overlaps one row's log with the next's. */
-    for (size_t r = 0; r < rows; r++) {
-        sv->max[r] = -INFINITY, sv->logsum[r] = 0; /* an ignored row's, read by the backward */
-        if (targets[r] != ignore_index) sv->logsum[r] = row_exps(sv, r, logits->data + r * (size_t)V, V);
-    }
+    /* Every row's exps first, then every row's log and loss: rows are
+     * independent, and the CPU overlaps one row's log with the next's. */
+    rows_exps(sv, targets, ignore_index, logits->data, V);
     double total = 0; /* sum_r loss_r over the counted rows */
     for (size_t r = 0; r < rows; r++) {
         double loss_r = 0;
@@ -176,6 +180,33 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     if (reduction == AG_REDUCTION_SUM) y->data[0] = (ag_real)total;
     return y;
 }
+
+/* dx's rows r < rows of V (row stride V), from the exps e kept by the
+ * forward and each row's scalars c[r] = w_r / sum_v e_v, off[r] = w_r ls / V:
+ *   dx_v (+)= c e_v - off          (stored where fresh, else added)
+ * a row with live[r] false gets nothing (zeros where fresh).  One clone
+ * per instruction set: the same products and differences, more lanes. */
+static inline AG_ALWAYS_INLINE void grad_rows(size_t rows, size_t V, const ag_real *e, const bool *live,
+                                              const ag_real *c, const ag_real *off, ag_real *dx, bool fresh)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *er = e + r * V;
+        ag_real *dxr = dx + r * V, cr = c[r], offr = off[r];
+        if (!live[r]) {
+            if (fresh) memset(dxr, 0, V * sizeof(ag_real));
+        } else if (fresh) {
+#pragma omp simd
+            for (size_t v = 0; v < V; v++) dxr[v] = cr * er[v] - offr;
+        } else {
+#pragma omp simd
+            for (size_t v = 0; v < V; v++) dxr[v] += cr * er[v] - offr;
+        }
+    }
+}
+#define GRAD_ROWS_PARAMS                                                                                   \
+    (size_t rows, size_t V, const ag_real *e, const bool *live, const ag_real *c, const ag_real *off, ag_real *dx, \
+     bool fresh)
+AG_ISA_CLONES(void, grad_rows, GRAD_ROWS_PARAMS, grad_rows(rows, V, e, live, c, off, dx, fresh))
 
 static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
 {
@@ -191,27 +222,26 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
     double dloss = reduction == AG_REDUCTION_SUM    ? (double)y->grad[0]
                    : reduction == AG_REDUCTION_MEAN ? (sv->count ? (double)y->grad[0] / (double)sv->count : 0)
                                                     : 0;
-    for (size_t r = 0; r < sv->rows; r++) {
-        int t = sv->targets[r];
-        if (reduction == AG_REDUCTION_NONE) dloss = (double)y->grad[r];
-        double m = sv->max[r], logsum = sv->logsum[r];
-        ag_real *dxr = dx + r * (size_t)V;
-        if (t == ignore || m == -INFINITY) { /* no loss from this row */
-            if (fresh) memset(dxr, 0, (size_t)V * sizeof(ag_real));
-            continue;
+    /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, weighed by dloss in y:
+     *   dx_v += dloss (p_v - (1-ls) [v == t] - ls / V),  p_v = expd_v / exp(logsum)
+     * A piece of rows at a time: its scalars (one exp a row), then its
+     * rows of dx in one call (grad_rows), then the targets' terms. */
+    enum { PIECE = 64 };
+    for (size_t r0 = 0; r0 < sv->rows; r0 += PIECE) {
+        size_t n = sv->rows - r0 < PIECE ? sv->rows - r0 : PIECE;
+        bool live[PIECE]; /* a row with a loss: counted, and not every logit -inf */
+        ag_real c[PIECE], off[PIECE], hit[PIECE]; /* hit: the target's own term */
+        for (size_t r = 0; r < n; r++) {
+            if (reduction == AG_REDUCTION_NONE) dloss = (double)y->grad[r0 + r];
+            live[r] = sv->targets[r0 + r] != ignore && sv->max[r0 + r] != -INFINITY;
+            c[r] = live[r] ? (ag_real)(dloss * exp(-sv->logsum[r0 + r])) : 0;
+            off[r] = (ag_real)(dloss * ls / V);
+            hit[r] = (ag_real)(dloss * (1 - ls));
         }
-        const ag_real *er = sv->expd + r * (size_t)V;
-        /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, weighed by dloss in y:
-         * dx_v += dloss (p_v - (1-ls) [v == t] - ls / V),  p_v = expd_v / exp(logsum) */
-        ag_real c = (ag_real)(dloss * exp(-logsum)), off = (ag_real)(dloss * ls / V);
-        if (fresh) {
-#pragma omp simd
-            for (int v = 0; v < V; v++) dxr[v] = c * er[v] - off;
-        } else {
-#pragma omp simd
-            for (int v = 0; v < V; v++) dxr[v] += c * er[v] - off;
-        }
-        dxr[t] -= (ag_real)(dloss * (1 - ls));
+        ag_real *dxp = dx + r0 * (size_t)V;
+        AG_ISA_CALL(grad_rows, (n, (size_t)V, sv->expd + r0 * (size_t)V, live, c, off, dxp, fresh));
+        for (size_t r = 0; r < n; r++)
+            if (live[r]) dxp[r * (size_t)V + sv->targets[r0 + r]] -= hit[r];
     }
 }
 

@@ -111,6 +111,46 @@ Test(cross_entropy, leading_axes_give_a_scalar)
     ag_graph_free(g);
 }
 
+/* A row's loss and gradient are the same bits whether it comes alone or
+ * among others (the forward takes rows sixteen at a time, the backward a
+ * piece at a time): 37 rows, two sixteens and a rest, one of them
+ * ignored, against each row alone; the gradient both stored and added. */
+Test(cross_entropy, a_row_among_others_is_the_row_alone)
+{
+    enum { R = 37 };
+    const int widths[] = {5, 64};
+    ag_graph *g = ag_graph_new();
+    for (int w = 0; w < 2; w++) {
+        int V = widths[w], t[R];
+        ag_real x[R * 64];
+        uint32_t u = 12345;
+        for (int i = 0; i < R * V; i++) u = u * 1664525u + 1013904223u, x[i] = (ag_real)((u >> 8) % 8001) / 1000 - 4;
+        for (int r = 0; r < R; r++) t[r] = r == 20 ? -100 : (r * 7) % V;
+        ag_graph_reset(g);
+        ag_tensor *all = ag_tensor_from(g, AG_SHAPE(R, V), x);
+        ag_set_requires_grad(all, 1);
+        ag_tensor *each = ag_cross_entropy_ex(g, all, t, -100, 0.1, AG_REDUCTION_NONE);
+        /* twice, so that the second backward adds into the first's dx */
+        ag_tensor *total = ag_add(g, ag_cross_entropy_ex(g, all, t, -100, 0.1, AG_REDUCTION_SUM),
+                                  ag_cross_entropy_ex(g, all, t, -100, 0.1, AG_REDUCTION_SUM));
+        cr_assert_not_null(each, "%s", ag_graph_error(g));
+        cr_assert_eq(ag_backward(g, total), AG_OK, "%s", ag_graph_error(g));
+        for (int r = 0; r < R; r++) {
+            ag_tensor *one = ag_tensor_from(g, AG_SHAPE(1, V), x + r * V);
+            ag_set_requires_grad(one, 1);
+            ag_tensor *loss = ag_cross_entropy_ex(g, one, t + r, -100, 0.1, AG_REDUCTION_SUM);
+            ag_tensor *again = ag_cross_entropy_ex(g, one, t + r, -100, 0.1, AG_REDUCTION_SUM);
+            cr_assert_eq(ag_backward(g, ag_add(g, loss, again)), AG_OK, "%s", ag_graph_error(g));
+            cr_assert(memcmp(&each->data[r], &loss->data[0], sizeof(ag_real)) == 0,
+                      "V=%d row %d: loss %.17g among others, %.17g alone", V, r, (double)each->data[r],
+                      (double)loss->data[0]);
+            cr_assert(memcmp(all->grad + r * V, one->grad, (size_t)V * sizeof(ag_real)) == 0,
+                      "V=%d row %d: gradient differs from the row's alone", V, r);
+        }
+    }
+    ag_graph_free(g);
+}
+
 Test(cross_entropy, bad_targets_and_shapes_are_errors)
 {
     ag_graph *g = ag_graph_new();

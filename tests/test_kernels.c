@@ -201,6 +201,42 @@ Test(kernels, every_exp_sum_kernel_is_within_the_bound)
     ag__isa_force(NULL);
 }
 
+/* ag__max_exp_sum_rows takes sixteen rows side by side: each row's max,
+ * exps and sum are the bits ag__row_max and ag__exp_sum give it alone,
+ * for row counts around and between the sixteens, a fully masked row (max
+ * -inf, sum 0, its exps untouched) and a row holding a NaN among them. */
+Test(kernels, every_grouped_max_exp_sum_is_each_row_alone)
+{
+    const size_t widths[] = {1, 5, 16, 33, 64, 70}, counts[] = {1, 15, 16, 17, 37};
+    for (int l = 0; l < NLEVELS; l++) {
+        if (!use_level(l)) continue;
+        for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
+            for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+                size_t n = widths[w], rows = counts[c];
+                ag_real *x = uniform(rows * n, 50 + rows * n), *y = malloc(rows * n * sizeof *y);
+                ag_real *e = malloc(n * sizeof *e);
+                ag_real *mx = malloc(rows * sizeof *mx), *sum = malloc(rows * sizeof *sum);
+                for (size_t i = 0; i < rows * n; i++) x[i] *= 20, y[i] = 7;
+                if (rows > 2) /* row 1 masked, row 2 with a NaN */
+                    for (size_t i = 0; i < n; i++) x[n + i] = -INFINITY, x[2 * n + i] = i == n / 2 ? NAN : x[2 * n + i];
+                ag__max_exp_sum_rows(rows, n, x, mx, sum, y);
+                for (size_t r = 0; r < rows; r++) {
+                    ag_real m = ag__row_max(n, x + r * n), s = 0;
+                    for (size_t i = 0; i < n; i++) e[i] = 7;
+                    if (m != -INFINITY) s = ag__exp_sum(n, x + r * n, m, e);
+                    cr_assert(memcmp(&mx[r], &m, sizeof m) == 0, "%s: %zu rows of %zu: row %zu max %g, alone %g",
+                              levels[l], rows, n, r, (double)mx[r], (double)m);
+                    cr_assert(memcmp(&sum[r], &s, sizeof s) == 0, "%s: %zu rows of %zu: row %zu sum %.9g, alone %.9g",
+                              levels[l], rows, n, r, (double)sum[r], (double)s);
+                    cr_assert(memcmp(y + r * n, e, n * sizeof *e) == 0, "%s: %zu rows of %zu: row %zu exps differ",
+                              levels[l], rows, n, r);
+                }
+                free(x), free(y), free(e), free(mx), free(sum);
+            }
+    }
+    ag__isa_force(NULL);
+}
+
 Test(kernels, every_softmax_kernel_is_within_the_bound)
 {
     for (int l = 0; l < NLEVELS; l++) {

@@ -1,6 +1,7 @@
 /* elementwise.c: the loops shared by element-wise ops, so that each op file
  * holds only its math; softmax's rows (exps by core/fastmath.h), the row
- * max and the reductions.  The float build's exp, log, tanh and GELU
+ * max (and cross-entropy's maxima and exps, sixteen rows at a time) and
+ * the reductions.  The float build's exp, log, tanh and GELU
  * kernels are core/fastmath.c.
  *
  * Broadcasting (NumPy's rule): align shapes on the right; two axes agree
@@ -416,10 +417,12 @@ AG_FUSED_BEGIN
 /* The largest of n values, in 16 running maxima (vector lanes): the max
  * does not depend on the order, so this is the same value as a plain
  * loop.  NaNs are passed over, but a row of nothing above -inf that holds
- * a NaN gives NaN: it is not a fully masked row (see has_nan). */
-static inline AG_ALWAYS_INLINE ag_real row_max(size_t n, const ag_real *x)
+ * a NaN gives NaN: it is not a fully masked row (see has_nan).
+ * max_lanes keeps the running maxima of the whole vectors in lane and
+ * returns the rest's max; row_max folds the lanes in pairs. */
+static inline AG_ALWAYS_INLINE ag_real max_lanes(size_t n, const ag_real *x, ag_real lane[16])
 {
-    ag_real lane[16], m = -INFINITY;
+    ag_real m = -INFINITY;
     for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
@@ -428,6 +431,12 @@ static inline AG_ALWAYS_INLINE ag_real row_max(size_t n, const ag_real *x)
             lane[l] = v > lane[l] ? v : lane[l];
         }
     for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static inline AG_ALWAYS_INLINE ag_real row_max(size_t n, const ag_real *x)
+{
+    ag_real lane[16], m = max_lanes(n, x, lane);
     for (int w = 8; w >= 1; w /= 2) /* the lanes in pairs: 4 vector steps */
 #pragma GCC unroll 8
         for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
@@ -438,20 +447,16 @@ static inline AG_ALWAYS_INLINE ag_real row_max(size_t n, const ag_real *x)
 AG_ISA_CLONES(ag_real, row_max, (size_t n, const ag_real *x), return row_max(n, x))
 ag_real ag__row_max(size_t n, const ag_real *x) { return AG_ISA_CALL(row_max, (n, x)); }
 
-/* y_i = exp(x_i - shift) for i < n (y may be x); returns sum_i y_i.  The
- * float build vectorises for the machine (one clone per instruction set,
- * picked by ag__isa). */
-static inline AG_ALWAYS_INLINE ag_real exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
+#ifndef AG_DOUBLE
+/* y_i = exp(x_i - shift) for i < n (y may be x), added up in 16 partial
+ * sums (vector lanes), lane l of the sum of the y_i with i % 16 = l.  The
+ * last piece of fewer than 16 (a whole row of a toy model's attention)
+ * goes through a padded copy, so that it is a vector step too: its
+ * padding is -inf, whose exp is 0. */
+static inline AG_ALWAYS_INLINE void exp_lanes(size_t n, const ag_real *x, ag_real shift, ag_real *y, ag_real lane[16])
 {
-    ag_real s = 0;
-#ifdef AG_DOUBLE
-    for (size_t i = 0; i < n; i++) s += y[i] = exp(x[i] - shift);
-#else
-    /* 16 partial sums (vector lanes), added up in a fixed order.  The last
-     * piece of fewer than 16 (a whole row of a toy model's attention) goes
-     * through a padded copy, so that it is a vector step too: its padding
-     * is -inf, whose exp is 0. */
-    ag_real lane[16] = {0}, lane2[16] = {0};
+    ag_real lane2[16] = {0};
+    for (int l = 0; l < 16; l++) lane[l] = 0;
     size_t i = 0;
     for (; i + 32 <= n; i += 32) { /* two independent vectors in flight */
 #pragma omp simd
@@ -470,6 +475,20 @@ static inline AG_ALWAYS_INLINE ag_real exp_sum(size_t n, const ag_real *x, ag_re
         for (int l = 0; l < 16; l++) lane[l] += yt[l] = exp_core(xt[l] - shift, 0);
         for (size_t l = 0; i + l < n; l++) y[i + l] = yt[l];
     }
+}
+#endif
+
+/* y_i = exp(x_i - shift) for i < n (y may be x); returns sum_i y_i.  The
+ * float build vectorises for the machine (one clone per instruction set,
+ * picked by ag__isa): exp_lanes, then the lanes in a fixed order. */
+static inline AG_ALWAYS_INLINE ag_real exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
+{
+    ag_real s = 0;
+#ifdef AG_DOUBLE
+    for (size_t i = 0; i < n; i++) s += y[i] = exp(x[i] - shift);
+#else
+    ag_real lane[16];
+    exp_lanes(n, x, shift, y, lane);
     /* the lanes in pairs: 8 + 4 + 2 + 1 additions in 4 vector steps */
     for (int l = 0; l < 8; l++) lane[l] += lane[l + 8];
     for (int l = 0; l < 4; l++) lane[l] += lane[l + 4];
@@ -483,6 +502,114 @@ ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y)
 {
     return AG_ISA_CALL(exp_sum, (n, x, shift, y));
 }
+
+/* ---- row max and exps, sixteen rows side by side ------------------------ */
+
+#ifndef AG_DOUBLE
+typedef float lanes16 __attribute__((vector_size(64))); /* GCC and Clang */
+
+/* The last steps of row_max (max) and exp_sum (sum) for one pair of
+ * halves: lane l of lo with lane l of hi, which was lane l + w of its row.
+ * (Vectors by address: a 64-byte one by value is an ABI matter.) */
+static inline AG_ALWAYS_INLINE void fold_pair(lanes16 *out, const lanes16 *lo, const lanes16 *hi, bool max)
+{
+    if (!max) {
+        *out = *lo + *hi;
+        return;
+    }
+    for (int l = 0; l < 16; l++) (*out)[l] = (*hi)[l] > (*lo)[l] ? (*hi)[l] : (*lo)[l];
+}
+
+/* Of two vectors each holding rows of 2w lanes, one after another: the
+ * first halves of their rows (h = 0) or the second halves (h = w), in
+ * order, w lanes each.  Lane i of the result is lane i % w of half i / w. */
+#define HALF_LANE(i, w, h) ((i) / (w) * 2 * (w) + (i) % (w) + (h))
+#define HALVES(a, b, w, h)                                                                                   \
+    __builtin_shufflevector(a, b, HALF_LANE(0, w, h), HALF_LANE(1, w, h), HALF_LANE(2, w, h),                \
+                            HALF_LANE(3, w, h), HALF_LANE(4, w, h), HALF_LANE(5, w, h), HALF_LANE(6, w, h),  \
+                            HALF_LANE(7, w, h), HALF_LANE(8, w, h), HALF_LANE(9, w, h), HALF_LANE(10, w, h), \
+                            HALF_LANE(11, w, h), HALF_LANE(12, w, h), HALF_LANE(13, w, h),                   \
+                            HALF_LANE(14, w, h), HALF_LANE(15, w, h))
+
+/* Lane r of the result: the 16 lanes of row r (a[r]) folded in pairs, l
+ * with l + w for w = 8, 4, 2, 1, as row_max and exp_sum fold one row's.
+ * Each step packs twice as many rows into a vector, half as many lanes
+ * each, so that sixteen rows take 15 vector steps where one row took 4. */
+static inline AG_ALWAYS_INLINE void fold16(const lanes16 a[16], bool max, float out[16])
+{
+    lanes16 b[8], c[4], d[2], e, lo, hi;
+    for (int k = 0; k < 8; k++) { /* rows 2k, 2k + 1: 8 lanes each */
+        lo = HALVES(a[2 * k], a[2 * k + 1], 8, 0), hi = HALVES(a[2 * k], a[2 * k + 1], 8, 8);
+        fold_pair(&b[k], &lo, &hi, max);
+    }
+    for (int k = 0; k < 4; k++) { /* rows 4k..4k + 3: 4 lanes each */
+        lo = HALVES(b[2 * k], b[2 * k + 1], 4, 0), hi = HALVES(b[2 * k], b[2 * k + 1], 4, 4);
+        fold_pair(&c[k], &lo, &hi, max);
+    }
+    for (int k = 0; k < 2; k++) { /* rows 8k..8k + 7: 2 lanes each */
+        lo = HALVES(c[2 * k], c[2 * k + 1], 2, 0), hi = HALVES(c[2 * k], c[2 * k + 1], 2, 2);
+        fold_pair(&d[k], &lo, &hi, max);
+    }
+    lo = HALVES(d[0], d[1], 1, 0), hi = HALVES(d[0], d[1], 1, 1);
+    fold_pair(&e, &lo, &hi, max);
+    memcpy(out, &e, sizeof e);
+}
+#undef HALF_LANE
+#undef HALVES
+
+/* max_exp_sum_rows for 16 rows: every row's lanes, then one fold16. */
+static inline AG_ALWAYS_INLINE void max_exp_sum16(size_t n, const float *x, float *max, float *sum, float *y)
+{
+    lanes16 a[16];
+    float rest[16], lane[16];
+    for (int r = 0; r < 16; r++) {
+        rest[r] = max_lanes(n, x + r * n, lane);
+        memcpy(&a[r], lane, sizeof lane);
+    }
+    float m[16], s[16];
+    fold16(a, true, m);
+    for (int r = 0; r < 16; r++) { /* row_max's last step */
+        float mr = m[r] > rest[r] ? m[r] : rest[r];
+        max[r] = mr == -INFINITY && has_nan(n, x + r * n) ? NAN : mr;
+    }
+    for (int r = 0; r < 16; r++) {
+        if (max[r] == -INFINITY) { /* nothing above -inf: no exps, sum 0 */
+            a[r] = (lanes16){0};
+            continue;
+        }
+        exp_lanes(n, x + r * n, max[r], y + r * n, lane);
+        memcpy(&a[r], lane, sizeof lane);
+    }
+    fold16(a, false, s);
+    memcpy(sum, s, sizeof s);
+}
+#endif
+
+/* Over `rows` rows of n values x (row stride n): max[r] = row_max(row r),
+ * and when that is above -inf, y's row r = exp(x - max[r]) and sum[r] =
+ * their sum (exp_sum), else sum[r] = 0 (y's row left as it was).  Bit for
+ * bit row_max's and exp_sum's: each row's lanes fold in their order, but
+ * the float build folds sixteen rows side by side (fold16), whose chains
+ * of folds overlap instead of waiting one after another. */
+static inline AG_ALWAYS_INLINE void max_exp_sum_rows(size_t rows, size_t n, const ag_real *x, ag_real *max,
+                                                     ag_real *sum, ag_real *y)
+{
+    size_t r = 0;
+#ifndef AG_DOUBLE
+    for (; r + 16 <= rows; r += 16)
+        if (n == 64) /* the GPT's vocabulary: a constant width, loops unrolled */
+            max_exp_sum16(64, x + r * n, max + r, sum + r, y + r * n);
+        else
+            max_exp_sum16(n, x + r * n, max + r, sum + r, y + r * n);
+#endif
+    for (; r < rows; r++) {
+        max[r] = row_max(n, x + r * n);
+        sum[r] = max[r] == -INFINITY ? 0 : exp_sum(n, x + r * n, max[r], y + r * n);
+    }
+}
+#define MAX_EXP_SUM_PARAMS (size_t rows, size_t n, const ag_real *x, ag_real *max, ag_real *sum, ag_real *y)
+AG_ISA_CLONES(void, max_exp_sum_rows, MAX_EXP_SUM_PARAMS, max_exp_sum_rows(rows, n, x, max, sum, y))
+void ag__max_exp_sum_rows MAX_EXP_SUM_PARAMS { AG_ISA_CALL(max_exp_sum_rows, (rows, n, x, max, sum, y)); }
 
 /* The backward's exps are taken this many at a time, into a buffer on the
  * stack. */

@@ -340,6 +340,11 @@ void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
  * except in a row with nothing above -inf: there a NaN gives NaN, so that
  * the row is not taken for a fully masked one. */
 ag_real ag__row_max(size_t n, const ag_real *x);
+/* Over `rows` rows of n values x: max[r] = ag__row_max of row r, and when
+ * that is above -inf, y's row r = exp(x - max[r]) and sum[r] = their sum
+ * (ag__exp_sum), else sum[r] = 0 and y's row untouched; bit for bit those
+ * two, sixteen rows at a time (src/core/elementwise.c). */
+void ag__max_exp_sum_rows(size_t rows, size_t n, const ag_real *x, ag_real *max, ag_real *sum, ag_real *y);
 #ifndef AG_DOUBLE
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
  * vectorised and within a few ulp (src/core/fastmath.c); gelu with its

@@ -42,6 +42,10 @@
 
 #define HEAD512 __attribute__((target("avx512f,fma")))
 #define HEAD512_INLINE __attribute__((target("avx512f,fma"), always_inline)) static inline
+/* The entry points start on a cache line, so that where their loops fall
+ * does not move with the code linked before them: placed 16 bytes off a
+ * line, the forward took 5.0-5.2% of a GPT step instead of 3.6-4.0%. */
+#define HEAD512_ENTRY __attribute__((target("avx512f,fma"), aligned(64)))
 
 enum { GR = 8 }; /* query rows at a time: 8 of them, 16 score vectors, in flight */
 
@@ -421,7 +425,7 @@ HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const in
 
 /* Every row of P first, then O = P V: the products then read rows of P
  * stored long before, never one still on its way to the cache. */
-HEAD512 void ag__head512_forward(const ag__att_job *j, size_t bh)
+HEAD512_ENTRY void ag__head512_forward(const ag__att_job *j, size_t bh)
 {
     head512 h;
     head512_init(j, bh, &h);
@@ -524,7 +528,7 @@ HEAD512_INLINE void key_rows(const head512 *h, int s0, int tf, float *dv, float 
     if (dk) store_keys(dk, ld, md, s0, ak, beta_k, tf >= h->T);
 }
 
-HEAD512 void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
+HEAD512_ENTRY void ag__head512_backward(const ag__att_job *j, size_t bh, float *da)
 {
     head512 h;
     head512_init(j, bh, &h);

@@ -34,7 +34,7 @@
  *
  * db[o] is a sum over the rows in row order, each column on its own: every
  * level gives the same bits, whatever its vector width.  (The forward's
- * y = x W^T + b adds b in the product's store: ag__gemm_bias.) */
+ * y = x W^T + b adds b in the product's store: ag__gemm_bias_res.) */
 
 /* db[o] += dy[n, o] for all N rows, in row order, for NV vectors of
  * columns (NV VW of them): their sums stay in registers down the rows, NV

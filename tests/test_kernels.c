@@ -78,7 +78,7 @@ Test(kernels, every_gemm_kernel_is_the_reference_loop_bit_for_bit)
      * a depth across KC, narrow heads (the AVX-512 head kernel's shapes, its
      * blocks of 16 rows among them), and B read in place (few rows, or rows
      * up to 4 panels wide, the last panel partial); each without and with
-     * a bias added in the store (ag__gemm_bias) */
+     * a bias added in the store (ag__gemm_bias_res) */
     static const int shapes[][3] = {{37, 70, 300}, {6, 32, 64}, {10, 10, 16}, {10, 16, 10}, {13, 17, 40},
                                     {7, 129, 800}, {64, 64, 64}, {2, 100, 50},  {50, 3, 20},  {1, 64, 16},
                                     {40, 200, 400}, {16, 16, 32}, {28, 9, 20}};
@@ -95,7 +95,8 @@ Test(kernels, every_gemm_kernel_is_the_reference_loop_bit_for_bit)
                 ag_real *C = uniform((size_t)M * N, 200 + s), *want = malloc((size_t)M * N * sizeof *want);
                 ag_real *bias = biased ? uniform((size_t)N, 300 + s) : NULL;
                 memcpy(want, C, (size_t)M * N * sizeof *want);
-                if (biased) ag__gemm_bias(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, (ag_real)beta, C, N, bias);
+                if (biased)
+                    ag__gemm_bias_res(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, (ag_real)beta, C, N, bias, NULL);
                 else ag__gemm(ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, (ag_real)beta, C, N);
                 gemm_reference(ta, tb, M, N, K, A, B, beta, want, bias, fused);
                 for (int i = 0; i < M * N; i++)

@@ -1,7 +1,7 @@
 /* gemm.c: C = beta * C + op(A) op(B), row-major, every transpose combination
- * that matmul's forward and backward need; ag__gemm_bias then adds a bias
- * per column in the same store (a dense layer's y = x W^T + b, one pass),
- * and ag__gemm_bias_res a matrix R after it (y = x W^T + b + r: a dense
+ * that matmul's forward and backward need; ag__gemm_bias_res then adds a
+ * bias per column in the same store (a dense layer's y = x W^T + b, one
+ * pass), and a matrix R after it, if given (y = x W^T + b + r: a dense
  * layer and the residual added to it).
  *
  * The classic blocked design (Goto; BLIS), loops from the outside in:
@@ -808,12 +808,6 @@ __attribute__((noinline)) static void gemm_general(int ta, int tb, int M, int N,
     else if ((double)M * N * K < GEMM_SMALL)
         gemm_small_bias(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res);
     else gemm_blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res, current());
-}
-
-void ag__gemm_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
-                   ag_real beta, ag_real *C, int ldc, const ag_real *bias)
-{
-    gemm_general(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, NULL);
 }
 
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,

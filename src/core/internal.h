@@ -266,14 +266,11 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim,
  * length).  Row-major.  beta is 0 (overwrite) or 1 (accumulate). */
 void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
               const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc);
-/* The same, then C[i, j] += bias[j] (bias [N], or NULL), added in the
- * product's store: C = (op(A) op(B) [+ C]) + bias, rounded as the two
- * steps would be, without a second pass over C. */
-void ag__gemm_bias(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
-                   const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc, const ag_real *bias);
-/* The same, then C[i, j] += R[i, j] (R [M, N] with C's row stride ldc, or
- * NULL), in the same store: C = ((op(A) op(B) [+ C]) + bias) + R, rounded
- * as a dense layer followed by an add would round. */
+/* The same, then C[i, j] += bias[j] (bias [N], or NULL) and C[i, j] +=
+ * R[i, j] (R [M, N] with C's row stride ldc, or NULL), added in the
+ * product's store: C = ((op(A) op(B) [+ C]) + bias) + R, rounded as a
+ * dense layer followed by an add would round, without a second pass over
+ * C. */
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 

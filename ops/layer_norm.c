@@ -553,16 +553,22 @@ static inline AG_ALWAYS_INLINE void rows_dx_params(const norm_job *j, size_t b0,
 /* rows_dx_params for four rows when C is a multiple of QUAD, by quads of
  * columns: the same values in the same order, with each quad of gain,
  * dgain and dbias read once for the four rows; and when ahead > 0, x, dy
- * and dx of the rows that far on asked for a line as each line is done. */
-static inline AG_ALWAYS_INLINE void rows4_dx_params_quads(const norm_job *j, size_t b0, const ag_real *ar,
-                                                          const ag_real *br, const bool fresh, size_t ahead)
+ * and dx of the rows that far on asked for a line as each line is done.
+ * The rows' mean, rstd, ar and br are copied first: read through their
+ * pointers, each store to dx (an ag_real that might be one of them) would
+ * have them read again. */
+static inline AG_ALWAYS_INLINE void rows4_dx_params_quads(const norm_job *j, size_t b0, const ag_real *a4,
+                                                          const ag_real *b4, const bool fresh, size_t ahead)
 {
     const size_t C = j->C;
-    const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *mean = j->mean + b0, *rstd = j->rstd + b0;
-    ag_real *dx = j->dx + b0 * C;
+    const ag_real *x = j->x + b0 * C, *dy = j->dy + b0 * C, *gd = j->gd;
+    ag_real *dx = j->dx + b0 * C, *dgain = j->dgain, *dbias = j->dbias;
+    ag_real mean[4], rstd[4], ar[4], br[4];
+    memcpy(mean, j->mean + b0, sizeof mean), memcpy(rstd, j->rstd + b0, sizeof rstd);
+    memcpy(ar, a4, sizeof ar), memcpy(br, b4, sizeof br);
     for (size_t i = 0; i < C; i += QUAD) {
         quad g, sg, sb;
-        quad_load(&g, j->gd + i), quad_load(&sg, j->dgain + i), quad_load(&sb, j->dbias + i);
+        quad_load(&g, gd + i), quad_load(&sg, dgain + i), quad_load(&sb, dbias + i);
 #pragma GCC unroll 4
         for (size_t r = 0; r < 4; r++) {
             const size_t o = r * C + i;
@@ -582,7 +588,7 @@ static inline AG_ALWAYS_INLINE void rows4_dx_params_quads(const norm_job *j, siz
                 fetch_for_writing(dx + o + ahead * C, QUAD);
             }
         }
-        memcpy(j->dgain + i, &sg, sizeof sg), memcpy(j->dbias + i, &sb, sizeof sb);
+        memcpy(dgain + i, &sg, sizeof sg), memcpy(dbias + i, &sb, sizeof sb);
     }
 }
 

@@ -134,10 +134,12 @@ Test(layer_norm, bad_shapes_are_errors)
  * pieces of a 16-byte vector (4 floats, 2 doubles) with the rest after
  * them, and rows in blocks of 16 (for y and dx, and for the column sums
  * dgain and dbias), a block whose rows are whole 64-byte quads by a path
- * of its own.  These shapes take every path: rows shorter than a piece,
+ * of its own, and rows of 64 (the GPT's width) by the same code with C a
+ * constant.  These shapes take every path: rows shorter than a piece,
  * whole pieces, pieces and a rest; one, three or four quads a row; a last
  * block of rows that is not full, of fewer than four rows or more. */
-static const int long_shapes[][2] = {{1, 1}, {3, 5}, {6, 7}, {17, 16}, {33, 70}, {40, 64}, {35, 48}, {2, 300}};
+static const int long_shapes[][2] = {{1, 1},   {3, 5},   {6, 7},   {17, 16}, {33, 70},
+                                     {40, 64}, {19, 64}, {35, 48}, {2, 300}};
 enum { NSHAPES = sizeof long_shapes / sizeof long_shapes[0] };
 static const char *const levels[] = {"baseline", "avx2", "avx512"};
 

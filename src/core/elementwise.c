@@ -779,21 +779,11 @@ static void reduce_split(const ag_tensor *x, int axis, size_t *outer, size_t *n,
 
 /* y[r] = sum of row r of x, `rows` rows of n (ag__sum, core/blocks.h: its
  * partial sums and tree in vector registers); one clone per instruction
- * set, the same order of additions in each.  The bytes SUM_AHEAD past
- * the row being summed are asked of the cache as it goes: a row sum reads
- * each value once and does little else, and out of L2 (1M floats) the
- * hardware's prefetchers alone left it 15% slower. */
-enum { SUM_AHEAD = 2048 };
+ * set, the same order of additions in each. */
 #define SUM_ROWS_PARAMS (size_t rows, size_t n, const ag_real *x, ag_real *y)
 static inline AG_ALWAYS_INLINE void sum_rows SUM_ROWS_PARAMS
 {
-    const size_t bytes = rows * n * sizeof(ag_real);
-    size_t ahead = SUM_AHEAD; /* the first byte not yet asked for */
-    for (size_t r = 0; r < rows; r++) {
-        size_t upto = (r + 1) * n * sizeof(ag_real) + SUM_AHEAD;
-        for (; ahead < upto && ahead < bytes; ahead += 64) __builtin_prefetch((const char *)x + ahead, 0);
-        y[r] = ag__sum(n, x + r * n);
-    }
+    for (size_t r = 0; r < rows; r++) y[r] = ag__sum(n, x + r * n);
 }
 AG_ISA_CLONES(void, sum_rows, SUM_ROWS_PARAMS, sum_rows(rows, n, x, y))
 

@@ -30,13 +30,17 @@ static inline AG_ALWAYS_INLINE void add_into(size_t n, const ag_real *dy, ag_rea
 }
 AG_ISA_CLONES(void, add_into, (size_t n, const ag_real *dy, ag_real *dx), add_into(n, dy, dx))
 
+void ag__grad_pass(size_t n, const ag_real *dy, ag_real *d, bool fresh)
+{
+    if (fresh) memcpy(d, dy, n * sizeof *d);
+    else AG_ISA_CALL(add_into, (n, dy, d));
+}
+
 /* d_i (+)= dy_i at stride s: a fresh d (stride 1) is a copy of dy. */
 static void pass_on(size_t n, const ag_real *dy, ag_real *d, size_t s, bool fresh)
 {
-    if (fresh)
-        memcpy(d, dy, n * sizeof *d);
-    else if (s == 1)
-        AG_ISA_CALL(add_into, (n, dy, d));
+    if (fresh || s == 1)
+        ag__grad_pass(n, dy, d, fresh);
     else
         for (size_t i = 0; i < n; i++) d[i * s] += dy[i];
 }

@@ -180,11 +180,7 @@ static void linear_add_backward(ag_graph *g, ag_tensor *y)
         bool fresh = false;
         ag_real *dr = ag__grad_fresh(g, r, &fresh);
         if (!dr) return;
-        if (fresh)
-            memcpy(dr, y->grad, y->size * sizeof *dr);
-        else
-#pragma omp simd
-            for (size_t i = 0; i < y->size; i++) dr[i] += y->grad[i];
+        ag__grad_pass(y->size, y->grad, dr, fresh);
     }
     dense_backward(g, y->grad, y->src[1], y->src[2], y->src[3]);
 }

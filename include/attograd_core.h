@@ -550,6 +550,14 @@ uint64_t ag_alloc_count(void);
 void ag_set_threads(int n);
 int ag_get_threads(void);
 
+/* Which code runs the ops.  AG_KERNELS_FAST (default): the kernel room's
+ * fast code where an op has one; AG_KERNELS_REFERENCE: every op's plain
+ * reference in ops/.  The environment's AG_KERNELS=reference sets it at
+ * first use; ag_set_kernels overrides.  Set it between steps, not during. */
+typedef enum ag_kernels { AG_KERNELS_FAST = 0, AG_KERNELS_REFERENCE = 1 } ag_kernels;
+void ag_set_kernels(ag_kernels k);
+ag_kernels ag_get_kernels(void);
+
 /* Data parallelism: a training step's batch split among workers, a thread
  * each (src/core/team.c).  For toy models this beats splitting each op:
  * a step is hundreds of small ops, and the threads meet twice a step

@@ -2,7 +2,8 @@
 # check_layers.sh: every source file includes only the headers its layer may
 # use.  The layers, lowest first:
 #
-#   src/core/, ops/   the engine          attograd_core.h, core/*.h
+#   src/core/, ops/   the engine          attograd_core.h, core/*.h, kernels/*.h
+#   src/kernels/      the fast kernels    attograd_core.h, core/*.h, kernels/*.h
 #   src/nn/           layers and models   + attograd_nn.h, attograd_optim.h, nn/*.h
 #   src/io/           files, safetensors  public headers, core/alloc.h, io/*.h
 #   src/text/         tokenizer, BLEU     public headers, core/alloc.h, io/*.h, text/*.h
@@ -20,7 +21,7 @@ public='attograd(_core|_nn|_optim|_io|_text|_viz)?\.h'
 allowed() { # layer header -> 0 when allowed
     local layer=$1 h=$2
     case $layer in
-    core) [[ $h =~ ^(attograd_core\.h|core/[a-z_]+\.h)$ ]] ;;
+    core | kernels) [[ $h =~ ^(attograd_core\.h|core/[a-z_]+\.h|kernels/[a-z_0-9]+\.h)$ ]] ;;
     nn) [[ $h =~ ^(attograd_core\.h|attograd_nn\.h|attograd_optim\.h|core/[a-z_]+\.h|nn/[a-z_]+\.h)$ ]] ;;
     io) [[ $h =~ ^($public|core/alloc\.h|io/[a-z_]+\.h)$ ]] ;;
     text) [[ $h =~ ^($public|core/alloc\.h|io/[a-z_]+\.h|text/[a-z_]+\.h)$ ]] ;;
@@ -32,6 +33,7 @@ allowed() { # layer header -> 0 when allowed
 layer_of() {
     case $1 in
     src/core/* | ops/*) echo core ;;
+    src/kernels/*) echo kernels ;;
     src/nn/*) echo nn ;;
     src/io/*) echo io ;;
     src/text/*) echo text ;;
@@ -46,7 +48,7 @@ files=$(find src ops examples -name '*.[ch]' | sort)
 count=0
 for f in $files; do
     layer=$(layer_of "$f")
-    [ "$layer" = none ] && { echo "layers: $f is in no layer (src/ has core, nn, io, text, viz)"; bad=1; continue; }
+    [ "$layer" = none ] && { echo "layers: $f is in no layer (src/ has core, kernels, nn, io, text, viz)"; bad=1; continue; }
     count=$((count + 1))
     while IFS= read -r h; do
         allowed "$layer" "$h" || { echo "layers: $f ($layer) may not include \"$h\""; bad=1; }

@@ -156,6 +156,12 @@ typedef enum ag_op_id {
     AG_OP_GELU_TANH,
     AG_OP_ATTENTION,
     AG_OP_LINEAR_ADD,
+    AG_OP_EXPAND,
+    AG_OP_REPEAT,
+    AG_OP_ARGMAX,
+    AG_OP_TOPK,
+    AG_OP_WHERE,
+    AG_OP_CLAMP,
     AG_OP_COUNT
 } ag_op_id;
 
@@ -392,6 +398,23 @@ ag_tensor *ag_transpose(ag_graph *g, ag_tensor *x, int axis0, int axis1);
 ag_tensor *ag_concat(ag_graph *g, int n, ag_tensor *const *xs, int axis);
 /* x[..., start:start+len, ...] along axis (a copy). */
 ag_tensor *ag_slice(ag_graph *g, ag_tensor *x, int axis, int start, int len);
+/* PyTorch's x.expand(shape): size-1 axes of x stretch to shape's sizes, -1
+ * keeps an axis, new leading axes may be added; a copy, whose backward sums
+ * over the stretched axes.  A size that is not 1 and differs is an error:
+ * "expand: cannot expand [2, 3] to [4, 3]: ...". */
+ag_tensor *ag_expand(ag_graph *g, ag_tensor *x, int ndim, const int *shape);
+/* PyTorch's x.repeat(reps): x tiled reps[k] times along axis k (ndim >=
+ * x->ndim repeats, x read with leading 1s); backward sums the copies.  A
+ * negative repeat is an error. */
+ag_tensor *ag_repeat(ag_graph *g, ag_tensor *x, int ndim, const int *reps);
+/* y = cond != 0 ? a : b element-wise (torch.where), the three broadcast
+ * together; cond is data, never differentiated.  da gets dy where cond
+ * holds, db elsewhere, each summed over its stretched axes. */
+ag_tensor *ag_where(ag_graph *g, ag_tensor *cond, ag_tensor *a, ag_tensor *b);
+/* y = min(max(x, lo), hi) (torch.clamp; a bound may be +-INFINITY); dx = dy
+ * where lo <= x <= hi, boundaries included as in PyTorch, else 0.  A NaN
+ * bound is an error. */
+ag_tensor *ag_clamp(ag_graph *g, ag_tensor *x, double lo, double hi);
 
 /* Reductions over one axis (negative counts from the end); keepdim keeps it
  * as size 1.  The _all forms reduce everything to a scalar. */
@@ -401,6 +424,15 @@ ag_tensor *ag_sum_all(ag_graph *g, ag_tensor *x);
 ag_tensor *ag_mean_all(ag_graph *g, ag_tensor *x);
 /* Max over an axis; the gradient goes to the first maximal element. */
 ag_tensor *ag_max(ag_graph *g, ag_tensor *x, int axis, int keepdim);
+/* Index of the max over an axis (torch.argmax): ag_real values holding
+ * exact integers (PyTorch gives int64), the first on a tie, a NaN counting
+ * as the max.  No gradient: the result never requires grad. */
+ag_tensor *ag_argmax(ag_graph *g, ag_tensor *x, int axis, int keepdim);
+/* The k largest values along axis, sorted, largest first (largest = 0: the
+ * k smallest, smallest first): torch.topk.  The gradient goes to the picked
+ * elements.  *indices (when not NULL) gets their positions as a leaf of
+ * exact integers; equal values in index order.  k outside [0, N] is an error. */
+ag_tensor *ag_topk(ag_graph *g, ag_tensor *x, int k, int axis, int largest, ag_tensor **indices);
 
 /* Over the last axis, stable (the row max is subtracted first).  A row that
  * is entirely -inf gives zeros (softmax) or -inf (log_softmax), never NaN. */

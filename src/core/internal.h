@@ -249,6 +249,10 @@ void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average);
  * cannot, with a message naming op and both shapes. */
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
                          const ag_tensor *b, int *ndim, int *shape);
+/* The element of x that element i of a tensor of `shape` reads when x is
+ * broadcast (expand, where) or tiled (repeat) to it, shapes aligned on the
+ * right: each index modulo x's size along its axis (ops/expand.c). */
+size_t ag__wrap_index(const ag_tensor *x, int ndim, const int *shape, size_t i);
 /* mask broadcasts to x's own shape (masked_fill, masked_softmax); records
  * "op: mask [..] does not broadcast to x's shape [..]" when not. */
 bool ag__mask_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *mask);

@@ -38,6 +38,12 @@ extern const ag_op_desc ag_op_index_add;
 extern const ag_op_desc ag_op_gelu_tanh;
 extern const ag_op_desc ag_op_attention;
 extern const ag_op_desc ag_op_linear_add;
+extern const ag_op_desc ag_op_expand;
+extern const ag_op_desc ag_op_repeat;
+extern const ag_op_desc ag_op_argmax;
+extern const ag_op_desc ag_op_topk;
+extern const ag_op_desc ag_op_where;
+extern const ag_op_desc ag_op_clamp;
 
 static const ag_op_desc leaf = {.name = "leaf", .backward = NULL};
 
@@ -77,6 +83,12 @@ const ag_op_desc *const ag_op_table[] = {
     [AG_OP_GELU_TANH] = &ag_op_gelu_tanh,
     [AG_OP_ATTENTION] = &ag_op_attention,
     [AG_OP_LINEAR_ADD] = &ag_op_linear_add,
+    [AG_OP_EXPAND] = &ag_op_expand,
+    [AG_OP_REPEAT] = &ag_op_repeat,
+    [AG_OP_ARGMAX] = &ag_op_argmax,
+    [AG_OP_TOPK] = &ag_op_topk,
+    [AG_OP_WHERE] = &ag_op_where,
+    [AG_OP_CLAMP] = &ag_op_clamp,
 };
 _Static_assert(sizeof ag_op_table / sizeof ag_op_table[0] == AG_OP_COUNT,
                "the table must end at the last op id");

@@ -201,6 +201,32 @@ ag_tensor *ag_embedding_layer_forward(ag_graph *g, const ag_embedding_layer *e, 
 /* The tied output layer: logits = x tokens^T, x [..., C] -> [..., V]. */
 ag_tensor *ag_embedding_layer_logits(ag_graph *g, const ag_embedding_layer *e, ag_tensor *x);
 
+/* ---- positions and a class token for inputs that are not token ids ------------ */
+
+/* A learned table of positions added to any x [..., T, C] (patches,
+ * features): y = x + P[:T], broadcast over the leading axes.  P [max_T, C]
+ * is "<prefix>.weight", nn.Embedding's name and layout (GPT-2's
+ * "wpe.weight"), initialised N(0, 0.02) as GPT-2's wpe (ViT's pos_embed is
+ * trunc_normal(std 0.02): the same scale). */
+typedef struct ag_learned_positions {
+    ag_tensor *weight; /* [max_T, C] */
+    int max_T, C;
+} ag_learned_positions;
+/* Makes "<prefix>.weight" in s; a bad argument is AG_ERR_ARG with the
+ * message in ag_store_error(s). */
+ag_status ag_learned_positions_init(ag_learned_positions *p, ag_store *s, const char *prefix, int max_T, int C,
+                                    uint64_t seed);
+/* x [..., T, C], 1 <= T <= max_T -> x + P[:T]; another shape is an error
+ * on g naming the layer and x's shape. */
+ag_tensor *ag_learned_positions_forward(ag_graph *g, const ag_learned_positions *p, ag_tensor *x);
+
+/* ViT's class token in front of a sequence: tok [C], [1, C] or [1, 1, C]
+ * (a parameter, usually), x [B, N, C] -> [B, N + 1, C] =
+ * concat(expand(tok, [B, 1, C]), x) along axis 1 (PyTorch's
+ * torch.cat([tok.expand(B, -1, -1), x], dim=1)).  tok's gradient sums over
+ * the batch.  A token that is not C values is an error on g. */
+ag_tensor *ag_prepend_token(ag_graph *g, ag_tensor *tok, ag_tensor *x);
+
 /* ---- Transformer blocks ----------------------------------------------------- */
 
 /* Options of a block; all zeros (or a NULL pointer) is the original

@@ -826,6 +826,7 @@ static void bench_ops(const char *python, int have_torch, double budget)
 /* ---- 5. the GPT ------------------------------------------------------------------- */
 
 #include "gpt.h"
+#include "classifier.h"
 
 /* ---- main ------------------------------------------------------------------------- */
 
@@ -890,7 +891,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt] [--seconds S]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier] [--seconds S]\n"
                     "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n");
             return 2;
         }
@@ -935,6 +936,9 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "gpt")) {
         SECTION(failed, bench_gpt(threads, nthreads, python, have_torch, budget, data_path));
+    }
+    if (!only || !strcmp(only, "classifier")) {
+        SECTION(failed, bench_classifier(python, have_torch, budget, data_path));
     }
     if (out_file) {
         fclose(out_file);

@@ -15,8 +15,11 @@ BENCH_WAIT    ?= passive
 BENCH_BLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null)
 BENCH_BLAS_CFLAGS := $(if $(BENCH_BLAS_LIBS),-DHAVE_OPENBLAS $(shell pkg-config --cflags openblas 2>/dev/null))
 
-$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h examples/translate/seq2seq_data.h $(LIB32)
-	$(CC) $(AG_FLAGS) $(CFLAGS) $(BENCH_BLAS_CFLAGS) $< $(LIB32) -o $@ $(BENCH_BLAS_LIBS) $(LDLIBS)
+# The classifier's section runs examples/classify's model and data code.
+BENCH_CLASSIFY := examples/classify/model.c examples/classify/data.c
+$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h examples/translate/seq2seq_data.h \
+                examples/classify/classify.h $(BENCH_CLASSIFY) $(LIB32)
+	$(CC) $(AG_FLAGS) $(CFLAGS) $(BENCH_BLAS_CFLAGS) $< $(BENCH_CLASSIFY) $(LIB32) -o $@ $(BENCH_BLAS_LIBS) $(LDLIBS)
 
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines) would make
 # OpenBLAS run a kernel other than its best for this CPU: not for a benchmark.

@@ -1,0 +1,21 @@
+# examples/classify/classify.mk: the encoder-only classifier example (the
+# Makefile includes this file).
+#
+#   make classify       build $(BUILD)/classify (part of `make`, too)
+#   make classify-run   train it on examples/data/eng-fra.tsv with three
+#                       seeds and print the held-out accuracy of each
+
+CLASSIFY_SRC := $(wildcard examples/classify/*.c)
+CLASSIFY_OBJ := $(CLASSIFY_SRC:%.c=$(BUILD)/f32/%.o)
+
+.PHONY: classify classify-run
+all: $(BUILD)/classify
+classify: $(BUILD)/classify
+
+$(BUILD)/classify: $(CLASSIFY_OBJ) $(LIB32)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+classify-run: $(BUILD)/classify
+	$(BUILD)/classify --data examples/data/eng-fra.tsv --seeds 3 --quiet
+
+-include $(CLASSIFY_OBJ:.o=.d)

@@ -75,7 +75,8 @@ typedef struct classifier_config {
  *   "norm.*", "head.weight" [2, C], "head.bias" [2] */
 typedef struct classifier {
     classifier_config cfg;
-    ag_tensor *embedding, *cls, *positions;
+    ag_tensor *embedding, *cls;
+    ag_learned_positions positions;
     ag_encoder_block *blocks; /* cfg.layers, owned */
     ag_layernorm norm;
     ag_linear head;

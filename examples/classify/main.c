@@ -103,9 +103,9 @@ static ag_status accuracy(ag_graph *g, const classifier *m, const corpus *d, min
         const sentence *rows[n];
         for (int i = 0; i < n; i++) rows[i] = &d->held[at + i];
         minibatch_fill(b, rows, n);
-        ag_tensor *logits = classifier_forward(g, m, b); /* [n, 2] */
-        if (!logits) return ag_graph_status(g);
-        for (int i = 0; i < n; i++) right += (logits->data[2 * i + 1] > logits->data[2 * i]) == b->labels[i];
+        ag_tensor *guess = ag_argmax(g, classifier_forward(g, m, b), -1, 0); /* [n]: the larger logit */
+        if (!guess) return ag_graph_status(g);
+        for (int i = 0; i < n; i++) right += (int)guess->data[i] == b->labels[i];
         ag_graph_reset(g);
     }
     ag_graph_set_grad(g, 1);

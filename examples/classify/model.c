@@ -18,15 +18,14 @@
 ag_status classifier_init(classifier *m, ag_store *s, const classifier_config *cfg, uint64_t seed)
 {
     const int C = cfg->hidden;
-    ag_status st = AG_OK;
     *m = (classifier){.cfg = *cfg};
     m->embedding = ag_param(s, "embedding.weight", AG_SHAPE(256, C));
     m->cls = ag_param(s, "cls", AG_SHAPE(1, 1, C));
-    m->positions = ag_param(s, "positions.weight", AG_SHAPE(cfg->max_len + 1, C));
-    if (!m->embedding || !m->cls || !m->positions) return AG_ERR_ARG; /* ag_store_error(s) says why */
+    if (!m->embedding || !m->cls) return AG_ERR_ARG; /* ag_store_error(s) says why */
     ag_init_normal(m->embedding, 0, 0.02, ag_param_seed(seed, "embedding.weight"));
     ag_init_normal(m->cls, 0, 0.02, ag_param_seed(seed, "cls"));
-    ag_init_normal(m->positions, 0, 0.02, ag_param_seed(seed, "positions.weight"));
+    ag_status st = ag_learned_positions_init(&m->positions, s, "positions", cfg->max_len + 1, C, seed);
+    if (st != AG_OK) return st;
     m->blocks = calloc((size_t)cfg->layers, sizeof *m->blocks);
     if (!m->blocks) return AG_ERR_NOMEM;
     const ag_block_config block = {.pre_norm = 1, .activation = AG_ACT_GELU};
@@ -46,22 +45,12 @@ void classifier_free(classifier *m)
     m->blocks = NULL;
 }
 
-/* [B, T, C] -> [B, T + 1, C]: the class token in front of every sentence,
- * then the learned positions added (broadcast over the batch). */
-static ag_tensor *with_class_token(ag_graph *g, const classifier *m, ag_tensor *x, int B, int T)
-{
-    const int C = m->cfg.hidden;
-    ag_tensor *cls = ag_add(g, ag_tensor_new(g, AG_SHAPE(B, 1, C)), m->cls); /* [1, 1, C] -> [B, 1, C] */
-    ag_tensor *parts[2] = {cls, x};
-    x = ag_concat(g, 2, parts, 1);
-    return ag_add(g, x, ag_slice(g, m->positions, 0, 0, T + 1));
-}
-
 ag_tensor *classifier_forward(ag_graph *g, const classifier *m, const minibatch *b)
 {
     const int B = b->B, T = b->T, C = m->cfg.hidden;
     ag_tensor *x = ag_embedding(g, m->embedding, b->ids, AG_SHAPE(B, T)); /* [B, T, C] */
-    x = with_class_token(g, m, x, B, T);                                 /* [B, T + 1, C] */
+    x = ag_prepend_token(g, m->cls, x);                                  /* [B, T + 1, C] */
+    x = ag_learned_positions_forward(g, &m->positions, x);               /* + P[:T + 1] */
     ag_tensor *mask = ag_padding_mask(g, b->seen, B, 0, 0, T + 1);       /* [B, 1, 1, T + 1] */
     for (int i = 0; i < m->cfg.layers; i++) x = ag_encoder_block_forward(g, &m->blocks[i], x, mask, NULL);
     ag_tensor *first = ag_reshape(g, ag_slice(g, x, 1, 0, 1), AG_SHAPE(B, C)); /* x[:, 0] */

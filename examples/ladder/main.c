@@ -1,0 +1,140 @@
+/* ladder: a ladder of experiments, one idea per rung (ladder.h lists
+ * them), and two tasks where attention must do something visible.
+ *
+ *   ladder [all | RUNG ...] [--data FILE] [--steps 2000] [--seed 0] [--svg PREFIX] [--quiet]
+ *   ladder copy | reverse [--steps 1500] [--seed 0] [--svg PREFIX] [--quiet]
+ *
+ * Each rung trains on the English side of the pairs file, one thread, the
+ * same steps and seed, and prints its held-out bits per character and the
+ * seconds it took; --svg PREFIX draws each attention layer's weights on a
+ * held-out line to PREFIX_rung<N>_layer<L>.svg (the tasks: PREFIX_layer<L>.svg).
+ * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
+#include "ladder.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *prog = "ladder";
+
+typedef struct opts {
+    const char *data, *svg, *task;
+    int rungs[NRUNGS], nrungs;
+    train_opts train;
+} opts;
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: %s [all | RUNG ...] [--data FILE] [--steps 2000] [--seed 0] [--svg PREFIX] [--quiet]\n"
+                    "       %s copy | reverse [--steps 1500] [--seed 0] [--svg PREFIX] [--quiet]\n"
+                    "rungs: 1 bigram, 2 positions, 3 one head, 4 heads, 5 feed-forward, 6 residual,\n"
+                    "       7 post-norm, 8 pre-norm\n",
+            prog, prog);
+    return 2;
+}
+
+static int whole(const char *what, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "%s: %s needs a whole number from %ld to %ld, got '%s'\n", prog, what, lo, hi, s);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    long v;
+    *o = (opts){.data = "examples/data/eng-fra.tsv", .train = {.steps = 0, .batch = 32, .lr = 1e-3}};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--quiet")) o->train.quiet = 1;
+        else if (!strcmp(a, "all")) for (int r = 1; r <= NRUNGS; r++) o->rungs[o->nrungs++] = r;
+        else if (!strcmp(a, "copy") || !strcmp(a, "reverse")) o->task = a;
+        else if (a[0] != '-') {
+            if (whole("a rung", a, 1, NRUNGS, &v)) return usage();
+            if (o->nrungs < NRUNGS) o->rungs[o->nrungs++] = (int)v;
+        } else if (i + 1 >= argc) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, a);
+            return usage();
+        } else if (!strcmp(a, "--data")) o->data = argv[++i];
+        else if (!strcmp(a, "--svg")) o->svg = argv[++i];
+        else if (!strcmp(a, "--steps")) {
+            if (whole(a, argv[++i], 1, 1000000, &v)) return 2;
+            o->train.steps = (int)v;
+        } else if (!strcmp(a, "--seed")) {
+            if (whole(a, argv[++i], 0, 2147483647L, &v)) return 2;
+            o->train.seed = (uint64_t)v;
+        } else {
+            fprintf(stderr, "%s: unknown flag '%s'\n", prog, a);
+            return usage();
+        }
+    }
+    if (o->task && o->nrungs) {
+        fprintf(stderr, "%s: a task (%s) or rungs, not both\n", prog, o->task);
+        return usage();
+    }
+    if (!o->task && !o->nrungs) return usage();
+    if (!o->train.steps) o->train.steps = o->task ? 1500 : 2000;
+    return 0;
+}
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Train rung r on t; print its row of the table; draw its attention. */
+static int run_rung(const opts *o, const text *t, int r)
+{
+    ladder_config cfg = {.rung = r, .V = t->V, .context = 32, .hidden = 64, .heads = 4, .ffn = 256, .layers = 2};
+    ladder_model m;
+    ag_store *s = ag_store_new();
+    double t0 = seconds(), bits = 0;
+    int rc = 1;
+    if (!s || ladder_init(&m, s, &cfg, o->train.seed) != AG_OK)
+        fprintf(stderr, "%s: %s\n", prog, s ? ag_store_error(s) : "out of memory");
+    else if (train(&m, s, &o->train, text_loss, (void *)t) == AG_OK && held_out_bits(&m, t, &bits) == AG_OK) {
+        printf("| %d | %-15s | %6.3f | %5.1f |\n", r, rung_idea[r], bits, seconds() - t0);
+        fflush(stdout);
+        rc = 0;
+        if (o->svg && r >= ONE_HEAD) {
+            const char *labels[32];
+            static char chars[32][2];
+            for (int i = 0; i < 32; i++) {
+                chars[i][0] = (char)t->chars[t->ids[t->split + i]];
+                labels[i] = chars[i][0] == '\n' ? "\\n" : chars[i];
+            }
+            char prefix[512];
+            snprintf(prefix, sizeof prefix, "%s_rung%d", o->svg, r);
+            rc = draw_attention(&m, t->ids + t->split, 32, labels, prefix);
+        }
+    }
+    ladder_free(&m);
+    ag_store_free(s);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc;
+    if (o.task) return run_task(o.task, &o.train, o.svg);
+    text t;
+    if (text_load(&t, o.data, 32)) return 1;
+    printf("%zu characters (%d distinct), the last %zu held out; %d steps of %d windows of 32, one thread\n\n", t.n,
+           t.V, t.n - t.split, o.train.steps, o.train.batch);
+    printf("| rung | idea | held-out bits/char | seconds |\n|---:|---|---:|---:|\n");
+    for (int i = 0; i < o.nrungs && !rc; i++) rc = run_rung(&o, &t, o.rungs[i]);
+    text_free(&t);
+    return rc;
+}

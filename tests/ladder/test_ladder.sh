@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# tests/ladder/test_ladder.sh BUILD: the ladder example from the command line
+# (tests/lib.sh has the helpers).
+#   - bad flags: exit 2 and a message naming the problem;
+#   - copy and reverse: every held-out answer right, and the lines
+#     docs/ladder.md quotes are what the program prints;
+#   - every rung: the table docs/ladder.md quotes is what `ladder all`
+#     prints, but for its last column, the seconds, which depend on the
+#     machine and its load (the bits per character are the same for the
+#     same seed, on this machine's kind: float, the default kernels).
+cd "$(dirname "$0")/../.." || exit 2
+BIN=$1/ladder
+TIMEOUT=1800 # every rung: about a minute and a half of one core, far longer on a loaded machine
+. tests/lib.sh
+
+usage "no rung and no task"
+usage "an unknown flag" all --frobnicate
+usage "a rung out of range" 9
+run "a task and rungs" 2 "a task (copy) or rungs, not both" copy 3
+run "steps not a number" 2 "--steps needs a whole number" 1 --steps many
+run "a missing file" 1 "$tmp/none.tsv" 1 --data "$tmp/none.tsv"
+
+# The lines of docs/ladder.md's ```text block that follows the line holding MARK.
+quoted() { awk -v mark="$1" 'index($0, mark) { on = 1; next } on && /^```/ { if (in_block) exit; in_block = 1; next } in_block' docs/ladder.md; }
+same() { # NAME WANT GOT
+    if diff "$2" "$3" > "$tmp/diff"; then ok; else no "$1: docs/ladder.md differs from the program: $(cat "$tmp/diff")"; fi
+}
+for task in copy reverse; do
+    run "$task" 0 "" $task --quiet
+    if grep -q "whole answers right 100.00%" "$tmp/out"; then ok; else no "$task: not every answer right: $(cat "$tmp/out")"; fi
+    same "$task" <(quoted "ladder $task --quiet") "$tmp/out"
+done
+no_seconds() { sed -E 's/\| *[0-9.]+ \|$/|/' "$@"; }
+run "every rung" 0 "" all --quiet
+same "the ladder's table" <(quoted "ladder all --quiet" | no_seconds) <(no_seconds "$tmp/out")
+finish ladder

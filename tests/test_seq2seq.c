@@ -301,9 +301,7 @@ static double cut_part(tiny *t, const int *lo, const double *w, int k, int n, do
                                    t->tgt_out + b0 * T, nb, S, T);
     cr_assert_eq(ag_backward(g, ag_scale(g, l, w[k])), AG_OK, "%s", ag_graph_error(g));
     double loss = (double)l->data[0];
-    size_t e = 0;
-    for (int i = 0; i < ag_store_count(t->s); i++)
-        for (size_t j = 0; j < ag_store_at(t->s, i)->size; j++) grads[e++] = (double)ag_store_at(t->s, i)->grad[j];
+    grads_of(t->s, grads);
     ag_graph_free(g);
     return loss;
 }

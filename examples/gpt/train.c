@@ -274,8 +274,9 @@ static int save_interrupted(trainer *t)
 {
     int sig = stop_signal;
     if (save_checkpoint(t)) return 1;
-    fprintf(stderr, "%s: %s: stopped after step %lld; saved %s (continue with --resume %s)\n", prog,
-            stop_signal_name(sig), (long long)t->ts.step, t->o->out, t->o->out);
+    if (dist_rank() == 0)
+        fprintf(stderr, "%s: %s: stopped after step %lld; saved %s (continue with --resume %s)\n", prog,
+                stop_signal_name(sig), (long long)t->ts.step, t->o->out, t->o->out);
     return 128 + sig;
 }
 

@@ -441,6 +441,7 @@ static int save_interrupted(trainer *t)
 {
     int sig = stop_signal;
     if (save_checkpoint(t)) return 1;
+    if (dist_rank() > 0) return 128 + sig; /* process 0 says where it stopped */
     if (t->ts.pairs_done)
         fprintf(stderr, "%s: %s: stopped in epoch %d after %d of %d pairs; saved %s (continue with --resume %s)\n",
                 prog, sig == SIGINT ? "SIGINT" : "SIGTERM", t->ts.epoch + 1, t->ts.pairs_done, t->d.n, t->o->out,

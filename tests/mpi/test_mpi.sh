@@ -10,6 +10,9 @@
 #     byte (dropout on);
 #   - --resume under mpirun: a run stopped early, then resumed, gives the
 #     uninterrupted run's checkpoint, byte for byte (gpt and translate);
+#   - SIGINT to mpirun: every process stops after the same step, process 0
+#     saves and says so once, and --resume from there gives the straight
+#     run's bits;
 #   - process 0 alone prints: one "wrote" line from gpt;
 #   - --parts other than the processes' count is refused, exit 2.
 # Prints 'N passed, N failed' as its last line; exits 1 on any failure.
@@ -49,6 +52,27 @@ mpi 2 "$B/gpt-mpi" "${gpt[@]}" --steps 3 --out "$tmp/gpt-half.st" > /dev/null ||
 mpi 2 "$B/gpt-mpi" train --data "$tmp/data.tsv" --resume "$tmp/gpt-half.st" --steps 6 --batch 7 --eval-every 3 \
     --quiet --out "$tmp/gpt-resumed.st" > /dev/null || no "gpt: --resume under mpirun failed"
 same "gpt: resumed under mpirun" "$tmp/gpt-resumed.st" "$tmp/gpt-np2.st"
+
+# a signal: mpirun passes SIGTERM to every process, which all stop after the
+# same step; process 0 saves, and resumed the run ends with the bits of a
+# straight one
+long=(train --data "$tmp/data.tsv" --context 16 --hidden 32 --heads 2 --ffn 64 --batch 7 --dropout 0.1
+      --steps 100000 --eval-every 5)
+set -m # a script's background job would otherwise ignore SIGINT
+mpirun --allow-run-as-root --oversubscribe -np 2 "$B/gpt-mpi" "${long[@]}" --out "$tmp/k.st" > "$tmp/k.log" 2>&1 &
+pid=$!
+set +m
+for _ in $(seq 1200); do grep -q '^step ' "$tmp/k.log" || ! kill -0 $pid 2> /dev/null && break; sleep 0.1; done
+kill -INT $pid
+wait $pid
+n=$(sed -n 's/.*stopped after step \([0-9]*\);.*/\1/p' "$tmp/k.log")
+if [ "$(grep -c 'stopped after step' "$tmp/k.log")" = 1 ] && [ -n "$n" ] && [ -f "$tmp/k.st" ]; then ok
+else no "a signal under mpirun: $(head -c 300 "$tmp/k.log")"; n=1; fi
+end=$((n + 2))
+mpi 2 "$B/gpt-mpi" train --data "$tmp/data.tsv" --resume "$tmp/k.st" --steps $end --batch 7 --eval-every 5 \
+    --quiet --out "$tmp/k-resumed.st" > /dev/null || no "gpt: --resume after a signal failed"
+mpi 2 "$B/gpt-mpi" "${gpt[@]}" --steps $end --eval-every 5 --out "$tmp/k-straight.st" > /dev/null || no "straight failed"
+same "gpt: stopped at step $n by a signal, resumed to $end" "$tmp/k-resumed.st" "$tmp/k-straight.st"
 
 # process 0 alone logs
 mpi 2 "$B/gpt-mpi" train --data "$tmp/data.tsv" --context 16 --hidden 32 --heads 2 --ffn 64 --batch 7 --steps 2 \

@@ -9,7 +9,8 @@
 #   - translate: mpirun -np 2 translate-mpi is translate --threads 2, byte for
 #     byte (dropout on);
 #   - --resume under mpirun: a run stopped early, then resumed, gives the
-#     uninterrupted run's checkpoint, byte for byte (gpt and translate);
+#     uninterrupted run's checkpoint, byte for byte (gpt and translate), and
+#     so does gpt --parts 2 in one process resuming mpirun's checkpoint;
 #   - SIGINT to mpirun: every process stops after the same step, process 0
 #     saves and says so once, and --resume from there gives the straight
 #     run's bits;
@@ -52,6 +53,10 @@ mpi 2 "$B/gpt-mpi" "${gpt[@]}" --steps 3 --out "$tmp/gpt-half.st" > /dev/null ||
 mpi 2 "$B/gpt-mpi" train --data "$tmp/data.tsv" --resume "$tmp/gpt-half.st" --steps 6 --batch 7 --eval-every 3 \
     --quiet --out "$tmp/gpt-resumed.st" > /dev/null || no "gpt: --resume under mpirun failed"
 same "gpt: resumed under mpirun" "$tmp/gpt-resumed.st" "$tmp/gpt-np2.st"
+# the checkpoint goes to one process: --parts 2 continues it with the same bits
+"$B/gpt" train --data "$tmp/data.tsv" --resume "$tmp/gpt-half.st" --steps 6 --batch 7 --eval-every 3 --quiet \
+    --parts 2 --out "$tmp/gpt-resumed1.st" > /dev/null || no "gpt: --parts 2 --resume of mpirun's checkpoint failed"
+same "gpt: mpirun's checkpoint resumed by one process" "$tmp/gpt-resumed1.st" "$tmp/gpt-np2.st"
 
 # a signal: mpirun passes SIGTERM to every process, which all stop after the
 # same step; process 0 saves, and resumed the run ends with the bits of a

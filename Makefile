@@ -28,6 +28,14 @@ AG_FLAGS := -std=c11 -Wall -Wextra -Iinclude -Isrc -MMD -MP -D_POSIX_C_SOURCE=20
             -fno-math-errno \
             $(OMP_FLAGS) $(if $(filter 1,$(WERROR)),-Werror)
 LDLIBS   := $(OMP_LIBS) -lm
+# MPI=1: `make` also builds build/gpt-mpi and build/translate-mpi, whose
+# train commands split each step among mpirun's processes
+# (examples/common/dist_mpi.c, with Open MPI's mpicc flags; see
+# docs/building.md).  The library and the other programs stay the same.
+MPI_CFLAGS = $(shell mpicc --showme:compile)
+MPI_LIBS   = $(shell mpicc --showme:link)
+DIST_NONE := $(BUILD)/f32/examples/common/dist_none.o
+DIST_MPI  := $(BUILD)/f32/examples/common/dist_mpi.o
 
 LIB_SRC  := $(wildcard src/*/*.c) $(wildcard ops/*.c)
 TEST_SRC := $(wildcard tests/*.c)
@@ -41,7 +49,7 @@ OBJ64 := $(LIB_SRC:%.c=$(BUILD)/f64/%.o)
 TOBJ32 := $(TEST_SRC:%.c=$(BUILD)/f32/%.o)
 TOBJ64 := $(TEST_SRC:%.c=$(BUILD)/f64/%.o)
 
-.PHONY: all test check-criterion run asan clean valgrind bench
+.PHONY: all test check-criterion check-mpi run asan clean valgrind bench
 .SECONDARY:
 all: $(LIB32) $(LIB64) $(EX_BIN)
 
@@ -77,6 +85,20 @@ check-criterion:
 	    echo "Criterion is missing: run  sudo apt-get install libcriterion-dev  (macOS: brew install criterion)"; exit 1; \
 	  fi; \
 	fi
+
+# Open MPI for the MPI programs, installed like Criterion when missing.
+check-mpi:
+	@if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Open MPI missing: installing openmpi-bin and libopenmpi-dev with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null || exit 1; \
+	  else \
+	    echo "Open MPI is missing: run  sudo apt-get install openmpi-bin libopenmpi-dev  (macOS: brew install open-mpi)"; exit 1; \
+	  fi; \
+	fi
+$(DIST_MPI): examples/common/dist_mpi.c | check-mpi
+	@mkdir -p $(dir $@)
+	$(CC) $(AG_FLAGS) $(MPI_CFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/test_f32: $(TOBJ32) $(LIB32)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
@@ -215,7 +237,7 @@ clean:
 
 # Header dependencies of every object built (examples', bench's and fuzz's
 # too: a changed header must rebuild whatever includes it).
--include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d) \
+-include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(TOBJ32:.o=.d) $(TOBJ64:.o=.d) $(DIST_NONE:.o=.d) $(DIST_MPI:.o=.d) \
          $(wildcard $(BUILD)/f32/examples/*.d $(BUILD)/f64/examples/*.d)
 
 # Targets that live beside their code (tests/bench/bench.mk, tests/fuzz/fuzz.mk,

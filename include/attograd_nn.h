@@ -402,6 +402,12 @@ int ag_seq2seq_team_size(const ag_seq2seq_team *t);
  * (and the worker and its sentences). */
 ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, const int *src_valid,
                                const int *tgt_in, const int *tgt_out, int B, int S, int T, double *loss);
+/* The cut ag_seq2seq_team_step makes for n workers (1..256): returns the
+ * parts P (0 on a bad argument); part k is sentences [lo[k], lo[k + 1])
+ * (lo: n + 1 ints) of weight w[k] (n doubles), 0 for an empty part.  Part k's
+ * ag_seq2seq_loss on P processes, summed as ag_team_step sums, is the step. */
+int ag_seq2seq_cut(const ag_seq2seq *m, const int *src_valid, const int *tgt_out, int B, int S, int T, int n, int *lo,
+                   double *w);
 
 /* Greedy decoding of B sentences at once, in no-grad mode: the encoder
  * runs once (the cross-attentions' keys and values too); each step decodes

@@ -281,6 +281,66 @@ Test(seq2seq, a_team_adds_into_the_gradients_and_resets_its_own)
     tiny_free(&t);
 }
 
+/* part k of ag_seq2seq_cut's parts, as process k of a distributed step
+ * runs it: from zero gradients, on g seeded as ag_team_step seeds worker k
+ * (part 0: g's stream after the other parts' seeds), w_k times its loss */
+static double cut_part(tiny *t, const int *lo, const double *w, int k, int n, double *grads)
+{
+    ag_graph *g = ag_graph_new();
+    ag_graph_seed(g, 1);
+    ag_rng r;
+    memcpy(r.s, ag_graph_rng(g), sizeof r.s);
+    for (int j = 1; j < n; j++) {
+        uint64_t seed = ag_rng_next(&r);
+        if (j == k) ag_graph_seed(g, seed);
+    }
+    if (k == 0) memcpy(ag_graph_rng(g), r.s, sizeof r.s);
+    ag_store_zero_grad(t->s);
+    int b0 = lo[k], nb = lo[k + 1] - lo[k];
+    ag_tensor *l = ag_seq2seq_loss(g, &t->m, t->src + b0 * S, t->src_valid + b0, t->tgt_in + b0 * T,
+                                   t->tgt_out + b0 * T, nb, S, T);
+    cr_assert_eq(ag_backward(g, ag_scale(g, l, w[k])), AG_OK, "%s", ag_graph_error(g));
+    double loss = (double)l->data[0];
+    grads_of(t->s, grads);
+    ag_graph_free(g);
+    return loss;
+}
+
+Test(seq2seq, the_cut_parts_summed_in_order_are_the_team_step_bit_for_bit)
+{
+    /* with dropout, so that each part's random stream matters */
+    tiny t;
+    tiny_make_p(&t, 12, 0.3);
+    size_t n = ag_store_numel(t.s);
+    double *team = calloc(n, sizeof *team), *part = calloc(n, sizeof *part), *sum = calloc(n, sizeof *sum);
+    for (int workers = 2; workers <= 3; workers++) {
+        double lt = team_loss_and_grads(&t, workers, 1, team);
+        int lo[4];
+        double w[3];
+        int np = ag_seq2seq_cut(&t.m, t.src_valid, t.tgt_out, B, S, T, workers, lo, w);
+        cr_assert_eq(np, workers);
+        cr_assert(lo[0] == 0 && lo[np] == B && w[0] > 0 && w[np - 1] > 0);
+        double loss = 0;
+        for (int k = 0; k < np; k++) {
+            double lk = cut_part(&t, lo, w, k, np, part);
+            loss += w[k] * lk;
+            /* in ag_real, as the team adds worker k's gradients into the model's */
+            for (size_t e = 0; e < n; e++) sum[e] = k ? (double)(ag_real)((ag_real)sum[e] + (ag_real)part[e]) : part[e];
+        }
+        cr_assert_eq(loss, lt, "%d parts: loss %.17g, team %.17g", np, loss, lt);
+        cr_assert_eq(memcmp(sum, team, n * sizeof *sum), 0, "%d parts: the team's bits", np);
+    }
+    /* a bad argument: no parts */
+    int lo[2];
+    double w[1];
+    cr_assert_eq(ag_seq2seq_cut(&t.m, t.src_valid, t.tgt_out, B, S, T, 0, lo, w), 0);
+    cr_assert_eq(ag_seq2seq_cut(NULL, t.src_valid, t.tgt_out, B, S, T, 1, lo, w), 0);
+    cr_assert_eq(ag_seq2seq_cut(&t.m, t.src_valid, t.tgt_out, B, S, T, 1, lo, w), 1);
+    cr_assert(lo[0] == 0 && lo[1] == B && w[0] == 1);
+    free(team), free(part), free(sum);
+    tiny_free(&t);
+}
+
 Test(seq2seq, a_team_with_dropout_repeats_its_numbers)
 {
     /* the same seed: the same masks in every worker, whatever the threads'

@@ -4,6 +4,7 @@
  *   text.c        the corpus: reading a file, its characters, the split
  *   checkpoint.c  the model file: config, vocabulary, weights, training state
  *   train.c       `gpt train`: batches, Adam steps, held-out loss, plot, JSON
+ *   parts.c       a step's batch in parts: threads (--parts) or mpirun's processes
  *   eval.c        `gpt eval`: loss and bits per character on a file
  *   sample.c      `gpt sample`: seeded text from a prompt
  *
@@ -25,7 +26,8 @@ extern const char *prog; /* "gpt", for messages */
 
 typedef struct opts {
     const char *data, *out, *model, *resume, *json, *plot, *prompt, *activation;
-    int steps, batch, context, hidden, heads, ffn, layers, untied, eval_every, threads, length, top_k, quiet, all;
+    int steps, batch, context, hidden, heads, ffn, layers, untied, eval_every, threads, parts, length, top_k, quiet,
+        all;
     double lr, clip, dropout, temperature;
     uint64_t seed;
 } opts;
@@ -85,6 +87,25 @@ int model_save(const model *m, ag_optim *opt, const train_state *ts, const char 
  * open file, for model_load_state. */
 int model_load(model *m, const char *path, ag_safetensors **keep);
 int model_load_state(const ag_safetensors *f, const model *m, ag_optim *opt, train_state *ts, const char *path);
+
+/* ---- parts.c: a training step's batch in parts ---------------------------------- */
+
+typedef struct parts {
+    const model *m;
+    int n;             /* parts a step */
+    ag_team *team;     /* one process: n workers (NULL under mpirun) */
+    ag_gpt *rep;       /* rep[k], k > 0: worker k's model */
+    int built;         /* rep[1..built) were made */
+    const int *x, *y;  /* the step's batch [B, T] */
+    int B, T;
+} parts;
+
+/* n parts (the processes' count under mpirun); 0, or the exit status. */
+int parts_new(parts *p, const model *m, int n);
+void parts_free(parts *p);
+/* The batch's mean loss into *loss and its gradient added into the
+ * model's, as ag_backward would (ag_team_step). */
+ag_status parts_step(parts *p, ag_graph *g, const int *x, const int *y, int B, int T, double *loss);
 
 /* ---- the commands ---------------------------------------------------------------- */
 

@@ -14,8 +14,14 @@ GPT_FLAGS ?=
 all: $(BUILD)/gpt
 gpt: $(BUILD)/gpt
 
-$(BUILD)/gpt: $(GPT_OBJ) $(LIB32)
+$(BUILD)/gpt: $(GPT_OBJ) $(DIST_NONE) $(LIB32)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+# the same program, whose train splits each step among mpirun's processes
+$(BUILD)/gpt-mpi: $(GPT_OBJ) $(DIST_MPI) $(LIB32)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(MPI_LIBS)
+ifeq ($(MPI),1)
+all: $(BUILD)/gpt-mpi
+endif
 
 gpt-run: $(BUILD)/gpt
 	$(BUILD)/gpt train --data examples/data/eng-fra.tsv --out $(GPT_MODEL) --plot $(BUILD)/gpt_loss.svg $(GPT_FLAGS)

@@ -15,6 +15,7 @@
  * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage, 130 / 143
  * training stopped by SIGINT / SIGTERM after saving a checkpoint to --out. */
 #include "gpt.h"
+#include "../common/dist.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -29,12 +30,14 @@ void usage(FILE *f)
     fprintf(f,
             "usage: %s train --data FILE --out MODEL [--steps 2000] [--batch 32] [--context 32]\n"
             "                [--hidden 64] [--heads 4] [--ffn 256] [--layers 2] [--activation gelu|gelu_tanh|relu]\n"
-            "                [--untied] [--dropout 0] [--lr 1e-3] [--clip 1.0] [--seed 0] [--threads N]\n"
+            "                [--untied] [--dropout 0] [--lr 1e-3] [--clip 1.0] [--seed 0] [--threads N] [--parts N]\n"
             "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
             "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
             "                [--seed 0] [--threads N]\n"
             "\n"
+            "train: --parts N splits each batch among N threads (data parallel); under mpirun (make MPI=1)\n"
+            "  the processes are the parts, with the same numbers as --parts N.\n"
             "train: SIGINT or SIGTERM (Ctrl-C) ends the current step, saves a checkpoint to --out that\n"
             "  --resume continues bit for bit, and exits 130 or 143; a second signal stops at once.\n",
             prog, prog, prog);
@@ -91,6 +94,7 @@ static int parse_value(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--layers")) rc = whole(f, v, 1, 64, &o->layers);
     else if (!strcmp(f, "--eval-every")) rc = whole(f, v, 1, 10000000, &o->eval_every);
     else if (!strcmp(f, "--threads")) rc = whole(f, v, 1, 256, &o->threads);
+    else if (!strcmp(f, "--parts")) rc = whole(f, v, 1, 256, &o->parts);
     else if (!strcmp(f, "--length")) rc = whole(f, v, 0, 1000000, &o->length);
     else if (!strcmp(f, "--top-k")) rc = whole(f, v, 0, 256, &o->top_k);
     else if (!strcmp(f, "--seed")) {
@@ -116,7 +120,7 @@ static int parse_value(const char *f, const char *v, opts *o)
 static int parse(int argc, char **argv, int first, opts *o)
 {
     *o = (opts){.steps = 2000, .batch = 32, .context = 32, .hidden = 64, .heads = 4, .ffn = 256, .layers = 2,
-                .activation = "gelu", .eval_every = 100, .threads = 1, .length = 200, .lr = 1e-3, .clip = 1.0,
+                .activation = "gelu", .eval_every = 100, .threads = 1, .parts = 1, .length = 200, .lr = 1e-3, .clip = 1.0,
                 .temperature = 1.0};
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
@@ -147,7 +151,7 @@ static int parse(int argc, char **argv, int first, opts *o)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -167,4 +171,12 @@ int main(int argc, char **argv)
     fprintf(stderr, "%s: unknown command '%s' (train, eval or sample)\n", prog, argv[1]);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (dist_init(&argc, &argv)) return 1;
+    int rc = run(argc, argv);
+    dist_finalize();
+    return rc;
 }

@@ -25,6 +25,7 @@
  * step, saves there and exits 128 + signal. */
 #define _XOPEN_SOURCE 700 /* SA_RESTART, SA_RESETHAND */
 #include "gpt.h"
+#include "../common/dist.h"
 #include "../common/report_file.h"
 #include "../common/stop_signal.h"
 
@@ -93,6 +94,7 @@ typedef struct trainer {
     ag_optim *opt;
     int *x, *y;             /* a batch: B windows [B, T] and their next characters */
     ag_graph *g;
+    parts parts;            /* the batch's parts: --parts N threads, or mpirun's processes */
     history h;              /* for --plot and --json */
     int64_t first;          /* ts.step when this run began */
     double t_start, step_seconds; /* step_seconds: the steps alone, no evaluation */
@@ -187,6 +189,8 @@ static int make_batches(trainer *t)
     }
     if (text_encode(&t->m.voc, t->text, t->n, t->ids, o->data)) return 1;
     memcpy(ag_graph_rng(t->g), t->ts.graph_rng, sizeof t->ts.graph_rng);
+    int rc = parts_new(&t->parts, &t->m, o->parts);
+    if (rc) return rc;
     if (!o->quiet)
         printf("%zu characters (%d distinct), %zu for training; %zu parameters; steps %lld..%d\n", t->n, t->m.voc.V,
                t->split, ag_store_numel(t->m.store), (long long)t->ts.step + 1, o->steps);
@@ -206,12 +210,11 @@ static int train_step(trainer *t)
     next_batch(&t->ts.data_rng, t->ids, t->split, B, T, t->x, t->y);
     double t0 = now();
     ag_graph_reset(t->g);
-    ag_tensor *l = ag_gpt_loss(t->g, &m->net, t->x, t->y, B, T);
-    if (ag_backward(t->g, l) != AG_OK) {
+    double loss;
+    if (parts_step(&t->parts, t->g, t->x, t->y, B, T, &loss) != AG_OK) {
         fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)t->ts.step + 1, ag_graph_error(t->g));
         return 1;
     }
-    double loss = (double)l->data[0];
     if (ag_clip_grad_norm(m->store, t->o->clip, NULL) != AG_OK) {
         fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)t->ts.step + 1, ag_store_error(m->store));
         return 1;
@@ -224,6 +227,7 @@ static int train_step(trainer *t)
     t->step_seconds += now() - t0;
     t->ts.step++;
     t->ts.loss_sum += loss, t->ts.loss_steps++;
+    if (dist_size() > 1) stop_signal = dist_max(stop_signal); /* all stop after the same step */
     return 0;
 }
 
@@ -234,6 +238,10 @@ static int evaluate(trainer *t)
     const opts *o = t->o;
     train_state *ts = &t->ts;
     if (ts->step % o->eval_every && ts->step < o->steps) return 0;
+    if (dist_rank() > 0) { /* process 0 scores, logs and plots */
+        ts->loss_sum = 0, ts->loss_steps = 0;
+        return 0;
+    }
     double val, loss = ts->loss_sum / ts->loss_steps;
     size_t count;
     if (dataset_loss(&t->m, t->g, t->ids + t->split, t->n - t->split, o->batch, &val, &count) != AG_OK) {
@@ -256,6 +264,7 @@ static int evaluate(trainer *t)
 
 static int save_checkpoint(trainer *t)
 {
+    if (dist_rank() > 0) return 0; /* process 0 writes it */
     memcpy(t->ts.graph_rng, ag_graph_rng(t->g), sizeof t->ts.graph_rng);
     return model_save(&t->m, t->opt, &t->ts, t->o->out);
 }
@@ -265,8 +274,9 @@ static int save_interrupted(trainer *t)
 {
     int sig = stop_signal;
     if (save_checkpoint(t)) return 1;
-    fprintf(stderr, "%s: %s: stopped after step %lld; saved %s (continue with --resume %s)\n", prog,
-            stop_signal_name(sig), (long long)t->ts.step, t->o->out, t->o->out);
+    if (dist_rank() == 0)
+        fprintf(stderr, "%s: %s: stopped after step %lld; saved %s (continue with --resume %s)\n", prog,
+                stop_signal_name(sig), (long long)t->ts.step, t->o->out, t->o->out);
     return 128 + sig;
 }
 
@@ -318,14 +328,18 @@ static void trainer_free(trainer *t)
 {
     history_free(&t->h);
     ag_optim_free(t->opt);
+    parts_free(&t->parts);
     ag_graph_free(t->g);
     ag_safetensors_free(t->resume);
     model_free(&t->m);
     ag_file_free((char *)t->text), free(t->ids), free(t->x), free(t->y);
 }
 
-int cmd_train(const opts *o)
+int cmd_train(const opts *given)
 {
+    opts mine = *given; /* under mpirun, process 0 alone prints and writes files */
+    if (dist_rank() > 0) mine.quiet = 1, mine.plot = mine.json = NULL;
+    const opts *o = &mine;
     trainer t = {.o = o};
     int rc = check_flags(o);
     if (!rc) rc = load_text(&t);

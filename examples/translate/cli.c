@@ -13,6 +13,7 @@
  * conflicts with the model given to --resume too), 130 / 143 training
  * stopped by SIGINT / SIGTERM after saving a checkpoint to --out. */
 #include "translate.h"
+#include "../common/dist.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -45,6 +46,8 @@ void usage(FILE *f)
             "  one of them with another value is exit 2.  SIGINT or SIGTERM (Ctrl-C) ends the current\n"
             "  step, saves a checkpoint to --out that --resume continues bit for bit, and exits 130 or\n"
             "  143; a second signal stops at once (--out then holds the last complete file).\n"
+            "  --threads N splits each batch among N workers; under mpirun (translate-mpi, make MPI=1)\n"
+            "  the processes split it instead, with the same numbers as --threads N.\n"
             "run: with no SENTENCE, translates each line of stdin (any length) to one line of output.\n"
             "  A line the data reader would refuse (a NUL byte, invalid UTF-8, more than %d bytes)\n"
             "  gets a warning naming its line and an empty output line; exit 1 if no line was good.\n",
@@ -204,7 +207,7 @@ int load_pairs(const char *path, ag_pairs **p)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int run_command(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -231,5 +234,13 @@ int main(int argc, char **argv)
     else if (!strcmp(cmd, "run")) rc = cmd_run(&o, pos, npos);
     else rc = bad("unknown command '%s'%s", cmd, "");
     free(pos);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (dist_init(&argc, &argv)) return 1;
+    int rc = run_command(argc, argv);
+    dist_finalize();
     return rc;
 }

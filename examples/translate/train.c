@@ -17,6 +17,10 @@
  * score on a probe batch (probe.c) is measured before the first epoch and
  * after each one.
  *
+ * Under mpirun (translate-mpi, built by make MPI=1) each process runs one
+ * part of every batch, cut as --threads N cuts it for N processes, with the
+ * same bits (examples/common/dist.h); process 0 alone prints and writes.
+ *
  * Invariant: the file at --out, when written, holds everything the run's
  * continuation depends on (weights, moments, step count, the two random
  * streams, the position in the epoch), so --resume from it reproduces the
@@ -24,6 +28,7 @@
  * loop checks it after each step, saves there and exits 128 + signal. */
 #define _XOPEN_SOURCE 700 /* SA_RESTART, SA_RESETHAND */
 #include "translate.h"
+#include "../common/dist.h"
 #include "../common/report_file.h"
 #include "seq2seq_data.h" /* dataset, batch: id arrays */
 #include "../common/stop_signal.h" /* stop_signal, catch_stop_signals */
@@ -47,7 +52,7 @@ typedef struct trainer {
     batch b;                 /* room for o->batch pairs */
     int *order;              /* this epoch's shuffle of d */
     ag_graph *g;
-    ag_seq2seq_team *team;
+    ag_seq2seq_team *team;   /* one process: --threads workers; under mpirun: one */
     ag_optim *opt;
     double lr;               /* the schedule's peak */
     int64_t warmup, total_steps;
@@ -183,7 +188,11 @@ static int make_batches(trainer *t)
     memcpy(ag_graph_rng(t->g), t->ts.graph_rng, sizeof t->ts.graph_rng);
     /* --threads N: each batch's sentences split among N workers, a thread
      * each (src/core/team.c); N = 1 is the plain loss and backward */
-    t->team = ag_seq2seq_team_new(&m->net, m->store, t->o->threads, err, sizeof err);
+    if (dist_size() > 256) {
+        fprintf(stderr, "%s: %d processes: at most 256 parts a batch\n", prog, dist_size());
+        return 1;
+    }
+    t->team = ag_seq2seq_team_new(&m->net, m->store, dist_size() > 1 ? 1 : t->o->threads, err, sizeof err);
     if (!t->team) {
         fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
@@ -299,6 +308,40 @@ static void shuffle(int *order, int n, ag_rng *r)
     }
 }
 
+/* Under mpirun: the batch cut as the team cuts it, part k sentences
+ * [lo[k], lo[k + 1]) of weight w[k]; this process runs its own part. */
+typedef struct batch_cut {
+    const model *m;
+    const batch *b;
+    int lo[257];
+    double w[256];
+} batch_cut;
+
+static ag_tensor *cut_part_loss(void *ctx, ag_graph *g, ag_store *s, int k, int nparts, double *weight)
+{
+    (void)s, (void)nparts;
+    const batch_cut *c = ctx;
+    const batch *b = c->b;
+    int b0 = c->lo[k], S = b->S, T = b->T;
+    *weight = c->w[k];
+    if (c->w[k] == 0) return NULL; /* only padding: skipped */
+    return ag_seq2seq_loss(g, &c->m->net, b->src + (size_t)b0 * S, b->src_valid + b0, b->tgt_in + (size_t)b0 * T,
+                           b->tgt_out + (size_t)b0 * T, c->lo[k + 1] - b0, S, T);
+}
+
+/* The batch's loss and gradient: on the team, or across the processes. */
+static ag_status batch_step(trainer *t, double *loss)
+{
+    const batch *b = &t->b;
+    if (dist_size() == 1)
+        return ag_seq2seq_team_step(t->team, t->g, b->src, b->src_valid, b->tgt_in, b->tgt_out, b->B, b->S, b->T,
+                                    loss);
+    batch_cut c = {.m = &t->m, .b = b};
+    int n = ag_seq2seq_cut(&t->m.net, b->src_valid, b->tgt_out, b->B, b->S, b->T, dist_size(), c.lo, c.w);
+    if (n < 1) return ag_graph_fail(t->g, AG_ERR_ARG, "a batch of %d pairs", b->B);
+    return dist_team_step(t->g, t->m.store, n, cut_part_loss, &c, loss);
+}
+
 /* One step on the nb pairs idx[0..nb): loss and gradient, clip, update. */
 static int train_step(trainer *t, const int *idx, int nb, int k)
 {
@@ -307,8 +350,7 @@ static int train_step(trainer *t, const int *idx, int nb, int k)
     batch_fill(b, &t->d, idx, nb);
     ag_graph_reset(t->g);
     double loss, norm;
-    if (ag_seq2seq_team_step(t->team, t->g, b->src, b->src_valid, b->tgt_in, b->tgt_out, b->B, b->S, b->T, &loss) !=
-        AG_OK) {
+    if (batch_step(t, &loss) != AG_OK) {
         fprintf(stderr, "%s: step failed: %s\n", prog, ag_graph_error(t->g));
         return 1;
     }
@@ -327,6 +369,7 @@ static int train_step(trainer *t, const int *idx, int nb, int k)
     ag_store_zero_grad(t->m.store);
     t->ts.loss_sum += loss * b->tokens;
     t->ts.tokens += b->tokens;
+    if (dist_size() > 1) stop_signal = dist_max(stop_signal); /* all stop after the same step */
     return 0;
 }
 
@@ -352,7 +395,7 @@ static int end_epoch(trainer *t, const ag_rng *r, double t0, int64_t tokens)
     }
     double dt = now() - t0;
     t->curve[ts->epoch] = t->last_loss;
-    if (t->test) t->test_curve[ts->epoch] = dataset_loss(&t->m, t->g, &t->dt, &t->b, t->o->batch);
+    if (t->test && dist_rank() == 0) t->test_curve[ts->epoch] = dataset_loss(&t->m, t->g, &t->dt, &t->b, t->o->batch);
     if (t->probe && probe(t, ts->epoch + 1)) return 1;
     if (!t->o->quiet) {
         printf("%sepoch %d/%d  loss %.4f", t->tty ? "\r" : "", ts->epoch + 1, t->o->epochs, t->last_loss);
@@ -388,6 +431,7 @@ static int train_epoch(trainer *t)
 
 static int save_checkpoint(trainer *t)
 {
+    if (dist_rank() > 0) return 0; /* process 0 writes it */
     memcpy(t->ts.graph_rng, ag_graph_rng(t->g), sizeof t->ts.graph_rng);
     return save_model(&t->m, t->opt, &t->ts, t->o->out);
 }
@@ -397,6 +441,7 @@ static int save_interrupted(trainer *t)
 {
     int sig = stop_signal;
     if (save_checkpoint(t)) return 1;
+    if (dist_rank() > 0) return 128 + sig; /* process 0 says where it stopped */
     if (t->ts.pairs_done)
         fprintf(stderr, "%s: %s: stopped in epoch %d after %d of %d pairs; saved %s (continue with --resume %s)\n",
                 prog, sig == SIGINT ? "SIGINT" : "SIGTERM", t->ts.epoch + 1, t->ts.pairs_done, t->d.n, t->o->out,
@@ -494,6 +539,7 @@ static void json_probe(FILE *f, const trainer *t)
 static int report(trainer *t)
 {
     const opts *o = t->o;
+    if (dist_rank() > 0) return 0; /* process 0 reports */
     metrics tr = {0}, te = {0};
     double test_loss = NAN;
     if (o->entropy_plot && write_entropy_plot(t)) return 1;
@@ -539,8 +585,11 @@ static void trainer_free(trainer *t)
     ag_pairs_free(t->train), ag_pairs_free(t->test);
 }
 
-int cmd_train(const opts *o)
+int cmd_train(const opts *given)
 {
+    opts mine = *given; /* under mpirun, process 0 alone prints and writes files */
+    if (dist_rank() > 0) mine.quiet = 1, mine.plot = mine.json = mine.entropy_plot = NULL;
+    const opts *o = &mine;
     trainer t = {.o = o};
     int rc = check_flags(o);
     if (!rc) rc = load_data(&t);

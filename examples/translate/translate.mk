@@ -3,7 +3,13 @@
 TRANSLATE_OBJ := $(patsubst %.c,$(BUILD)/f32/%.o,$(wildcard examples/translate/*.c))
 
 all: $(BUILD)/translate
-$(BUILD)/translate: $(TRANSLATE_OBJ) $(LIB32)
+$(BUILD)/translate: $(TRANSLATE_OBJ) $(DIST_NONE) $(LIB32)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+# the same program, whose train splits each step among mpirun's processes
+$(BUILD)/translate-mpi: $(TRANSLATE_OBJ) $(DIST_MPI) $(LIB32)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(MPI_LIBS)
+ifeq ($(MPI),1)
+all: $(BUILD)/translate-mpi
+endif
 
 -include $(TRANSLATE_OBJ:.o=.d)

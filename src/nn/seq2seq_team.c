@@ -96,35 +96,54 @@ static ag_tensor *seq2seq_part_loss(void *ctx, ag_graph *g, ag_store *s, int k, 
     return l;
 }
 
+/* The cut into min(n, B) parts of about equal work: a source token's
+ * (encoder, and the cross-attentions' keys and values) plus twice its target
+ * tokens' (decoder and output layer: at the defaults 80K and 174K
+ * multiply-adds a token, with a target vocabulary of 1225).  Bad batches
+ * go to one part, whose ag_seq2seq_loss names the problem.  Returns the
+ * number of parts. */
+static int cut_batch(seq2seq_parts *p, const ag_seq2seq *m, int B, int n)
+{
+    int nw = n < B ? n : B;
+    p->total = 0;
+    if (nw > 1 && p->src_valid && p->tgt_out && p->T > 0 && p->T <= m->cfg.max_len) {
+        long work = 0, done = 0;
+        for (int b = 0; b < B; b++) work += sentence_work(p, b);
+        int k = 1; /* lo[k]: after the sentence that brings the work done to k / nw of it */
+        for (int b = 0; b < B && k < nw; b++)
+            for (done += sentence_work(p, b); k < nw && done * nw >= work * k; k++) p->lo[k] = b + 1;
+        for (; k < nw; k++) p->lo[k] = B;
+        p->lo[0] = 0, p->lo[nw] = B;
+        for (k = 0; k < nw; k++) {
+            p->tokens[k] = 0;
+            for (int b = p->lo[k]; b < p->lo[k + 1]; b++) p->tokens[k] += target_tokens(p, b);
+            p->total += p->tokens[k];
+        }
+    }
+    if (nw <= 1 || p->total == 0) { /* one part: the plain step */
+        nw = 1, p->lo[0] = 0, p->lo[1] = B, p->tokens[0] = p->total = 1;
+    }
+    return nw;
+}
+
+int ag_seq2seq_cut(const ag_seq2seq *m, const int *src_valid, const int *tgt_out, int B, int S, int T, int n, int *lo,
+                   double *w)
+{
+    if (!m || !lo || !w || B < 1 || n < 1 || n > MAX_WORKERS) return 0;
+    seq2seq_parts p = {.src_valid = src_valid, .tgt_out = tgt_out, .S = S, .T = T};
+    int nw = cut_batch(&p, m, B, n);
+    for (int k = 0; k < nw; k++) lo[k] = p.lo[k], w[k] = (double)p.tokens[k] / (double)p.total;
+    lo[nw] = B;
+    return nw;
+}
+
 ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, const int *src_valid,
                                const int *tgt_in, const int *tgt_out, int B, int S, int T, double *loss)
 {
     if (!g) return AG_ERR_ARG;
     if (!t) return ag_graph_fail(g, AG_ERR_ARG, "seq2seq_team_step: the team is NULL");
     if (loss) *loss = NAN;
-    /* The cuts give each part about the same work: a source token's
-     * (encoder, and the cross-attention's keys and values) plus twice its
-     * target tokens' (decoder and output layer: at the defaults 80K and
-     * 174K multiply-adds a token, with a target vocabulary of 1225).  Bad
-     * batches go to one worker, whose ag_seq2seq_loss names the problem. */
     seq2seq_parts p = {.t = t, .src = src, .src_valid = src_valid, .tgt_in = tgt_in, .tgt_out = tgt_out, .S = S, .T = T};
-    int nw = ag_team_size(t->team) < B ? ag_team_size(t->team) : B;
-    if (nw > 1 && src_valid && tgt_out && T > 0 && T <= t->m->cfg.max_len) {
-        long work = 0, done = 0;
-        for (int b = 0; b < B; b++) work += sentence_work(&p, b);
-        int k = 1; /* lo[k]: after the sentence that brings the work done to k / nw of it */
-        for (int b = 0; b < B && k < nw; b++)
-            for (done += sentence_work(&p, b); k < nw && done * nw >= work * k; k++) p.lo[k] = b + 1;
-        for (; k < nw; k++) p.lo[k] = B;
-        p.lo[0] = 0, p.lo[nw] = B;
-        for (k = 0; k < nw; k++) {
-            p.tokens[k] = 0;
-            for (int b = p.lo[k]; b < p.lo[k + 1]; b++) p.tokens[k] += target_tokens(&p, b);
-            p.total += p.tokens[k];
-        }
-    }
-    if (nw <= 1 || p.total == 0) { /* one part: the plain step */
-        nw = 1, p.lo[0] = 0, p.lo[1] = B, p.tokens[0] = p.total = 1;
-    }
+    int nw = cut_batch(&p, t->m, B, ag_team_size(t->team));
     return ag_team_step(t->team, g, nw, seq2seq_part_loss, &p, loss);
 }

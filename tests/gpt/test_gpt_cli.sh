@@ -10,6 +10,9 @@
 #     temperature 0 ignores the seed;
 #   - --resume: 12 steps, then 12 more from the checkpoint, give the same
 #     checkpoint, byte for byte, as 24 steps in one run;
+#   - --parts 2 (the batch on two threads): the same file every run and
+#     when resumed, other bits than one part, and a held-out loss within
+#     1e-3 of one part's;
 #   - SIGINT / SIGTERM during training: exit 130 / 143, a checkpoint at
 #     --out, and --resume from it gives the uninterrupted run's model, byte
 #     for byte, and its logged losses;
@@ -38,6 +41,7 @@ usage "batch not a number" "${train[@]}" --batch lots
 usage "lr 0" "${train[@]}" --lr 0
 usage "lr nan" "${train[@]}" --lr nan
 usage "bad activation" "${train[@]}" --activation swish
+usage "zero parts" "${train[@]}" --parts 0
 usage "hidden not a multiple of heads" "${train[@]}" --hidden 10 --heads 4
 usage "train without --out" train --data "$tmp/data.tsv"
 usage "eval without --data" eval --model "$tmp/never.safetensors"
@@ -83,6 +87,22 @@ run "12 steps" 0 "" train --data "$tmp/data.tsv" --out "$tmp/r12.safetensors" "$
 run "12 more" 0 "" train --data "$tmp/data.tsv" --out "$tmp/r12b.safetensors" --resume "$tmp/r12.safetensors" \
     --steps 24 --batch 8 --quiet
 if cmp -s "$tmp/r24.safetensors" "$tmp/r12b.safetensors"; then ok; else no "resumed run differs from one run"; fi
+
+# ---- --parts: the batch in parts on threads, the same bits every run, and
+# resumed; other roundings than one part, and close to its model ---------------
+run "2 parts" 0 "" train --data "$tmp/data.tsv" --out "$tmp/p2.safetensors" "${small[@]}" --steps 24 --quiet --parts 2
+run "2 parts again" 0 "" train --data "$tmp/data.tsv" --out "$tmp/p2b.safetensors" "${small[@]}" --steps 12 --quiet \
+    --parts 2
+run "2 parts resumed" 0 "" train --data "$tmp/data.tsv" --out "$tmp/p2c.safetensors" --resume "$tmp/p2b.safetensors" \
+    --steps 24 --batch 8 --quiet --parts 2
+if cmp -s "$tmp/p2.safetensors" "$tmp/p2c.safetensors"; then ok; else no "--parts 2 resumed differs from one run"; fi
+if ! cmp -s "$tmp/p2.safetensors" "$tmp/r24.safetensors"; then ok; else no "--parts 2 wrote the bits of one part"; fi
+run "eval of 2 parts" 0 "" eval --model "$tmp/p2.safetensors" --data "$tmp/data.tsv"
+p2=$(grep -o 'loss [0-9.]*' "$tmp/out" | head -n 1)
+run "eval of 1 part" 0 "" eval --model "$tmp/r24.safetensors" --data "$tmp/data.tsv"
+p1=$(grep -o 'loss [0-9.]*' "$tmp/out" | head -n 1)
+if [ -n "$p1" ] && [ -n "$p2" ] && awk -v a="${p1#loss }" -v b="${p2#loss }" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }'
+then ok; else no "--parts 2 and one part score '$p2' and '$p1'"; fi
 
 # ---- a signal during training: the step ends, a checkpoint at --out, exit
 # 128 + signal; resumed, it ends with the model (and the logged losses) of an

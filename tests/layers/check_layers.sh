@@ -11,6 +11,9 @@
 #   examples/         programs            public headers, their own headers,
 #                                         examples/common/*.h (shared by examples)
 #
+# MPI is no layer's: examples/common/dist_mpi.c alone includes <mpi.h>
+# (built only by make MPI=1), so the library never depends on it.
+#
 # io, text and viz use only the public API and the allocator (as Lua's
 # lauxlib uses only the official API).  Usage: check_layers.sh [ROOT]
 set -u
@@ -53,6 +56,9 @@ for f in $files; do
     while IFS= read -r h; do
         allowed "$layer" "$h" || { echo "layers: $f ($layer) may not include \"$h\""; bad=1; }
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+done
+for f in $(grep -l '^[[:space:]]*#[[:space:]]*include[[:space:]]*<mpi\.h>' $files); do
+    [ "$f" = examples/common/dist_mpi.c ] || { echo "layers: $f includes <mpi.h> (only examples/common/dist_mpi.c may)"; bad=1; }
 done
 if [ $bad = 0 ]; then echo "layers: $count files, every include allowed"; else echo "layers: FAILED"; fi
 exit $bad

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attograd.h"
+#include "attograd_core.h"
 #include "core/alloc.h"
 
 typedef struct parser {

@@ -32,6 +32,7 @@
  * type. */
 #include "nn/nn_internal.h"
 #include "attograd_optim.h"
+#include "attograd_compat.h" /* defines the deprecated ag_optim_last_error */
 
 #include <math.h>
 #include <stdio.h>

@@ -34,7 +34,7 @@ if $MAKE --no-print-directory -s install BUILD="$B" DESTDIR="$dest" PREFIX="$pre
 then ok "make install DESTDIR=... PREFIX=$prefix"
 else no "make install failed:"; tail -n 20 "$tmp/install.log"; fi
 
-want="include/attograd.h include/attograd_core.h lib/libattograd.a lib/libattograd64.a
+want="include/attograd.h include/attograd_core.h include/attograd_compat.h lib/libattograd.a lib/libattograd64.a
 lib/libattograd.so lib/libattograd.so.0 lib/libattograd64.so lib/libattograd64.so.0
 lib/pkgconfig/attograd.pc lib/pkgconfig/attograd64.pc"
 missing=""

@@ -2,10 +2,11 @@
  * masks, attention, Add&Norm, feed-forward, embeddings, Transformer blocks
  * (post- or pre-norm), the encoder-decoder translator and a GPT.  Parameter
  * names are a PyTorch state_dict's; inits are seeded by (seed, name).
- * Gradients come from the ops' backwards.  Hand-written backwards: linear
- * (and linear_add, a residual added); multi-head attention with no dropout
- * and no weights asked is one `attention` node, otherwise per-head matmuls
- * around `masked_softmax`; the _textbook path uses public ops and linear.
+ * Gradients come from the ops', hand-written for the fused ones: linear (and
+ * linear_add, a residual added); multi-head attention with no dropout and no
+ * weights asked is one `attention` node, otherwise (and in ag_attention)
+ * matmuls (matmul's backward) around `masked_softmax`.  The _textbook
+ * functions use public ops and linear only (docs/design.md).
  * A mask is 0/1, broadcast to the scores [B, H, T, S]; 1: query t may see
  * key s; masked scores get `fill` before the softmax. */
 #ifndef ATTOGRAD_NN_H

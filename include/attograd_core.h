@@ -256,7 +256,7 @@ ag_tensor *ag_gelu_tanh(ag_graph *g, ag_tensor *x);
 /* a [..., M, K] @ b [..., K, N] -> [..., M, N], batch axes broadcast; both
  * of rank >= 2. */
 ag_tensor *ag_matmul(ag_graph *g, ag_tensor *a, ag_tensor *b);
-/* a [..., M, K] @ b[..., N, K]^T -> [..., M, N], no copy of b^T. */
+/* a [..., M, K] @ b [..., N, K]^T -> [..., M, N], no copy of b^T. */
 ag_tensor *ag_matmul_bt(ag_graph *g, ag_tensor *a, ag_tensor *b);
 
 /* x's values in a new shape (one axis may be -1), sharing x's data. */

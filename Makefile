@@ -161,8 +161,12 @@ valgrind: all
 # The shared libraries are built from objects of their own, compiled with
 # -fPIC: the static ones stay as they were.
 
-AG_VERSION   := 0.1.0
-AG_SOVERSION := 0
+# The soname (CHANGELOG.md): before 1.0 any minor version may break the ABI,
+# so it carries the minor version, libattograd.so.0.MINOR (0.1.x shipped as
+# libattograd.so.0); from 1.0 the major version alone.
+AG_VERSION   := 0.2.0
+AG_VPARTS    := $(subst ., ,$(AG_VERSION))
+AG_SOVERSION := $(if $(filter 0,$(word 1,$(AG_VPARTS))),0.$(word 2,$(AG_VPARTS)),$(word 1,$(AG_VPARTS)))
 PREFIX       ?= /usr/local
 INCLUDEDIR   ?= $(PREFIX)/include
 LIBDIR       ?= $(PREFIX)/lib
@@ -185,7 +189,7 @@ $(BUILD)/pic64/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(AG_FLAGS) -fPIC -DAG_DOUBLE $(CFLAGS) -c $< -o $@
 
-# libattograd.so carries the soname libattograd.so.0 and exports the public
+# libattograd.so carries the soname libattograd.so.$(AG_SOVERSION) and exports the public
 # ag_ names only (src/attograd.map); the link beside it lets a program linked
 # against build/ run with LD_LIBRARY_PATH=build.
 define ag_shared

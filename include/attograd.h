@@ -1,13 +1,18 @@
-/* attograd.h: the umbrella header that programs include.
+/* attograd.h: the header programs include.
  *
- *   attograd_core.h   tensors, the graph, backward, the store, gradcheck, threads
- *   attograd_nn.h     linear, attention, masks, Add&Norm, Transformer blocks, seq2seq
- *   attograd_optim.h  SGD, Adam, clipping, schedules
- *   attograd_io.h     safetensors checkpoints
- *   attograd_text.h   sentence pairs, vocabularies, BLEU
- *   attograd_viz.h    graph and attention pictures
+ *   ag_store *params = ag_store_new();                   // weights: the whole run
+ *   ag_tensor *w = ag_param(params, "w", AG_SHAPE(3, 2));
+ *   ag_init_uniform(w, -0.5, 0.5, 42);
+ *   ag_graph *g = ag_graph_new();                        // activations: one step
+ *   ag_tensor *x = ag_tensor_from(g, AG_SHAPE(4, 3), xs); // xs: 12 values
+ *   ag_tensor *loss = ag_mean_all(g, ag_tanh(g, ag_matmul(g, x, w)));
+ *   if (ag_backward(g, loss) != AG_OK)                   // fills w->grad
+ *       fprintf(stderr, "%s\n", ag_graph_error(g));      // first error, with shapes
+ *   ag_graph_reset(g);
  *
- * The tutorial is at the top of attograd_core.h. */
+ * Topics: attograd_core.h (tensors, graph, store), _nn.h (layers, models),
+ * _optim.h, _io.h (checkpoints, files), _text.h, _viz.h; the deprecated names
+ * in attograd_compat.h (define AG_NO_DEPRECATED to leave them out). */
 #ifndef ATTOGRAD_H
 #define ATTOGRAD_H
 
@@ -17,5 +22,8 @@
 #include "attograd_optim.h"
 #include "attograd_text.h"
 #include "attograd_viz.h"
+#ifndef AG_NO_DEPRECATED
+#include "attograd_compat.h"
+#endif
 
 #endif /* ATTOGRAD_H */

@@ -1,27 +1,14 @@
-/* attograd_nn.h: layers built from the primitive ops: linear, layer norm,
- * attention, masks, multi-head attention, Add&Norm, feed-forward, token and
- * position embeddings, the Transformer blocks (encoder, decoder,
- * decoder-only; post-norm or pre-norm), the encoder-decoder translator and
- * a decoder-only GPT with its sampler.  Included by attograd.h.
- *
- * Nothing here has a backward of its own: every layer is a composition of
- * ops from the op table, and autodiff derives its gradient from theirs.
- * Two of those ops exist for attention's speed only, with backward
- * functions written by hand: masked_softmax (scale, mask and softmax in
- * one pass) and matmul's per-head form (reading the heads in place); the
- * textbook path below builds the same functions from public ops alone.
- *
- * Parameter names mirror a PyTorch state_dict of the same architecture
- * ("encoder.blocks.0.attention.w_q.weight"), so checkpoints move between the
- * two.  Every initializer is seeded by (seed, parameter name), so a
- * parameter's initial value does not depend on the order layers are made.
- *
- * The mask convention, used everywhere: a mask is a tensor of 0s and 1s that
- * broadcasts to the scores [B, H, T, S]; 1 means "query t may attend to key
- * s", 0 means "may not".  Masked scores are filled with `fill` before the
- * softmax: -INFINITY (AG_MASK_NEG_INF) makes a row with no allowed key give
- * zero weights; -1e9 (the PyTorch tutorial's) or -1e6 (d2l's) reproduce
- * those tutorials exactly, whatever the row. */
+/* attograd_nn.h: layers and models built from the ops: linear, layer norm,
+ * masks, attention, Add&Norm, feed-forward, embeddings, Transformer blocks
+ * (post- or pre-norm), the encoder-decoder translator and a GPT.  Parameter
+ * names are a PyTorch state_dict's; inits are seeded by (seed, name).
+ * Gradients come from the ops', hand-written for the fused ones: linear (and
+ * linear_add, a residual added); multi-head attention with no dropout and no
+ * weights asked is one `attention` node, otherwise (and in ag_attention)
+ * matmuls (matmul's backward) around `masked_softmax`.  The _textbook
+ * functions use public ops and linear only (docs/design.md).
+ * A mask is 0/1, broadcast to the scores [B, H, T, S]; 1: query t may see
+ * key s; masked scores get `fill` before the softmax. */
 #ifndef ATTOGRAD_NN_H
 #define ATTOGRAD_NN_H
 
@@ -37,22 +24,22 @@ extern "C" {
 
 /* ---- initializers ---------------------------------------------------------- */
 
-/* A seed for parameter `name` under a run seed (FNV-1a of the name, mixed). */
+/* The seed of parameter `name` under a run seed. */
 uint64_t ag_param_seed(uint64_t seed, const char *name);
 /* U(-a, a), a = sqrt(6 / (fan_in + fan_out)), for a [fan_out, fan_in] weight. */
 void ag_init_xavier_uniform(ag_tensor *w, uint64_t seed);
 
 /* ---- linear ---------------------------------------------------------------- */
 
-/* y = x W^T + b.  W [out, in] and b [out], as PyTorch's nn.Linear, which also
- * gives the default init: U(-1/sqrt(in), 1/sqrt(in)) for W and b. */
+/* y = x W^T + b, nn.Linear's layout and init U(-1/sqrt(in), 1/sqrt(in)). */
 typedef struct ag_linear {
     ag_tensor *weight; /* [out, in] */
     ag_tensor *bias;   /* [out], or NULL */
     int in, out;
 } ag_linear;
 
-/* Makes "<prefix>.weight" (and "<prefix>.bias" when bias) in s. */
+/* Makes "<prefix>.weight" (and "<prefix>.bias" when bias) in s; an error's
+ * reason in ag_store_error(s), as for every _init below. */
 ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
                          uint64_t seed);
 /* x [..., in] -> [..., out]. */
@@ -60,8 +47,7 @@ ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x);
 
 /* ---- layer norm -------------------------------------------------------------- */
 
-/* PyTorch's nn.LayerNorm(C): the op ag_layer_norm with its parameters
- * "<prefix>.weight" and "<prefix>.bias". */
+/* nn.LayerNorm(C): ag_layer_norm with "<prefix>.weight" and "<prefix>.bias". */
 typedef struct ag_layernorm {
     ag_tensor *weight, *bias; /* [C]: gain 1, bias 0 at init */
     double eps;               /* 1e-5 */
@@ -70,46 +56,25 @@ ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, in
 /* x [..., C] -> [..., C]. */
 ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x);
 
-/* Deprecated names of the above (kept until 1.0). */
-typedef ag_layernorm ag_norm;
-ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C);
-ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x);
-
 /* ---- masks ------------------------------------------------------------------- */
 
 /* [T, S]: 1 where key s <= query t (a decoder sees its past and itself). */
 ag_tensor *ag_causal_mask(ag_graph *g, int T, int S);
-/* From valid lengths (d2l's valid_lens): key s is allowed when
- * s < valid_lens[b] ([B] form: mask [B, 1, 1, S]) or s < valid_lens[b * T + t]
- * ([B, T] form, per_query = 1: mask [B, 1, T, S]). */
+/* Key s allowed when s < valid_lens[b] (mask [B, 1, 1, S]) or, per_query,
+ * s < valid_lens[b * T + t] (mask [B, 1, T, S]): d2l's valid_lens. */
 ag_tensor *ag_padding_mask(ag_graph *g, const int *valid_lens, int B, int per_query, int T, int S);
 
 /* ---- attention --------------------------------------------------------------- */
 
-/* Scaled dot-product attention:
- *   scores = Q K^T / sqrt(D)            [B, H, T, S]   matmul_bt
- *   scores = fill where mask == 0       (mask broadcasts to scores; NULL: none)
- *   P      = softmax(scores)            each row a distribution over keys
- *                                       (these two and the scale: one op,
- *                                       ops/masked_softmax.c)
- *   P      = dropout(P, p_drop)         (training only; d2l does this)
- *   out    = P V                        [B, H, T, D]
- * q [..., T, D], k [..., S, D], v [..., S, Dv].  *weights (if not NULL)
- * receives P (after dropout) so it can be looked at. */
+/* out = dropout(P) V, P = softmax(Q K^T / sqrt(D), fill where mask == 0):
+ * q [..., T, D], k [..., S, D], v [..., S, Dv] -> [..., T, Dv].  mask may
+ * be NULL; *weights (if not NULL) gets P after dropout. */
 ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
                         double fill, double p_drop, ag_tensor **weights);
 
-/* Multi-head attention: H heads of width D = C / H.
- *   Q = x_q W_q^T (+b), K = x_kv W_k^T, V = x_kv W_v^T     [B, T|S, C]
- *   split heads: [B, T, C] -> [B, T, H, D]                  (reshape, a view)
- *   O = attention(Q, K, V) per head                         [B, T, H, D]
- *   concat heads: [B, T, H, D] -> [B, T, C]                 (reshape, a view)
- *   out = O W_o^T (+b)                                      [B, T, C]
- * No permute: the per-head products read head h of each sentence in place,
- * as the [B, H, T, D] that permute {0, 2, 1, 3} would copy out, and write
- * O with the heads side by side (ag_mha_forward_textbook does the permutes).
- * Self-attention: x_kv == x_q.  Cross-attention: x_q from the decoder
- * [B, T, C], x_kv from the encoder [B, S, C]. */
+/* Multi-head attention, H heads of width D = C / H: out = concat_h(
+ * attention(x_q W_q^T, x_kv W_k^T, x_kv W_v^T)_h) W_o^T (+ biases);
+ * x_q [B, T, C], x_kv [B, S, C] (x_q itself for self-attention). */
 typedef struct ag_mha {
     ag_linear w_q, w_k, w_v, w_o;
     int C, H;
@@ -118,29 +83,20 @@ typedef struct ag_mha {
                        made inside, and combined with any mask given) */
     int textbook;   /* 1: the textbook path (ag_mha_forward_textbook) */
 } ag_mha;
-/* Makes "<prefix>.w_q.weight" ... "<prefix>.w_o.bias", not causal; set
- * m->causal afterwards for a causal self-attention.  A bad argument
- * (AG_ERR_ARG) or C % H != 0 (AG_ERR_SHAPE) leaves a message in
- * ag_store_error(s). */
+/* "<prefix>.w_q.weight" ... "<prefix>.w_o.bias", not causal; C % H != 0 is
+ * AG_ERR_SHAPE. */
 ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias,
                       double dropout, uint64_t seed);
+/* -> [B, T, C]; *weights (if not NULL) gets P [B, H, T, S]. */
 ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
                   double fill, ag_tensor **weights);
 
 /* ---- the textbook path ---------------------------------------------------- */
 
-/* The same functions as ag_attention and ag_mha_forward (same arguments,
- * values and gradients), built literally as the tutorials write them, one
- * public op per step, so that a graph picture shows every step:
- *   kt = transpose(k, -1, -2); scores = scale(matmul(q, kt), 1/sqrt(D));
- *   scores = masked_fill(scores, mask, fill); P = softmax(scores); out = P V
- * and for multi-head attention, heads split by reshape [B, T, H, D] plus
- * permute {0, 2, 1, 3}, joined by permute {0, 2, 1, 3} plus reshape.  The
- * fast path fuses the scale, mask and softmax into one op with a hand-written
- * backward (ops/masked_softmax.c) and reads the heads in place
- * (ag__matmul_heads): fewer passes over the scores and no copies.  An
- * ag_mha with .textbook = 1 takes this path wherever it is used (the
- * Transformer blocks too). */
+/* ag_attention and ag_mha_forward (same values and gradients) as tutorials
+ * write them, one public op per step: transpose, matmul, scale, masked_fill,
+ * softmax, matmul; heads split and joined by reshape + permute.  An ag_mha
+ * with .textbook = 1 takes this path everywhere. */
 ag_tensor *ag_attention_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
                                  double fill, double p_drop, ag_tensor **weights);
 ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv,
@@ -148,7 +104,7 @@ ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q,
 
 /* ---- Add&Norm, feed-forward, positions ----------------------------------- */
 
-/* Post-norm residual: layer_norm(x + dropout(y)). */
+/* layer_norm(x + dropout(y)), the post-norm residual. */
 ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop);
 
 /* The feed-forward layer's activation. */
@@ -168,8 +124,7 @@ ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int 
                          uint64_t seed);
 ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x);
 
-/* Sinusoidal positions [T, C] (a leaf, no gradient):
- *   P[t, 2i] = sin(t / 10000^(2i / C)),  P[t, 2i+1] = cos(t / 10000^(2i / C)). */
+/* [T, C] leaf: P[t, 2i] = sin(t / 10000^(2i/C)), P[t, 2i+1] = cos(same). */
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C);
 
 /* ---- token and position embeddings ------------------------------------------- */
@@ -181,11 +136,8 @@ typedef enum ag_positions {
     AG_POS_NONE         /* tokens only */
 } ag_positions;
 
-/* x[b, t] = tokens[ids[b, t]] + positions[t]:  ids [B, T] -> [B, T, C].
- * Parameters "<prefix>.tokens.weight" [V, C] and, when learned,
- * "<prefix>.positions.weight" [max_len, C]; both N(0, 1) at init, as
- * nn.Embedding.  The token table can also be the output layer (weight
- * tying, as GPT-2): ag_embedding_layer_logits. */
+/* x[b, t] = tokens[ids[b, t]] + positions[t]: "<prefix>.tokens.weight" and
+ * (learned) "<prefix>.positions.weight", N(0, 1) as nn.Embedding. */
 typedef struct ag_embedding_layer {
     ag_tensor *tokens;    /* [V, C] */
     ag_tensor *positions; /* [max_len, C], or NULL unless AG_POS_LEARNED */
@@ -195,8 +147,7 @@ typedef struct ag_embedding_layer {
 /* max_len bounds T for learned positions (ignored otherwise). */
 ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
                                   int max_len, ag_positions kind, uint64_t seed);
-/* ids [B, T] (B * T ints, each in [0, V)) -> [B, T, C].  T > max_len with
- * learned positions is an error on g. */
+/* ids [B, T] (each in [0, V)) -> [B, T, C]; T > max_len (learned) is an error. */
 ag_tensor *ag_embedding_layer_forward(ag_graph *g, const ag_embedding_layer *e, const int *ids, int B, int T);
 /* The tied output layer: logits = x tokens^T, x [..., C] -> [..., V]. */
 ag_tensor *ag_embedding_layer_logits(ag_graph *g, const ag_embedding_layer *e, ag_tensor *x);
@@ -229,27 +180,17 @@ ag_tensor *ag_prepend_token(ag_graph *g, ag_tensor *tok, ag_tensor *x);
 
 /* ---- Transformer blocks ----------------------------------------------------- */
 
-/* Options of a block; all zeros (or a NULL pointer) is the original
- * Transformer's block, as ag_encoder_block_init and ag_decoder_block_init
- * make it. */
+/* A block's options; all zeros (or NULL) is the original Transformer's. */
 typedef struct ag_block_config {
-    /* Where the layer norms sit around each sublayer f (attention, FFN):
-     *   0, post-norm:  x = norm(x + dropout(f(x)))   (Vaswani et al.)
-     *   1, pre-norm:   x = x + dropout(f(norm(x)))   (GPT-2; PyTorch's
-     *                  norm_first=True): the residual path is never
-     *                  normalised, so deep stacks train without warmup;
-     *                  a final layer norm after the last block is the
-     *                  model's (ag_gpt has one). */
+    /* 0, post-norm: x = norm(x + dropout(f(x))) (Vaswani et al.);
+     * 1, pre-norm:  x = x + dropout(f(norm(x))) (GPT-2, norm_first=True) */
     int pre_norm;
     ag_activation activation; /* the FFN's: relu (0), gelu, gelu_tanh */
-    /* The self-attention is causal: query t sees keys s <= t, with no mask
-     * from the caller (ag_mha.causal).  Any mask given is applied too. */
-    int causal;
+    int causal;               /* self-attention: query t sees keys s <= t */
 } ag_block_config;
 
-/* Encoder block (post-norm): x = addnorm1(x, self_attention(x, x, src_mask));
- *                            x = addnorm2(x, ffn(x)).
- * With cfg.causal it is the decoder-only (GPT) block. */
+/* Self-attention then FFN, each a sublayer as cfg.pre_norm says; with
+ * cfg.causal, the decoder-only (GPT) block. */
 typedef struct ag_encoder_block {
     ag_mha attention;
     ag_layernorm norm1, norm2;
@@ -258,11 +199,8 @@ typedef struct ag_encoder_block {
     ag_block_config cfg;
 } ag_encoder_block;
 
-/* Decoder block (post-norm): x = addnorm1(x, self_attention(x, x, causal mask));
- *                            x = addnorm2(x, cross_attention(x, enc, src_mask));
- *                            x = addnorm3(x, ffn(x)).
- * Pre-norm: norm1, norm2, norm3 move to the sublayers' inputs (the
- * encoder's output enc is used as it is, as nn.TransformerDecoderLayer). */
+/* Self-attention, cross-attention over the encoder's output, then FFN,
+ * each a sublayer as cfg.pre_norm says (enc is never normalised here). */
 typedef struct ag_decoder_block {
     ag_mha self_attention, cross_attention;
     ag_layernorm norm1, norm2, norm3;
@@ -271,13 +209,12 @@ typedef struct ag_decoder_block {
     ag_block_config cfg;
 } ag_decoder_block;
 
-/* The decoder-only block: causal self-attention and an FFN, nothing from an
- * encoder; an encoder block made with cfg.causal = 1. */
+/* The decoder-only block: an encoder block with cfg.causal = 1. */
 typedef ag_encoder_block ag_decoder_only_block;
 
-/* Parameters under "<prefix>.attention.*", "<prefix>.norm1.*", "<prefix>.ffn.dense1.*",
- * ... ("<prefix>.self_attention.*", "<prefix>.cross_attention.*" for the decoder).
- * Linear weights Xavier-uniform with zero biases (the translator's init). */
+/* Blocks with cfg all zeros; parameters "<prefix>.attention.*" (decoder:
+ * ".self_attention.*", ".cross_attention.*"), ".norm1.*", ".ffn.dense1.*",
+ * ...; linear weights Xavier-uniform, biases 0. */
 ag_status ag_encoder_block_init(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H,
                                 int F, double dropout, uint64_t seed);
 ag_status ag_decoder_block_init(ag_decoder_block *b, ag_store *s, const char *prefix, int C, int H,
@@ -290,36 +227,25 @@ ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char 
 /* An encoder block with cfg (NULL: zeros) and causal forced on. */
 ag_status ag_decoder_only_block_init(ag_decoder_only_block *b, ag_store *s, const char *prefix, int C, int H,
                                      int F, double dropout, const ag_block_config *cfg, uint64_t seed);
-/* x [B, S, C]; src_mask broadcastable to [B, H, S, S] or NULL; *weights gets
- * the attention weights [B, H, S, S] when not NULL. */
+/* x [B, S, C] -> [B, S, C]; src_mask broadcast to [B, H, S, S] or NULL;
+ * *weights (if not NULL) gets [B, H, S, S]. */
 ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,
                             ag_tensor **weights);
-/* x [B, T, C], enc [B, S, C]; self_mask (usually the causal mask [T, T]) and
- * src_mask (padding of the source, [B, 1, 1, S]) may be NULL.  self_w and
- * cross_w receive the two attention weight tensors when not NULL. */
+/* x [B, T, C], enc [B, S, C] -> [B, T, C]; self_mask (causal [T, T]) and
+ * src_mask ([B, 1, 1, S]) may be NULL; self_w, cross_w get the weights. */
 ag_tensor *ag_decoder_block_forward(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, ag_tensor *enc,
                             ag_tensor *self_mask, ag_tensor *src_mask, ag_tensor **self_w,
                             ag_tensor **cross_w);
-/* x [B, T, C] -> [B, T, C], causal; *weights gets [B, H, T, T] when not
- * NULL. */
+/* x [B, T, C] -> [B, T, C], causal; *weights gets [B, H, T, T]. */
 ag_tensor *ag_decoder_only_block_forward(ag_graph *g, const ag_decoder_only_block *b, ag_tensor *x,
                                          ag_tensor **weights);
 
 
 /* ---- the encoder-decoder Transformer (the translator's model) ----------- */
 
-/* The initial weights ag_seq2seq_init draws (LayerNorm gains 1, biases 0 in
- * both):
- *   AG_SEQ2SEQ_INIT_SCALED  embeddings N(0, 1/C), so that E * sqrt(C) has
- *                           unit variance like the positions; linear weights
- *                           Xavier-uniform; linear biases 0.
- *   AG_SEQ2SEQ_INIT_D2L     what d2l.ai's train_seq2seq gives its Transformer:
- *                           embeddings N(0, 1) (nn.Embedding's default), so
- *                           E * sqrt(C) has variance C; linear weights
- *                           Xavier-uniform; the FFN's and the output layer's
- *                           biases U(-1/sqrt(in), 1/sqrt(in)) (nn.Linear's
- *                           default, which d2l keeps); the attention
- *                           projections' biases 0 (d2l's have none). */
+/* SCALED: embeddings N(0, 1/C), linear biases 0; D2L: d2l.ai's init,
+ * embeddings N(0, 1), FFN and output biases U(-1/sqrt(in), 1/sqrt(in)).
+ * Both: linear weights Xavier-uniform, layer norms 1 and 0. */
 enum { AG_SEQ2SEQ_INIT_SCALED = 0, AG_SEQ2SEQ_INIT_D2L = 1 };
 
 typedef struct ag_seq2seq_config {
@@ -333,9 +259,8 @@ typedef struct ag_seq2seq_config {
     int init;                 /* AG_SEQ2SEQ_INIT_*; 0 (scaled) when left out */
 } ag_seq2seq_config;
 
-/* Parameters: "encoder.embedding.weight" [Vs, C], "encoder.blocks.<i>.*",
- * "decoder.embedding.weight" [Vt, C], "decoder.blocks.<i>.*",
- * "decoder.dense.weight" [Vt, C], "decoder.dense.bias" [Vt]. */
+/* "encoder.embedding.weight" [Vs, C], "encoder.blocks.<i>.*", "decoder.
+ * embedding.weight" [Vt, C], "decoder.blocks.<i>.*", "decoder.dense.*". */
 typedef struct ag_seq2seq {
     ag_seq2seq_config cfg;
     ag_tensor *src_embedding, *tgt_embedding;
@@ -344,25 +269,20 @@ typedef struct ag_seq2seq {
     ag_linear dense;
 } ag_seq2seq;
 
-/* Make every parameter in s, drawn as cfg->init says (AG_SEQ2SEQ_INIT_*),
- * seeded.  Errors (a bad config value, an unknown init among them) name the
- * problem in ag_store_error(s). */
+/* Every parameter in s, drawn as cfg->init says; a bad config value is
+ * AG_ERR_ARG.  m owns its blocks: ag_seq2seq_free. */
 ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *cfg, uint64_t seed);
 void ag_seq2seq_free(ag_seq2seq *m);
 
-/* Encoder: src ids [B, S] (padded), src_valid [B] -> [B, S, C].
- *   x = dropout(embed(src) * sqrt(C) + P[:S]);  x = block_i(x, padding mask)
- * *src_mask (if not NULL) receives the key-padding mask [B, 1, 1, S]. */
+/* src ids [B, S], src_valid [B] -> [B, S, C]: blocks over dropout(embed *
+ * sqrt(C) + positions); *src_mask (if not NULL) gets the mask [B, 1, 1, S]. */
 ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                              int S, ag_tensor **src_mask);
-/* Decoder: tgt_in ids [B, T] (<bos> + target shifted) over enc [B, S, C]
- * -> logits [B, T, Vt].  Causal self-attention, cross-attention with
- * src_mask. */
+/* tgt_in ids [B, T] (<bos> + target) over enc [B, S, C] -> logits [B, T, Vt]. */
 ag_tensor *ag_seq2seq_decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask,
                              const int *tgt_in, int B, int T);
-/* The attention weights of one forward pass, for pictures: per layer, the
- * encoder's self-attention [B, H, S, S], the decoder's causal
- * self-attention [B, H, T, T] and its cross-attention [B, H, T, S]. */
+/* Per layer: encoder self [B, H, S, S], decoder self [B, H, T, T], cross
+ * [B, H, T, S] attention weights. */
 #define AG_SEQ2SEQ_MAX_LAYERS 16
 typedef struct ag_seq2seq_weights {
     int layers;
@@ -370,36 +290,24 @@ typedef struct ag_seq2seq_weights {
     ag_tensor *dec_self[AG_SEQ2SEQ_MAX_LAYERS];
     ag_tensor *dec_cross[AG_SEQ2SEQ_MAX_LAYERS];
 } ag_seq2seq_weights;
-/* Encode src and decode tgt_in [B, T] once (eval mode), filling w with every
- * layer's attention weights (the first AG_SEQ2SEQ_MAX_LAYERS layers).
- * Returns the logits [B, T, Vt]. */
+/* One eval forward -> logits [B, T, Vt], w filled (first 16 layers). */
 ag_tensor *ag_seq2seq_trace(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B, int S,
                             const int *tgt_in, int T, ag_seq2seq_weights *w);
-/* Mean cross-entropy over the target tokens that are not <pad> (id 0).
- * Computed on the real tokens only: a source's first src_valid[b]
- * positions, a target's positions up to its last non-<pad> token; every
- * position-wise layer skips the padding (attention alone sees the padded
- * layout).  The same value as the padded computation. */
+/* Scalar mean cross-entropy of tgt_out [B, T] over its non-<pad> tokens
+ * (position-wise layers skip the padding; the same value). */
 ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid,
                            const int *tgt_in, const int *tgt_out, int B, int S, int T);
 /* ---- data-parallel training: the translator's batch on several threads -- */
 
-/* An ag_team (attograd.h) for the translator: n workers, replicas of m made
- * by ag_seq2seq_init.  NULL on a bad argument or no memory, with the
- * reason in err (errlen bytes). */
+/* An ag_team of n workers for m; NULL with the reason in err (errlen bytes). */
 typedef struct ag_seq2seq_team ag_seq2seq_team;
 ag_seq2seq_team *ag_seq2seq_team_new(const ag_seq2seq *m, ag_store *s, int n, char *err, size_t errlen);
 void ag_seq2seq_team_free(ag_seq2seq_team *t);
 int ag_seq2seq_team_size(const ag_seq2seq_team *t);
 
-/* The batch's loss, as ag_seq2seq_loss gives it (the mean cross-entropy of
- * its target tokens), into *loss, and its gradient added into the
- * parameters' gradients, as ag_backward would (ag_team_step).  The batch is
- * cut into min(n, B) runs of consecutive sentences of about equal work
- * (a source token counts 1, a target token 2); each part weighs its share of the target
- * tokens.  With n = 1 it is ag_seq2seq_loss and ag_backward on g, bit for
- * bit.  Returns g's status; on failure ag_graph_error(g) names the problem
- * (and the worker and its sentences). */
+/* *loss = ag_seq2seq_loss of the batch, its gradient added as ag_backward
+ * would, the batch cut among the workers (ag_team_step); n = 1 gives the
+ * same bits.  Returns g's status. */
 ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, const int *src_valid,
                                const int *tgt_in, const int *tgt_out, int B, int S, int T, double *loss);
 /* The cut ag_seq2seq_team_step makes for n workers (1..256): returns the
@@ -409,14 +317,9 @@ ag_status ag_seq2seq_team_step(ag_seq2seq_team *t, ag_graph *g, const int *src, 
 int ag_seq2seq_cut(const ag_seq2seq *m, const int *src_valid, const int *tgt_out, int B, int S, int T, int n, int *lo,
                    double *w);
 
-/* Greedy decoding of B sentences at once, in no-grad mode: the encoder
- * runs once (the cross-attentions' keys and values too); each step decodes
- * only the newest position, its self-attention reading the earlier
- * positions' keys and values from a key/value cache (the tokens of
- * decoding the whole prefix at every step).  Allocates per call, never per
- * step.  out [B, max_len] gets the ids up to (not including) <eos>,
- * out_len [B] their counts.  Uses (and resets) g; returns the graph's
- * status. */
+/* Greedy decoding with a key/value cache, no-grad: out [B, max_len] gets
+ * the ids before <eos>, out_len [B] their counts.  Uses (and resets) g;
+ * returns its status. */
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
                             int S, int bos, int eos, int max_len, int *out, int *out_len);
 
@@ -436,12 +339,8 @@ typedef struct ag_gpt_config {
 } ag_gpt_config;
 
 /* logits = head(norm(block_L(... block_1(embed(ids))))), pre-norm causal
- * blocks (ag_decoder_only_block).  Parameters, as the PyTorch twin's
- * state_dict (tests/reference/gpt.py):
- *   "embedding.tokens.weight" [V, C], "embedding.positions.weight" [T, C],
- *   "blocks.<i>.attention.w_{q,k,v,o}.{weight,bias}", "blocks.<i>.norm1.*",
- *   "blocks.<i>.ffn.dense{1,2}.{weight,bias}", "blocks.<i>.norm2.*",
- *   "norm.weight", "norm.bias", and "head.weight" [V, C] when untied. */
+ * blocks; parameters "embedding.*", "blocks.<i>.*", "norm.*" and, untied,
+ * "head.weight", as tests/reference/gpt.py's state_dict. */
 typedef struct ag_gpt {
     ag_gpt_config cfg;
     ag_embedding_layer embedding;
@@ -450,21 +349,17 @@ typedef struct ag_gpt {
     ag_linear head;                /* unused (weight NULL) when tied */
 } ag_gpt;
 
-/* Make every parameter in s, initialised as GPT-2 (seeded): embeddings and
- * linear weights N(0, 0.02), the residual projections (w_o, dense2)
- * N(0, 0.02 / sqrt(2 L)), biases 0, layer norms gain 1 and bias 0.  A bad
- * config value is AG_ERR_ARG with the message in ag_store_error(s). */
+/* GPT-2's init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2 L)),
+ * biases 0; a bad config value is AG_ERR_ARG.  Free m with ag_gpt_free. */
 ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t seed);
 void ag_gpt_free(ag_gpt *m);
 /* ids [B, T] (T <= context) -> logits [B, T, V]. */
 ag_tensor *ag_gpt_forward(ag_graph *g, const ag_gpt *m, const int *ids, int B, int T);
-/* Mean cross-entropy of the logits of ids [B, T] against targets [B, T]
- * (each position predicts the next character: targets[t] = ids[t + 1]). */
+/* Scalar mean cross-entropy of ids [B, T]'s logits against targets [B, T]. */
 ag_tensor *ag_gpt_loss(ag_graph *g, const ag_gpt *m, const int *ids, const int *targets, int B, int T);
 
 /* ---- sampling ---------------------------------------------------------------- */
 
-/* How the next token is drawn from a row of logits. */
 typedef struct ag_sample_opts {
     double temperature; /* p ~ exp(logit / temperature); 0: greedy (argmax) */
     int top_k;          /* draw among the top_k largest logits only; 0: all */
@@ -473,49 +368,30 @@ typedef struct ag_sample_opts {
                            (no key/value cache); the same tokens, slower */
 } ag_sample_opts;
 
-/* One draw from logits [V]: among the logits >= the top_k-th largest (all
- * when top_k is 0 or >= V), token v with probability proportional to
- * exp(logit_v / temperature), from rng; temperature 0 is the argmax (the
- * lowest id on a tie).  Non-finite logits are never drawn.  work holds V
- * doubles (scratch).  Returns the id, or -1 when no logit is finite (or an
- * argument is NULL or V < 1). */
+/* Token v with p ~ exp(logit_v / temperature) among the top_k (0: all),
+ * the argmax for temperature 0; work: V doubles.  -1 when no logit is
+ * finite or an argument is bad. */
 int ag_sample_logits(const ag_real *logits, int V, double temperature, int top_k, ag_rng *rng, double *work);
 
-/* Continue prompt (n_prompt >= 1 ids) by n_new tokens into out (n_prompt +
- * n_new ids: the prompt, then the new ones).  Each token's logits are
- * those of the model on the last `context` ids, in eval and no-grad mode,
- * computed with a key/value cache: the prompt's window once, then one row
- * per token; once the sequence outgrows the context, the cropped window is
- * recomputed for each token.  The token is drawn from the last position's
- * logits.  Allocates per call, never per token.  Uses (and resets) g;
- * returns its status (an error names the problem, e.g. an id out of range). */
+/* out [n_prompt + n_new] = the prompt, then n_new tokens drawn from the
+ * model's last logits over the last `context` ids (eval, no-grad, a key/value
+ * cache).  Uses (and resets) g; returns its status. */
 ag_status ag_gpt_sample(ag_graph *g, const ag_gpt *m, const int *prompt, int n_prompt, int n_new,
                         const ag_sample_opts *opts, int *out);
 
 /* ---- incremental decoding: the key/value cache ------------------------------- */
 
-/* The keys and values that every block's attention computed for the
- * positions seen so far (context rows per block, zero at first), so that
- * the next token's forward computes only its own row:
- *
- *   ag_gpt_cache *c = ag_gpt_cache_new(&m);
- *   logits = ag_gpt_forward_cached(g, &m, c, prompt, n);  [1, n, V]
- *   logits = ag_gpt_forward_cached(g, &m, c, &next, 1);   [1, 1, V]: position n
- *
- * Each call's logits equal those of ag_gpt_forward on the whole prefix (to
- * rounding).  The learned positions end at the context: a sequence longer
- * than that is cropped to its newest `context` ids and recomputed from an
- * emptied cache (ag_gpt_sample does this, as nanoGPT's generate crops). */
+/* Every block's keys and values of the positions seen so far, so that the
+ * next token's forward computes only its own row. */
 typedef struct ag_gpt_cache ag_gpt_cache;
 /* NULL when out of memory or m is not made. */
 ag_gpt_cache *ag_gpt_cache_new(const ag_gpt *m);
 void ag_gpt_cache_free(ag_gpt_cache *c);
 void ag_gpt_cache_clear(ag_gpt_cache *c); /* forget every position */
 int ag_gpt_cache_len(const ag_gpt_cache *c); /* positions held */
-/* ids [T] at positions len .. len + T - 1 -> logits [1, T, V]; the cache
- * then holds len + T positions.  len + T > context is AG_ERR_SHAPE on g
- * (the cache is unchanged).  Eval mode: a model with dropout on a graph in
- * training mode is AG_ERR_STATE.  Best in no-grad mode (ag_graph_set_grad). */
+/* ids [T] at positions len .. len + T - 1 -> logits [1, T, V], as
+ * ag_gpt_forward on the whole prefix; len + T > context is AG_ERR_SHAPE
+ * (cache unchanged); dropout in training mode is AG_ERR_STATE. */
 ag_tensor *ag_gpt_forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, const int *ids, int T);
 
 #ifdef __cplusplus

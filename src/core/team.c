@@ -15,8 +15,8 @@
  * of the step adds into the model's and zeroes again.
  *
  * Why not split each op across threads instead (src/core/threads.c does, for
- * large ops): a toy step is hundreds of ops of a few microseconds, and
- * waking a sleeping helper costs tens of microseconds on a busy machine.
+ * large ops): a toy step is hundreds of small ops, and waking a sleeping
+ * helper costs more than one of them gains from it.
  * Here the threads meet twice a step: after the backward passes, and after
  * the sum of the gradients.
  *

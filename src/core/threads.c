@@ -10,13 +10,11 @@
  * its end: the loops that split are large enough to repay that too).
  *
  * A loop runs on one thread, without starting any, when it is small
- * (under ~1M values, some hundreds of microseconds of work) or already
- * inside a parallel loop.  A fork and join costs microseconds on an idle
- * machine, but waking a sleeping helper (OMP_WAIT_POLICY=passive, below)
- * took tens of microseconds on the virtual machine this was tuned on:
- * with a threshold of 128K values, attention at (8, 32, 128, 8) ran at
- * 1.19 ms on two threads against 0.79 ms with this one, and the large
- * sizes kept their gain.  (A team of one would even call malloc.)
+ * (under ~1M values) or already inside a parallel loop.  A fork and join
+ * is cheap on an idle machine, but waking a sleeping helper
+ * (OMP_WAIT_POLICY=passive, below) costs more than a smaller loop gains
+ * from it (a lower threshold: docs/benchmarks.md).  (A team of one would
+ * even call malloc.)
  *
  * On a machine shared with other busy programs, run with
  * OMP_WAIT_POLICY=passive: a thread that has finished its share then sleeps

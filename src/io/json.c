@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "attograd.h"
+#include "attograd_core.h"
 #include "core/alloc.h"
 
 typedef struct parser {
@@ -261,6 +261,62 @@ typedef struct frame {
     uint32_t node, last; /* the open container and its latest child */
 } frame;
 
+/* The type of the value that starts at p->at (whitespace skipped). */
+static ag_status value_type(parser *p, int *type)
+{
+    char b[16];
+    skip_ws(p);
+    if (p->at >= p->len) return fail(p, p->at, "unexpected end of input, expected a value");
+    char c = p->s[p->at];
+    switch (c) {
+    case '{': *type = AG__JSON_OBJECT; break;
+    case '[': *type = AG__JSON_ARRAY; break;
+    case '"': *type = AG__JSON_STRING; break;
+    case 't': *type = AG__JSON_TRUE; break;
+    case 'f': *type = AG__JSON_FALSE; break;
+    case 'n': *type = AG__JSON_NULL; break;
+    default:
+        if (c == '-' || is_digit(c)) *type = AG__JSON_NUMBER;
+        else return fail(p, p->at, "unexpected %s, expected a value", show_byte(p, b));
+    }
+    return AG_OK;
+}
+
+/* Node idx becomes the last child of the open container f (under key, in
+ * an object). */
+static void link_child(parser *p, frame *f, uint32_t idx, uint32_t key, uint32_t key_len)
+{
+    ag__json_node *parent = &p->j->nodes[f->node];
+    if (parent->count == 0) parent->first = idx;
+    else p->j->nodes[f->last].next = idx;
+    parent->count++;
+    f->last = idx;
+    if (parent->type == AG__JSON_OBJECT) {
+        p->j->nodes[idx].key = key;
+        p->j->nodes[idx].key_len = key_len;
+    }
+}
+
+/* A string, number or literal of the given type into node idx. */
+static ag_status parse_scalar(parser *p, int type, uint32_t idx)
+{
+    ag_status st;
+    if (type == AG__JSON_STRING) {
+        uint32_t off, slen;
+        if ((st = parse_string(p, &off, &slen))) return st;
+        p->j->nodes[idx].str = off;
+        p->j->nodes[idx].str_len = slen;
+        return AG_OK;
+    }
+    if (type == AG__JSON_NUMBER) return parse_number(p, idx);
+    const char *word = type == AG__JSON_TRUE ? "true" : type == AG__JSON_FALSE ? "false" : "null";
+    size_t wl = strlen(word);
+    if (p->len - p->at < wl || memcmp(p->s + p->at, word, wl) != 0)
+        return fail(p, p->at, "invalid literal (expected '%s')", word);
+    p->at += wl;
+    return AG_OK;
+}
+
 static ag_status parse(parser *p)
 {
     frame stack[AG__JSON_MAX_DEPTH];
@@ -271,35 +327,10 @@ static ag_status parse(parser *p)
 
     for (;;) {
         /* ---- one value ---- */
-        skip_ws(p);
-        if (p->at >= p->len) return fail(p, p->at, "unexpected end of input, expected a value");
-        char c = p->s[p->at];
-        int type;
-        switch (c) {
-        case '{': type = AG__JSON_OBJECT; break;
-        case '[': type = AG__JSON_ARRAY; break;
-        case '"': type = AG__JSON_STRING; break;
-        case 't': type = AG__JSON_TRUE; break;
-        case 'f': type = AG__JSON_FALSE; break;
-        case 'n': type = AG__JSON_NULL; break;
-        default:
-            if (c == '-' || is_digit(c)) type = AG__JSON_NUMBER;
-            else return fail(p, p->at, "unexpected %s, expected a value", show_byte(p, b));
-        }
-        uint32_t idx;
-        if ((st = new_node(p, type, &idx))) return st;
-        if (depth > 0) { /* link it under the open container */
-            frame *f = &stack[depth - 1];
-            ag__json_node *parent = &p->j->nodes[f->node];
-            if (parent->count == 0) parent->first = idx;
-            else p->j->nodes[f->last].next = idx;
-            parent->count++;
-            f->last = idx;
-            if (parent->type == AG__JSON_OBJECT) {
-                p->j->nodes[idx].key = key;
-                p->j->nodes[idx].key_len = key_len;
-            }
-        }
+        int type = 0;
+        uint32_t idx = 0;
+        if ((st = value_type(p, &type)) || (st = new_node(p, type, &idx))) return st;
+        if (depth > 0) link_child(p, &stack[depth - 1], idx, key, key_len);
         if (type == AG__JSON_OBJECT || type == AG__JSON_ARRAY) {
             if (depth == AG__JSON_MAX_DEPTH)
                 return fail(p, p->at, "nesting deeper than %d arrays/objects", AG__JSON_MAX_DEPTH);
@@ -314,19 +345,8 @@ static ag_status parse(parser *p)
                 if (type == AG__JSON_OBJECT && (st = parse_key(p, &key, &key_len))) return st;
                 continue; /* its first value */
             }
-        } else if (type == AG__JSON_STRING) {
-            uint32_t off, slen;
-            if ((st = parse_string(p, &off, &slen))) return st;
-            p->j->nodes[idx].str = off;
-            p->j->nodes[idx].str_len = slen;
-        } else if (type == AG__JSON_NUMBER) {
-            if ((st = parse_number(p, idx))) return st;
-        } else {
-            const char *word = type == AG__JSON_TRUE ? "true" : type == AG__JSON_FALSE ? "false" : "null";
-            size_t wl = strlen(word);
-            if (p->len - p->at < wl || memcmp(p->s + p->at, word, wl) != 0)
-                return fail(p, p->at, "invalid literal (expected '%s')", word);
-            p->at += wl;
+        } else if ((st = parse_scalar(p, type, idx))) {
+            return st;
         }
 
         /* ---- after a value: ',' for the next one, or close containers ---- */

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attograd.h"
+#include "attograd_core.h"
 
 #define AG__JSON_MAX_DEPTH 64
 

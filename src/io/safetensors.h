@@ -20,7 +20,7 @@
 #ifndef AG_IO_SAFETENSORS_H
 #define AG_IO_SAFETENSORS_H
 
-#include "attograd.h"
+#include "attograd_io.h"
 #include "core/alloc.h"
 
 #include <stdint.h>

@@ -2,6 +2,7 @@
  * and the initializers they use.  Every init failure leaves a message in
  * ag_store_error naming the layer and the bad value. */
 #include "nn/nn_internal.h"
+#include "attograd_compat.h" /* defines the deprecated ag_norm_* */
 
 #include <math.h>
 #include <stdio.h>

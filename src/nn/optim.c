@@ -32,6 +32,7 @@
  * type. */
 #include "nn/nn_internal.h"
 #include "attograd_optim.h"
+#include "attograd_compat.h" /* defines the deprecated ag_optim_last_error */
 
 #include <math.h>
 #include <stdio.h>
@@ -241,8 +242,8 @@ AG_ISA_CLONES(void, sgd_update, SGD_PARAMS, sgd_update(o, n, p, grad, buf))
  * are worked out in double, as PyTorch works them out in Python, then
  * rounded once to ag_real, and the elements' arithmetic is ag_real's, as
  * torch.optim.Adam's on a float tensor: float in the float build (a
- * division and a square root per element in double would cost three
- * times as long), double in the double build. */
+ * division and a square root per element in double would be most of the
+ * update's time), double in the double build. */
 static inline AG_ALWAYS_INLINE void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p,
                                                 const ag_real *grad, ag_real *m, ag_real *v)
 {

@@ -14,7 +14,6 @@
  *
  * Cost: O(len_pred * (len_pred + len_label) * n) per order, fine for
  * sentences. */
-#include "attograd.h"
 #include "core/alloc.h"
 
 #include <string.h>

@@ -5,7 +5,6 @@
  * Invariant: a group's references are one run of the shared arrays, in the
  * order of the file; building takes two blocks (kept, and a temporary hash
  * table) and fails whole. */
-#include "attograd.h"
 #include "core/alloc.h"
 
 #include "attograd_text.h"

@@ -15,7 +15,6 @@
  * Memory: a pairs object is a few blocks from ag__malloc, sized by a
  * measuring pass first, so a parse either succeeds whole or frees
  * everything and says AG_ERR_NOMEM.  Nothing here recurses. */
-#include "attograd.h"
 #include "core/alloc.h"
 
 #include <assert.h>

@@ -5,7 +5,6 @@
  *
  * Invariant: a vocabulary is one block (struct, id -> token, hash table,
  * token bytes), so it is freed with one call and never half built. */
-#include "attograd.h"
 #include "core/alloc.h"
 
 #include <assert.h>

@@ -9,7 +9,7 @@
 #ifndef AG_VIZ_H
 #define AG_VIZ_H
 
-#include "attograd.h"
+#include "attograd_viz.h"
 #include "core/alloc.h"
 #include "io/file.h"
 

@@ -17,6 +17,7 @@
 #   - any other block is file-scope code (declarations, functions): it is
 #     compiled as a file of its own, with the same includes in front.
 # Text that is not C goes in a plain ``` block.
+# docs/benchmarks.md stays within 12 KB (12,288 bytes).
 # Prints one line per block and 'docs: N passed, N failed' last; exits 1 on a failure.
 set -u
 B=$(cd "${1:-build}" && pwd)
@@ -71,5 +72,13 @@ for md in "${files[@]}"; do
         fi
     done < "$d/list"
 done
+# The benchmarks page holds the current results, the machine, the method and
+# what did not help: a history of rounds belongs in the commits.
+max_bench=12288
+if [ -f docs/benchmarks.md ]; then
+    size=$(wc -c < docs/benchmarks.md)
+    if [ "$size" -le $max_bench ]; then ok "docs/benchmarks.md: $size bytes (at most $max_bench)"
+    else no "docs/benchmarks.md: $size bytes, more than $max_bench: keep the current results only"; fi
+fi
 echo "docs: $pass passed, $fail failed"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]

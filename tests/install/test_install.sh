@@ -34,9 +34,14 @@ if $MAKE --no-print-directory -s install BUILD="$B" DESTDIR="$dest" PREFIX="$pre
 then ok "make install DESTDIR=... PREFIX=$prefix"
 else no "make install failed:"; tail -n 20 "$tmp/install.log"; fi
 
-want="include/attograd.h include/attograd_core.h lib/libattograd.a lib/libattograd64.a
-lib/libattograd.so lib/libattograd.so.0 lib/libattograd64.so lib/libattograd64.so.0
-lib/pkgconfig/attograd.pc lib/pkgconfig/attograd64.pc"
+# The soname rule (CHANGELOG.md): libattograd.so.0.MINOR before 1.0, then
+# libattograd.so.MAJOR; the version is the one attograd.pc states.
+version=$(sed -n 's/^Version: //p' "$lib/pkgconfig/attograd.pc" 2> /dev/null)
+IFS=. read -r major minor _ <<< "$version"
+if [ "$major" = 0 ]; then so=$major.$minor; else so=$major; fi
+want="include/attograd.h include/attograd_core.h include/attograd_compat.h lib/libattograd.a lib/libattograd64.a
+lib/libattograd.so lib/libattograd.so.$so lib/libattograd.so.$version lib/libattograd64.so lib/libattograd64.so.$so
+lib/libattograd64.so.$version lib/pkgconfig/attograd.pc lib/pkgconfig/attograd64.pc"
 missing=""
 for f in $want; do [ -e "$dest$prefix/$f" ] || missing="$missing $f"; done
 for h in include/attograd*.h; do cmp -s "$h" "$dest$prefix/$h" || missing="$missing $h"; done
@@ -44,6 +49,11 @@ if [ -z "$missing" ]; then ok "installed: every header, both libraries static an
 else no "not installed:$missing"; fi
 if grep -qx "prefix=$prefix" "$lib/pkgconfig/attograd.pc" 2> /dev/null; then ok "attograd.pc names prefix=$prefix"
 else no "attograd.pc does not name prefix=$prefix"; fi
+for l in attograd attograd64; do
+    got=$(readelf -d "$lib/lib$l.so.$version" 2> /dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    if [ "$got" = "lib$l.so.$so" ]; then ok "lib$l.so.$version: soname $got (version $version)"
+    else no "lib$l.so.$version: soname '$got', the rule for version '$version' gives lib$l.so.$so"; fi
+done
 
 # The README's first example and its output.
 mkdir -p "$tmp/ex"
@@ -62,9 +72,9 @@ build_run() {
         no "$name: cc example.c $flags failed:"; head -n 10 "$tmp/$name.err"; return 1
     fi
     local needs
-    needs=$(readelf -d "$tmp/$name" | grep -c "NEEDED.*lib$pc\\.so\\.0")
-    if [ "$how" = shared ] && [ "$needs" != 1 ]; then no "$name: the program does not load lib$pc.so.0"; return 1; fi
-    if [ "$how" = static ] && [ "$needs" != 0 ]; then no "$name: the program loads lib$pc.so.0"; return 1; fi
+    needs=$(readelf -d "$tmp/$name" | grep '(NEEDED)' | grep -cF "[lib$pc.so.$so]")
+    if [ "$how" = shared ] && [ "$needs" != 1 ]; then no "$name: the program does not load lib$pc.so.$so"; return 1; fi
+    if [ "$how" = static ] && [ "$needs" != 0 ]; then no "$name: the program loads lib$pc.so.$so"; return 1; fi
     if ! LD_LIBRARY_PATH="$lib" "$tmp/$name" > "$tmp/$name.got" 2>&1; then
         no "$name: the program failed: $(head -n 3 "$tmp/$name.got")"; return 1
     fi

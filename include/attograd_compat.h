@@ -1,0 +1,63 @@
+/* attograd_compat.h: the names before 0.2, kept until 1.0 so that code
+ * written against them compiles unchanged (CHANGELOG.md, "Deprecated").
+ * attograd.h includes it unless AG_NO_DEPRECATED is defined. */
+#ifndef ATTOGRAD_COMPAT_H
+#define ATTOGRAD_COMPAT_H
+
+#include "attograd_core.h"
+#include "attograd_io.h"
+#include "attograd_nn.h"
+#include "attograd_optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ag_st_* are ag_safetensors_* (attograd_io.h). */
+typedef ag_safetensors ag_st;
+typedef ag_safetensors_writer ag_st_writer;
+#define ag_st_load ag_safetensors_load
+#define ag_st_parse ag_safetensors_parse
+#define ag_st_free ag_safetensors_free
+#define ag_st_count ag_safetensors_count
+#define ag_st_name ag_safetensors_name
+#define ag_st_find ag_safetensors_find
+#define ag_st_dtype ag_safetensors_dtype
+#define ag_st_ndim ag_safetensors_ndim
+#define ag_st_shape ag_safetensors_shape
+#define ag_st_numel ag_safetensors_numel
+#define ag_st_bytes ag_safetensors_bytes
+#define ag_st_meta ag_safetensors_meta
+#define ag_st_meta_count ag_safetensors_meta_count
+#define ag_st_meta_key ag_safetensors_meta_key
+#define ag_st_read ag_safetensors_read
+#define ag_st_read_tensor ag_safetensors_read_tensor
+#define ag_st_read_int ag_safetensors_read_int
+#define ag_st_writer_new ag_safetensors_writer_new
+#define ag_st_writer_free ag_safetensors_writer_free
+#define ag_st_add ag_safetensors_add
+#define ag_st_add_int ag_safetensors_add_int
+#define ag_st_add_meta ag_safetensors_add_meta
+#define ag_st_save ag_safetensors_save
+
+/* ag_norm is ag_layernorm (attograd_nn.h). */
+typedef ag_layernorm ag_norm;
+ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C);
+ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x);
+
+/* The calling thread's last optimizer, clip or schedule failure, or "".  Use
+ * ag_store_error, ag_optim_error or ag_lr_schedule_check. */
+const char *ag_optim_last_error(void);
+
+/* Breaks op `op`'s backward by `factor` in ag_gradcheck and ag_op_check
+ * (op <= 0: off).  Use break_op and break_factor in ag_gradcheck_opts. */
+void ag_debug_break_backward(int op, double factor)
+#if defined(__GNUC__)
+    __attribute__((deprecated("set break_op in ag_gradcheck_opts")))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTOGRAD_COMPAT_H */

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -827,6 +828,7 @@ static void bench_ops(const char *python, int have_torch, double budget)
 
 #include "gpt.h"
 #include "classifier.h"
+#include "scale.h"
 
 /* ---- main ------------------------------------------------------------------------- */
 
@@ -891,7 +893,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier] [--seconds S]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale] [--seconds S]\n"
                     "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n");
             return 2;
         }
@@ -936,6 +938,9 @@ int main(int argc, char **argv)
     }
     if (!only || !strcmp(only, "gpt")) {
         SECTION(failed, bench_gpt(threads, nthreads, python, have_torch, budget, data_path));
+    }
+    if (only && !strcmp(only, "scale")) { /* long: only when asked for */
+        SECTION(failed, bench_scale(threads, nthreads, python, have_torch, budget));
     }
     if (!only || !strcmp(only, "classifier")) {
         SECTION(failed, bench_classifier(python, have_torch, budget, data_path));

@@ -17,7 +17,7 @@ BENCH_BLAS_CFLAGS := $(if $(BENCH_BLAS_LIBS),-DHAVE_OPENBLAS $(shell pkg-config 
 
 # The classifier's section runs examples/classify's model and data code.
 BENCH_CLASSIFY := examples/classify/model.c examples/classify/data.c
-$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h examples/translate/seq2seq_data.h \
+$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h tests/bench/scale.h examples/translate/seq2seq_data.h \
                 examples/classify/classify.h $(BENCH_CLASSIFY) $(LIB32)
 	$(CC) $(AG_FLAGS) $(CFLAGS) $(BENCH_BLAS_CFLAGS) $< $(BENCH_CLASSIFY) $(LIB32) -o $@ $(BENCH_BLAS_LIBS) $(LDLIBS)
 
@@ -32,3 +32,9 @@ bench: $(BUILD)/bench
 	@if ! $(BENCH_PYTHON) -c 'import torch' >/dev/null 2>&1; then \
 	  echo "bench: PyTorch not found for $(BENCH_PYTHON): no comparison (sudo apt-get install python3-torch)"; fi
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=$(BENCH_WAIT) $(BUILD)/bench --out $(BENCH_OUT) --python $(BENCH_PYTHON) $(BENCH_FLAGS)
+
+# The GPT's step at three sizes, up to GPT-2 small's body (minutes: not part
+# of `make bench`).
+.PHONY: bench-scale
+bench-scale: $(BUILD)/bench
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=$(BENCH_WAIT) $(BUILD)/bench --only scale --out $(BUILD)/bench-scale.md --python $(BENCH_PYTHON) $(BENCH_FLAGS)

@@ -36,6 +36,7 @@ matches it to rounding.
 import argparse
 import math
 import os
+import resource
 import sys
 import time
 
@@ -377,6 +378,10 @@ def cmd_bench(torch, a):
         opt.step()
 
     out = {"threads": torch.get_num_threads(), "step_ms": best_ms(step, a.seconds), "generate_tok_s": {}}
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    if not a.new:  # training step only (make bench's scale section)
+        print(json.dumps(out))
+        return 0
     model.eval()
     prompt = torch.zeros((1, 1), dtype=torch.long)
     out["generate_cached_tok_s"] = {}
@@ -422,7 +427,7 @@ def main(argv):
     b = sub.add_parser("bench", help="time a training step and a generate loop (for make bench)")
     b.add_argument("--threads", type=int, default=1)
     b.add_argument("--seconds", type=float, default=2.0)
-    b.add_argument("--new", default="31,200", help="tokens to generate from a one-token prompt, comma-separated")
+    b.add_argument("--new", default="31,200", help="tokens to generate from a one-token prompt, comma-separated; empty: no generation")
     for name, default in (("vocab", 64), ("batch", 32), ("context", 32), ("hidden", 64), ("heads", 4), ("ffn", 256),
                           ("layers", 2)):
         b.add_argument("--" + name, type=int, default=default)

@@ -8,6 +8,9 @@
  *                        head, tokens on the axes, a colour scale, and the
  *                        weight of each cell in its tooltip
  *   ag_svg_line_plot     curves such as the loss per epoch
+ *   ag_html_explorer     a page to explore in a browser: attention per layer,
+ *                        head and token, gradients beside their formulas,
+ *                        training curves (docs/explorer.md)
  *
  * The writers need nothing but the C library.  Every file is written
  * crash-safely, as ag_st_save writes a checkpoint (attograd_io.h): to a new
@@ -115,6 +118,18 @@ ag_status ag_svg_attention_masked(const char *path, const char *title, const ag_
 ag_status ag_svg_line_plot(const char *path, const char *title, const char *xlabel, const char *ylabel,
                            int nseries, const char *const *names, const double *const *y, const int *n,
                            char *err, size_t errlen);
+
+/* ---- the explorer page (HTML) ------------------------------------------ */
+
+/* One self-contained HTML file at path (its script and style inside, no
+ * network, no external file: it works from file://) that draws data_json, the
+ * caller's numbers: one JSON object whose "kind" is "attention", "backward"
+ * or "training", laid out as docs/explorer.md describes.  The JSON is kept
+ * as it is in <script type="application/json" id="data"> (every '<' written
+ * \u003c), so a test can compare the page with it.  The page reads its URL's
+ * query (?layer=1&head=2&token=3) to choose what it shows.  AG_ERR_ARG when
+ * data_json is not strict JSON in UTF-8, with where it is not. */
+ag_status ag_html_explorer(const char *path, const char *title, const char *data_json, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

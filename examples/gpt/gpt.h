@@ -100,5 +100,9 @@ int cmd_sample(const opts *o);
 /* The attention page (docs/explorer.md) of the model on ids[0..n): the last
  * `context` of them, every layer and head.  0, or 1 after a message. */
 int explore_sample(const model *m, const int *ids, int n, const char *path);
+/* Each layer's attention entropy on the window ids[0..T) (T <= context):
+ * the mean over heads and rows of -sum_s P_s log P_s, nats, into out
+ * [layers].  0, or 1 after a message. */
+int attention_entropy(const model *m, const int *ids, int T, double *out);
 
 #endif

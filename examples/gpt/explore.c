@@ -64,7 +64,10 @@ int explore_sample(const model *m, const int *ids, int n, const char *path)
         fprintf(stderr, "%s: --html: out of memory\n", prog);
         goto done;
     }
-    for (int t = 0; t < T; t++) label(m->voc.chars[win[t]], buf[t]), lab[t] = buf[t], text[t] = (char)m->voc.chars[win[t]];
+    for (int t = 0; t < T; t++) {
+        label(m->voc.chars[win[t]], buf[t]);
+        lab[t] = buf[t], text[t] = (char)m->voc.chars[win[t]];
+    }
     text[T] = '\0';
     if (!blocks(g, m, win, T, w)) {
         fprintf(stderr, "%s: --html: %s\n", prog, ag_graph_error(g));

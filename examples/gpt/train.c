@@ -321,12 +321,14 @@ static int write_page(const opts *o, const history *h)
     if (!f) return 1;
     fprintf(f, "{\"kind\": \"training\", \"model\": \"gpt\", \"x_label\": \"step\", \"x\": [");
     for (int i = 0; i < h->n; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)h->step[i]);
-    fprintf(f, "], \"series\": [\n{\"name\": \"training loss\", \"group\": \"loss (cross-entropy per character)\", \"y\": ");
+    const char *loss = "\"group\": \"loss (cross-entropy per character)\"";
+    fprintf(f, "], \"series\": [\n{\"name\": \"training loss\", %s, \"y\": ", loss);
     json_doubles(f, h->loss, h->n);
-    fprintf(f, "},\n{\"name\": \"held-out loss\", \"group\": \"loss (cross-entropy per character)\", \"y\": ");
+    fprintf(f, "},\n{\"name\": \"held-out loss\", %s, \"y\": ", loss);
     json_doubles(f, h->val_loss, h->n);
     for (int l = 0; l < h->layers; l++) {
-        fprintf(f, "},\n{\"name\": \"layer %d\", \"group\": \"attention entropy per layer (nats, held-out window)\", \"y\": [", l);
+        fprintf(f, "},\n{\"name\": \"layer %d\", \"group\": \"attention entropy per layer (nats, held-out window)\", ", l);
+        fprintf(f, "\"y\": [");
         for (int i = 0; i < h->n; i++) fputs(i ? ", " : "", f), json_number(f, h->entropy[(size_t)i * h->layers + l]);
         fputc(']', f);
     }

@@ -290,7 +290,8 @@ int cmd_run(const opts *o, char **sentences, int n)
     else if (o->html && !explorer_open(&page, prog)) rc = 1;
     else {
         if ((pic.html = page.f)) fprintf(page.f, "{\"kind\": \"attention\", \"model\": \"translator\", \"inputs\": [");
-        rc = n > 0 ? run_arguments(&m, g, sentences, n, &pic, &good, &skipped) : run_stdin(&m, g, &pic, &good, &skipped);
+        rc = n > 0 ? run_arguments(&m, g, sentences, n, &pic, &good, &skipped)
+                   : run_stdin(&m, g, &pic, &good, &skipped);
     }
     fflush(stdout);
     if (rc == 0 && good == 0 && skipped > 0) {

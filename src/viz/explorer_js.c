@@ -180,7 +180,7 @@ const char ag__explorer_js[] =
     "      '</p><p class=\"file\">computed by <code>' + esc(p.file) + '</code></p><table class=\"heat grad\">';\n"
     "    p.values.forEach((r, a) => {\n"
     "      s += \"<tr>\" + r.map((x, b) => cell(\"td\", x, p.kind === \"weights\" ? viridis(x) : diverging(x, max),\n"
-    "        ' data-row=\"' + a + '\" data-col=\"' + b + '\" data-value=\"' + x + '\"', fmt(x, 3))).join(\"\") + \"</tr>\";\n"
+    "        ' data-row=\"' + a + '\" data-col=\"' + b + '\" data-value=\"' + x + '\" title=\"' + x + '\"', x.toFixed(3))).join(\"\") + \"</tr>\";\n"
     "    });\n"
     "    s += '</table><p class=\"check ' + (p.ok ? \"ok\" : \"bad\") + '\">' + (p.check ? esc(p.check) : \"\") + \"</p></div>\";\n"
     "  });\n"

@@ -26,7 +26,7 @@ allowed() { # layer header -> 0 when allowed
     io) [[ $h =~ ^($public|core/alloc\.h|io/[a-z_]+\.h)$ ]] ;;
     text) [[ $h =~ ^($public|core/alloc\.h|io/[a-z_]+\.h|text/[a-z_]+\.h)$ ]] ;;
     viz) [[ $h =~ ^($public|core/alloc\.h|io/[a-z_]+\.h|viz/[a-z_]+\.h)$ ]] ;;
-    examples) [[ $h =~ ^($public|[a-z_0-9]+\.h|\.\./common/[a-z_0-9]+\.h)$ ]] ;;
+    examples) [[ $h =~ ^($public|[a-z_0-9]+\.h|(\.\./)?common/[a-z_0-9]+\.h)$ ]] ;;
     esac
 }
 

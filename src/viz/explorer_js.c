@@ -199,7 +199,7 @@ const char ag__explorer_js[] =
     "    data.series.map(x => \"<th>\" + esc(x.name) + \"</th>\").join(\"\") + \"</tr>\";\n"
     "  for (let i = 0; i < n; i++)\n"
     "    s += '<tr data-x=\"' + (data.x ? data.x[i] : i + 1) + '\"' + (i === at ? ' class=\"sel\"' : \"\") + \"><th>\" + (data.x ? data.x[i] : i + 1) + \"</th>\" +\n"
-    "      data.series.map(x => '<td data-series=\"' + esc(x.name) + '\" data-value=\"' + (x.y[i] === undefined ? \"\" : x.y[i]) + '\">' + fmt(x.y[i]) + \"</td>\").join(\"\") + \"</tr>\";\n"
+    "      data.series.map(x => '<td data-series=\"' + esc(x.name) + '\" data-value=\"' + (x.y[i] === undefined || x.y[i] === null ? \"\" : x.y[i]) + '\">' + fmt(x.y[i]) + \"</td>\").join(\"\") + \"</tr>\";\n"
     "  app.innerHTML = s + \"</table>\";\n"
     "}\n"
     "const PALETTE = [\"#1f77b4\", \"#ff7f0e\", \"#2ca02c\", \"#d62728\", \"#9467bd\", \"#8c564b\", \"#e377c2\", \"#7f7f7f\", \"#bcbd22\"];\n"

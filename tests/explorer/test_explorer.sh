@@ -127,6 +127,19 @@ shot "$out/gpt-sample.html" "layer=1&head=0&token=6" "$out/gpt-sample.png"
 shot "$out/backward.html" "panel=dS" "$out/backward.png"
 shot "$out/translate-train.html" "" "$out/translate-train.png"
 
+# ---- a page that cannot be written: exit 1, a message naming it, no file -----------
+bad_path() { # NAME COMMAND...
+    local name=$1
+    shift
+    "$@" > /dev/null 2> "$tmp/e.log"
+    local rc=$?
+    if [ $rc = 1 ] && grep -qF "$tmp/none/p.html" "$tmp/e.log" && [ ! -e "$tmp/none" ]; then ok
+    else no "$name --html into a missing folder: exit $rc, $(head -c 200 "$tmp/e.log")"; fi
+}
+bad_path "translate run" "$B/translate" run --model "$tmp/t.safetensors" --html "$tmp/none/p.html" "go ."
+bad_path "gpt sample" "$B/gpt" sample --model "$tmp/g.safetensors" --length 3 --html "$tmp/none/p.html"
+bad_path "backward_tour" "$B/backward_tour" --html "$tmp/none/p.html"
+
 # ---- the console check catches an error: a page whose data the script cannot draw
 printf '{"kind": "attention", "inputs": []}' > "$tmp/bad.json"
 sed -e '/<script type="application\/json" id="data">/,/<\/script>/{//!d}' \

@@ -1,4 +1,4 @@
-/* attograd_viz.h: pictures of graphs and attention (DOT, SVG).  Included by
+/* attograd_viz.h: pictures of graphs and attention (DOT, SVG, HTML).  Included by
  * attograd.h.
  *
  *   ag_graph_write_dot   the tape (or the part of it that leads to one

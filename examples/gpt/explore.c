@@ -1,7 +1,7 @@
 /* explore.c: `gpt sample --html PAGE`: the explorer page (docs/explorer.md)
  * of the sampled text's attention.  The model reads the last `context`
- * characters (as ag_gpt_sample's last step did) once more, with every
- * block's attention weights kept; for each layer and head the page shows
+ * characters of the text (prompt and sample) once more, with every block's
+ * attention weights kept; for each layer and head the page shows
  * the weights, the scores and the queries and keys they came from
  * (ag_attention_qk).  `gpt train --html` gets from here each layer's
  * attention entropy at each evaluation, and writes the training page. */

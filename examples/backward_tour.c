@@ -28,13 +28,18 @@
  * after backward, with each tensor's value and gradient (min, max, norm):
  * AG_DOT_VALUES | AG_DOT_GRADS.
  *
+ * With --html FILE it writes the explorer page (docs/explorer.md): P, dP,
+ * dS, dQ, dK and dV as heatmaps side by side, each with its formula, its op
+ * file and its checks (backward_tour_html.h).
+ *
  * --break OP multiplies the gradient flowing into op OP's backward by 1.01
  * in the finite-difference check (as build/gradcheck --break does), to
  * watch the check catch it.
  *
- * Usage: backward_tour [--dot FILE] [--break OP]   (exit 0 when every check
+ * Usage: backward_tour [--dot FILE] [--html FILE] [--break OP]   (exit 0 when every check
  * passes, 1 when one fails) */
 #include "attograd.h"
+#include "backward_tour_html.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -282,12 +287,32 @@ static int write_picture(model *m, const char *path)
     return st != AG_OK;
 }
 
+/* The page's panels: P, then the gradients of attention's steps. */
+static int write_html(const model *m, const ag_gradcheck_result *res, const double *err, const int *ok, double loss,
+                      const char *path)
+{
+    static const struct {
+        int step;
+        const char *name;
+    } shown[] = {{P, "dP"}, {SM, "dS"}, {Q, "dQ"}, {K, "dK"}, {VV, "dV"}};
+    enum { N = sizeof shown / sizeof shown[0] };
+    tour_panel p[N + 1] = {
+        {"P", "P = softmax(S + M), row by row", "ops/softmax.c", m->t[P], m->t[P]->data, 1, -1, -1, 1}};
+    for (int i = 0; i < N; i++) {
+        int s = shown[i].step;
+        p[i + 1] = (tour_panel){shown[i].name, STEPS[s].formula, STEPS[s].file, m->t[s], m->probe[s]->grad, 0,
+                                res[s].max_abs_err, err[s], ok[s]};
+    }
+    return tour_html(path, loss, p, N + 1);
+}
+
 int main(int argc, char **argv)
 {
-    const char *dot = NULL;
+    const char *dot = NULL, *html = NULL;
     ag_gradcheck_opts opts = AG_GRADCHECK_DEFAULTS;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--dot") && i + 1 < argc) dot = argv[++i];
+        else if (!strcmp(argv[i], "--html") && i + 1 < argc) html = argv[++i];
         else if (!strcmp(argv[i], "--break") && i + 1 < argc) {
             int op = ag_op_find(argv[++i]);
             if (op <= 0) {
@@ -296,7 +321,7 @@ int main(int argc, char **argv)
             }
             opts.break_op = op, opts.break_factor = 1.01;
         } else {
-            fprintf(stderr, "backward_tour: unknown flag '%s'\nusage: backward_tour [--dot FILE] [--break OP]\n",
+            fprintf(stderr, "backward_tour: unknown flag '%s'\nusage: backward_tour [--dot FILE] [--html FILE] [--break OP]\n",
                     argv[i]);
             return 2;
         }
@@ -326,7 +351,7 @@ int main(int argc, char **argv)
     double err[NSTEP];
     formulas(&m, err);
     printf("loss L = %.6f (mean cross-entropy of 4 tokens, targets 1 2 3 4)\n", (double)loss->data[0]);
-    int bad = fd != AG_OK;
+    int bad = fd != AG_OK, oks[NSTEP];
     for (int i = 0; i < NSTEP; i++) {
         const ag_tensor *t = m.t[i];
         char shape[64];
@@ -334,7 +359,7 @@ int main(int argc, char **argv)
         const ag_real *grad = m.probe[i]->grad;
         int same = t->grad && !memcmp(t->grad, grad, t->size * sizeof(ag_real));
         int ok = res[i].failed == 0 && same && err[i] >= 0 && err[i] <= 1e-12;
-        bad |= !ok;
+        bad |= !ok, oks[i] = ok;
         printf("\nd %s %s   by %s\n  %s\n", STEPS[i].name, ag_shape_str(t, shape, sizeof shape), STEPS[i].file,
                STEPS[i].formula);
         print_grad(t, grad);
@@ -343,6 +368,7 @@ int main(int argc, char **argv)
         printf("  %s\n", ok ? "ok" : "FAIL");
     }
     printf("\n%s\n", bad ? "some gradient FAILED its check" : "every gradient matches finite differences");
+    if (html && write_html(&m, res, err, oks, (double)loss->data[0], html)) bad = 1;
     if (dot && write_picture(&m, dot)) bad = 1;
     ag_graph_free(g);
     ag_store_free(m.s);

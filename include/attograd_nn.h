@@ -102,6 +102,13 @@ ag_tensor *ag_attention_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_ten
 ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv,
                                    ag_tensor *mask, double fill, ag_tensor **weights);
 
+/* The queries and keys behind attention weights P [..., T, S] as ag_attention,
+ * ag_mha_forward (either path) or a block returned them, without dropout: copies on g,
+ * q [..., T, D], k [..., S, D] (heads as [B, H, T, D]), the scale (scores = scale q.k)
+ * and the 0/1 mask used (or NULL; mask may be NULL).  AG_ERR_ARG when P was made otherwise. */
+ag_status ag_attention_qk(ag_graph *g, const ag_tensor *weights, ag_tensor **q, ag_tensor **k, double *scale,
+                          ag_tensor **mask);
+
 /* ---- Add&Norm, feed-forward, positions ----------------------------------- */
 
 /* layer_norm(x + dropout(y)), the post-norm residual. */

@@ -1,8 +1,9 @@
 /* attograd_viz.h: pictures of graphs (Graphviz DOT), attention heatmaps and
- * line plots (SVG), needing nothing but the C library.  Every file is written
- * crash-safely, as ag_file_write (attograd_io.h) writes.  Failures return a
- * status and write a message naming the path into err (errlen bytes, may be
- * NULL).  Caller's text is escaped; invalid UTF-8 becomes '?'. */
+ * line plots (SVG), and explorer pages (HTML), needing nothing but the C
+ * library.  Every file is written crash-safely, as ag_file_write
+ * (attograd_io.h) writes.  Failures return a status and write a message
+ * naming the path into err (errlen bytes, may be NULL).  Caller's text is
+ * escaped; invalid UTF-8 becomes '?'. */
 #ifndef ATTOGRAD_VIZ_H
 #define ATTOGRAD_VIZ_H
 
@@ -76,6 +77,18 @@ ag_status ag_svg_attention_masked(const char *path, const char *title, const ag_
 ag_status ag_svg_line_plot(const char *path, const char *title, const char *xlabel, const char *ylabel,
                            int nseries, const char *const *names, const double *const *y, const int *n,
                            char *err, size_t errlen);
+
+/* ---- the explorer page (HTML) ------------------------------------------ */
+
+/* One self-contained HTML file at path (its script and style inside, no
+ * network, no external file: it works from file://) that draws data_json, the
+ * caller's numbers: one JSON object whose "kind" is "attention", "backward"
+ * or "training", laid out as docs/explorer.md describes.  The JSON is kept
+ * as it is in <script type="application/json" id="data"> (every '<' written
+ * \u003c), so a test can compare the page with it.  The page reads its URL's
+ * query (?layer=1&head=2&token=3) to choose what it shows.  AG_ERR_ARG when
+ * data_json is not strict JSON in UTF-8, with where it is not. */
+ag_status ag_html_explorer(const char *path, const char *title, const char *data_json, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
  *   parts.c       a step's batch in parts: threads (--parts) or mpirun's processes
  *   eval.c        `gpt eval`: loss and bits per character on a file
  *   sample.c      `gpt sample`: seeded text from a prompt
+ *   explore.c     --html: the explorer page of a sample's attention
  *
  * Exit status everywhere: 0 ok, 1 a file or the data is bad, 2 bad usage;
  * `gpt train` stopped by SIGINT / SIGTERM, after saving a checkpoint that
@@ -25,7 +26,7 @@
 extern const char *prog; /* "gpt", for messages */
 
 typedef struct opts {
-    const char *data, *out, *model, *resume, *json, *plot, *prompt, *activation;
+    const char *data, *out, *model, *resume, *json, *plot, *prompt, *activation, *html;
     int steps, batch, context, hidden, heads, ffn, layers, untied, eval_every, threads, parts, length, top_k, quiet,
         all;
     double lr, clip, dropout, temperature;
@@ -117,5 +118,12 @@ ag_status dataset_loss(const model *m, ag_graph *g, const int *ids, size_t n, in
 int cmd_train(const opts *o);
 int cmd_eval(const opts *o);
 int cmd_sample(const opts *o);
+/* The attention page (docs/explorer.md) of the model on ids[0..n): the last
+ * `context` of them, every layer and head.  0, or 1 after a message. */
+int explore_sample(const model *m, const int *ids, int n, const char *path);
+/* Each layer's attention entropy on the window ids[0..T) (T <= context):
+ * the mean over heads and rows of -sum_s P_s log P_s, nats, into out
+ * [layers].  0, or 1 after a message. */
+int attention_entropy(const model *m, const int *ids, int T, double *out);
 
 #endif

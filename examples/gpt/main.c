@@ -31,10 +31,10 @@ void usage(FILE *f)
             "usage: %s train --data FILE --out MODEL [--steps 2000] [--batch 32] [--context 32]\n"
             "                [--hidden 64] [--heads 4] [--ffn 256] [--layers 2] [--activation gelu|gelu_tanh|relu]\n"
             "                [--untied] [--dropout 0] [--lr 1e-3] [--clip 1.0] [--seed 0] [--threads N] [--parts N]\n"
-            "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--quiet]\n"
+            "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--html PAGE.html] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
             "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
-            "                [--seed 0] [--threads N]\n"
+            "                [--seed 0] [--threads N] [--html PAGE.html]\n"
             "\n"
             "train: --parts N splits each batch among N threads (data parallel); under mpirun (make MPI=1)\n"
             "  the processes are the parts, with the same numbers as --parts N.\n"
@@ -84,6 +84,7 @@ static int parse_value(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--resume")) o->resume = v;
     else if (!strcmp(f, "--json")) o->json = v;
     else if (!strcmp(f, "--plot")) o->plot = v;
+    else if (!strcmp(f, "--html")) o->html = v;
     else if (!strcmp(f, "--prompt")) o->prompt = v;
     else if (!strcmp(f, "--steps")) rc = whole(f, v, 1, 10000000, &o->steps);
     else if (!strcmp(f, "--batch")) rc = whole(f, v, 1, 65536, &o->batch);

@@ -42,6 +42,10 @@ int cmd_sample(const opts *o)
         free(out);
         goto done;
     }
+    if (o->html && explore_sample(&m, out, (int)np + o->length, o->html)) {
+        free(out);
+        goto done;
+    }
     for (size_t i = 0; i < np + (size_t)o->length; i++) putchar(m.voc.chars[out[i]]);
     if (np + (size_t)o->length > 0 && m.voc.chars[out[np + (size_t)o->length - 1]] != '\n') putchar('\n');
     free(out);

@@ -27,6 +27,7 @@
 #include "gpt.h"
 #include "../common/dist.h"
 #include "../common/report_file.h"
+#include "../common/explorer_json.h"
 #include "../common/stop_signal.h"
 
 #include <errno.h>
@@ -53,14 +54,15 @@ static void next_batch(ag_rng *r, const int *ids, size_t n, int B, int T, int *x
 }
 
 /* The curve of the training loss (mean over each interval) and of the
- * held-out loss, one point per evaluation. */
+ * held-out loss, one point per evaluation; with --html, each layer's
+ * attention entropy too (layers values a point). */
 typedef struct history {
-    int n, cap;
+    int n, cap, layers;
     int64_t *step;
-    double *loss, *val_loss;
+    double *loss, *val_loss, *entropy;
 } history;
 
-static int history_add(history *h, int64_t step, double loss, double val_loss)
+static int history_add(history *h, int64_t step, double loss, double val_loss, const double *entropy)
 {
     if (h->n == h->cap) {
         int cap = h->cap ? 2 * h->cap : 64;
@@ -70,17 +72,20 @@ static int history_add(history *h, int64_t step, double loss, double val_loss)
         if (l) h->loss = l;
         double *v = realloc(h->val_loss, (size_t)cap * sizeof *v);
         if (v) h->val_loss = v;
-        if (!s || !l || !v) return 1;
+        double *e = h->layers ? realloc(h->entropy, (size_t)cap * h->layers * sizeof *e) : NULL;
+        if (e) h->entropy = e;
+        if (!s || !l || !v || (h->layers && !e)) return 1;
         h->cap = cap;
     }
     h->step[h->n] = step, h->loss[h->n] = loss, h->val_loss[h->n] = val_loss;
+    if (h->layers) memcpy(h->entropy + (size_t)h->n * h->layers, entropy, (size_t)h->layers * sizeof *entropy);
     h->n++;
     return 0;
 }
 
 static void history_free(history *h)
 {
-    free(h->step), free(h->loss), free(h->val_loss);
+    free(h->step), free(h->loss), free(h->val_loss), free(h->entropy);
 }
 
 typedef struct trainer {
@@ -248,11 +253,17 @@ static int evaluate(trainer *t)
         fprintf(stderr, "%s: held-out loss: %s\n", prog, ag_graph_error(t->g));
         return 1;
     }
+    /* the attention's entropy on the held-out text's first window (--html) */
+    double ent[64] = {0};
+    size_t held = t->n - t->split;
+    int T = held < (size_t)t->m.cfg.context ? (int)held : t->m.cfg.context;
+    t->h.layers = o->html ? t->m.cfg.layers : 0;
+    if (t->h.layers && attention_entropy(&t->m, t->ids + t->split, T, ent)) return 1;
     double ms = 1e3 * t->step_seconds / (double)(ts->step - t->first);
     if (!o->quiet)
         printf("step %5lld  loss %.4f  held-out %.4f (%.3f bits/char)  %.2f ms/step\n", (long long)ts->step, loss,
                val, val / log(2.0), ms);
-    if (history_add(&t->h, ts->step, loss, val)) {
+    if (history_add(&t->h, ts->step, loss, val, ent)) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;
     }
@@ -311,7 +322,35 @@ static int write_json(const opts *o, const history *h, int64_t steps, double sec
     return report_close(&out, prog);
 }
 
-/* The model, then the plot and the JSON. */
+/* The explorer's training page (--html): the losses and each layer's
+ * attention entropy against the step. */
+static int write_page(const opts *o, const history *h)
+{
+    explorer_out x;
+    FILE *f = explorer_open(&x, prog);
+    if (!f) return 1;
+    fprintf(f, "{\"kind\": \"training\", \"model\": \"gpt\", \"x_label\": \"step\", \"x\": [");
+    for (int i = 0; i < h->n; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)h->step[i]);
+    const char *loss = "\"group\": \"loss (cross-entropy per character)\"";
+    fprintf(f, "], \"series\": [\n{\"name\": \"training loss\", %s, \"y\": ", loss);
+    json_doubles(f, h->loss, h->n);
+    fprintf(f, "},\n{\"name\": \"held-out loss\", %s, \"y\": ", loss);
+    json_doubles(f, h->val_loss, h->n);
+    for (int l = 0; l < h->layers; l++) {
+        fprintf(f, "},\n{\"name\": \"layer %d\", \"group\": \"attention entropy per layer (nats, held-out window)\", ", l);
+        fprintf(f, "\"y\": [");
+        for (int i = 0; i < h->n; i++) fputs(i ? ", " : "", f), json_number(f, h->entropy[(size_t)i * h->layers + l]);
+        fputc(']', f);
+    }
+    fprintf(f, "}], \"summary\": {\"held-out loss\": "), json_number(f, h->n ? h->val_loss[h->n - 1] : NAN);
+    fprintf(f, ", \"held-out bits per character\": "), json_number(f, h->n ? h->val_loss[h->n - 1] / log(2.0) : NAN);
+    fprintf(f, "}}\n");
+    int rc = explorer_close(&x, prog, o->html, "attograd explorer: training the GPT");
+    if (!rc && !o->quiet) printf("wrote %s\n", o->html);
+    return rc;
+}
+
+/* The model, then the plot, the page and the JSON. */
 static int save_and_report(trainer *t)
 {
     const opts *o = t->o;
@@ -319,6 +358,7 @@ static int save_and_report(trainer *t)
     if (save_checkpoint(t)) return 1;
     if (!o->quiet) printf("wrote %s\n", o->out);
     if (o->plot && write_plot(o, &t->h)) return 1;
+    if (o->html && write_page(o, &t->h)) return 1;
     int64_t steps = t->ts.step - t->first;
     double ms = steps > 0 ? 1e3 * t->step_seconds / (double)steps : 0;
     return o->json && write_json(o, &t->h, t->ts.step, seconds, ms);

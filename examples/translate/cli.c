@@ -34,9 +34,9 @@ void usage(FILE *f)
             "                [--schedule constant|linear|cosine|noam] [--warmup STEPS]\n"
             "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1] [--init scaled|d2l]\n"
             "                [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
-            "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--stop-after N] [--quiet]\n"
+            "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--html PAGE.html] [--stop-after N] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
-            "       %s run --model MODEL [--attention DIR] [--threads N] [SENTENCE ...]\n"
+            "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--threads N] [SENTENCE ...]\n"
             "\n"
             "split: the k-th distinct source (k from 0, in order of first appearance) goes with all its\n"
             "  pairs to HELD_OUT when k %% every == every - 1, the other lines to TRAIN, verbatim.\n"
@@ -121,6 +121,7 @@ static int parse_flag(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--plot")) o->plot = v;
     else if (!strcmp(f, "--entropy-plot")) o->entropy_plot = v;
     else if (!strcmp(f, "--attention")) o->attention = v;
+    else if (!strcmp(f, "--html")) o->html = v;
     else if (!strcmp(f, "--train")) o->train_out = v;
     else if (!strcmp(f, "--every")) rc = parse_int(f, v, 2, INT_MAX, &o->every);
     else if (!strcmp(f, "--epochs")) rc = parse_int(f, v, 1, EPOCHS_MAX, &o->epochs);

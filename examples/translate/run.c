@@ -9,6 +9,7 @@
  * line i always answers input line i.  A line of any length is read as one
  * line, in bounded memory.  Exit 1 when no line was good. */
 #include "translate.h"
+#include "../common/explorer_json.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -71,30 +72,47 @@ static int read_line(FILE *f, char buf[AG_PAIRS_MAX_LINE + 2], size_t *n)
 
 /* ---- attention pictures --------------------------------------------------------- */
 
+/* One sentence's forward pass with every layer's attention weights: the
+ * source as encoded, the decoder's input (<bos> + the output), the labels
+ * of both (what each position reads). */
+typedef struct traced {
+    int S, T;
+    const char *src_lab[MAX_LEN_MAX], *tgt_lab[MAX_LEN_MAX];
+    ag_seq2seq_weights w;
+} traced;
+
+static int trace_sentence(const model *m, ag_graph *g, const char *const *src, int ns, const char *const *out, int no,
+                          traced *tr)
+{
+    int L = m->cfg.max_len, valid, ids[MAX_LEN_MAX], tin[MAX_LEN_MAX];
+    tr->T = no + 1 < L ? no + 1 : L;
+    ag_encode(m->sv, src, ns, L, ids, &valid);
+    tr->S = valid;
+    for (int s = 0; s < tr->S; s++) tr->src_lab[s] = s < ns ? src[s] : "<eos>";
+    tin[0] = AG_BOS;
+    tr->tgt_lab[0] = "<bos>";
+    for (int t = 1; t < tr->T; t++) tin[t] = ag_vocab_id(m->tv, out[t - 1]), tr->tgt_lab[t] = out[t - 1];
+    ag_graph_reset(g);
+    ag_seq2seq_trace(g, &m->net, ids, &valid, 1, tr->S, tin, tr->T, &tr->w);
+    if (ag_graph_status(g) != AG_OK) {
+        fprintf(stderr, "%s: attention: %s\n", prog, ag_graph_error(g));
+        return 1;
+    }
+    return 0;
+}
+
 /* Heatmaps of every layer's attention for sentence i: dir/<i>-encoder-<l>.svg
  * (source x source), dir/<i>-decoder-<l>.svg (causal, target x target) and
  * dir/<i>-cross-<l>.svg (target x source). */
 static int write_attention(const model *m, ag_graph *g, const char *dir, int index, const char *const *src, int ns,
                            const char *const *out, int no)
 {
-    int L = m->cfg.max_len, S, valid, T = no + 1 < L ? no + 1 : L;
-    int ids[MAX_LEN_MAX], tin[MAX_LEN_MAX];
     char err[512], path[4096], title[256];
-    ag_encode(m->sv, src, ns, L, ids, &valid);
-    S = valid;
-    /* decoder input: <bos> + the output; labels: what each position reads */
-    const char *src_lab[MAX_LEN_MAX], *tgt_lab[MAX_LEN_MAX];
-    for (int s = 0; s < S; s++) src_lab[s] = s < ns ? src[s] : "<eos>";
-    tin[0] = AG_BOS;
-    tgt_lab[0] = "<bos>";
-    for (int t = 1; t < T; t++) tin[t] = ag_vocab_id(m->tv, out[t - 1]), tgt_lab[t] = out[t - 1];
-    ag_graph_reset(g);
-    ag_seq2seq_weights w;
-    ag_seq2seq_trace(g, &m->net, ids, &valid, 1, S, tin, T, &w);
-    if (ag_graph_status(g) != AG_OK) {
-        fprintf(stderr, "%s: attention: %s\n", prog, ag_graph_error(g));
-        return 1;
-    }
+    traced tr;
+    if (trace_sentence(m, g, src, ns, out, no, &tr)) return 1;
+    int T = tr.T;
+    const ag_seq2seq_weights w = tr.w;
+    const char *const *src_lab = tr.src_lab, *const *tgt_lab = tr.tgt_lab;
     /* the decoder's self-attention was computed under the causal mask: its
      * cells above the diagonal are drawn masked (one sentence: no padding) */
     ag_tensor *causal = ag_causal_mask(g, T, T);
@@ -124,11 +142,48 @@ static int write_attention(const model *m, ag_graph *g, const char *dir, int ind
     return 0;
 }
 
+
+/* Sentence index's maps for the explorer page (--html): every layer's
+ * encoder self-attention, decoder causal self-attention and
+ * cross-attention, each head's weights, scores, q and k. */
+static int explore_sentence(const model *m, ag_graph *g, FILE *f, int index, const char *line,
+                            const char *const *src, int ns, const char *const *out, int no)
+{
+    traced tr;
+    if (trace_sentence(m, g, src, ns, out, no, &tr)) return 1;
+    fprintf(f, "%s\n{\"name\": ", index ? "," : ""), json_string(f, line);
+    fprintf(f, ", \"translation\": "), json_strings(f, out, no), fprintf(f, ", \"maps\": [");
+    for (int l = 0; l < tr.w.layers; l++) {
+        explorer_map maps[3] = {
+            {"encoder self-attention", "encoder", l, "source (query)", "source (key)", tr.src_lab, tr.src_lab},
+            {"decoder causal self-attention", "decoder", l, "target (query)", "target (key)", tr.tgt_lab, tr.tgt_lab},
+            {"cross-attention", "cross", l, "target (query)", "source (key)", tr.tgt_lab, tr.src_lab}};
+        const ag_tensor *P[3] = {tr.w.enc_self[l], tr.w.dec_self[l], tr.w.dec_cross[l]};
+        for (int k = 0; k < 3; k++) {
+            fprintf(f, "%s\n", l || k ? "," : "");
+            if (json_attention_map(f, g, P[k], 0, &maps[k])) {
+                fprintf(stderr, "%s: --html: %s\n", prog, ag_graph_error(g));
+                return 1;
+            }
+        }
+    }
+    fprintf(f, "]}");
+    return 0;
+}
+
 /* ---- translating -------------------------------------------------------------- */
+
+/* Where the pictures of each sentence go: --attention's directory, the
+ * --html page's JSON (sentences written so far in `inputs`). */
+typedef struct pictures {
+    const char *dir;
+    FILE *html;
+    int inputs;
+} pictures;
 
 /* Translate lines[0..n) (UTF-8, checked) in one batch and print one line
  * each; the pictures of line i are numbered first + i. */
-static int run_sentences(const model *m, ag_graph *g, char **lines, int n, const char *attention_dir, int first)
+static int run_sentences(const model *m, ag_graph *g, char **lines, int n, pictures *pic, int first)
 {
     int rc = 1;
     char **bufs = calloc((size_t)n, sizeof *bufs);
@@ -153,8 +208,11 @@ static int run_sentences(const model *m, ag_graph *g, char **lines, int n, const
         printf("\n");
     }
     fflush(stdout);
-    for (int i = 0; attention_dir && i < n; i++)
-        if (write_attention(m, g, attention_dir, first + i, toks[i], lens[i], out[i], olen[i])) goto free_all;
+    for (int i = 0; pic->dir && i < n; i++)
+        if (write_attention(m, g, pic->dir, first + i, toks[i], lens[i], out[i], olen[i])) goto free_all;
+    for (int i = 0; pic->html && i < n; i++)
+        if (explore_sentence(m, g, pic->html, pic->inputs++, lines[i], toks[i], lens[i], out[i], olen[i]))
+            goto free_all;
     rc = 0;
     goto free_all;
 nomem:
@@ -171,14 +229,14 @@ free_all:
 
 /* The good arguments in one batch; a bad one gets a warning and an empty
  * line, in its place. */
-static int run_arguments(const model *m, ag_graph *g, char **sentences, int n, const char *dir, int *good,
+static int run_arguments(const model *m, ag_graph *g, char **sentences, int n, pictures *pic, int *good,
                          int *skipped)
 {
     char why[128];
     for (int at = 0; at < n;) {
         int end = at; /* [at, end): a run of good ones */
         while (end < n && !line_problem(sentences[end], strlen(sentences[end]), why, sizeof why)) end++;
-        if (end > at && run_sentences(m, g, sentences + at, end - at, dir, at)) return 1;
+        if (end > at && run_sentences(m, g, sentences + at, end - at, pic, at)) return 1;
         *good += end - at;
         if (end < n) {
             fprintf(stderr, "%s: warning: argument %d: %s; line skipped\n", prog, end + 1, why);
@@ -191,7 +249,7 @@ static int run_arguments(const model *m, ag_graph *g, char **sentences, int n, c
 }
 
 /* Each line of stdin, one at a time (a pipe gets its answers as it goes). */
-static int run_stdin(const model *m, ag_graph *g, const char *dir, int *good, int *skipped)
+static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int *skipped)
 {
     static char line[AG_PAIRS_MAX_LINE + 2];
     char why[128];
@@ -204,7 +262,7 @@ static int run_stdin(const model *m, ag_graph *g, const char *dir, int *good, in
             continue;
         }
         char *one[1] = {line};
-        if (run_sentences(m, g, one, 1, dir, k)) return 1;
+        if (run_sentences(m, g, one, 1, pic, k)) return 1;
         ++*good;
     }
     if (ferror(stdin)) {
@@ -226,13 +284,24 @@ int cmd_run(const opts *o, char **sentences, int n)
     if (load_model(&m, o->model, NULL)) return 1;
     ag_graph *g = ag_graph_new();
     int rc = 1, good = 0, skipped = 0;
+    pictures pic = {.dir = o->attention};
+    explorer_out page = {0};
     if (!g) fprintf(stderr, "%s: out of memory\n", prog);
-    else if (n > 0) rc = run_arguments(&m, g, sentences, n, o->attention, &good, &skipped);
-    else rc = run_stdin(&m, g, o->attention, &good, &skipped);
+    else if (o->html && !explorer_open(&page, prog)) rc = 1;
+    else {
+        if ((pic.html = page.f)) fprintf(page.f, "{\"kind\": \"attention\", \"model\": \"translator\", \"inputs\": [");
+        rc = n > 0 ? run_arguments(&m, g, sentences, n, &pic, &good, &skipped)
+                   : run_stdin(&m, g, &pic, &good, &skipped);
+    }
     fflush(stdout);
     if (rc == 0 && good == 0 && skipped > 0) {
         fprintf(stderr, "%s: no line to translate (%d skipped)\n", prog, skipped);
         rc = 1;
+    }
+    if (page.f) {
+        fprintf(page.f, "]}\n");
+        if (rc == 0) rc = explorer_close(&page, prog, o->html, "attograd explorer: the translator's attention");
+        else fclose(page.f), free(page.buf);
     }
     ag_graph_free(g);
     model_free(&m);

@@ -30,6 +30,7 @@
 #include "translate.h"
 #include "../common/dist.h"
 #include "../common/report_file.h"
+#include "../common/explorer_json.h"
 #include "seq2seq_data.h" /* dataset, batch: id arrays */
 #include "../common/stop_signal.h" /* stop_signal, catch_stop_signals */
 
@@ -247,7 +248,7 @@ static int plan_schedule(trainer *t)
         return 1;
     }
     for (int e = 0; e < o->epochs; e++) t->curve[e] = t->test_curve[e] = NAN;
-    if (o->json || o->entropy_plot) {
+    if (o->json || o->entropy_plot || o->html) {
         t->probe = calloc((size_t)(o->epochs + 1) * 3 * probe_layers(&t->m), sizeof *t->probe);
         t->probed = calloc((size_t)o->epochs + 1, sizeof *t->probed);
         if (!t->probe || !t->probed) {
@@ -534,8 +535,45 @@ static void json_probe(FILE *f, const trainer *t)
     fprintf(f, "]");
 }
 
+/* The explorer's training page (--html): the loss per epoch (and the
+ * held-out loss), each attention layer's entropy after each epoch, and the
+ * final scores. */
+static int write_page(const trainer *t, const metrics *tr, const metrics *te, double test_loss)
+{
+    int L = probe_layers(&t->m), n = 3 * L, E = t->o->epochs;
+    explorer_out x;
+    FILE *f = explorer_open(&x, prog);
+    if (!f) return 1;
+    fprintf(f, "{\"kind\": \"training\", \"model\": \"translator\", \"x_label\": \"epoch\", \"series\": [");
+    fprintf(f, "\n{\"name\": \"training loss\", \"group\": \"loss (cross-entropy per target token)\", \"y\": ");
+    json_doubles(f, t->curve, E);
+    if (t->test) {
+        fprintf(f, "},\n{\"name\": \"held-out loss\", \"group\": \"loss (cross-entropy per target token)\", \"y\": ");
+        json_doubles(f, t->test_curve, E);
+    }
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "},\n{\"name\": \"%s.%d\", \"group\": \"attention entropy per layer (nats, probe batch)\", \"y\": [",
+                probe_kind(k / L), k % L);
+        for (int e = 1; e <= E; e++)
+            fputs(e > 1 ? ", " : "", f), json_number(f, t->probed[e] ? t->probe[(size_t)e * n + k].entropy : NAN);
+        fputc(']', f);
+    }
+    fprintf(f, "}]");
+    if (t->test) {
+        fprintf(f, ", \"summary\": {\"held-out loss\": "), json_number(f, test_loss);
+        fprintf(f, ", \"held-out exact match\": "), json_number(f, te->exact);
+        fprintf(f, ", \"held-out BLEU\": "), json_number(f, te->bleu);
+        fprintf(f, ", \"training exact match\": "), json_number(f, tr->exact);
+        fprintf(f, ", \"training BLEU\": "), json_number(f, tr->bleu), fputc('}', f);
+    }
+    fprintf(f, "}\n");
+    int rc = explorer_close(&x, prog, t->o->html, "attograd explorer: training the translator");
+    if (!rc && !t->o->quiet) printf("wrote %s\n", t->o->html);
+    return rc;
+}
+
 /* The scores on the training data and the held-out data (with --test), the
- * json, after the model is saved. */
+ * json and the page, after the model is saved. */
 static int report(trainer *t)
 {
     const opts *o = t->o;
@@ -554,6 +592,7 @@ static int report(trainer *t)
         printf("held-out:      sources %d  exact match %.3f  BLEU %.3f  ceiling %.3f  loss %.4f\n", te.sources,
                te.exact, te.bleu, te.ceiling, test_loss);
     }
+    if (o->html && write_page(t, &tr, &te, test_loss)) return 1;
     if (!o->json) return 0;
     report_file out;
     FILE *json = report_open(&out, prog, o->json);

@@ -65,4 +65,7 @@ void ag__svg_viridis_stops(ag__text *t);
 double ag__svg_nice_step(double range, int target);
 int ag__svg_step_decimals(double step);
 
+/* The explorer page's script (explorer_js.c), written into it by html.c. */
+extern const char ag__explorer_js[];
+
 #endif

@@ -35,7 +35,7 @@ allowed() { # layer header -> 0 when allowed
     io) [[ $h =~ ^(attograd_(core|io)\.h|core/alloc\.h|io/[a-z_]+\.h)$ ]] ;;
     text) [[ $h =~ ^(attograd_(core|text)\.h|core/alloc\.h|io/[a-z_]+\.h|text/[a-z_]+\.h)$ ]] ;;
     viz) [[ $h =~ ^(attograd_(core|viz)\.h|core/alloc\.h|io/[a-z_]+\.h|viz/[a-z_]+\.h)$ ]] ;;
-    examples) [[ $h =~ ^($public|[a-z_0-9]+\.h|\.\./common/[a-z_0-9]+\.h)$ ]] ;;
+    examples) [[ $h =~ ^($public|[a-z_0-9]+\.h|(\.\./)?common/[a-z_0-9]+\.h)$ ]] ;;
     esac
 }
 

@@ -1,0 +1,59 @@
+/* backward_tour_html.h: backward_tour --html FILE, the explorer page
+ * (docs/explorer.md) of the tour's attention backward: each tensor (P and
+ * the gradients dP, dS, dQ, dK, dV) as a heatmap, side by side, with its
+ * formula, the op file whose backward computed it and its two checks
+ * (finite differences, the formula by hand). */
+#ifndef BACKWARD_TOUR_HTML_H
+#define BACKWARD_TOUR_HTML_H
+
+#include "attograd.h"
+#include "common/explorer_json.h"
+
+typedef struct tour_panel {
+    const char *name;      /* "dS" */
+    const char *formula;   /* "dS = P * (dP - rowsum(dP * P))" */
+    const char *file;      /* "ops/softmax.c" */
+    const ag_tensor *t;    /* for the shape: values are rows of its last axis */
+    const ag_real *values; /* t->size of them */
+    int weights;           /* 1: values in [0, 1] (a colour scale of weights) */
+    double fd_err;         /* max |analytic - numeric|, or < 0: no check */
+    double formula_err;    /* max |by hand - backward|, or < 0 */
+    int ok;
+} tour_panel;
+
+/* The page at path; 0, or 1 after a message. */
+static inline int tour_html(const char *path, double loss, const tour_panel *p, int n)
+{
+    explorer_out x;
+    FILE *f = explorer_open(&x, "backward_tour");
+    if (!f) return 1;
+    fprintf(f, "{\"kind\": \"backward\", \"loss\": "), json_number(f, loss);
+    fprintf(f, ", \"note\": \"The tour's 4 tokens, backward: L = mean cross-entropy = %.6f.  Each gradient is dL/d(the "
+               "tensor), checked against central finite differences (eps 1e-6) and against the formula computed "
+               "by hand from the forward values.\", \"panels\": [", loss);
+    for (int i = 0; i < n; i++) {
+        const ag_tensor *t = p[i].t;
+        int cols = t->shape[t->ndim - 1], rows = (int)(t->size / (size_t)cols);
+        char shape[64], check[160];
+        if (p[i].fd_err < 0) snprintf(check, sizeof check, "the forward value");
+        else
+            snprintf(check, sizeof check, "finite differences: max |analytic - numeric| %.1e; by hand: %.1e  %s",
+                     p[i].fd_err, p[i].formula_err, p[i].ok ? "ok" : "FAIL");
+        fprintf(f, "%s\n{\"name\": ", i ? "," : ""), json_string(f, p[i].name);
+        fprintf(f, ", \"shape\": "), json_string(f, ag_shape_str(t, shape, sizeof shape));
+        fprintf(f, ", \"formula\": "), json_string(f, p[i].formula);
+        fprintf(f, ", \"file\": "), json_string(f, p[i].file);
+        fprintf(f, ", \"kind\": \"%s\", \"ok\": %s, \"check\": ", p[i].weights ? "weights" : "gradient",
+                p[i].ok ? "true" : "false");
+        json_string(f, check);
+        fprintf(f, ", \"fd_err\": "), json_number(f, p[i].fd_err), fprintf(f, ", \"values\": ");
+        json_matrix(f, p[i].values, rows, cols);
+        fputc('}', f);
+    }
+    fprintf(f, "]}\n");
+    int rc = explorer_close(&x, "backward_tour", path, "attograd explorer: attention, backward");
+    if (!rc) printf("wrote %s\n", path);
+    return rc;
+}
+
+#endif

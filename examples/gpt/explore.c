@@ -1,0 +1,95 @@
+/* explore.c: `gpt sample --html PAGE`: the explorer page (docs/explorer.md)
+ * of the sampled text's attention.  The model reads the last `context`
+ * characters of the text (prompt and sample) once more, with every block's
+ * attention weights kept; for each layer and head the page shows
+ * the weights, the scores and the queries and keys they came from
+ * (ag_attention_qk).  `gpt train --html` gets from here each layer's
+ * attention entropy at each evaluation, and writes the training page. */
+#include "gpt.h"
+#include "../common/explorer_json.h"
+
+/* A character as a label: itself, or a visible stand-in for a space, a
+ * newline or a byte that is not printable ASCII. */
+static void label(unsigned char c, char out[8])
+{
+    if (c == ' ') snprintf(out, 8, "\xe2\x90\xa3"); /* U+2423 open box */
+    else if (c == '\n') snprintf(out, 8, "\\n");
+    else if (c < 0x20 || c >= 0x7f) snprintf(out, 8, "0x%02x", c);
+    else snprintf(out, 8, "%c", c);
+}
+
+/* The forward pass of ag_gpt_forward up to the last block, on one window
+ * win[0..T), eval mode: w[l] gets block l's weights [1, H, T, T].  NULL,
+ * with g's error, on failure. */
+static ag_tensor *blocks(ag_graph *g, const model *m, const int *win, int T, ag_tensor **w)
+{
+    ag_graph_set_training(g, 0);
+    ag_tensor *h = ag_embedding_layer_forward(g, &m->net.embedding, win, 1, T);
+    for (int l = 0; l < m->cfg.layers; l++) h = ag_decoder_only_block_forward(g, &m->net.blocks[l], h, &w[l]);
+    return h;
+}
+
+int attention_entropy(const model *m, const int *ids, int T, double *out)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor **w = calloc((size_t)m->cfg.layers, sizeof *w);
+    int rc = !g || !w || !blocks(g, m, ids, T, w);
+    if (rc) fprintf(stderr, "%s: attention entropy: %s\n", prog, g ? ag_graph_error(g) : "out of memory");
+    for (int l = 0; !rc && l < m->cfg.layers; l++) {
+        int H = w[l]->shape[1];
+        double e = 0;
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++)
+                for (int s = 0; s <= t; s++) { /* query t sees keys s <= t */
+                    double p = w[l]->data[((size_t)h * T + t) * T + s];
+                    if (p > 0) e -= p * log(p);
+                }
+        out[l] = e / ((double)H * T);
+    }
+    free(w);
+    ag_graph_free(g);
+    return rc;
+}
+
+int explore_sample(const model *m, const int *ids, int n, const char *path)
+{
+    int T = n < m->cfg.context ? n : m->cfg.context, L = m->cfg.layers, rc = 1;
+    const int *win = ids + (n - T);
+    char (*buf)[8] = malloc((size_t)T * sizeof *buf), *text = malloc((size_t)T + 1);
+    const char **lab = malloc((size_t)T * sizeof *lab);
+    ag_graph *g = ag_graph_new();
+    ag_tensor **w = calloc((size_t)L, sizeof *w);
+    explorer_out x = {0};
+    if (!buf || !text || !lab || !g || !w) {
+        fprintf(stderr, "%s: --html: out of memory\n", prog);
+        goto done;
+    }
+    for (int t = 0; t < T; t++) {
+        label(m->voc.chars[win[t]], buf[t]);
+        lab[t] = buf[t], text[t] = (char)m->voc.chars[win[t]];
+    }
+    text[T] = '\0';
+    if (!blocks(g, m, win, T, w)) {
+        fprintf(stderr, "%s: --html: %s\n", prog, ag_graph_error(g));
+        goto done;
+    }
+    if (!explorer_open(&x, prog)) goto done;
+    fprintf(x.f, "{\"kind\": \"attention\", \"model\": \"gpt\", \"inputs\": [{\"name\": "), json_string(x.f, text);
+    fprintf(x.f, ", \"maps\": [");
+    for (int l = 0; l < L; l++) {
+        explorer_map map = {"causal self-attention", "self", l, "character (query)", "character (key)", lab, lab};
+        fprintf(x.f, "%s\n", l ? "," : "");
+        if (json_attention_map(x.f, g, w[l], 0, &map)) {
+            fprintf(stderr, "%s: --html: %s\n", prog, ag_graph_error(g));
+            fclose(x.f), free(x.buf), x.f = NULL;
+            goto done;
+        }
+    }
+    fprintf(x.f, "]}]}\n");
+    rc = explorer_close(&x, prog, path, "attograd explorer: the GPT's attention");
+    x.f = NULL;
+done:
+    free(buf), free(text), free(lab), free(w);
+    ag_graph_free(g);
+    return rc;
+}

@@ -42,6 +42,31 @@ uint64_t ag_param_seed(uint64_t seed, const char *name);
 /* U(-a, a), a = sqrt(6 / (fan_in + fan_out)), for a [fan_out, fan_in] weight. */
 void ag_init_xavier_uniform(ag_tensor *w, uint64_t seed);
 
+/* Which initial values a layer, block or model draws (docs/init.md has the
+ * table of every layer under every scheme).  Layer norms are always gain 1,
+ * bias 0. */
+typedef enum ag_init_scheme {
+    AG_INIT_DEFAULT = 0, /* the layer's own default, as before options existed */
+    AG_INIT_TORCH,       /* PyTorch's module defaults: every linear as
+                            nn.Linear, U(-1/sqrt(in), 1/sqrt(in)) weights and
+                            biases; embeddings N(0, 1) as nn.Embedding */
+    AG_INIT_NORMAL,      /* weights and embeddings N(0, std), biases 0 */
+    AG_INIT_GPT2,        /* weights and embeddings N(0, 0.02), the residual
+                            projections (w_o, dense2) N(0, 0.02 / sqrt(2 L)),
+                            biases 0 */
+    AG_INIT_XAVIER       /* linear weights Xavier-uniform, biases 0 (the
+                            blocks' default); embeddings N(0, 1) */
+} ag_init_scheme;
+
+/* A scheme and its numbers; all zeros is AG_INIT_DEFAULT. */
+typedef struct ag_init_opts {
+    ag_init_scheme scheme;
+    double std; /* AG_INIT_NORMAL: the standard deviation (> 0);
+                   AG_INIT_GPT2: in place of 0.02 when > 0 */
+    int layers; /* AG_INIT_GPT2: L, the blocks of the model (0: 1; a GPT
+                   fills in its own) */
+} ag_init_opts;
+
 /* ---- linear ---------------------------------------------------------------- */
 
 /* y = x W^T + b.  W [out, in] and b [out], as PyTorch's nn.Linear, which also
@@ -55,6 +80,10 @@ typedef struct ag_linear {
 /* Makes "<prefix>.weight" (and "<prefix>.bias" when bias) in s. */
 ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
                          uint64_t seed);
+/* The same with an init (NULL or AG_INIT_DEFAULT: nn.Linear's, as above);
+ * a bad init is AG_ERR_ARG with the message in ag_store_error(s). */
+ag_status ag_linear_init_ex(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+                            const ag_init_opts *init, uint64_t seed);
 /* x [..., in] -> [..., out]. */
 ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x);
 
@@ -195,6 +224,9 @@ typedef struct ag_embedding_layer {
 /* max_len bounds T for learned positions (ignored otherwise). */
 ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
                                   int max_len, ag_positions kind, uint64_t seed);
+/* The same with an init for both tables (NULL or AG_INIT_DEFAULT: N(0, 1)). */
+ag_status ag_embedding_layer_init_ex(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
+                                     int max_len, ag_positions kind, const ag_init_opts *init, uint64_t seed);
 /* ids [B, T] (B * T ints, each in [0, V)) -> [B, T, C].  T > max_len with
  * learned positions is an error on g. */
 ag_tensor *ag_embedding_layer_forward(ag_graph *g, const ag_embedding_layer *e, const int *ids, int B, int T);
@@ -219,6 +251,9 @@ typedef struct ag_block_config {
     /* The self-attention is causal: query t sees keys s <= t, with no mask
      * from the caller (ag_mha.causal).  Any mask given is applied too. */
     int causal;
+    /* The linear layers' initial values; AG_INIT_DEFAULT (zeros) is
+     * Xavier-uniform weights and zero biases, the translator's init. */
+    ag_init_opts init;
 } ag_block_config;
 
 /* Encoder block (post-norm): x = addnorm1(x, self_attention(x, x, src_mask));
@@ -401,6 +436,7 @@ typedef struct ag_gpt_config {
     ag_activation activation; /* AG_ACT_GELU (erf) or AG_ACT_GELU_TANH; relu works too */
     int untied;     /* 0: the output layer is the token table (GPT-2's tying);
                        1: a separate "head.weight" [V, C] */
+    ag_init_opts init; /* AG_INIT_DEFAULT (zeros): GPT-2's (ag_gpt_init) */
 } ag_gpt_config;
 
 /* logits = head(norm(block_L(... block_1(embed(ids))))), pre-norm causal
@@ -418,10 +454,11 @@ typedef struct ag_gpt {
     ag_linear head;                /* unused (weight NULL) when tied */
 } ag_gpt;
 
-/* Make every parameter in s, initialised as GPT-2 (seeded): embeddings and
- * linear weights N(0, 0.02), the residual projections (w_o, dense2)
- * N(0, 0.02 / sqrt(2 L)), biases 0, layer norms gain 1 and bias 0.  A bad
- * config value is AG_ERR_ARG with the message in ag_store_error(s). */
+/* Make every parameter in s, initialised as cfg->init says (seeded); by
+ * default as GPT-2: embeddings and linear weights N(0, 0.02), the residual
+ * projections (w_o, dense2) N(0, 0.02 / sqrt(2 L)), biases 0, layer norms
+ * gain 1 and bias 0.  A bad config value is AG_ERR_ARG with the message in
+ * ag_store_error(s). */
 ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t seed);
 void ag_gpt_free(ag_gpt *m);
 /* ids [B, T] (T <= context) -> logits [B, T, V]. */

@@ -8,8 +8,8 @@
 
 #include <stdio.h>
 
-ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
-                                  int max_len, ag_positions kind, uint64_t seed)
+ag_status ag_embedding_layer_init_ex(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
+                                     int max_len, ag_positions kind, const ag_init_opts *init, uint64_t seed)
 {
     if (!e) return ag__store_fail(s, AG_ERR_ARG, "embedding_layer_init: layer is NULL");
     memset(e, 0, sizeof *e);
@@ -23,16 +23,26 @@ ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char
     if (kind == AG_POS_LEARNED && max_len <= 0)
         return ag__store_fail(s, AG_ERR_ARG, "embedding '%s': learned positions need max_len >= 1, got %d", p,
                               max_len);
+    char who[80];
+    snprintf(who, sizeof who, "embedding '%s'", p);
+    ag_status st = ag__init_check(s, who, init);
+    if (st != AG_OK) return st;
     *e = (ag_embedding_layer){.V = V, .C = C, .max_len = max_len, .kind = kind};
     char name[64];
     snprintf(name, sizeof name, "%s.tokens.weight", prefix);
     if (!(e->tokens = ag_param(s, name, AG_SHAPE(V, C)))) return AG_ERR_ARG; /* the store says why */
-    ag_init_normal(e->tokens, 0, 1, ag_param_seed(seed, name));
+    ag__init_table(e->tokens, init, seed); /* by default N(0, 1), as nn.Embedding */
     if (kind != AG_POS_LEARNED) return AG_OK;
     snprintf(name, sizeof name, "%s.positions.weight", prefix);
     if (!(e->positions = ag_param(s, name, AG_SHAPE(max_len, C)))) return AG_ERR_ARG;
-    ag_init_normal(e->positions, 0, 1, ag_param_seed(seed, name));
+    ag__init_table(e->positions, init, seed);
     return AG_OK;
+}
+
+ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
+                                  int max_len, ag_positions kind, uint64_t seed)
+{
+    return ag_embedding_layer_init_ex(e, s, prefix, V, C, max_len, kind, NULL, seed);
 }
 
 /* x[b, t] = tokens[ids[b, t]] + positions[t]:  [B, T, C] + [T, C] (broadcast over B) */

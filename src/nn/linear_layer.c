@@ -33,24 +33,31 @@ static ag_status make(ag_store *s, ag_tensor **t, const char *prefix, const char
     return *t ? AG_OK : AG_ERR_ARG;
 }
 
-ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
-                         uint64_t seed)
+ag_status ag_linear_init_ex(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+                            const ag_init_opts *init, uint64_t seed)
 {
     if (!l || !prefix) return ag__store_fail(s, AG_ERR_ARG, "linear_init: %s is NULL", l ? "prefix" : "layer");
     memset(l, 0, sizeof *l);
     if (!s || !prefix || in <= 0 || out <= 0)
         return ag__store_fail(s, AG_ERR_ARG, "linear '%s': %s (in %d, out %d: both must be >= 1)",
                               prefix ? prefix : "(null)", prefix ? "bad size" : "prefix is NULL", in, out);
+    char who[80];
+    snprintf(who, sizeof who, "linear '%s'", prefix);
+    ag_status st = ag__init_check(s, who, init);
+    if (st != AG_OK) return st;
     l->in = in;
     l->out = out;
-    ag_status st = make(s, &l->weight, prefix, "weight", AG_SHAPE(out, in));
+    st = make(s, &l->weight, prefix, "weight", AG_SHAPE(out, in));
     if (st == AG_OK && bias) st = make(s, &l->bias, prefix, "bias", AG_SHAPE(out));
     if (st != AG_OK) return st;
-    /* nn.Linear's default: kaiming_uniform(a = sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)) */
-    double k = 1 / sqrt((double)in);
-    ag_init_uniform(l->weight, -k, k, ag_param_seed(seed, l->weight->name));
-    if (l->bias) ag_init_uniform(l->bias, -k, k, ag_param_seed(seed, l->bias->name));
+    ag__init_linear(l, init, AG_INIT_TORCH, false, seed); /* by default nn.Linear's */
     return AG_OK;
+}
+
+ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+                         uint64_t seed)
+{
+    return ag_linear_init_ex(l, s, prefix, in, out, bias, NULL, seed);
 }
 
 /* y = x W^T + b:  x [..., in] -> [..., out], one op (ops/linear.c) */

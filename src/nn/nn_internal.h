@@ -47,4 +47,16 @@ ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha *m, ag_tensor *x, int q0, ag
 ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
                              ag_tensor *mask, double fill);
 
+/* ---- initial values (src/nn/init.c; docs/init.md has the table) ---------- */
+
+/* AG_OK when o (NULL: all zeros) is a valid init; else records why, as
+ * "who: init ...", in ag_store_error(s). */
+ag_status ag__init_check(ag_store *s, const char *who, const ag_init_opts *o);
+/* Draw l's weight and bias as o says (checked), dflt standing for
+ * AG_INIT_DEFAULT; residual: l writes into a residual stream (w_o, dense2),
+ * which GPT-2's scheme draws narrower.  Seeded by (seed, parameter name). */
+void ag__init_linear(ag_linear *l, const ag_init_opts *o, ag_init_scheme dflt, bool residual, uint64_t seed);
+/* Draw an embedding table t as o says. */
+void ag__init_table(ag_tensor *t, const ag_init_opts *o, uint64_t seed);
+
 #endif /* AG_NN_INTERNAL_H */

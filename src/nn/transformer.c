@@ -79,17 +79,22 @@ ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
     return ag_set_name(p, "positions");
 }
 
-/* Xavier-uniform weights and zero biases for every linear layer of an mha or
- * ffn (the translator's init; d2l's draws the same weights, not the biases). */
-static void xavier(ag_linear *l, uint64_t seed)
+/* Every linear layer of a block as its config's init says; by default
+ * Xavier-uniform weights and zero biases (the translator's init; d2l's draws
+ * the same weights, not the biases).  The output projections (w_o, dense2)
+ * write into the residual stream. */
+static void init_mha(ag_mha *m, const ag_block_config *c, uint64_t seed)
 {
-    ag_init_xavier_uniform(l->weight, ag_param_seed(seed, l->weight->name));
-    if (l->bias) ag_init_const(l->bias, 0);
+    ag__init_linear(&m->w_q, &c->init, AG_INIT_XAVIER, false, seed);
+    ag__init_linear(&m->w_k, &c->init, AG_INIT_XAVIER, false, seed);
+    ag__init_linear(&m->w_v, &c->init, AG_INIT_XAVIER, false, seed);
+    ag__init_linear(&m->w_o, &c->init, AG_INIT_XAVIER, true, seed);
 }
 
-static void xavier_mha(ag_mha *m, uint64_t seed)
+static void init_ffn(ag_ffn *f, const ag_block_config *c, uint64_t seed)
 {
-    xavier(&m->w_q, seed), xavier(&m->w_k, seed), xavier(&m->w_v, seed), xavier(&m->w_o, seed);
+    ag__init_linear(&f->dense1, &c->init, AG_INIT_XAVIER, false, seed);
+    ag__init_linear(&f->dense2, &c->init, AG_INIT_XAVIER, true, seed);
 }
 
 #define TRY(call)                                                                                            \
@@ -107,7 +112,9 @@ static ag_status block_config(ag_store *s, const char *prefix, const ag_block_co
         return ag__store_fail(s, AG_ERR_ARG, "block '%s': pre_norm is %d, want 0 or 1", prefix, out->pre_norm);
     if (out->causal != 0 && out->causal != 1)
         return ag__store_fail(s, AG_ERR_ARG, "block '%s': causal is %d, want 0 or 1", prefix, out->causal);
-    return AG_OK;
+    char who[80];
+    snprintf(who, sizeof who, "block '%s'", prefix);
+    return ag__init_check(s, who, &out->init);
 }
 
 ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
@@ -123,8 +130,8 @@ ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char 
     TRY(ag_layernorm_init(&b->norm1, s, child(name, prefix, "norm1"), C));
     TRY(ag_ffn_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
     TRY(ag_layernorm_init(&b->norm2, s, child(name, prefix, "norm2"), C));
-    xavier_mha(&b->attention, seed);
-    xavier(&b->ffn.dense1, seed), xavier(&b->ffn.dense2, seed);
+    init_mha(&b->attention, &b->cfg, seed);
+    init_ffn(&b->ffn, &b->cfg, seed);
     return AG_OK;
 }
 
@@ -143,8 +150,8 @@ ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char 
     TRY(ag_layernorm_init(&b->norm2, s, child(name, prefix, "norm2"), C));
     TRY(ag_ffn_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
     TRY(ag_layernorm_init(&b->norm3, s, child(name, prefix, "norm3"), C));
-    xavier_mha(&b->self_attention, seed), xavier_mha(&b->cross_attention, seed);
-    xavier(&b->ffn.dense1, seed), xavier(&b->ffn.dense2, seed);
+    init_mha(&b->self_attention, &b->cfg, seed), init_mha(&b->cross_attention, &b->cfg, seed);
+    init_ffn(&b->ffn, &b->cfg, seed);
     return AG_OK;
 }
 

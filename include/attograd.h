@@ -6,6 +6,7 @@
  *   attograd_io.h     safetensors checkpoints
  *   attograd_text.h   sentence pairs, vocabularies, BLEU
  *   attograd_viz.h    graph and attention pictures
+ *   attograd_compat.h the deprecated names (AG_NO_DEPRECATED hides them)
  *
  * The tutorial is at the top of attograd_core.h. */
 #ifndef ATTOGRAD_H
@@ -17,5 +18,6 @@
 #include "attograd_optim.h"
 #include "attograd_text.h"
 #include "attograd_viz.h"
+#include "attograd_compat.h"
 
 #endif /* ATTOGRAD_H */

@@ -71,36 +71,36 @@ typedef struct ag_init_opts {
 
 /* y = x W^T + b.  W [out, in] and b [out], as PyTorch's nn.Linear, which also
  * gives the default init: U(-1/sqrt(in), 1/sqrt(in)) for W and b. */
-typedef struct ag_linear {
+typedef struct ag_linear_layer {
     ag_tensor *weight; /* [out, in] */
     ag_tensor *bias;   /* [out], or NULL */
     int in, out;
-} ag_linear;
+} ag_linear_layer;
 
 /* Makes "<prefix>.weight" (and "<prefix>.bias" when bias) in s. */
-ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+ag_status ag_linear_layer_init(ag_linear_layer *l, ag_store *s, const char *prefix, int in, int out, int bias,
                          uint64_t seed);
 /* The same with an init (NULL or AG_INIT_DEFAULT: nn.Linear's, as above);
  * a bad init is AG_ERR_ARG with the message in ag_store_error(s). */
-ag_status ag_linear_init_ex(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+ag_status ag_linear_layer_init_ex(ag_linear_layer *l, ag_store *s, const char *prefix, int in, int out, int bias,
                             const ag_init_opts *init, uint64_t seed);
 /* x [..., in] -> [..., out]. */
-ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x);
+ag_tensor *ag_linear_layer_forward(ag_graph *g, const ag_linear_layer *l, ag_tensor *x);
 
 /* ---- layer norm -------------------------------------------------------------- */
 
 /* PyTorch's nn.LayerNorm(C): the op ag_layer_norm with its parameters
  * "<prefix>.weight" and "<prefix>.bias". */
-typedef struct ag_layernorm {
+typedef struct ag_layer_norm_layer {
     ag_tensor *weight, *bias; /* [C]: gain 1, bias 0 at init */
     double eps;               /* 1e-5 */
-} ag_layernorm;
-ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, int C);
+} ag_layer_norm_layer;
+ag_status ag_layer_norm_layer_init(ag_layer_norm_layer *n, ag_store *s, const char *prefix, int C);
 /* x [..., C] -> [..., C]. */
-ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x);
+ag_tensor *ag_layer_norm_layer_forward(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x);
 
 /* Deprecated names of the above (kept until 1.0). */
-typedef ag_layernorm ag_norm;
+typedef ag_layer_norm_layer ag_norm;
 ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C);
 ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x);
 
@@ -136,29 +136,29 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
  *   out = O W_o^T (+b)                                      [B, T, C]
  * No permute: the per-head products read head h of each sentence in place,
  * as the [B, H, T, D] that permute {0, 2, 1, 3} would copy out, and write
- * O with the heads side by side (ag_mha_forward_textbook does the permutes).
+ * O with the heads side by side (ag_mha_layer_forward_textbook does the permutes).
  * Self-attention: x_kv == x_q.  Cross-attention: x_q from the decoder
  * [B, T, C], x_kv from the encoder [B, S, C]. */
-typedef struct ag_mha {
-    ag_linear w_q, w_k, w_v, w_o;
+typedef struct ag_mha_layer {
+    ag_linear_layer w_q, w_k, w_v, w_o;
     int C, H;
     double dropout; /* on the attention weights */
     int causal;     /* 1: query t attends to keys s <= t only (the mask is
                        made inside, and combined with any mask given) */
-    int textbook;   /* 1: the textbook path (ag_mha_forward_textbook) */
-} ag_mha;
+    int textbook;   /* 1: the textbook path (ag_mha_layer_forward_textbook) */
+} ag_mha_layer;
 /* Makes "<prefix>.w_q.weight" ... "<prefix>.w_o.bias", not causal; set
  * m->causal afterwards for a causal self-attention.  A bad argument
  * (AG_ERR_ARG) or C % H != 0 (AG_ERR_SHAPE) leaves a message in
  * ag_store_error(s). */
-ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias,
+ag_status ag_mha_layer_init(ag_mha_layer *m, ag_store *s, const char *prefix, int C, int H, int bias,
                       double dropout, uint64_t seed);
-ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
+ag_tensor *ag_mha_layer_forward(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
                   double fill, ag_tensor **weights);
 
 /* ---- the textbook path ---------------------------------------------------- */
 
-/* The same functions as ag_attention and ag_mha_forward (same arguments,
+/* The same functions as ag_attention and ag_mha_layer_forward (same arguments,
  * values and gradients), built literally as the tutorials write them, one
  * public op per step, so that a graph picture shows every step:
  *   kt = transpose(k, -1, -2); scores = scale(matmul(q, kt), 1/sqrt(D));
@@ -168,17 +168,17 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
  * fast path fuses the scale, mask and softmax into one op with a hand-written
  * backward (ops/masked_softmax.c) and reads the heads in place
  * (ag__matmul_heads): fewer passes over the scores and no copies.  An
- * ag_mha with .textbook = 1 takes this path wherever it is used (the
+ * ag_mha_layer with .textbook = 1 takes this path wherever it is used (the
  * Transformer blocks too). */
 ag_tensor *ag_attention_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
                                  double fill, double p_drop, ag_tensor **weights);
-ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv,
+ag_tensor *ag_mha_layer_forward_textbook(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv,
                                    ag_tensor *mask, double fill, ag_tensor **weights);
 
 /* ---- Add&Norm, feed-forward, positions ----------------------------------- */
 
 /* Post-norm residual: layer_norm(x + dropout(y)). */
-ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop);
+ag_tensor *ag_add_norm(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x, ag_tensor *y, double p_drop);
 
 /* The feed-forward layer's activation. */
 typedef enum ag_activation {
@@ -188,14 +188,14 @@ typedef enum ag_activation {
 } ag_activation;
 
 /* Position-wise feed-forward: dense2(act(dense1(x))), C -> F -> C. */
-typedef struct ag_ffn {
-    ag_linear dense1, dense2;
-    ag_activation activation; /* relu unless made by ag_ffn_init_ex */
-} ag_ffn;
-ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed);
-ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
+typedef struct ag_ffn_layer {
+    ag_linear_layer dense1, dense2;
+    ag_activation activation; /* relu unless made by ag_ffn_layer_init_ex */
+} ag_ffn_layer;
+ag_status ag_ffn_layer_init(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed);
+ag_status ag_ffn_layer_init_ex(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
                          uint64_t seed);
-ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x);
+ag_tensor *ag_ffn_layer_forward(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x);
 
 /* Sinusoidal positions [T, C] (a leaf, no gradient):
  *   P[t, 2i] = sin(t / 10000^(2i / C)),  P[t, 2i+1] = cos(t / 10000^(2i / C)). */
@@ -249,33 +249,33 @@ typedef struct ag_block_config {
     int pre_norm;
     ag_activation activation; /* the FFN's: relu (0), gelu, gelu_tanh */
     /* The self-attention is causal: query t sees keys s <= t, with no mask
-     * from the caller (ag_mha.causal).  Any mask given is applied too. */
+     * from the caller (ag_mha_layer.causal).  Any mask given is applied too. */
     int causal;
     /* The linear layers' initial values; AG_INIT_DEFAULT (zeros) is
      * Xavier-uniform weights and zero biases, the translator's init. */
     ag_init_opts init;
 } ag_block_config;
 
-/* Encoder block (post-norm): x = addnorm1(x, self_attention(x, x, src_mask));
- *                            x = addnorm2(x, ffn(x)).
+/* Encoder block (post-norm unless cfg.pre_norm):
+ *   x = addnorm1(x, self_attention(x, x, src_mask));  x = addnorm2(x, ffn(x)).
  * With cfg.causal it is the decoder-only (GPT) block. */
 typedef struct ag_encoder_block {
-    ag_mha attention;
-    ag_layernorm norm1, norm2;
-    ag_ffn ffn;
+    ag_mha_layer attention;
+    ag_layer_norm_layer norm1, norm2;
+    ag_ffn_layer ffn;
     double dropout;
     ag_block_config cfg;
 } ag_encoder_block;
 
-/* Decoder block (post-norm): x = addnorm1(x, self_attention(x, x, causal mask));
- *                            x = addnorm2(x, cross_attention(x, enc, src_mask));
- *                            x = addnorm3(x, ffn(x)).
+/* Decoder block (post-norm unless cfg.pre_norm):
+ *   x = addnorm1(x, self_attention(x, x, causal mask));
+ *   x = addnorm2(x, cross_attention(x, enc, src_mask));  x = addnorm3(x, ffn(x)).
  * Pre-norm: norm1, norm2, norm3 move to the sublayers' inputs (the
  * encoder's output enc is used as it is, as nn.TransformerDecoderLayer). */
 typedef struct ag_decoder_block {
-    ag_mha self_attention, cross_attention;
-    ag_layernorm norm1, norm2, norm3;
-    ag_ffn ffn;
+    ag_mha_layer self_attention, cross_attention;
+    ag_layer_norm_layer norm1, norm2, norm3;
+    ag_ffn_layer ffn;
     double dropout;
     ag_block_config cfg;
 } ag_decoder_block;
@@ -350,7 +350,7 @@ typedef struct ag_seq2seq {
     ag_tensor *src_embedding, *tgt_embedding;
     ag_encoder_block *enc; /* cfg.layers of each, owned */
     ag_decoder_block *dec;
-    ag_linear dense;
+    ag_linear_layer dense;
 } ag_seq2seq;
 
 /* Make every parameter in s, drawn as cfg->init says (AG_SEQ2SEQ_INIT_*),
@@ -450,8 +450,8 @@ typedef struct ag_gpt {
     ag_gpt_config cfg;
     ag_embedding_layer embedding;
     ag_decoder_only_block *blocks; /* cfg.layers, owned */
-    ag_layernorm norm;             /* the final layer norm */
-    ag_linear head;                /* unused (weight NULL) when tied */
+    ag_layer_norm_layer norm;             /* the final layer norm */
+    ag_linear_layer head;                /* unused (weight NULL) when tied */
 } ag_gpt;
 
 /* Make every parameter in s, initialised as cfg->init says (seeded); by

@@ -89,7 +89,7 @@ ag_status ag_svg_heatmap_grid(const char *path, const char *title, int n_panels,
                               const ag_real *w, char *err, size_t errlen);
 
 /* The attention weights of one sentence straight from a weights tensor (as
- * ag_attention, ag_mha_forward and the Transformer blocks return them):
+ * ag_attention, ag_mha_layer_forward and the Transformer blocks return them):
  * w [B, H, T, S], [H, T, S] or [T, S]; draws the H heads of batch element b
  * (rows: the T queries, labelled by row_labels; columns: the S keys).
  * No cell is drawn masked: pass the mask to ag_svg_attention_masked.

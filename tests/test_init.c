@@ -168,12 +168,12 @@ Test(init, block_normal_gpt2_and_xavier)
 
 Test(init, defaults_are_unchanged)
 {
-    /* ag_linear_init is nn.Linear's draw, as AG_INIT_TORCH */
+    /* ag_linear_layer_init is nn.Linear's draw, as AG_INIT_TORCH */
     ag_store *a = ag_store_new(), *b = ag_store_new();
-    ag_linear l;
+    ag_linear_layer l;
     ag_init_opts torch = {.scheme = AG_INIT_TORCH};
-    cr_assert_eq(ag_linear_init(&l, a, "l", 300, 200, 1, 4), AG_OK);
-    cr_assert_eq(ag_linear_init_ex(&l, b, "l", 300, 200, 1, &torch, 4), AG_OK);
+    cr_assert_eq(ag_linear_layer_init(&l, a, "l", 300, 200, 1, 4), AG_OK);
+    cr_assert_eq(ag_linear_layer_init_ex(&l, b, "l", 300, 200, 1, &torch, 4), AG_OK);
     expect_same_values(a, b);
     ag_store_free(a), ag_store_free(b);
 
@@ -196,13 +196,13 @@ Test(init, embedding_and_linear_options)
 {
     ag_store *s = ag_store_new();
     ag_embedding_layer e;
-    ag_linear l;
+    ag_linear_layer l;
     ag_init_opts normal = {.scheme = AG_INIT_NORMAL, .std = 0.1}, xavier = {.scheme = AG_INIT_XAVIER};
     cr_assert_eq(ag_embedding_layer_init_ex(&e, s, "e", 500, 64, 100, AG_POS_LEARNED, &normal, 2), AG_OK);
     expect_normal(s, "e.tokens.weight", 0.1), expect_normal(s, "e.positions.weight", 0.1);
     cr_assert_eq(ag_embedding_layer_init_ex(&e, s, "d", 500, 64, 100, AG_POS_LEARNED, NULL, 2), AG_OK);
     expect_normal(s, "d.tokens.weight", 1);
-    cr_assert_eq(ag_linear_init_ex(&l, s, "x", 400, 300, 1, &xavier, 2), AG_OK);
+    cr_assert_eq(ag_linear_layer_init_ex(&l, s, "x", 400, 300, 1, &xavier, 2), AG_OK);
     moments m = moments_of(l.weight);
     double a = sqrt(6.0 / 700);
     cr_assert_leq(m.maxabs, a * (1 + BOUND_SLACK));
@@ -214,11 +214,11 @@ Test(init, embedding_and_linear_options)
 Test(init, bad_init_is_refused_with_a_message)
 {
     ag_store *s = ag_store_new();
-    ag_linear l;
+    ag_linear_layer l;
     ag_init_opts bad[] = {{.scheme = (ag_init_scheme)99}, {.scheme = AG_INIT_NORMAL}, {.std = -1}, {.layers = -2}};
     const char *says[] = {"scheme 99", "std > 0", "std = -1", "layers = -2"};
     for (int i = 0; i < 4; i++) {
-        cr_assert_eq(ag_linear_init_ex(&l, s, "l", 4, 4, 1, &bad[i], 1), AG_ERR_ARG);
+        cr_assert_eq(ag_linear_layer_init_ex(&l, s, "l", 4, 4, 1, &bad[i], 1), AG_ERR_ARG);
         cr_assert(strstr(ag_store_error(s), says[i]) && strstr(ag_store_error(s), "linear 'l'"), "%s",
                   ag_store_error(s));
     }

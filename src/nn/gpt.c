@@ -72,8 +72,8 @@ ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t
         snprintf(name, sizeof name, "blocks.%d", i);
         st = ag_decoder_only_block_init(&m->blocks[i], s, name, c->hidden, c->heads, c->ffn, c->dropout, &bc, seed);
     }
-    if (st == AG_OK) st = ag_layernorm_init(&m->norm, s, "norm", c->hidden);
-    if (st == AG_OK && c->untied) st = ag_linear_init_ex(&m->head, s, "head", c->hidden, c->vocab, 0, &init, seed);
+    if (st == AG_OK) st = ag_layer_norm_layer_init(&m->norm, s, "norm", c->hidden);
+    if (st == AG_OK && c->untied) st = ag_linear_layer_init_ex(&m->head, s, "head", c->hidden, c->vocab, 0, &init, seed);
     if (st != AG_OK) {
         ag_gpt_free(m);
         return st;
@@ -99,8 +99,8 @@ ag_tensor *ag_gpt_forward(ag_graph *g, const ag_gpt *m, const int *ids, int B, i
     ag_tensor *x = ag_embedding_layer_forward(g, &m->embedding, ids, B, T); /* [B, T, C] */
     if (p > 0) x = ag_dropout(g, x, p);
     for (int i = 0; i < m->cfg.layers; i++) x = ag_decoder_only_block_forward(g, &m->blocks[i], x, NULL);
-    x = ag_layernorm_forward(g, &m->norm, x);
-    ag_tensor *logits = m->cfg.untied ? ag_linear_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
+    x = ag_layer_norm_layer_forward(g, &m->norm, x);
+    ag_tensor *logits = m->cfg.untied ? ag_linear_layer_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
     return ag_set_name(logits, "logits"); /* [B, T, V] */
 }
 
@@ -188,12 +188,12 @@ int ag_gpt_cache_len(const ag_gpt_cache *c) { return c ? c->len : 0; }
 static ag_tensor *block_cached(ag_graph *g, const ag_decoder_only_block *b, ag_tensor *x, int q0, ag_real *keys,
                                ag_real *values, int pos, int S)
 {
-    ag_tensor *h = ag_layernorm_forward(g, &b->norm1, x);
+    ag_tensor *h = ag_layer_norm_layer_forward(g, &b->norm1, x);
     ag_tensor *a = ag__mha_cached(g, &b->attention, h, q0, keys, values, pos, S);
     if (q0 && x) x = ag_slice(g, x, 1, q0, x->shape[1] - q0);
     x = ag_add(g, x, a);
-    h = ag_layernorm_forward(g, &b->norm2, x);
-    return ag_add(g, x, ag_ffn_forward(g, &b->ffn, h));
+    h = ag_layer_norm_layer_forward(g, &b->norm2, x);
+    return ag_add(g, x, ag_ffn_layer_forward(g, &b->ffn, h));
 }
 
 /* ag_gpt_forward_cached; last_only: the logits of the last id only,
@@ -229,8 +229,8 @@ static ag_tensor *forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, 
         ag_real *keys = c->kv + 2 * (size_t)l * S * C, *values = keys + (size_t)S * C;
         x = block_cached(g, &m->blocks[l], x, last_only && l == c->layers - 1 ? T - 1 : 0, keys, values, pos, S);
     }
-    x = ag_layernorm_forward(g, &m->norm, x);
-    ag_tensor *logits = m->cfg.untied ? ag_linear_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
+    x = ag_layer_norm_layer_forward(g, &m->norm, x);
+    ag_tensor *logits = m->cfg.untied ? ag_linear_layer_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
     if (!logits || ag_graph_status(g) != AG_OK) return NULL;
     c->len = pos + T;
     return ag_set_name(logits, "logits"); /* [1, T, V], or [1, 1, V] when last_only */

@@ -30,7 +30,7 @@ ag_status ag__init_check(ag_store *s, const char *who, const ag_init_opts *o)
 /* GPT-2's standard deviation: 0.02 unless o gives one */
 static double gpt2_std(const ag_init_opts *o) { return o->std > 0 ? o->std : 0.02; }
 
-void ag__init_linear(ag_linear *l, const ag_init_opts *o, ag_init_scheme dflt, bool residual, uint64_t seed)
+void ag__init_linear(ag_linear_layer *l, const ag_init_opts *o, ag_init_scheme dflt, bool residual, uint64_t seed)
 {
     if (!o) o = &zero_opts;
     ag_init_scheme k = o->scheme == AG_INIT_DEFAULT ? dflt : o->scheme;

@@ -33,7 +33,7 @@ static ag_status make(ag_store *s, ag_tensor **t, const char *prefix, const char
     return *t ? AG_OK : AG_ERR_ARG;
 }
 
-ag_status ag_linear_init_ex(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+ag_status ag_linear_layer_init_ex(ag_linear_layer *l, ag_store *s, const char *prefix, int in, int out, int bias,
                             const ag_init_opts *init, uint64_t seed)
 {
     if (!l || !prefix) return ag__store_fail(s, AG_ERR_ARG, "linear_init: %s is NULL", l ? "prefix" : "layer");
@@ -54,14 +54,14 @@ ag_status ag_linear_init_ex(ag_linear *l, ag_store *s, const char *prefix, int i
     return AG_OK;
 }
 
-ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+ag_status ag_linear_layer_init(ag_linear_layer *l, ag_store *s, const char *prefix, int in, int out, int bias,
                          uint64_t seed)
 {
-    return ag_linear_init_ex(l, s, prefix, in, out, bias, NULL, seed);
+    return ag_linear_layer_init_ex(l, s, prefix, in, out, bias, NULL, seed);
 }
 
 /* y = x W^T + b:  x [..., in] -> [..., out], one op (ops/linear.c) */
-ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
+ag_tensor *ag_linear_layer_forward(ag_graph *g, const ag_linear_layer *l, ag_tensor *x)
 {
     if (!ag__given(g, "linear_forward", "layer", l)) return NULL;
     if (!ag__ok(g, "linear", 1, x)) return NULL;
@@ -74,7 +74,7 @@ ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
     return ag__linear(g, x, l->weight, l->bias);
 }
 
-ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, int C)
+ag_status ag_layer_norm_layer_init(ag_layer_norm_layer *n, ag_store *s, const char *prefix, int C)
 {
     if (!n || !prefix) return ag__store_fail(s, AG_ERR_ARG, "layernorm_init: %s is NULL", n ? "prefix" : "layer");
     memset(n, 0, sizeof *n);
@@ -89,7 +89,7 @@ ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, in
     return AG_OK;
 }
 
-ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x)
+ag_tensor *ag_layer_norm_layer_forward(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x)
 {
     if (!ag__given(g, "layernorm_forward", "layer", n)) return NULL;
     return ag_layer_norm(g, x, n->weight, n->bias, n->eps);
@@ -98,7 +98,7 @@ ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x
 /* the deprecated names */
 ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)
 {
-    return ag_layernorm_init(n, s, prefix, C);
+    return ag_layer_norm_layer_init(n, s, prefix, C);
 }
 
-ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x) { return ag_layernorm_forward(g, n, x); }
+ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x) { return ag_layer_norm_layer_forward(g, n, x); }

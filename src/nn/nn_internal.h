@@ -32,7 +32,7 @@ ag_tensor *ag__unpack(ag_graph *g, ag_tensor *x, const ag__rows *r);
  * res (x_q's shape; NULL: none), ag__mha_rows returns res + mha(...), res
  * added by the output projection (linear_add), as a pre-norm block's
  * residual. */
-ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
+ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
                         const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res);
 ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
                                   ag_tensor *src_mask, ag_tensor **weights);
@@ -42,9 +42,9 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
 /* Attention of x [B, T, C] (positions pos ..; queries of rows q0 ..) over
  * a key/value cache of [B, S, C], which it extends; attention over keys and
  * values projected once (src/nn/attention.c). */
-ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
+ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
                           int pos, int S);
-ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
+ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
                              ag_tensor *mask, double fill);
 
 /* ---- initial values (src/nn/init.c; docs/init.md has the table) ---------- */
@@ -55,7 +55,7 @@ ag_status ag__init_check(ag_store *s, const char *who, const ag_init_opts *o);
 /* Draw l's weight and bias as o says (checked), dflt standing for
  * AG_INIT_DEFAULT; residual: l writes into a residual stream (w_o, dense2),
  * which GPT-2's scheme draws narrower.  Seeded by (seed, parameter name). */
-void ag__init_linear(ag_linear *l, const ag_init_opts *o, ag_init_scheme dflt, bool residual, uint64_t seed);
+void ag__init_linear(ag_linear_layer *l, const ag_init_opts *o, ag_init_scheme dflt, bool residual, uint64_t seed);
 /* Draw an embedding table t as o says. */
 void ag__init_table(ag_tensor *t, const ag_init_opts *o, uint64_t seed);
 

@@ -20,14 +20,14 @@ static const char *child(char *buf, const char *prefix, const char *part)
     return buf;
 }
 
-ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop)
+ag_tensor *ag_add_norm(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x, ag_tensor *y, double p_drop)
 {
     if (!ag__given(g, "add_norm", "layer", n)) return NULL;
     if (p_drop > 0 && ag_graph_training(g)) y = ag_dropout(g, y, p_drop);
-    return ag_layernorm_forward(g, n, ag_add(g, x, y));
+    return ag_layer_norm_layer_forward(g, n, ag_add(g, x, y));
 }
 
-ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
+ag_status ag_ffn_layer_init_ex(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
                          uint64_t seed)
 {
     if (!f || !prefix) return ag__store_fail(s, AG_ERR_ARG, "ffn_init: %s is NULL", f ? "prefix" : "layer");
@@ -37,31 +37,31 @@ ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int 
                               prefix, (int)act, AG_ACT_RELU, AG_ACT_GELU, AG_ACT_GELU_TANH);
     f->activation = act;
     char name[64];
-    ag_status st = ag_linear_init(&f->dense1, s, child(name, prefix, "dense1"), C, F, 1, seed);
+    ag_status st = ag_linear_layer_init(&f->dense1, s, child(name, prefix, "dense1"), C, F, 1, seed);
     if (st != AG_OK) return st;
-    return ag_linear_init(&f->dense2, s, child(name, prefix, "dense2"), F, C, 1, seed);
+    return ag_linear_layer_init(&f->dense2, s, child(name, prefix, "dense2"), F, C, 1, seed);
 }
 
-ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed)
+ag_status ag_ffn_layer_init(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed)
 {
-    return ag_ffn_init_ex(f, s, prefix, C, F, AG_ACT_RELU, seed);
+    return ag_ffn_layer_init_ex(f, s, prefix, C, F, AG_ACT_RELU, seed);
 }
 
 /* dense2(act(dense1(x))), plus res (x's shape) when given: res added by
  * dense2 itself (linear_add, the bits of add(res, ffn(x))). */
-static ag_tensor *ffn_add(ag_graph *g, const ag_ffn *f, ag_tensor *x, ag_tensor *res)
+static ag_tensor *ffn_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_tensor *res)
 {
     if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
-    ag_tensor *h = ag_linear_forward(g, &f->dense1, x);
+    ag_tensor *h = ag_linear_layer_forward(g, &f->dense1, x);
     switch (f->activation) {
     case AG_ACT_GELU: h = ag_gelu(g, h); break;
     case AG_ACT_GELU_TANH: h = ag_gelu_tanh(g, h); break;
     default: h = ag_relu(g, h); break;
     }
-    return res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_forward(g, &f->dense2, h);
+    return res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_layer_forward(g, &f->dense2, h);
 }
 
-ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x) { return ffn_add(g, f, x, NULL); }
+ag_tensor *ag_ffn_layer_forward(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x) { return ffn_add(g, f, x, NULL); }
 
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
 {
@@ -83,7 +83,7 @@ ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
  * Xavier-uniform weights and zero biases (the translator's init; d2l's draws
  * the same weights, not the biases).  The output projections (w_o, dense2)
  * write into the residual stream. */
-static void init_mha(ag_mha *m, const ag_block_config *c, uint64_t seed)
+static void init_mha(ag_mha_layer *m, const ag_block_config *c, uint64_t seed)
 {
     ag__init_linear(&m->w_q, &c->init, AG_INIT_XAVIER, false, seed);
     ag__init_linear(&m->w_k, &c->init, AG_INIT_XAVIER, false, seed);
@@ -91,7 +91,7 @@ static void init_mha(ag_mha *m, const ag_block_config *c, uint64_t seed)
     ag__init_linear(&m->w_o, &c->init, AG_INIT_XAVIER, true, seed);
 }
 
-static void init_ffn(ag_ffn *f, const ag_block_config *c, uint64_t seed)
+static void init_ffn(ag_ffn_layer *f, const ag_block_config *c, uint64_t seed)
 {
     ag__init_linear(&f->dense1, &c->init, AG_INIT_XAVIER, false, seed);
     ag__init_linear(&f->dense2, &c->init, AG_INIT_XAVIER, true, seed);
@@ -125,11 +125,11 @@ ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char 
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
     TRY(block_config(s, prefix, cfg, &b->cfg));
-    TRY(ag_mha_init(&b->attention, s, child(name, prefix, "attention"), C, H, 1, dropout, seed));
+    TRY(ag_mha_layer_init(&b->attention, s, child(name, prefix, "attention"), C, H, 1, dropout, seed));
     b->attention.causal = b->cfg.causal;
-    TRY(ag_layernorm_init(&b->norm1, s, child(name, prefix, "norm1"), C));
-    TRY(ag_ffn_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
-    TRY(ag_layernorm_init(&b->norm2, s, child(name, prefix, "norm2"), C));
+    TRY(ag_layer_norm_layer_init(&b->norm1, s, child(name, prefix, "norm1"), C));
+    TRY(ag_ffn_layer_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
+    TRY(ag_layer_norm_layer_init(&b->norm2, s, child(name, prefix, "norm2"), C));
     init_mha(&b->attention, &b->cfg, seed);
     init_ffn(&b->ffn, &b->cfg, seed);
     return AG_OK;
@@ -143,13 +143,13 @@ ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char 
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
     TRY(block_config(s, prefix, cfg, &b->cfg));
-    TRY(ag_mha_init(&b->self_attention, s, child(name, prefix, "self_attention"), C, H, 1, dropout, seed));
+    TRY(ag_mha_layer_init(&b->self_attention, s, child(name, prefix, "self_attention"), C, H, 1, dropout, seed));
     b->self_attention.causal = b->cfg.causal;
-    TRY(ag_layernorm_init(&b->norm1, s, child(name, prefix, "norm1"), C));
-    TRY(ag_mha_init(&b->cross_attention, s, child(name, prefix, "cross_attention"), C, H, 1, dropout, seed));
-    TRY(ag_layernorm_init(&b->norm2, s, child(name, prefix, "norm2"), C));
-    TRY(ag_ffn_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
-    TRY(ag_layernorm_init(&b->norm3, s, child(name, prefix, "norm3"), C));
+    TRY(ag_layer_norm_layer_init(&b->norm1, s, child(name, prefix, "norm1"), C));
+    TRY(ag_mha_layer_init(&b->cross_attention, s, child(name, prefix, "cross_attention"), C, H, 1, dropout, seed));
+    TRY(ag_layer_norm_layer_init(&b->norm2, s, child(name, prefix, "norm2"), C));
+    TRY(ag_ffn_layer_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
+    TRY(ag_layer_norm_layer_init(&b->norm3, s, child(name, prefix, "norm3"), C));
     init_mha(&b->self_attention, &b->cfg, seed), init_mha(&b->cross_attention, &b->cfg, seed);
     init_ffn(&b->ffn, &b->cfg, seed);
     return AG_OK;
@@ -182,19 +182,19 @@ ag_status ag_decoder_only_block_init(ag_decoder_only_block *b, ag_store *s, cons
  * When no dropout applies, f's last dense layer adds x itself (linear_add,
  * with the bits of the add): f is given the residual (residual(x)) and
  * returns x + f. */
-static ag_tensor *sublayer_in(ag_graph *g, int pre_norm, const ag_layernorm *n, ag_tensor *x)
+static ag_tensor *sublayer_in(ag_graph *g, int pre_norm, const ag_layer_norm_layer *n, ag_tensor *x)
 {
-    return pre_norm ? ag_layernorm_forward(g, n, x) : x;
+    return pre_norm ? ag_layer_norm_layer_forward(g, n, x) : x;
 }
 
 /* What f adds to its output itself: x, unless dropout comes between (p_drop
  * is 0 outside training). */
 static ag_tensor *residual(double p_drop, ag_tensor *x) { return p_drop > 0 ? NULL : x; }
 
-static ag_tensor *sublayer_out(ag_graph *g, int pre_norm, const ag_layernorm *n, ag_tensor *x, ag_tensor *fx,
+static ag_tensor *sublayer_out(ag_graph *g, int pre_norm, const ag_layer_norm_layer *n, ag_tensor *x, ag_tensor *fx,
                                double p_drop)
 {
-    if (residual(p_drop, x)) return pre_norm ? fx : ag_layernorm_forward(g, n, fx); /* fx is x + f */
+    if (residual(p_drop, x)) return pre_norm ? fx : ag_layer_norm_layer_forward(g, n, fx); /* fx is x + f */
     if (!pre_norm) return ag_add_norm(g, n, x, fx, p_drop);
     if (p_drop > 0) fx = ag_dropout(g, fx, p_drop);
     return ag_add(g, x, fx);

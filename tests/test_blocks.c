@@ -305,7 +305,7 @@ Test(blocks, learned_positions_bound_the_length)
     ag_graph *g = ag_graph_new();
     static const int ids[4] = {0, 1, 2, 3};
     cr_assert_null(ag_embedding_layer_forward(g, &e, ids, 1, 4));
-    cr_assert_str_eq(ag_graph_error(g), "embedding_layer: T = 4 is longer than the 3 learned positions");
+    cr_assert_str_eq(ag_graph_error(g), "emb: embedding_layer: T = 4 is longer than the 3 learned positions");
     ag_graph_reset(g);
     static const int bad[2] = {0, 5};
     cr_assert_null(ag_embedding_layer_forward(g, &e, bad, 1, 2));

@@ -229,8 +229,8 @@ static int mha_input_ok(const ag_tensor *x, const ag__rows *r, int C)
     return x->ndim == 3 && x->shape[2] == C;
 }
 
-ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
-                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
+static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
+                           const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
 {
     if (weights) *weights = NULL;
     if (!ag__ok(g, "mha", 2, x_q, x_kv)) return NULL;
@@ -262,6 +262,15 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, cons
                                : concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
     if (rq) o = ag__pack(g, o, rq);
     return res ? ag__linear_add(g, o, m->w_o.weight, m->w_o.bias, res) : ag_linear_layer_forward(g, &m->w_o, o);
+}
+
+/* an error inside names the layer: "blocks.0.attention: ..." */
+ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
+                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
+{
+    bool ok = ag_graph_status(g) == AG_OK;
+    ag_tensor *y = mha_rows(g, m, x_q, rq, x_kv, rkv, mask, fill, weights, res);
+    return ag__layer_done(g, ok, m->w_q.weight, 2, y);
 }
 
 ag_tensor *ag_mha_layer_forward(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,

@@ -49,35 +49,33 @@ ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char
 ag_tensor *ag_embedding_layer_forward(ag_graph *g, const ag_embedding_layer *e, const int *ids, int B, int T)
 {
     if (!ag__given(g, "embedding_layer_forward", "layer", e)) return NULL;
-    if (B < 1 || T < 1 || !ids) {
+    bool ok = ag_graph_status(g) == AG_OK;
+    ag_tensor *x = NULL;
+    if (B < 1 || T < 1 || !ids)
         ag_graph_fail(g, AG_ERR_ARG, "embedding_layer: ids %s for B %d, T %d (want B, T >= 1)",
                       ids ? "given" : "NULL", B, T);
-        return NULL;
-    }
-    if (e->kind == AG_POS_LEARNED && T > e->max_len) {
+    else if (e->kind == AG_POS_LEARNED && T > e->max_len)
         ag_graph_fail(g, AG_ERR_SHAPE, "embedding_layer: T = %d is longer than the %d learned positions", T,
                       e->max_len);
-        return NULL;
-    }
-    ag_tensor *x = ag_embedding(g, e->tokens, ids, AG_SHAPE(B, T)); /* checks every id */
-    switch (e->kind) {
-    case AG_POS_LEARNED: return ag_add(g, x, ag_slice(g, e->positions, 0, 0, T));
-    case AG_POS_SINUSOIDAL: return ag_add(g, x, ag_positional_encoding(g, T, e->C));
-    default: return x;
-    }
+    else
+        x = ag_embedding(g, e->tokens, ids, AG_SHAPE(B, T)); /* checks every id */
+    if (x && e->kind == AG_POS_LEARNED) x = ag_add(g, x, ag_slice(g, e->positions, 0, 0, T));
+    if (x && e->kind == AG_POS_SINUSOIDAL) x = ag_add(g, x, ag_positional_encoding(g, T, e->C));
+    return ag__layer_done(g, ok, e->tokens, 2, x); /* "embedding: ..." */
 }
 
 /* logits = x tokens^T: the row of token v scores how well x matches v's
  * embedding.  One linear op without bias, [..., C] x [V, C] -> [..., V]. */
 ag_tensor *ag_embedding_layer_logits(ag_graph *g, const ag_embedding_layer *e, ag_tensor *x)
 {
-    if (!ag__given(g, "embedding_layer_logits", "layer", e) || !ag__ok(g, "embedding_layer_logits", 1, x))
-        return NULL;
+    if (!ag__given(g, "embedding_layer_logits", "layer", e)) return NULL;
+    bool ok = ag_graph_status(g) == AG_OK;
+    if (!ag__ok(g, "embedding_layer_logits", 1, x)) return ag__layer_done(g, ok, e->tokens, 2, NULL);
     if (x->ndim < 1 || x->shape[x->ndim - 1] != e->C) {
         char a[96];
         ag_graph_fail(g, AG_ERR_SHAPE, "embedding_layer_logits: input %s does not end in C = %d features",
                       ag_shape_str(x, a, sizeof a), e->C);
-        return NULL;
+        return ag__layer_done(g, ok, e->tokens, 2, NULL);
     }
-    return ag__linear(g, x, e->tokens, NULL);
+    return ag__layer_done(g, ok, e->tokens, 2, ag__linear(g, x, e->tokens, NULL));
 }

@@ -60,18 +60,36 @@ ag_status ag_linear_layer_init(ag_linear_layer *l, ag_store *s, const char *pref
     return ag_linear_layer_init_ex(l, s, prefix, in, out, bias, NULL, seed);
 }
 
+ag_tensor *ag__layer_done(ag_graph *g, bool ok, const ag_tensor *param, int strip, ag_tensor *y)
+{
+    if (!ok || ag_graph_status(g) == AG_OK || !param) return y;
+    char path[sizeof param->name];
+    snprintf(path, sizeof path, "%s", param->name);
+    for (int i = 0; i < strip; i++) {
+        char *dot = strrchr(path, '.');
+        if (!dot) return y;
+        *dot = 0;
+    }
+    const char *err = ag_graph_error(g);
+    size_t n = strlen(path);
+    if (strncmp(err, path, n) == 0 && err[n] == '.') return y; /* a layer inside said */
+    ag__graph_prefix(g, "%s: ", path);
+    return y;
+}
+
 /* y = x W^T + b:  x [..., in] -> [..., out], one op (ops/linear.c) */
 ag_tensor *ag_linear_layer_forward(ag_graph *g, const ag_linear_layer *l, ag_tensor *x)
 {
     if (!ag__given(g, "linear_forward", "layer", l)) return NULL;
-    if (!ag__ok(g, "linear", 1, x)) return NULL;
+    bool ok = ag_graph_status(g) == AG_OK;
+    if (!ag__ok(g, "linear", 1, x)) return ag__layer_done(g, ok, l->weight, 1, NULL);
     if (x->ndim < 1 || x->shape[x->ndim - 1] != l->in) {
         char a[96], b[96];
         ag_graph_fail(g, AG_ERR_SHAPE, "linear: input %s does not end in %d features (weight %s)",
                       ag_shape_str(x, a, sizeof a), l->in, ag_shape_str(l->weight, b, sizeof b));
-        return NULL;
+        return ag__layer_done(g, ok, l->weight, 1, NULL);
     }
-    return ag__linear(g, x, l->weight, l->bias);
+    return ag__layer_done(g, ok, l->weight, 1, ag__linear(g, x, l->weight, l->bias));
 }
 
 ag_status ag_layer_norm_layer_init(ag_layer_norm_layer *n, ag_store *s, const char *prefix, int C)
@@ -92,7 +110,8 @@ ag_status ag_layer_norm_layer_init(ag_layer_norm_layer *n, ag_store *s, const ch
 ag_tensor *ag_layer_norm_layer_forward(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x)
 {
     if (!ag__given(g, "layernorm_forward", "layer", n)) return NULL;
-    return ag_layer_norm(g, x, n->weight, n->bias, n->eps);
+    bool ok = ag_graph_status(g) == AG_OK;
+    return ag__layer_done(g, ok, n->weight, 1, ag_layer_norm(g, x, n->weight, n->bias, n->eps));
 }
 
 /* the deprecated names */

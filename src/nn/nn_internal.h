@@ -47,6 +47,15 @@ ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int 
 ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
                              ag_tensor *mask, double fill);
 
+/* ---- errors that name the layer (src/nn/linear_layer.c) ------------------ */
+
+/* After a layer's forward: when g went from no error (ok, read before the
+ * layer ran) to an error inside it, put the layer's parameter path, param's
+ * name less its last `strip` parts, in front of the message
+ * ("blocks.0.norm1: layer_norm: ..."), unless a layer inside it already put
+ * its own path, which starts with "<this path>.".  Returns y. */
+ag_tensor *ag__layer_done(ag_graph *g, bool ok, const ag_tensor *param, int strip, ag_tensor *y);
+
 /* ---- initial values (src/nn/init.c; docs/init.md has the table) ---------- */
 
 /* AG_OK when o (NULL: all zeros) is a valid init; else records why, as

@@ -23,8 +23,10 @@ static const char *child(char *buf, const char *prefix, const char *part)
 ag_tensor *ag_add_norm(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x, ag_tensor *y, double p_drop)
 {
     if (!ag__given(g, "add_norm", "layer", n)) return NULL;
+    bool ok = ag_graph_status(g) == AG_OK;
     if (p_drop > 0 && ag_graph_training(g)) y = ag_dropout(g, y, p_drop);
-    return ag_layer_norm_layer_forward(g, n, ag_add(g, x, y));
+    ag_tensor *sum = ag__layer_done(g, ok, n->weight, 1, ag_add(g, x, y)); /* the norm names its own */
+    return ag_layer_norm_layer_forward(g, n, sum);
 }
 
 ag_status ag_ffn_layer_init_ex(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
@@ -52,13 +54,15 @@ ag_status ag_ffn_layer_init(ag_ffn_layer *f, ag_store *s, const char *prefix, in
 static ag_tensor *ffn_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_tensor *res)
 {
     if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
+    bool ok = ag_graph_status(g) == AG_OK;
     ag_tensor *h = ag_linear_layer_forward(g, &f->dense1, x);
     switch (f->activation) {
     case AG_ACT_GELU: h = ag_gelu(g, h); break;
     case AG_ACT_GELU_TANH: h = ag_gelu_tanh(g, h); break;
     default: h = ag_relu(g, h); break;
     }
-    return res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_layer_forward(g, &f->dense2, h);
+    h = res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_layer_forward(g, &f->dense2, h);
+    return ag__layer_done(g, ok, f->dense1.weight, 2, h);
 }
 
 ag_tensor *ag_ffn_layer_forward(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x) { return ffn_add(g, f, x, NULL); }
@@ -200,8 +204,8 @@ static ag_tensor *sublayer_out(ag_graph *g, int pre_norm, const ag_layer_norm_la
     return ag_add(g, x, fx);
 }
 
-ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
-                                  ag_tensor *src_mask, ag_tensor **weights)
+static ag_tensor *encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                     ag_tensor *src_mask, ag_tensor **weights)
 {
     double p = ag_graph_training(g) ? b->dropout : 0;
     int pre = b->cfg.pre_norm;
@@ -213,9 +217,9 @@ ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_ten
     return sublayer_out(g, pre, &b->norm2, x, ffn_add(g, &b->ffn, h, residual(p, x)), p);
 }
 
-ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
-                                  ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
-                                  ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
+static ag_tensor *decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                     ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
+                                     ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
 {
     double p = ag_graph_training(g) ? b->dropout : 0;
     int pre = b->cfg.pre_norm;
@@ -229,6 +233,25 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
     x = sublayer_out(g, pre, &b->norm2, x, c, p);
     h = sublayer_in(g, pre, &b->norm3, x);
     return sublayer_out(g, pre, &b->norm3, x, ffn_add(g, &b->ffn, h, residual(p, x)), p);
+}
+
+/* The blocks, with an error inside named by the block's path ("blocks.0: ...",
+ * or a sublayer's, "blocks.0.norm1: ..."): the path of its first parameter,
+ * "<block>.attention.w_q.weight", less three parts. */
+ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                  ag_tensor *src_mask, ag_tensor **weights)
+{
+    bool ok = ag_graph_status(g) == AG_OK;
+    return ag__layer_done(g, ok, b->attention.w_q.weight, 3, encoder_block_rows(g, b, x, rows, src_mask, weights));
+}
+
+ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                  ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
+                                  ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
+{
+    bool ok = ag_graph_status(g) == AG_OK;
+    ag_tensor *y = decoder_block_rows(g, b, x, rows, enc, enc_rows, self_mask, src_mask, self_w, cross_w);
+    return ag__layer_done(g, ok, b->self_attention.w_q.weight, 3, y);
 }
 
 ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,

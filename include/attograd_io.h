@@ -151,12 +151,20 @@ ag_status ag_store_load(ag_store *s, const ag_safetensors *f, char *err, size_t 
  * no file this call did not create is ever removed (docs/errors.md). */
 
 /* All of the file at path in *out (len bytes, then a NUL: text is a
- * string); free it with ag_file_free.  AG_ERR_IO or AG_ERR_NOMEM, with
- * the reason naming path in err. */
+ * string); free it with ag_file_free.  A pipe or FIFO at path ("/dev/stdin",
+ * bash's <(...)) is read to its end as a stream.  AG_ERR_IO or
+ * AG_ERR_NOMEM, with the reason naming path in err. */
 ag_status ag_file_read(const char *path, char **out, size_t *len, char *err, size_t errlen);
 void ag_file_free(char *p);
 /* Replace path with len bytes of data, crash-safely as above. */
 ag_status ag_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+/* The most bytes any input may hold (a file, a pipe, a checkpoint): a
+ * larger one is refused with AG_ERR_IO, a stream as soon as it passes it.
+ * 4 GiB, or the environment's AG_INPUT_LIMIT (bytes) when the library
+ * first asks; ag_set_input_limit(0) goes back to that. */
+void ag_set_input_limit(size_t bytes);
+size_t ag_get_input_limit(void);
 
 #ifndef AG_NO_DEPRECATED
 typedef ag_safetensors ag_st;

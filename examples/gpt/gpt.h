@@ -28,6 +28,7 @@ typedef struct opts {
     int steps, batch, context, hidden, heads, ffn, layers, untied, eval_every, threads, length, top_k, quiet, all;
     double lr, clip, dropout, temperature;
     uint64_t seed;
+    int stdin_uses; /* input flags given "-" (stdin) */
 } opts;
 
 void usage(FILE *f);

@@ -1,5 +1,5 @@
 /* attention_demo: the two tutorials' worked examples, in attograd, on the
- * textbook attention path (ag_mha_forward_textbook: one public op per step,
+ * textbook attention path (ag_mha_layer_forward_textbook: one public op per step,
  * so that the graph picture shows every step of the formula).
  *
  *   1. The PyTorch tutorial's MultiHeadSelfAttention(d_model=64, num_heads=8)
@@ -70,11 +70,11 @@ static int tutorial(uint64_t seed, const char *svg_dir)
     enum { B = 2, T = 4, C = 64, H = 8 };
     ag_store *s = ag_store_new();
     ag_graph *g = ag_graph_new();
-    ag_mha mha;
-    ag_layernorm norm;
+    ag_mha_layer mha;
+    ag_layer_norm_layer norm;
     int rc = 1;
-    if (!s || !g || ag_mha_init(&mha, s, "mha", C, H, 1, 0.0, seed) != AG_OK ||
-        ag_layernorm_init(&norm, s, "layer_norm", C) != AG_OK) {
+    if (!s || !g || ag_mha_layer_init(&mha, s, "mha", C, H, 1, 0.0, seed) != AG_OK ||
+        ag_layer_norm_layer_init(&norm, s, "layer_norm", C) != AG_OK) {
         fprintf(stderr, "attention_demo: could not make the module: %s\n", ag_store_error(s));
         goto done;
     }
@@ -84,7 +84,7 @@ static int tutorial(uint64_t seed, const char *svg_dir)
     ag_tensor *x = ag_set_name(ag_tensor_new(g, AG_SHAPE(B, T, C)), "x");
     if (x) ag_init_normal(x, 0, 1, seed + 1);
     ag_tensor *w = NULL;
-    ag_tensor *out = ag_add_norm(g, &norm, x, ag_mha_forward_textbook(g, &mha, x, x, NULL, -1e9, &w), 0);
+    ag_tensor *out = ag_add_norm(g, &norm, x, ag_mha_layer_forward_textbook(g, &mha, x, x, NULL, -1e9, &w), 0);
     if (check(g, "self-attention")) goto done;
     char s1[64], s2[64], s3[64];
     printf("input shape: %s\noutput shape: %s\nattention weights shape: %s\n", ag_shape_str(x, s1, sizeof s1),
@@ -110,7 +110,7 @@ static int tutorial(uint64_t seed, const char *svg_dir)
     ag_tensor *mask = ag_tensor_new(g, AG_SHAPE(1, 1, 1, T));
     if (mask) ag_init_const(mask, 1), mask->data[T - 1] = 0;
     ag_tensor *wm = NULL;
-    ag_add_norm(g, &norm, x, ag_mha_forward_textbook(g, &mha, x, x, mask, -1e9, &wm), 0);
+    ag_add_norm(g, &norm, x, ag_mha_layer_forward_textbook(g, &mha, x, x, mask, -1e9, &wm), 0);
     if (check(g, "masked self-attention")) goto done;
     printf("with masked_fill(mask == 0, -1e9) on key 3, sentence 0, head 0:\n");
     for (int t = 0; t < T; t++) {
@@ -130,16 +130,16 @@ static int d2l(uint64_t seed, const char *svg_dir)
     enum { B = 2, T = 4, S = 6, C = 100, H = 5 };
     ag_store *s = ag_store_new();
     ag_graph *g = ag_graph_new();
-    ag_mha mha;
+    ag_mha_layer mha;
     int rc = 1;
-    if (!s || !g || ag_mha_init(&mha, s, "attention", C, H, 0, 0.5, seed) != AG_OK) goto done;
+    if (!s || !g || ag_mha_layer_init(&mha, s, "attention", C, H, 0, 0.5, seed) != AG_OK) goto done;
     ag_graph_set_training(g, 0); /* eval: dropout off */
     ag_tensor *q = ag_tensor_new(g, AG_SHAPE(B, T, C)), *kv = ag_tensor_new(g, AG_SHAPE(B, S, C));
     ag_init_const(q, 1), ag_init_const(kv, 1);
     const int valid_lens[B] = {3, 2};
     ag_tensor *mask = ag_padding_mask(g, valid_lens, B, 0, T, S);
     ag_tensor *w = NULL;
-    ag_tensor *out = ag_mha_forward_textbook(g, &mha, q, kv, mask, -1e6, &w);
+    ag_tensor *out = ag_mha_layer_forward_textbook(g, &mha, q, kv, mask, -1e6, &w);
     if (check(g, "d2l attention")) goto done;
     char s1[64], s2[64], s3[64];
     printf("queries %s, keys/values %s, valid_lens [3, 2]\n", ag_shape_str(q, s1, sizeof s1),

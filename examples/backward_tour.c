@@ -75,9 +75,9 @@ static const struct step {
 
 typedef struct model {
     ag_store *s;
-    ag_linear wq, wk, wv, out;
-    ag_layernorm norm1, norm2;
-    ag_ffn ffn;
+    ag_linear_layer wq, wk, wv, out;
+    ag_layer_norm_layer norm1, norm2;
+    ag_ffn_layer ffn;
     ag_tensor *probe[NSTEP]; /* zeros, the same shape as each step's tensor */
     int probes;              /* 1: add each probe to its tensor */
     ag_tensor *t[NSTEP];     /* the last build's tensors (before the probe) */
@@ -104,9 +104,9 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
     ag_tensor *x = ag_set_name(ag_tensor_from(g, AG_SHAPE(T, D), X), "X");
     ag_tensor *mask = m->mask = ag_causal_mask(g, T, T);
     /* attention, the textbook way (ag_attention_textbook, written out) */
-    ag_tensor *q = at(g, m, Q, ag_set_name(ag_linear_forward(g, &m->wq, x), "Q"));
-    ag_tensor *k = at(g, m, K, ag_set_name(ag_linear_forward(g, &m->wk, x), "K"));
-    ag_tensor *v = at(g, m, VV, ag_set_name(ag_linear_forward(g, &m->wv, x), "V"));
+    ag_tensor *q = at(g, m, Q, ag_set_name(ag_linear_layer_forward(g, &m->wq, x), "Q"));
+    ag_tensor *k = at(g, m, K, ag_set_name(ag_linear_layer_forward(g, &m->wk, x), "K"));
+    ag_tensor *v = at(g, m, VV, ag_set_name(ag_linear_layer_forward(g, &m->wv, x), "V"));
     ag_tensor *qk = at(g, m, QK, ag_set_name(ag_matmul(g, q, ag_transpose(g, k, 0, 1)), "Q K^T"));
     ag_tensor *s = at(g, m, S, ag_set_name(ag_scale(g, qk, 1 / sqrt((double)D)), "S"));
     ag_tensor *sm = at(g, m, SM, ag_set_name(ag_masked_fill(g, s, mask, -1e9), "S + M"));
@@ -114,14 +114,14 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
     ag_tensor *o = at(g, m, O, ag_set_name(ag_matmul(g, p, v), "O = P V"));
     /* Add&Norm: the sublayer, then the skip */
     ag_tensor *r1 = at(g, m, R1, ag_set_name(ag_add(g, o, x), "O + X"));
-    ag_tensor *h = at(g, m, H, ag_set_name(ag_layernorm_forward(g, &m->norm1, r1), "h"));
+    ag_tensor *h = at(g, m, H, ag_set_name(ag_layer_norm_layer_forward(g, &m->norm1, r1), "h"));
     /* FFN, and the second Add&Norm: h fans out to the FFN and the add */
-    ag_tensor *f1 = at(g, m, FPRE, ag_set_name(ag_linear_forward(g, &m->ffn.dense1, h), "W1 h + b1"));
+    ag_tensor *f1 = at(g, m, FPRE, ag_set_name(ag_linear_layer_forward(g, &m->ffn.dense1, h), "W1 h + b1"));
     ag_tensor *a1 = at(g, m, FRELU, ag_set_name(ag_relu(g, f1), "relu"));
-    ag_tensor *f = at(g, m, FOUT, ag_set_name(ag_linear_forward(g, &m->ffn.dense2, a1), "FFN(h)"));
+    ag_tensor *f = at(g, m, FOUT, ag_set_name(ag_linear_layer_forward(g, &m->ffn.dense2, a1), "FFN(h)"));
     ag_tensor *r2 = at(g, m, R2, ag_set_name(ag_add(g, f, h), "FFN(h) + h"));
-    ag_tensor *z = at(g, m, Z, ag_set_name(ag_layernorm_forward(g, &m->norm2, r2), "z"));
-    ag_tensor *logits = at(g, m, LOGITS, ag_set_name(ag_linear_forward(g, &m->out, z), "logits"));
+    ag_tensor *z = at(g, m, Z, ag_set_name(ag_layer_norm_layer_forward(g, &m->norm2, r2), "z"));
+    ag_tensor *logits = at(g, m, LOGITS, ag_set_name(ag_linear_layer_forward(g, &m->out, z), "logits"));
     return ag_set_name(ag_cross_entropy(g, logits, Y, -1, 0), "loss");
 }
 
@@ -129,16 +129,16 @@ static int model_init(model *m)
 {
     memset(m, 0, sizeof *m);
     if (!(m->s = ag_store_new())) return 1;
-    ag_status st = ag_linear_init(&m->wq, m->s, "w_q", D, D, 0, 1);
-    if (st == AG_OK) st = ag_linear_init(&m->wk, m->s, "w_k", D, D, 0, 1);
-    if (st == AG_OK) st = ag_linear_init(&m->wv, m->s, "w_v", D, D, 0, 1);
-    if (st == AG_OK) st = ag_layernorm_init(&m->norm1, m->s, "norm1", D);
-    if (st == AG_OK) st = ag_ffn_init(&m->ffn, m->s, "ffn", D, F, 2);
-    if (st == AG_OK) st = ag_layernorm_init(&m->norm2, m->s, "norm2", D);
-    if (st == AG_OK) st = ag_linear_init(&m->out, m->s, "out", D, V, 1, 3);
+    ag_status st = ag_linear_layer_init(&m->wq, m->s, "w_q", D, D, 0, 1);
+    if (st == AG_OK) st = ag_linear_layer_init(&m->wk, m->s, "w_k", D, D, 0, 1);
+    if (st == AG_OK) st = ag_linear_layer_init(&m->wv, m->s, "w_v", D, D, 0, 1);
+    if (st == AG_OK) st = ag_layer_norm_layer_init(&m->norm1, m->s, "norm1", D);
+    if (st == AG_OK) st = ag_ffn_layer_init(&m->ffn, m->s, "ffn", D, F, 2);
+    if (st == AG_OK) st = ag_layer_norm_layer_init(&m->norm2, m->s, "norm2", D);
+    if (st == AG_OK) st = ag_linear_layer_init(&m->out, m->s, "out", D, V, 1, 3);
     if (st != AG_OK) return 1;
     /* identity maps: Q = K = V = X, the numbers of the forward tour */
-    ag_linear *id[3] = {&m->wq, &m->wk, &m->wv};
+    ag_linear_layer *id[3] = {&m->wq, &m->wk, &m->wv};
     for (int j = 0; j < 3; j++) {
         ag_init_const(id[j]->weight, 0);
         for (int i = 0; i < D; i++) id[j]->weight->data[i * D + i] = 1;

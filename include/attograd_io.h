@@ -84,13 +84,20 @@ ag_status ag_store_load(ag_store *s, const ag_safetensors *f, char *err, size_t 
 
 /* ---- files: the library's reader and crash-safe writer ------------------ */
 
-/* All of the regular file path in *out (len bytes, then a NUL), freed with
- * ag_file_free.  AG_ERR_IO or AG_ERR_NOMEM, err naming path. */
+/* All of the file at path in *out (len bytes, then a NUL), freed with
+ * ag_file_free; a pipe or FIFO ("/dev/stdin", bash's <(...)) is read to its
+ * end as a stream.  AG_ERR_IO or AG_ERR_NOMEM, err naming path. */
 ag_status ag_file_read(const char *path, char **out, size_t *len, char *err, size_t errlen);
 void ag_file_free(char *p);
 /* Replace path with len bytes of data, or leave it as it was (a temporary
  * file, synced and renamed over it; docs/errors.md).  AG_ERR_IO as above. */
 ag_status ag_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+/* The most bytes any input may hold (a file, a pipe, a checkpoint);
+ * larger is AG_ERR_IO.  4 GiB, or the environment's AG_INPUT_LIMIT (bytes)
+ * at first use; ag_set_input_limit(0) goes back to that. */
+void ag_set_input_limit(size_t bytes);
+size_t ag_get_input_limit(void);
 
 #ifdef __cplusplus
 }

@@ -29,32 +29,61 @@ uint64_t ag_param_seed(uint64_t seed, const char *name);
 /* U(-a, a), a = sqrt(6 / (fan_in + fan_out)), for a [fan_out, fan_in] weight. */
 void ag_init_xavier_uniform(ag_tensor *w, uint64_t seed);
 
+/* Which initial values a layer, block or model draws (docs/init.md has the
+ * table of every layer under every scheme).  Layer norms are always gain 1,
+ * bias 0. */
+typedef enum ag_init_scheme {
+    AG_INIT_DEFAULT = 0, /* the layer's own default, as before options existed */
+    AG_INIT_TORCH,       /* PyTorch's module defaults: every linear as
+                            nn.Linear, U(-1/sqrt(in), 1/sqrt(in)) weights and
+                            biases; embeddings N(0, 1) as nn.Embedding */
+    AG_INIT_NORMAL,      /* weights and embeddings N(0, std), biases 0 */
+    AG_INIT_GPT2,        /* weights and embeddings N(0, 0.02), the residual
+                            projections (w_o, dense2) N(0, 0.02 / sqrt(2 L)),
+                            biases 0 */
+    AG_INIT_XAVIER       /* linear weights Xavier-uniform, biases 0 (the
+                            blocks' default); embeddings N(0, 1) */
+} ag_init_scheme;
+
+/* A scheme and its numbers; all zeros is AG_INIT_DEFAULT. */
+typedef struct ag_init_opts {
+    ag_init_scheme scheme;
+    double std; /* AG_INIT_NORMAL: the standard deviation (> 0);
+                   AG_INIT_GPT2: in place of 0.02 when > 0 */
+    int layers; /* AG_INIT_GPT2: L, the blocks of the model (0: 1; a GPT
+                   fills in its own) */
+} ag_init_opts;
+
 /* ---- linear ---------------------------------------------------------------- */
 
 /* y = x W^T + b, nn.Linear's layout and init U(-1/sqrt(in), 1/sqrt(in)). */
-typedef struct ag_linear {
+typedef struct ag_linear_layer {
     ag_tensor *weight; /* [out, in] */
     ag_tensor *bias;   /* [out], or NULL */
     int in, out;
-} ag_linear;
+} ag_linear_layer;
 
 /* Makes "<prefix>.weight" (and "<prefix>.bias" when bias) in s; an error's
  * reason in ag_store_error(s), as for every _init below. */
-ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
+ag_status ag_linear_layer_init(ag_linear_layer *l, ag_store *s, const char *prefix, int in, int out, int bias,
                          uint64_t seed);
+/* The same with an init (NULL or AG_INIT_DEFAULT: nn.Linear's, as above);
+ * a bad init is AG_ERR_ARG with the message in ag_store_error(s). */
+ag_status ag_linear_layer_init_ex(ag_linear_layer *l, ag_store *s, const char *prefix, int in, int out, int bias,
+                            const ag_init_opts *init, uint64_t seed);
 /* x [..., in] -> [..., out]. */
-ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x);
+ag_tensor *ag_linear_layer_forward(ag_graph *g, const ag_linear_layer *l, ag_tensor *x);
 
 /* ---- layer norm -------------------------------------------------------------- */
 
 /* nn.LayerNorm(C): ag_layer_norm with "<prefix>.weight" and "<prefix>.bias". */
-typedef struct ag_layernorm {
+typedef struct ag_layer_norm_layer {
     ag_tensor *weight, *bias; /* [C]: gain 1, bias 0 at init */
     double eps;               /* 1e-5 */
-} ag_layernorm;
-ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, int C);
+} ag_layer_norm_layer;
+ag_status ag_layer_norm_layer_init(ag_layer_norm_layer *n, ag_store *s, const char *prefix, int C);
 /* x [..., C] -> [..., C]. */
-ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x);
+ag_tensor *ag_layer_norm_layer_forward(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x);
 
 /* ---- masks ------------------------------------------------------------------- */
 
@@ -75,35 +104,35 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
 /* Multi-head attention, H heads of width D = C / H: out = concat_h(
  * attention(x_q W_q^T, x_kv W_k^T, x_kv W_v^T)_h) W_o^T (+ biases);
  * x_q [B, T, C], x_kv [B, S, C] (x_q itself for self-attention). */
-typedef struct ag_mha {
-    ag_linear w_q, w_k, w_v, w_o;
+typedef struct ag_mha_layer {
+    ag_linear_layer w_q, w_k, w_v, w_o;
     int C, H;
     double dropout; /* on the attention weights */
     int causal;     /* 1: query t attends to keys s <= t only (the mask is
                        made inside, and combined with any mask given) */
-    int textbook;   /* 1: the textbook path (ag_mha_forward_textbook) */
-} ag_mha;
+    int textbook;   /* 1: the textbook path (ag_mha_layer_forward_textbook) */
+} ag_mha_layer;
 /* "<prefix>.w_q.weight" ... "<prefix>.w_o.bias", not causal; C % H != 0 is
  * AG_ERR_SHAPE. */
-ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias,
+ag_status ag_mha_layer_init(ag_mha_layer *m, ag_store *s, const char *prefix, int C, int H, int bias,
                       double dropout, uint64_t seed);
 /* -> [B, T, C]; *weights (if not NULL) gets P [B, H, T, S]. */
-ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
+ag_tensor *ag_mha_layer_forward(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
                   double fill, ag_tensor **weights);
 
 /* ---- the textbook path ---------------------------------------------------- */
 
-/* ag_attention and ag_mha_forward (same values and gradients) as tutorials
+/* ag_attention and ag_mha_layer_forward (same values and gradients) as tutorials
  * write them, one public op per step: transpose, matmul, scale, masked_fill,
- * softmax, matmul; heads split and joined by reshape + permute.  An ag_mha
+ * softmax, matmul; heads split and joined by reshape + permute.  An ag_mha_layer
  * with .textbook = 1 takes this path everywhere. */
 ag_tensor *ag_attention_textbook(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
                                  double fill, double p_drop, ag_tensor **weights);
-ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv,
+ag_tensor *ag_mha_layer_forward_textbook(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv,
                                    ag_tensor *mask, double fill, ag_tensor **weights);
 
 /* The queries and keys behind attention weights P [..., T, S] as ag_attention,
- * ag_mha_forward (either path) or a block returned them, without dropout: copies on g,
+ * ag_mha_layer_forward (either path) or a block returned them, without dropout: copies on g,
  * q [..., T, D], k [..., S, D] (heads as [B, H, T, D]), the scale (scores = scale q.k)
  * and the 0/1 mask used (or NULL; mask may be NULL).  AG_ERR_ARG when P was made otherwise. */
 ag_status ag_attention_qk(ag_graph *g, const ag_tensor *weights, ag_tensor **q, ag_tensor **k, double *scale,
@@ -112,7 +141,7 @@ ag_status ag_attention_qk(ag_graph *g, const ag_tensor *weights, ag_tensor **q, 
 /* ---- Add&Norm, feed-forward, positions ----------------------------------- */
 
 /* layer_norm(x + dropout(y)), the post-norm residual. */
-ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop);
+ag_tensor *ag_add_norm(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x, ag_tensor *y, double p_drop);
 
 /* The feed-forward layer's activation. */
 typedef enum ag_activation {
@@ -122,14 +151,14 @@ typedef enum ag_activation {
 } ag_activation;
 
 /* Position-wise feed-forward: dense2(act(dense1(x))), C -> F -> C. */
-typedef struct ag_ffn {
-    ag_linear dense1, dense2;
-    ag_activation activation; /* relu unless made by ag_ffn_init_ex */
-} ag_ffn;
-ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed);
-ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
+typedef struct ag_ffn_layer {
+    ag_linear_layer dense1, dense2;
+    ag_activation activation; /* relu unless made by ag_ffn_layer_init_ex */
+} ag_ffn_layer;
+ag_status ag_ffn_layer_init(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed);
+ag_status ag_ffn_layer_init_ex(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
                          uint64_t seed);
-ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x);
+ag_tensor *ag_ffn_layer_forward(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x);
 
 /* [T, C] leaf: P[t, 2i] = sin(t / 10000^(2i/C)), P[t, 2i+1] = cos(same). */
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C);
@@ -154,6 +183,9 @@ typedef struct ag_embedding_layer {
 /* max_len bounds T for learned positions (ignored otherwise). */
 ag_status ag_embedding_layer_init(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
                                   int max_len, ag_positions kind, uint64_t seed);
+/* The same with an init for both tables (NULL or AG_INIT_DEFAULT: N(0, 1)). */
+ag_status ag_embedding_layer_init_ex(ag_embedding_layer *e, ag_store *s, const char *prefix, int V, int C,
+                                     int max_len, ag_positions kind, const ag_init_opts *init, uint64_t seed);
 /* ids [B, T] (each in [0, V)) -> [B, T, C]; T > max_len (learned) is an error. */
 ag_tensor *ag_embedding_layer_forward(ag_graph *g, const ag_embedding_layer *e, const int *ids, int B, int T);
 /* The tied output layer: logits = x tokens^T, x [..., C] -> [..., V]. */
@@ -194,14 +226,15 @@ typedef struct ag_block_config {
     int pre_norm;
     ag_activation activation; /* the FFN's: relu (0), gelu, gelu_tanh */
     int causal;               /* self-attention: query t sees keys s <= t */
+    ag_init_opts init;        /* linear layers; default: Xavier-uniform, zero biases */
 } ag_block_config;
 
 /* Self-attention then FFN, each a sublayer as cfg.pre_norm says; with
  * cfg.causal, the decoder-only (GPT) block. */
 typedef struct ag_encoder_block {
-    ag_mha attention;
-    ag_layernorm norm1, norm2;
-    ag_ffn ffn;
+    ag_mha_layer attention;
+    ag_layer_norm_layer norm1, norm2;
+    ag_ffn_layer ffn;
     double dropout;
     ag_block_config cfg;
 } ag_encoder_block;
@@ -209,9 +242,9 @@ typedef struct ag_encoder_block {
 /* Self-attention, cross-attention over the encoder's output, then FFN,
  * each a sublayer as cfg.pre_norm says (enc is never normalised here). */
 typedef struct ag_decoder_block {
-    ag_mha self_attention, cross_attention;
-    ag_layernorm norm1, norm2, norm3;
-    ag_ffn ffn;
+    ag_mha_layer self_attention, cross_attention;
+    ag_layer_norm_layer norm1, norm2, norm3;
+    ag_ffn_layer ffn;
     double dropout;
     ag_block_config cfg;
 } ag_decoder_block;
@@ -273,7 +306,7 @@ typedef struct ag_seq2seq {
     ag_tensor *src_embedding, *tgt_embedding;
     ag_encoder_block *enc; /* cfg.layers of each, owned */
     ag_decoder_block *dec;
-    ag_linear dense;
+    ag_linear_layer dense;
 } ag_seq2seq;
 
 /* Every parameter in s, drawn as cfg->init says; a bad config value is
@@ -343,6 +376,7 @@ typedef struct ag_gpt_config {
     ag_activation activation; /* AG_ACT_GELU (erf) or AG_ACT_GELU_TANH; relu works too */
     int untied;     /* 0: the output layer is the token table (GPT-2's tying);
                        1: a separate "head.weight" [V, C] */
+    ag_init_opts init; /* AG_INIT_DEFAULT (zeros): GPT-2's (ag_gpt_init) */
 } ag_gpt_config;
 
 /* logits = head(norm(block_L(... block_1(embed(ids))))), pre-norm causal
@@ -352,12 +386,13 @@ typedef struct ag_gpt {
     ag_gpt_config cfg;
     ag_embedding_layer embedding;
     ag_decoder_only_block *blocks; /* cfg.layers, owned */
-    ag_layernorm norm;             /* the final layer norm */
-    ag_linear head;                /* unused (weight NULL) when tied */
+    ag_layer_norm_layer norm;             /* the final layer norm */
+    ag_linear_layer head;                /* unused (weight NULL) when tied */
 } ag_gpt;
 
-/* GPT-2's init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2 L)),
- * biases 0; a bad config value is AG_ERR_ARG.  Free m with ag_gpt_free. */
+/* Parameters drawn as cfg->init says, by default GPT-2's: N(0, 0.02),
+ * residual projections N(0, 0.02 / sqrt(2 L)), biases 0; a bad config value
+ * is AG_ERR_ARG.  Free m with ag_gpt_free. */
 ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t seed);
 void ag_gpt_free(ag_gpt *m);
 /* ids [B, T] (T <= context) -> logits [B, T, V]. */

@@ -21,9 +21,9 @@ static ag_tensor *random_tensor(ag_graph *g, int ndim, const int *shape, uint64_
 }
 
 /* q [B, H, R, D] against y = lin(x) [B, R, C]: q[b, h, r, d] = y[b, r, h D + d] */
-static void expect_heads(ag_graph *g, const ag_linear *lin, ag_tensor *x, const ag_tensor *q, int R, const char *what)
+static void expect_heads(ag_graph *g, const ag_linear_layer *lin, ag_tensor *x, const ag_tensor *q, int R, const char *what)
 {
-    ag_tensor *y = ag_linear_forward(g, lin, x);
+    ag_tensor *y = ag_linear_layer_forward(g, lin, x);
     cr_assert_not_null(y);
     expect_shape(q, B, H, R, D);
     for (int b = 0; b < B; b++)
@@ -63,15 +63,15 @@ static void mha_case(int textbook, int causal)
     ag_store *st = ag_store_new();
     ag_graph *g = ag_graph_new();
     ag_graph_set_training(g, 0); /* eval: no dropout on the weights */
-    ag_mha m;
-    cr_assert_eq(ag_mha_init(&m, st, "mha", C, H, 1, 0.1, 7), AG_OK);
+    ag_mha_layer m;
+    cr_assert_eq(ag_mha_layer_init(&m, st, "mha", C, H, 1, 0.1, 7), AG_OK);
     m.textbook = textbook, m.causal = causal;
     int kv = causal ? T : S;
     ag_tensor *xq = random_tensor(g, AG_SHAPE(B, T, C), 1);
     ag_tensor *xkv = causal ? xq : random_tensor(g, AG_SHAPE(B, S, C), 2);
     int valid[B] = {kv, 2};
     ag_tensor *pad = ag_padding_mask(g, valid, B, 0, T, kv), *P = NULL, *q, *k, *mask;
-    cr_assert_not_null(ag_mha_forward(g, &m, xq, xkv, causal ? NULL : pad, AG_MASK_NEG_INF, &P));
+    cr_assert_not_null(ag_mha_layer_forward(g, &m, xq, xkv, causal ? NULL : pad, AG_MASK_NEG_INF, &P));
     double scale = 0;
     cr_assert_eq(ag_attention_qk(g, P, &q, &k, &scale, &mask), AG_OK, "%s", ag_graph_error(g));
     cr_assert_float_eq(scale, 1 / sqrt((double)D), 1e-15);

@@ -210,8 +210,8 @@ Test(backward, the_residual_of_add_norm_shows_its_own_gradient_or_null)
     ag_store *s = ag_store_new();
     ag_tensor *w = ag_param(s, "w", AG_SHAPE(4, 4));
     ag_init_uniform(w, -1, 1, 5);
-    ag_layernorm norm;
-    cr_assert_eq(ag_layernorm_init(&norm, s, "norm", 4), AG_OK);
+    ag_layer_norm_layer norm;
+    cr_assert_eq(ag_layer_norm_layer_init(&norm, s, "norm", 4), AG_OK);
     ag_init_uniform(norm.weight, 0.5, 1.5, 6);
     ag_graph *g = ag_graph_new();
     ag_real xs[8] = {0.1, -0.2, 0.3, 0.7, -1, 0.5, 0.25, -0.125}, us[8] = {1, -2, 3, 0.5, 2, 1, -1, 0.25};
@@ -233,7 +233,7 @@ Test(backward, the_residual_of_add_norm_shows_its_own_gradient_or_null)
         ag_tensor *r = ag_tensor_from(h, AG_SHAPE(2, 4), res->data);
         ag_set_requires_grad(r, 1);
         ag_store_zero_grad(s);
-        ag_tensor *l2 = ag_sum_all(h, ag_mul(h, ag_layernorm_forward(h, &norm, r), ag_tensor_from(h, AG_SHAPE(2, 4), us)));
+        ag_tensor *l2 = ag_sum_all(h, ag_mul(h, ag_layer_norm_layer_forward(h, &norm, r), ag_tensor_from(h, AG_SHAPE(2, 4), us)));
         cr_assert_eq(ag_backward(h, l2), AG_OK, "%s", ag_graph_error(h));
         for (int i = 0; i < 8; i++)
             cr_assert_eq(res->grad[i], r->grad[i], "dres[%d] %g, want %g", i, (double)res->grad[i], (double)r->grad[i]);
@@ -336,15 +336,15 @@ Test(stale, a_tensor_kept_across_a_reset_is_refused_by_name)
 Test(stale, a_causal_mask_made_before_the_loop_is_refused_in_the_second_step)
 {
     ag_store *s = ag_store_new();
-    ag_mha m;
-    cr_assert_eq(ag_mha_init(&m, s, "mha", 8, 2, 1, 0, 1), AG_OK);
+    ag_mha_layer m;
+    cr_assert_eq(ag_mha_layer_init(&m, s, "mha", 8, 2, 1, 0, 1), AG_OK);
     ag_tensor *x = ag_param(s, "x", AG_SHAPE(1, 4, 8));
     ag_init_uniform(x, -1, 1, 2);
     ag_graph *g = ag_graph_new();
     ag_tensor *mask = ag_causal_mask(g, 4, 4);
     for (int step = 0; step < 2; step++) {
         if (step) ag_graph_reset(g);
-        ag_tensor *y = ag_mha_forward(g, &m, x, x, mask, AG_MASK_NEG_INF, NULL);
+        ag_tensor *y = ag_mha_layer_forward(g, &m, x, x, mask, AG_MASK_NEG_INF, NULL);
         if (step == 0) {
             cr_assert_not_null(y, "%s", ag_graph_error(g));
         } else {

@@ -235,25 +235,25 @@ static void expect_init_error(ag_store *s, ag_status got, ag_status want, const 
 Test(blocks, init_errors_say_what_was_wrong)
 {
     ag_store *s = ag_store_new();
-    ag_mha m;
-    ag_linear l;
-    ag_layernorm n;
-    ag_ffn f;
+    ag_mha_layer m;
+    ag_linear_layer l;
+    ag_layer_norm_layer n;
+    ag_ffn_layer f;
     ag_encoder_block e;
     ag_embedding_layer emb;
-    expect_init_error(s, ag_mha_init(&m, s, "attn", 6, 4, 1, 0, 1), AG_ERR_SHAPE,
+    expect_init_error(s, ag_mha_layer_init(&m, s, "attn", 6, 4, 1, 0, 1), AG_ERR_SHAPE,
                       "mha 'attn': width C = 6 is not a multiple of the heads H = 4");
-    expect_init_error(s, ag_mha_init(&m, s, "attn", 8, 0, 1, 0, 1), AG_ERR_ARG, "mha 'attn': bad size (C 8, H 0");
-    expect_init_error(s, ag_mha_init(&m, s, NULL, 8, 2, 1, 0, 1), AG_ERR_ARG, "prefix is NULL");
-    expect_init_error(s, ag_linear_init(&l, s, "dense", 0, 3, 1, 1), AG_ERR_ARG, "linear 'dense': bad size (in 0");
-    expect_init_error(s, ag_layernorm_init(&n, s, "ln", -1), AG_ERR_ARG, "layernorm 'ln': bad size (C -1");
-    expect_init_error(s, ag_ffn_init_ex(&f, s, "ffn", 4, 8, (ag_activation)7, 1), AG_ERR_ARG,
+    expect_init_error(s, ag_mha_layer_init(&m, s, "attn", 8, 0, 1, 0, 1), AG_ERR_ARG, "mha 'attn': bad size (C 8, H 0");
+    expect_init_error(s, ag_mha_layer_init(&m, s, NULL, 8, 2, 1, 0, 1), AG_ERR_ARG, "prefix is NULL");
+    expect_init_error(s, ag_linear_layer_init(&l, s, "dense", 0, 3, 1, 1), AG_ERR_ARG, "linear 'dense': bad size (in 0");
+    expect_init_error(s, ag_layer_norm_layer_init(&n, s, "ln", -1), AG_ERR_ARG, "layernorm 'ln': bad size (C -1");
+    expect_init_error(s, ag_ffn_layer_init_ex(&f, s, "ffn", 4, 8, (ag_activation)7, 1), AG_ERR_ARG,
                       "ffn 'ffn': activation 7 is not relu");
     expect_init_error(s, ag_encoder_block_init_ex(&e, s, "enc", 4, 2, 8, 0, &(ag_block_config){.pre_norm = 2}, 1),
                       AG_ERR_ARG, "block 'enc': pre_norm is 2");
     expect_init_error(s, ag_encoder_block_init(&e, s, "enc", 6, 4, 8, 0, 1), AG_ERR_SHAPE, "not a multiple");
     expect_init_error(s, ag_encoder_block_init(&e, s, NULL, 4, 2, 8, 0, 1), AG_ERR_ARG, "encoder_block_init: prefix is NULL");
-    expect_init_error(s, ag_ffn_init(&f, s, NULL, 4, 8, 1), AG_ERR_ARG, "ffn_init: prefix is NULL");
+    expect_init_error(s, ag_ffn_layer_init(&f, s, NULL, 4, 8, 1), AG_ERR_ARG, "ffn_init: prefix is NULL");
     expect_init_error(s, ag_embedding_layer_init(&emb, s, "emb", 5, 4, 0, AG_POS_LEARNED, 1), AG_ERR_ARG,
                       "learned positions need max_len >= 1, got 0");
     expect_init_error(s, ag_embedding_layer_init(&emb, s, "emb", 0, 4, 3, AG_POS_LEARNED, 1), AG_ERR_ARG,
@@ -261,9 +261,9 @@ Test(blocks, init_errors_say_what_was_wrong)
     char longname[80];
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = 0;
-    expect_init_error(s, ag_linear_init(&l, s, longname, 2, 3, 1, 1), AG_ERR_ARG, "is longer than 63 bytes");
-    cr_assert_eq(ag_layernorm_init(&n, s, "ln", 4), AG_OK);
-    expect_init_error(s, ag_layernorm_init(&n, s, "ln", 4), AG_ERR_ARG, "duplicate name 'ln.weight'");
+    expect_init_error(s, ag_linear_layer_init(&l, s, longname, 2, 3, 1, 1), AG_ERR_ARG, "is longer than 63 bytes");
+    cr_assert_eq(ag_layer_norm_layer_init(&n, s, "ln", 4), AG_OK);
+    expect_init_error(s, ag_layer_norm_layer_init(&n, s, "ln", 4), AG_ERR_ARG, "duplicate name 'ln.weight'");
     ag_seq2seq sq;
     ag_seq2seq_config cfg = {.src_vocab = 10, .tgt_vocab = 10, .hidden = 6, .heads = 4, .ffn = 8, .layers = 1,
                              .max_len = 5};
@@ -280,14 +280,14 @@ Test(blocks, init_errors_say_what_was_wrong)
 Test(blocks, layernorm_and_its_deprecated_names_agree)
 {
     ag_store *s = ag_store_new();
-    ag_layernorm a;
-    ag_layernorm b; /* the old name of the same type */
-    cr_assert_eq(ag_layernorm_init(&a, s, "a", 3), AG_OK);
-    cr_assert_eq(ag_layernorm_init(&b, s, "b", 3), AG_OK);
+    ag_layer_norm_layer a;
+    ag_layer_norm_layer b; /* the old name of the same type */
+    cr_assert_eq(ag_layer_norm_layer_init(&a, s, "a", 3), AG_OK);
+    cr_assert_eq(ag_layer_norm_layer_init(&b, s, "b", 3), AG_OK);
     cr_assert_not_null(ag_store_find(s, "b.weight"));
     ag_graph *g = ag_graph_new();
     ag_tensor *x = ag_tensor_from(g, AG_SHAPE(1, 3), (ag_real[]){1, 2, 4});
-    ag_tensor *y1 = ag_layernorm_forward(g, &a, x), *y2 = ag_layernorm_forward(g, &b, x);
+    ag_tensor *y1 = ag_layer_norm_layer_forward(g, &a, x), *y2 = ag_layer_norm_layer_forward(g, &b, x);
     cr_assert(y1 && y2, "%s", ag_graph_error(g));
     for (int i = 0; i < 3; i++) cr_assert_eq(y1->data[i], y2->data[i]);
     /* (1, 2, 4): mean 7/3, biased variance 14/9 */
@@ -305,7 +305,7 @@ Test(blocks, learned_positions_bound_the_length)
     ag_graph *g = ag_graph_new();
     static const int ids[4] = {0, 1, 2, 3};
     cr_assert_null(ag_embedding_layer_forward(g, &e, ids, 1, 4));
-    cr_assert_str_eq(ag_graph_error(g), "embedding_layer: T = 4 is longer than the 3 learned positions");
+    cr_assert_str_eq(ag_graph_error(g), "emb: embedding_layer: T = 4 is longer than the 3 learned positions");
     ag_graph_reset(g);
     static const int bad[2] = {0, 5};
     cr_assert_null(ag_embedding_layer_forward(g, &e, bad, 1, 2));

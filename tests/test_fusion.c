@@ -73,7 +73,7 @@ static void linear_case(int ndim, const int *xshape, int O, int bias)
     ag_tensor *x = param(s, "x", ndim, xshape, 1), *w = param(s, "w", AG_SHAPE(O, I), 2);
     ag_tensor *b = bias ? param(s, "b", AG_SHAPE(O), 3) : NULL;
     ag_graph *g = ag_graph_new();
-    /* composed: how ag_linear_forward used to build it */
+    /* composed: how ag_linear_layer_forward used to build it */
     int shape[AG_MAX_DIMS];
     for (int i = 0; i < ndim; i++) shape[i] = xshape[i];
     shape[ndim - 1] = O;

@@ -224,7 +224,7 @@ Test(gpt, bad_configs_and_inputs_say_what_is_wrong)
     ag_graph *g = ag_graph_new();
     static const int ids[5] = {0, 1, 2, 3, 4}, bad[2] = {0, 5};
     cr_assert_null(ag_gpt_forward(g, &m, ids, 1, 5));
-    cr_assert_str_eq(ag_graph_error(g), "embedding_layer: T = 5 is longer than the 4 learned positions");
+    cr_assert_str_eq(ag_graph_error(g), "embedding: embedding_layer: T = 5 is longer than the 4 learned positions");
     ag_graph_reset(g);
     ag_tensor *logits = ag_gpt_forward(g, &m, ids, 1, 4);
     cr_assert_not_null(logits, "%s", ag_graph_error(g));

@@ -49,10 +49,10 @@ static const double committed[STEPS] = {
 typedef struct lm {
     ag_store *s;
     ag_tensor *embed;
-    ag_mha mha;
+    ag_mha_layer mha;
     ag_norm norm1, norm2;
-    ag_ffn ffn;
-    ag_linear out;
+    ag_ffn_layer ffn;
+    ag_linear_layer out;
 } lm;
 
 static void lm_init(lm *m)
@@ -60,11 +60,11 @@ static void lm_init(lm *m)
     m->s = ag_store_new();
     m->embed = ag_param(m->s, "embed", AG_SHAPE(V, C));
     ag_init_normal(m->embed, 0, 0.5, 1);
-    cr_assert_eq(ag_mha_init(&m->mha, m->s, "mha", C, H, 1, 0.1, 2), AG_OK);
+    cr_assert_eq(ag_mha_layer_init(&m->mha, m->s, "mha", C, H, 1, 0.1, 2), AG_OK);
     cr_assert_eq(ag_norm_init(&m->norm1, m->s, "norm1", C), AG_OK);
-    cr_assert_eq(ag_ffn_init(&m->ffn, m->s, "ffn", C, F, 3), AG_OK);
+    cr_assert_eq(ag_ffn_layer_init(&m->ffn, m->s, "ffn", C, F, 3), AG_OK);
     cr_assert_eq(ag_norm_init(&m->norm2, m->s, "norm2", C), AG_OK);
-    cr_assert_eq(ag_linear_init(&m->out, m->s, "out", C, V, 1, 4), AG_OK);
+    cr_assert_eq(ag_linear_layer_init(&m->out, m->s, "out", C, V, 1, 4), AG_OK);
 }
 
 /* The mean next-token loss of tokens [B, T + 1]. */
@@ -74,9 +74,9 @@ static ag_tensor *lm_loss(ag_graph *g, const lm *m, const int *tokens)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) ids[b * T + t] = tokens[b * (T + 1) + t], targets[b * T + t] = tokens[b * (T + 1) + t + 1];
     ag_tensor *x = ag_add(g, ag_embedding(g, m->embed, ids, 2, (int[]){B, T}), ag_positional_encoding(g, T, C));
-    ag_tensor *h = ag_add_norm(g, &m->norm1, x, ag_mha_forward(g, &m->mha, x, x, ag_causal_mask(g, T, T), -1e9, NULL), 0.1);
-    h = ag_add_norm(g, &m->norm2, h, ag_ffn_forward(g, &m->ffn, h), 0.1);
-    return ag_cross_entropy(g, ag_linear_forward(g, &m->out, h), targets, -1, 0.1);
+    ag_tensor *h = ag_add_norm(g, &m->norm1, x, ag_mha_layer_forward(g, &m->mha, x, x, ag_causal_mask(g, T, T), -1e9, NULL), 0.1);
+    h = ag_add_norm(g, &m->norm2, h, ag_ffn_layer_forward(g, &m->ffn, h), 0.1);
+    return ag_cross_entropy(g, ag_linear_layer_forward(g, &m->out, h), targets, -1, 0.1);
 }
 
 static void train(double *loss)

@@ -27,16 +27,16 @@ static void expect_graph_error(const void *got, const char *want)
     cr_assert_str_eq(ag_graph_error(g), want);
 }
 
-Test(nn_args, linear_forward) { expect_graph_error(ag_linear_forward(g, NULL, x), "linear_forward: layer is NULL"); }
-Test(nn_args, layernorm_forward) { expect_graph_error(ag_layernorm_forward(g, NULL, x), "layernorm_forward: layer is NULL"); }
-Test(nn_args, deprecated_norm_forward) { expect_graph_error(ag_layernorm_forward(g, NULL, x), "layernorm_forward: layer is NULL"); }
+Test(nn_args, linear_forward) { expect_graph_error(ag_linear_layer_forward(g, NULL, x), "linear_forward: layer is NULL"); }
+Test(nn_args, layernorm_forward) { expect_graph_error(ag_layer_norm_layer_forward(g, NULL, x), "layernorm_forward: layer is NULL"); }
+Test(nn_args, deprecated_norm_forward) { expect_graph_error(ag_layer_norm_layer_forward(g, NULL, x), "layernorm_forward: layer is NULL"); }
 Test(nn_args, add_norm) { expect_graph_error(ag_add_norm(g, NULL, x, x, 0), "add_norm: layer is NULL"); }
-Test(nn_args, ffn_forward) { expect_graph_error(ag_ffn_forward(g, NULL, x), "ffn_forward: layer is NULL"); }
+Test(nn_args, ffn_forward) { expect_graph_error(ag_ffn_layer_forward(g, NULL, x), "ffn_forward: layer is NULL"); }
 
 Test(nn_args, mha_forward)
 {
     ag_tensor *w = x;
-    expect_graph_error(ag_mha_forward(g, NULL, x, x, NULL, 0, &w), "mha_forward: layer is NULL");
+    expect_graph_error(ag_mha_layer_forward(g, NULL, x, x, NULL, 0, &w), "mha_forward: layer is NULL");
     cr_assert_null(w);
 }
 
@@ -101,7 +101,7 @@ Test(nn_args, seq2seq_teams)
 Test(nn_args, the_first_error_sticks)
 {
     ag_graph_fail(g, AG_ERR_SHAPE, "first");
-    cr_assert_null(ag_linear_forward(g, NULL, x));
+    cr_assert_null(ag_linear_layer_forward(g, NULL, x));
     cr_assert_str_eq(ag_graph_error(g), "first");
 }
 
@@ -119,35 +119,35 @@ Test(nn_args, init_functions_name_the_null_argument_on_the_store)
 {
     ag_store *s = ag_store_new();
     ag_seq2seq_config cfg = {8, 8, 8, 2, 16, 1, 4, 0, AG_SEQ2SEQ_INIT_SCALED};
-    expect_store_error(s, ag_linear_init(NULL, s, "l", 2, 3, 1, 1), AG_ERR_ARG, "linear_init: layer is NULL");
-    expect_store_error(s, ag_layernorm_init(NULL, s, "n", 4), AG_ERR_ARG, "layernorm_init: layer is NULL");
-    expect_store_error(s, ag_mha_init(NULL, s, "m", 4, 2, 1, 0, 1), AG_ERR_ARG, "mha_init: layer is NULL");
-    expect_store_error(s, ag_ffn_init(NULL, s, "f", 4, 8, 1), AG_ERR_ARG, "ffn_init: layer is NULL");
+    expect_store_error(s, ag_linear_layer_init(NULL, s, "l", 2, 3, 1, 1), AG_ERR_ARG, "linear_init: layer is NULL");
+    expect_store_error(s, ag_layer_norm_layer_init(NULL, s, "n", 4), AG_ERR_ARG, "layernorm_init: layer is NULL");
+    expect_store_error(s, ag_mha_layer_init(NULL, s, "m", 4, 2, 1, 0, 1), AG_ERR_ARG, "mha_init: layer is NULL");
+    expect_store_error(s, ag_ffn_layer_init(NULL, s, "f", 4, 8, 1), AG_ERR_ARG, "ffn_init: layer is NULL");
     expect_store_error(s, ag_encoder_block_init(NULL, s, "e", 4, 2, 8, 0, 1), AG_ERR_ARG,
                        "encoder_block_init: block is NULL");
     expect_store_error(s, ag_decoder_block_init(NULL, s, "d", 4, 2, 8, 0, 1), AG_ERR_ARG,
                        "decoder_block_init: block is NULL");
     expect_store_error(s, ag_seq2seq_init(NULL, s, &cfg, 1), AG_ERR_ARG, "seq2seq_init: model is NULL");
-    ag_linear l;
-    ag_ffn f;
+    ag_linear_layer l;
+    ag_ffn_layer f;
     ag_seq2seq m;
-    expect_store_error(s, ag_linear_init(&l, s, NULL, 2, 3, 1, 1), AG_ERR_ARG, "linear_init: prefix is NULL");
-    expect_store_error(s, ag_ffn_init(&f, s, NULL, 4, 8, 1), AG_ERR_ARG, "ffn_init: prefix is NULL");
+    expect_store_error(s, ag_linear_layer_init(&l, s, NULL, 2, 3, 1, 1), AG_ERR_ARG, "linear_init: prefix is NULL");
+    expect_store_error(s, ag_ffn_layer_init(&f, s, NULL, 4, 8, 1), AG_ERR_ARG, "ffn_init: prefix is NULL");
     expect_store_error(s, ag_seq2seq_init(&m, s, NULL, 1), AG_ERR_ARG, "seq2seq_init: config is NULL");
     /* no store: only the status */
-    cr_assert_eq(ag_linear_init(NULL, NULL, "l", 2, 3, 1, 1), AG_ERR_ARG);
-    cr_assert_eq(ag_linear_init(&l, NULL, "l", 2, 3, 1, 1), AG_ERR_ARG);
+    cr_assert_eq(ag_linear_layer_init(NULL, NULL, "l", 2, 3, 1, 1), AG_ERR_ARG);
+    cr_assert_eq(ag_linear_layer_init(&l, NULL, "l", 2, 3, 1, 1), AG_ERR_ARG);
     ag_store_free(s);
 }
 
 Test(nn_args, init_functions_say_what_is_wrong_with_a_size)
 {
     ag_store *s = ag_store_new();
-    ag_mha m;
-    expect_store_error(s, ag_mha_init(&m, s, "m", 6, 4, 1, 0, 1), AG_ERR_SHAPE,
+    ag_mha_layer m;
+    expect_store_error(s, ag_mha_layer_init(&m, s, "m", 6, 4, 1, 0, 1), AG_ERR_SHAPE,
                        "mha 'm': width C = 6 is not a multiple of the heads H = 4");
-    ag_linear l;
-    expect_store_error(s, ag_linear_init(&l, s, "l", 0, 3, 1, 1), AG_ERR_ARG,
+    ag_linear_layer l;
+    expect_store_error(s, ag_linear_layer_init(&l, s, "l", 0, 3, 1, 1), AG_ERR_ARG,
                        "linear 'l': bad size (in 0, out 3: both must be >= 1)");
     ag_seq2seq q;
     ag_seq2seq_config cfg = {8, 8, 6, 4, 16, 1, 4, 0, AG_SEQ2SEQ_INIT_SCALED};

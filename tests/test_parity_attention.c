@@ -78,18 +78,18 @@ static ag_graph *eval_graph(void)
 
 /* out = LayerNorm(x + W_o(attention(x))), d_model 64, 8 heads, masked
  * scores -1e9 (the tutorial's), with the mask stored as <prefix>.mask or
- * none; on the fast path or the textbook one (ag_mha.textbook). */
+ * none; on the fast path or the textbook one (ag_mha_layer.textbook). */
 static void check_tutorial_mhsa(const char *prefix, int masked, int textbook)
 {
     char name[64];
     ag_safetensors *f = open_fixture(ATTN_FIXTURE);
     ag_store *s = ag_store_new();
-    ag_mha m;
-    ag_layernorm n;
-    cr_assert_eq(ag_mha_init(&m, s, prefix, 64, 8, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
+    ag_mha_layer m;
+    ag_layer_norm_layer n;
+    cr_assert_eq(ag_mha_layer_init(&m, s, prefix, 64, 8, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
     m.textbook = textbook;
     snprintf(name, sizeof name, "%s.norm", prefix);
-    cr_assert_eq(ag_layernorm_init(&n, s, name, 64), AG_OK, "%s", ag_store_error(s));
+    cr_assert_eq(ag_layer_norm_layer_init(&n, s, name, 64), AG_OK, "%s", ag_store_error(s));
     load_params(f, s);
 
     ag_graph *g = eval_graph();
@@ -103,7 +103,7 @@ static void check_tutorial_mhsa(const char *prefix, int masked, int textbook)
     snprintf(name, sizeof name, "%s.w", prefix);
     ag_tensor *w = load_leaf(g, f, name, 0);
     ag_tensor *attn = NULL;
-    ag_tensor *y = ag_add_norm(g, &n, x, ag_mha_forward(g, &m, x, x, mask, -1e9, &attn), 0.0);
+    ag_tensor *y = ag_add_norm(g, &n, x, ag_mha_layer_forward(g, &m, x, x, mask, -1e9, &attn), 0.0);
     backward_weighted(g, y, w);
 
     snprintf(name, sizeof name, "%s.out", prefix);
@@ -139,15 +139,15 @@ Test(parity_attn, causal_self_attention)
 {
     ag_safetensors *f = open_fixture(ATTN_FIXTURE);
     ag_store *s = ag_store_new();
-    ag_mha m;
-    cr_assert_eq(ag_mha_init(&m, s, "causal", 16, 4, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
+    ag_mha_layer m;
+    cr_assert_eq(ag_mha_layer_init(&m, s, "causal", 16, 4, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
     load_params(f, s);
 
     ag_graph *g = eval_graph();
     ag_tensor *x = load_leaf(g, f, "causal.x", 1); /* [2, 5, 16] */
     ag_tensor *w = load_leaf(g, f, "causal.w", 0);
     ag_tensor *attn = NULL;
-    ag_tensor *y = ag_mha_forward(g, &m, x, x, ag_causal_mask(g, 5, 5), AG_MASK_NEG_INF, &attn);
+    ag_tensor *y = ag_mha_layer_forward(g, &m, x, x, ag_causal_mask(g, 5, 5), AG_MASK_NEG_INF, &attn);
     backward_weighted(g, y, w);
 
     expect_stored(f, "causal.out", y, y->data);
@@ -176,8 +176,8 @@ static void check_padding(const char *prefix, int per_query)
     int valid_lens[B * T];
     ag_safetensors *f = open_fixture(ATTN_FIXTURE);
     ag_store *s = ag_store_new();
-    ag_mha m;
-    cr_assert_eq(ag_mha_init(&m, s, prefix, C, H, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
+    ag_mha_layer m;
+    cr_assert_eq(ag_mha_layer_init(&m, s, prefix, C, H, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
     load_params(f, s);
     snprintf(name, sizeof name, "%s.valid_lens", prefix);
     load_ints(f, name, valid_lens, per_query ? B * T : B);
@@ -192,7 +192,7 @@ static void check_padding(const char *prefix, int per_query)
         ag_tensor *w = load_leaf(g, f, name, 0);
         ag_tensor *mask = ag_padding_mask(g, valid_lens, B, per_query, T, T);
         ag_tensor *attn = NULL;
-        ag_tensor *y = ag_mha_forward(g, &m, x, x, mask, fills[k], &attn);
+        ag_tensor *y = ag_mha_layer_forward(g, &m, x, x, mask, fills[k], &attn);
         backward_weighted(g, y, w);
 
         snprintf(name, sizeof name, "%s.out", prefix);
@@ -224,8 +224,8 @@ Test(parity_attn, cross_attention_with_key_padding)
     int valid_lens[2];
     ag_safetensors *f = open_fixture(ATTN_FIXTURE);
     ag_store *s = ag_store_new();
-    ag_mha m;
-    cr_assert_eq(ag_mha_init(&m, s, "cross", 16, 4, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
+    ag_mha_layer m;
+    cr_assert_eq(ag_mha_layer_init(&m, s, "cross", 16, 4, 1, 0.0, 1), AG_OK, "%s", ag_store_error(s));
     load_params(f, s);
     load_ints(f, "cross.valid_lens", valid_lens, 2);
 
@@ -235,7 +235,7 @@ Test(parity_attn, cross_attention_with_key_padding)
     ag_tensor *w = load_leaf(g, f, "cross.w", 0);
     ag_tensor *mask = ag_padding_mask(g, valid_lens, 2, 0, 3, 5); /* [2, 1, 1, 5] */
     ag_tensor *attn = NULL;
-    ag_tensor *y = ag_mha_forward(g, &m, x_q, x_kv, mask, AG_MASK_NEG_INF, &attn);
+    ag_tensor *y = ag_mha_layer_forward(g, &m, x_q, x_kv, mask, AG_MASK_NEG_INF, &attn);
     expect_shape(y, 2, 3, 16);
     backward_weighted(g, y, w);
 
@@ -306,9 +306,9 @@ Test(parity_attn, decoder_block)
 
 /* MultiHeadAttention(num_hiddens 100, num_heads 5, dropout 0.5, bias=False) in
  * eval mode, valid_lens [3, 2], masked scores -1e6 as d2l's masked_softmax. */
-static void d2l_module(ag_safetensors *f, ag_store *s, ag_mha *m)
+static void d2l_module(ag_safetensors *f, ag_store *s, ag_mha_layer *m)
 {
-    cr_assert_eq(ag_mha_init(m, s, "d2l", 100, 5, 0, 0.5, 1), AG_OK, "%s", ag_store_error(s));
+    cr_assert_eq(ag_mha_layer_init(m, s, "d2l", 100, 5, 0, 0.5, 1), AG_OK, "%s", ag_store_error(s));
     cr_assert_eq(ag_store_count(s), 4, "bias=False: four weights and nothing else");
     load_params(f, s);
 }
@@ -318,7 +318,7 @@ Test(parity_attn, d2l_example_all_ones)
     int valid_lens[2];
     ag_safetensors *f = open_fixture(D2L_FIXTURE);
     ag_store *s = ag_store_new();
-    ag_mha m;
+    ag_mha_layer m;
     d2l_module(f, s, &m);
     load_ints(f, "d2l.valid_lens", valid_lens, 2);
 
@@ -326,7 +326,7 @@ Test(parity_attn, d2l_example_all_ones)
     ag_tensor *x_q = load_leaf(g, f, "d2l.ones.x_q", 0);   /* ones [2, 4, 100] */
     ag_tensor *x_kv = load_leaf(g, f, "d2l.ones.x_kv", 0); /* ones [2, 6, 100] */
     ag_tensor *mask = ag_padding_mask(g, valid_lens, 2, 0, 4, 6);
-    ag_tensor *y = ag_mha_forward(g, &m, x_q, x_kv, mask, -1e6, NULL);
+    ag_tensor *y = ag_mha_layer_forward(g, &m, x_q, x_kv, mask, -1e6, NULL);
     cr_assert_not_null(y, "%s", ag_graph_error(g));
     expect_shape(y, 2, 4, 100);
     expect_stored(f, "d2l.ones.out", y, y->data);
@@ -340,7 +340,7 @@ static void check_d2l_random(int textbook)
     int valid_lens[2];
     ag_safetensors *f = open_fixture(D2L_FIXTURE);
     ag_store *s = ag_store_new();
-    ag_mha m;
+    ag_mha_layer m;
     d2l_module(f, s, &m);
     m.textbook = textbook;
     load_ints(f, "d2l.valid_lens", valid_lens, 2);
@@ -350,7 +350,7 @@ static void check_d2l_random(int textbook)
     ag_tensor *x_kv = load_leaf(g, f, "d2l.rand.x_kv", 1); /* keys = values [2, 6, 100] */
     ag_tensor *w = load_leaf(g, f, "d2l.rand.w", 0);
     ag_tensor *attn = NULL;
-    ag_tensor *y = ag_mha_forward(g, &m, x_q, x_kv, ag_padding_mask(g, valid_lens, 2, 0, 4, 6), -1e6, &attn);
+    ag_tensor *y = ag_mha_layer_forward(g, &m, x_q, x_kv, ag_padding_mask(g, valid_lens, 2, 0, 4, 6), -1e6, &attn);
     backward_weighted(g, y, w);
 
     expect_stored(f, "d2l.rand.out", y, y->data);

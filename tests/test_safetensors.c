@@ -970,17 +970,17 @@ Test(safetensors, save_leaves_another_writers_temporary_alone)
     rm_dir(dir);
 }
 
-/* A FIFO with no writer as a checkpoint: refused at once, never a hang
- * (the timeout fails the test if the open blocks). */
-Test(safetensors, load_refuses_a_fifo_without_blocking, .timeout = 10)
+/* A FIFO with no writer as a checkpoint: an empty stream, refused at once
+ * as an empty file is, never a hang (the timeout fails the test if the open
+ * blocks). */
+Test(safetensors, load_of_a_fifo_without_writer_fails_without_blocking, .timeout = 10)
 {
     char *dir = make_tmpdir("st"), *fifo = join(dir, "pipe");
     cr_assert_eq(mkfifo(fifo, 0644), 0, "mkfifo: %s", strerror(errno));
     ag_safetensors *f = (ag_safetensors *)1;
     char err[512];
-    cr_assert_eq(ag_safetensors_load(fifo, &f, err, sizeof err), AG_ERR_IO);
+    cr_assert_eq(ag_safetensors_load(fifo, &f, err, sizeof err), AG_ERR_FORMAT, "%s", err);
     cr_assert_null(f);
-    cr_assert_not_null(strstr(err, "not a regular file (a FIFO)"), "%s", err);
     cr_assert_not_null(strstr(err, fifo), "%s", err);
     free(fifo);
     rm_dir(dir);

@@ -11,8 +11,8 @@
 enum { B = 5, T = 3, C = 8, H = 2 };
 
 typedef struct block {
-    ag_mha mha;
-    ag_layernorm norm;
+    ag_mha_layer mha;
+    ag_layer_norm_layer norm;
 } block;
 
 typedef struct model {
@@ -24,8 +24,8 @@ typedef struct model {
 
 static ag_status block_init(block *b, ag_store *s, const char *norm_name)
 {
-    ag_status st = ag_mha_init(&b->mha, s, "attention", C, H, 1, 0, 7);
-    return st != AG_OK ? st : ag_layernorm_init(&b->norm, s, norm_name, C);
+    ag_status st = ag_mha_layer_init(&b->mha, s, "attention", C, H, 1, 0, 7);
+    return st != AG_OK ? st : ag_layer_norm_layer_init(&b->norm, s, norm_name, C);
 }
 
 static ag_status replica_init(void *ctx, int k, ag_store *replica)
@@ -44,7 +44,7 @@ static ag_tensor *part_loss(void *ctx, ag_graph *g, ag_store *s, int k, int n, d
     if (m->bad_part > 0 && k == m->bad_part) return ag_matmul(g, ag_tensor_new(g, AG_SHAPE(2, 3)), ag_tensor_new(g, AG_SHAPE(4, 5)));
     ag_tensor *x = ag_tensor_from(g, AG_SHAPE(nb, T, C), m->x + (size_t)b0 * T * C);
     const block *w = &m->w[k];
-    ag_tensor *y = ag_layernorm_forward(g, &w->norm, ag_add(g, x, ag_mha_forward(g, &w->mha, x, x, ag_causal_mask(g, T, T),
+    ag_tensor *y = ag_layer_norm_layer_forward(g, &w->norm, ag_add(g, x, ag_mha_layer_forward(g, &w->mha, x, x, ag_causal_mask(g, T, T),
                                                                              -1e9, NULL)));
     return ag_mean_all(g, ag_mul(g, y, y));
 }

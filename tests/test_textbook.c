@@ -1,8 +1,8 @@
 /* tests/test_textbook.c: the textbook attention path against the fast one.
  *
- * ag_attention_textbook and ag_mha_forward_textbook build attention from
+ * ag_attention_textbook and ag_mha_layer_forward_textbook build attention from
  * public ops only (matmul, transpose, scale, masked_fill, softmax; heads by
- * reshape + permute); ag_attention and ag_mha_forward use the fused
+ * reshape + permute); ag_attention and ag_mha_layer_forward use the fused
  * masked_softmax and the per-head matmul.  They must be one function: same
  * outputs, same attention weights, and the same gradient for every
  * parameter and every input, on both tutorials' cases:
@@ -108,10 +108,10 @@ enum { PT_B = 2, PT_T = 4, PT_C = 64, PT_H = 8 };
 static run pytorch_run(path how, int masked)
 {
     ag_store *s = ag_store_new();
-    ag_mha mha;
-    ag_layernorm norm;
-    cr_assert_eq(ag_mha_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 3), AG_OK);
-    cr_assert_eq(ag_layernorm_init(&norm, s, "layer_norm", PT_C), AG_OK);
+    ag_mha_layer mha;
+    ag_layer_norm_layer norm;
+    cr_assert_eq(ag_mha_layer_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 3), AG_OK);
+    cr_assert_eq(ag_layer_norm_layer_init(&norm, s, "layer_norm", PT_C), AG_OK);
     ag_tensor *x = ag_param(s, "x", AG_SHAPE(PT_B, PT_T, PT_C)); /* an input: its gradient is checked too */
     cr_assert_not_null(x);
     ag_init_normal(x, 0, 1, 4);
@@ -124,8 +124,8 @@ static run pytorch_run(path how, int masked)
         mask->data[3] = 0, mask->data[PT_T + 2] = 0, mask->data[PT_T + 3] = 0;
     }
     ag_tensor *w = NULL;
-    ag_tensor *a = how == FAST ? ag_mha_forward(g, &mha, x, x, mask, -1e9, &w)
-                               : ag_mha_forward_textbook(g, &mha, x, x, mask, -1e9, &w);
+    ag_tensor *a = how == FAST ? ag_mha_layer_forward(g, &mha, x, x, mask, -1e9, &w)
+                               : ag_mha_layer_forward_textbook(g, &mha, x, x, mask, -1e9, &w);
     ag_tensor *out = ag_add_norm(g, &norm, x, a, 0);
     cr_assert_eq(ag_backward(g, weigh(g, out, 6)), AG_OK, "%s", ag_graph_error(g));
     expect_shape(w, PT_B, PT_H, PT_T, PT_T);
@@ -138,10 +138,10 @@ static run pytorch_run(path how, int masked)
 /* The store of a case, for the gradients' names. */
 static void pytorch_names(ag_store *s)
 {
-    ag_mha mha;
-    ag_layernorm norm;
-    ag_mha_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 3);
-    ag_layernorm_init(&norm, s, "layer_norm", PT_C);
+    ag_mha_layer mha;
+    ag_layer_norm_layer norm;
+    ag_mha_layer_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 3);
+    ag_layer_norm_layer_init(&norm, s, "layer_norm", PT_C);
     ag_param(s, "x", AG_SHAPE(PT_B, PT_T, PT_C));
 }
 
@@ -165,13 +165,13 @@ Test(textbook, pytorch_tutorial_fast_equals_textbook)
     compare(pytorch_run, pytorch_names, (const char *[2]){"pytorch", "pytorch, masked"});
 }
 
-/* ---- a causal self-attention (ag_mha.causal: the mask made inside) ------- */
+/* ---- a causal self-attention (ag_mha_layer.causal: the mask made inside) ------- */
 
 static run causal_run(path how, int padded)
 {
     ag_store *s = ag_store_new();
-    ag_mha mha;
-    cr_assert_eq(ag_mha_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 13), AG_OK);
+    ag_mha_layer mha;
+    cr_assert_eq(ag_mha_layer_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 13), AG_OK);
     mha.causal = 1;
     ag_tensor *x = ag_param(s, "x", AG_SHAPE(PT_B, PT_T, PT_C));
     cr_assert_not_null(x);
@@ -180,8 +180,8 @@ static run causal_run(path how, int padded)
     const int valid[PT_B] = {4, 3};
     ag_tensor *mask = padded ? ag_padding_mask(g, valid, PT_B, 0, PT_T, PT_T) : NULL;
     ag_tensor *w = NULL;
-    ag_tensor *out = how == FAST ? ag_mha_forward(g, &mha, x, x, mask, AG_MASK_NEG_INF, &w)
-                                 : ag_mha_forward_textbook(g, &mha, x, x, mask, AG_MASK_NEG_INF, &w);
+    ag_tensor *out = how == FAST ? ag_mha_layer_forward(g, &mha, x, x, mask, AG_MASK_NEG_INF, &w)
+                                 : ag_mha_layer_forward_textbook(g, &mha, x, x, mask, AG_MASK_NEG_INF, &w);
     cr_assert_eq(ag_backward(g, weigh(g, out, 15)), AG_OK, "%s", ag_graph_error(g));
     cr_assert_eq(w->data[1], 0, "query 0 sees key 1");
     run r = keep_run(s, out, w);
@@ -192,8 +192,8 @@ static run causal_run(path how, int padded)
 
 static void causal_names(ag_store *s)
 {
-    ag_mha mha;
-    ag_mha_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 13);
+    ag_mha_layer mha;
+    ag_mha_layer_init(&mha, s, "mha", PT_C, PT_H, 1, 0.0, 13);
     ag_param(s, "x", AG_SHAPE(PT_B, PT_T, PT_C));
 }
 
@@ -206,9 +206,9 @@ Test(textbook, causal_flag_fast_equals_textbook)
 
 enum { D2_B = 2, D2_T = 4, D2_S = 6, D2_C = 100, D2_H = 5 };
 
-static void d2l_store(ag_store *s, ag_mha *mha)
+static void d2l_store(ag_store *s, ag_mha_layer *mha)
 {
-    cr_assert_eq(ag_mha_init(mha, s, "attention", D2_C, D2_H, 0, 0.5, 7), AG_OK);
+    cr_assert_eq(ag_mha_layer_init(mha, s, "attention", D2_C, D2_H, 0, 0.5, 7), AG_OK);
     cr_assert_not_null(ag_param(s, "queries", AG_SHAPE(D2_B, D2_T, D2_C)));
     cr_assert_not_null(ag_param(s, "keys_values", AG_SHAPE(D2_B, D2_S, D2_C)));
 }
@@ -216,7 +216,7 @@ static void d2l_store(ag_store *s, ag_mha *mha)
 static run d2l_run(path how, int training)
 {
     ag_store *s = ag_store_new();
-    ag_mha mha;
+    ag_mha_layer mha;
     d2l_store(s, &mha);
     ag_tensor *q = ag_store_find(s, "queries"), *kv = ag_store_find(s, "keys_values");
     ag_init_normal(q, 0, 1, 8), ag_init_normal(kv, 0, 1, 9);
@@ -226,8 +226,8 @@ static run d2l_run(path how, int training)
     const int valid_lens[D2_B] = {3, 2};
     ag_tensor *mask = ag_padding_mask(g, valid_lens, D2_B, 0, D2_T, D2_S);
     ag_tensor *w = NULL;
-    ag_tensor *out = how == FAST ? ag_mha_forward(g, &mha, q, kv, mask, -1e6, &w)
-                                 : ag_mha_forward_textbook(g, &mha, q, kv, mask, -1e6, &w);
+    ag_tensor *out = how == FAST ? ag_mha_layer_forward(g, &mha, q, kv, mask, -1e6, &w)
+                                 : ag_mha_layer_forward_textbook(g, &mha, q, kv, mask, -1e6, &w);
     cr_assert_eq(ag_backward(g, weigh(g, out, 12)), AG_OK, "%s", ag_graph_error(g));
     expect_shape(out, D2_B, D2_T, D2_C);
     expect_shape(w, D2_B, D2_H, D2_T, D2_S);
@@ -242,7 +242,7 @@ static run d2l_run(path how, int training)
 
 static void d2l_names(ag_store *s)
 {
-    ag_mha mha;
+    ag_mha_layer mha;
     d2l_store(s, &mha);
 }
 
@@ -268,13 +268,13 @@ static void count_ops(const ag_tensor *t, const ag_tensor **seen, int *nseen, in
 Test(textbook, built_from_public_ops_only)
 {
     ag_store *s = ag_store_new();
-    ag_mha mha;
-    cr_assert_eq(ag_mha_init(&mha, s, "mha", 8, 2, 1, 0.0, 1), AG_OK);
+    ag_mha_layer mha;
+    cr_assert_eq(ag_mha_layer_init(&mha, s, "mha", 8, 2, 1, 0.0, 1), AG_OK);
     ag_graph *g = ag_graph_new();
     ag_tensor *x = ag_tensor_new(g, AG_SHAPE(1, 3, 8));
     ag_init_normal(x, 0, 1, 2);
     ag_tensor *mask = ag_causal_mask(g, 3, 3);
-    ag_tensor *out = ag_mha_forward_textbook(g, &mha, x, x, mask, AG_MASK_NEG_INF, NULL);
+    ag_tensor *out = ag_mha_layer_forward_textbook(g, &mha, x, x, mask, AG_MASK_NEG_INF, NULL);
     cr_assert_eq(ag_graph_status(g), AG_OK, "%s", ag_graph_error(g));
     const ag_tensor *seen[256];
     int nseen = 0, count[AG_OP_COUNT] = {0};
@@ -287,10 +287,10 @@ Test(textbook, built_from_public_ops_only)
     cr_assert_eq(count[AG_OP_SCALE], 1);
     cr_assert_eq(count[AG_OP_MASKED_FILL], 1);
     cr_assert_eq(count[AG_OP_SOFTMAX], 1);
-    /* and an ag_mha with .textbook = 1 takes the same path through a block */
-    ag_mha tb = mha;
+    /* and an ag_mha_layer with .textbook = 1 takes the same path through a block */
+    ag_mha_layer tb = mha;
     tb.textbook = 1;
-    ag_tensor *out2 = ag_mha_forward(g, &tb, x, x, mask, AG_MASK_NEG_INF, NULL);
+    ag_tensor *out2 = ag_mha_layer_forward(g, &tb, x, x, mask, AG_MASK_NEG_INF, NULL);
     cr_assert_eq(ag_graph_status(g), AG_OK, "%s", ag_graph_error(g));
     for (size_t i = 0; i < out->size; i++) cr_assert_eq(out->data[i], out2->data[i]);
     ag_graph_free(g);
@@ -308,7 +308,7 @@ Test(textbook, attention_textbook_bad_input_is_an_error)
     cr_assert_null(ag_attention_textbook(g, NULL, k, k, NULL, AG_MASK_NEG_INF, 0, NULL));
     cr_assert_neq(ag_graph_status(g), AG_OK);
     ag_graph_reset(g);
-    cr_assert_null(ag_mha_forward_textbook(g, NULL, q, q, NULL, 0, NULL));
+    cr_assert_null(ag_mha_layer_forward_textbook(g, NULL, q, q, NULL, 0, NULL));
     cr_assert_eq(ag_graph_status(g), AG_ERR_ARG);
     ag_graph_free(g);
 }

@@ -126,9 +126,9 @@ Test(threads, every_gemm_kernel_agrees_within_rounding)
  * and keeps every gradient in grads[] (freed by the caller). */
 typedef struct block {
     ag_store *s;
-    ag_mha mha;
-    ag_layernorm norm;
-    ag_linear out;
+    ag_mha_layer mha;
+    ag_layer_norm_layer norm;
+    ag_linear_layer out;
     ag_tensor *x;
 } block;
 
@@ -141,9 +141,9 @@ static double run_block(block *b, int threads, double **grads)
     ag_graph_seed(g, 5);
     ag_store_zero_grad(b->s);
     ag_tensor *mask = ag_causal_mask(g, T, T);
-    ag_tensor *h = ag_add_norm(g, &b->norm, b->x, ag_mha_forward(g, &b->mha, b->x, b->x, mask, -1e9, NULL), 0.1);
+    ag_tensor *h = ag_add_norm(g, &b->norm, b->x, ag_mha_layer_forward(g, &b->mha, b->x, b->x, mask, -1e9, NULL), 0.1);
     h = ag_softmax(g, ag_relu(g, h));
-    ag_tensor *logits = ag_linear_forward(g, &b->out, h);
+    ag_tensor *logits = ag_linear_layer_forward(g, &b->out, h);
     int *targets = malloc(B * T * sizeof(int));
     for (int i = 0; i < B * T; i++) targets[i] = (i * 7) % V;
     ag_tensor *loss = ag_cross_entropy(g, logits, targets, -1, 0.1);
@@ -164,9 +164,9 @@ Test(threads, a_training_step_gives_the_same_bits_for_every_thread_count)
 {
     block b = {0};
     b.s = ag_store_new();
-    cr_assert_eq(ag_mha_init(&b.mha, b.s, "mha", 256, 8, 1, 0.1, 1), AG_OK);
-    cr_assert_eq(ag_layernorm_init(&b.norm, b.s, "norm", 256), AG_OK);
-    cr_assert_eq(ag_linear_init(&b.out, b.s, "out", 256, 300, 1, 2), AG_OK);
+    cr_assert_eq(ag_mha_layer_init(&b.mha, b.s, "mha", 256, 8, 1, 0.1, 1), AG_OK);
+    cr_assert_eq(ag_layer_norm_layer_init(&b.norm, b.s, "norm", 256), AG_OK);
+    cr_assert_eq(ag_linear_layer_init(&b.out, b.s, "out", 256, 300, 1, 2), AG_OK);
     b.x = ag_param(b.s, "x", AG_SHAPE(8, 64, 256));
     ag_init_uniform(b.x, -1, 1, 3);
     int n = ag_store_count(b.s);
@@ -187,8 +187,8 @@ Test(threads, a_step_after_the_first_allocates_nothing_with_two_threads)
     ag_set_threads(2);
     ag__thread_min_work = 4096;
     ag_store *s = ag_store_new();
-    ag_mha m;
-    cr_assert_eq(ag_mha_init(&m, s, "mha", 128, 4, 1, 0.1, 1), AG_OK);
+    ag_mha_layer m;
+    cr_assert_eq(ag_mha_layer_init(&m, s, "mha", 128, 4, 1, 0.1, 1), AG_OK);
     ag_tensor *x = ag_param(s, "x", AG_SHAPE(8, 128, 128));
     ag_init_uniform(x, -1, 1, 3);
     ag_graph *g = ag_graph_new();
@@ -196,7 +196,7 @@ Test(threads, a_step_after_the_first_allocates_nothing_with_two_threads)
     for (int step = 0; step < 3; step++) {
         if (step == 1) before = ag_alloc_count();
         ag_graph_reset(g);
-        ag_tensor *y = ag_mha_forward(g, &m, x, x, ag_causal_mask(g, 128, 128), -1e9, NULL);
+        ag_tensor *y = ag_mha_layer_forward(g, &m, x, x, ag_causal_mask(g, 128, 128), -1e9, NULL);
         cr_assert_eq(ag_backward(g, ag_mean_all(g, ag_mul(g, y, y))), AG_OK, "%s", ag_graph_error(g));
         ag_store_zero_grad(s);
     }

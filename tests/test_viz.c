@@ -271,13 +271,13 @@ Test(viz, dot_of_a_multi_head_attention_block)
     snprintf(path, sizeof path, "%s/attention.dot", dir);
     ag_store *s = ag_store_new();
     ag_graph *g = ag_graph_new();
-    ag_mha mha;
-    ag_layernorm norm;
-    cr_assert_eq(ag_mha_init(&mha, s, "mha", 64, 8, 1, 0.0, 1), AG_OK);
-    cr_assert_eq(ag_layernorm_init(&norm, s, "layer_norm", 64), AG_OK);
+    ag_mha_layer mha;
+    ag_layer_norm_layer norm;
+    cr_assert_eq(ag_mha_layer_init(&mha, s, "mha", 64, 8, 1, 0.0, 1), AG_OK);
+    cr_assert_eq(ag_layer_norm_layer_init(&norm, s, "layer_norm", 64), AG_OK);
     ag_graph_set_training(g, 0);
     ag_tensor *x = ag_set_name(ag_tensor_new(g, AG_SHAPE(2, 4, 64)), "x");
-    ag_tensor *out = ag_add_norm(g, &norm, x, ag_mha_forward(g, &mha, x, x, NULL, -1e9, NULL), 0);
+    ag_tensor *out = ag_add_norm(g, &norm, x, ag_mha_layer_forward(g, &mha, x, x, NULL, -1e9, NULL), 0);
     ag_exp(g, out); /* a node after the root: not drawn */
     cr_assert_eq(ag_graph_status(g), AG_OK, "%s", ag_graph_error(g));
     char *d = dot_text(g, out, 0, path);

@@ -78,8 +78,8 @@ typedef struct classifier {
     ag_tensor *embedding, *cls;
     ag_learned_positions positions;
     ag_encoder_block *blocks; /* cfg.layers, owned */
-    ag_layernorm norm;
-    ag_linear head;
+    ag_layer_norm_layer norm;
+    ag_linear_layer head;
 } classifier;
 
 ag_status classifier_init(classifier *m, ag_store *s, const classifier_config *cfg, uint64_t seed);

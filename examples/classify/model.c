@@ -34,8 +34,8 @@ ag_status classifier_init(classifier *m, ag_store *s, const classifier_config *c
         snprintf(name, sizeof name, "blocks.%d", i);
         st = ag_encoder_block_init_ex(&m->blocks[i], s, name, C, cfg->heads, cfg->ffn, 0, &block, seed);
     }
-    if (st == AG_OK) st = ag_layernorm_init(&m->norm, s, "norm", C);
-    if (st == AG_OK) st = ag_linear_init(&m->head, s, "head", C, NCLASSES, 1, seed);
+    if (st == AG_OK) st = ag_layer_norm_layer_init(&m->norm, s, "norm", C);
+    if (st == AG_OK) st = ag_linear_layer_init(&m->head, s, "head", C, NCLASSES, 1, seed);
     return st;
 }
 
@@ -54,5 +54,5 @@ ag_tensor *classifier_forward(ag_graph *g, const classifier *m, const minibatch 
     ag_tensor *mask = ag_padding_mask(g, b->seen, B, 0, 0, T + 1);       /* [B, 1, 1, T + 1] */
     for (int i = 0; i < m->cfg.layers; i++) x = ag_encoder_block_forward(g, &m->blocks[i], x, mask, NULL);
     ag_tensor *first = ag_reshape(g, ag_slice(g, x, 1, 0, 1), AG_SHAPE(B, C)); /* x[:, 0] */
-    return ag_linear_forward(g, &m->head, ag_layernorm_forward(g, &m->norm, first));
+    return ag_linear_layer_forward(g, &m->head, ag_layer_norm_layer_forward(g, &m->norm, first));
 }

@@ -31,6 +31,7 @@ typedef struct opts {
         all;
     double lr, clip, dropout, temperature;
     uint64_t seed;
+    int stdin_uses; /* input flags given "-" (stdin) */
 } opts;
 
 void usage(FILE *f);

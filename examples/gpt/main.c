@@ -17,6 +17,8 @@
 #include "gpt.h"
 #include "../common/dist.h"
 
+#include "../common/input_path.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -39,7 +41,9 @@ void usage(FILE *f)
             "train: --parts N splits each batch among N threads (data parallel); under mpirun (make MPI=1)\n"
             "  the processes are the parts, with the same numbers as --parts N.\n"
             "train: SIGINT or SIGTERM (Ctrl-C) ends the current step, saves a checkpoint to --out that\n"
-            "  --resume continues bit for bit, and exits 130 or 143; a second signal stops at once.\n",
+            "  --resume continues bit for bit, and exits 130 or 143; a second signal stops at once.\n"
+            "Inputs (--data, --model, --resume) may be pipes, as <(zcat text.gz), or - for stdin (one\n"
+            "  of them): read to the end, checked as a file.  AG_INPUT_LIMIT=BYTES bounds every input.\n",
             prog, prog, prog);
 }
 
@@ -78,10 +82,10 @@ static int real(const char *flag, const char *s, double lo, double hi, double *o
 static int parse_value(const char *f, const char *v, opts *o)
 {
     int seed, rc = 0;
-    if (!strcmp(f, "--data")) o->data = v;
+    if (!strcmp(f, "--data")) o->data = input_path(v, &o->stdin_uses);
     else if (!strcmp(f, "--out")) o->out = v;
-    else if (!strcmp(f, "--model")) o->model = v;
-    else if (!strcmp(f, "--resume")) o->resume = v;
+    else if (!strcmp(f, "--model")) o->model = input_path(v, &o->stdin_uses);
+    else if (!strcmp(f, "--resume")) o->resume = input_path(v, &o->stdin_uses);
     else if (!strcmp(f, "--json")) o->json = v;
     else if (!strcmp(f, "--plot")) o->plot = v;
     else if (!strcmp(f, "--html")) o->html = v;
@@ -148,6 +152,11 @@ static int parse(int argc, char **argv, int first, opts *o)
         }
         int rc = parse_value(f, argv[++i], o);
         if (rc) return rc;
+    }
+    if (o->stdin_uses > 1) {
+        fprintf(stderr, "%s: only one input can be '-': stdin is read once\n", prog);
+        usage(stderr);
+        return 2;
     }
     return 0;
 }

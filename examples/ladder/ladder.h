@@ -61,9 +61,9 @@ typedef struct ladder_config {
 } ladder_config;
 
 typedef struct ladder_layer {
-    ag_mha attention;
-    ag_ffn ffn;
-    ag_layernorm norm1, norm2;
+    ag_mha_layer attention;
+    ag_ffn_layer ffn;
+    ag_layer_norm_layer norm1, norm2;
 } ladder_layer;
 
 typedef struct ladder_model {
@@ -71,8 +71,8 @@ typedef struct ladder_model {
     ag_tensor *bigram;             /* [V, V]: rung 1 */
     ag_tensor *tokens, *positions; /* [V, C], [T, C] */
     ladder_layer *layers;          /* cfg.layers, owned */
-    ag_layernorm norm;             /* the final norm: pre-norm */
-    ag_linear head;                /* C -> V */
+    ag_layer_norm_layer norm;             /* the final norm: pre-norm */
+    ag_linear_layer head;                /* C -> V */
 } ladder_model;
 
 ag_status ladder_init(ladder_model *m, ag_store *s, const ladder_config *cfg, uint64_t seed);

@@ -23,15 +23,15 @@ static ag_status layer_init(ladder_layer *l, ag_store *s, const ladder_config *c
     char name[64];
     int H = c->rung >= HEADS ? c->heads : 1; /* one head: the whole width C */
     snprintf(name, sizeof name, "layers.%d.attention", i);
-    ag_status st = ag_mha_init(&l->attention, s, name, c->hidden, H, 1, 0, seed);
+    ag_status st = ag_mha_layer_init(&l->attention, s, name, c->hidden, H, 1, 0, seed);
     l->attention.causal = 1; /* a character sees only those before it */
     snprintf(name, sizeof name, "layers.%d.ffn", i);
     if (st == AG_OK && c->rung >= FEED_FORWARD)
-        st = ag_ffn_init_ex(&l->ffn, s, name, c->hidden, c->ffn, AG_ACT_GELU, seed);
+        st = ag_ffn_layer_init_ex(&l->ffn, s, name, c->hidden, c->ffn, AG_ACT_GELU, seed);
     snprintf(name, sizeof name, "layers.%d.norm1", i);
-    if (st == AG_OK && c->rung >= POST_NORM) st = ag_layernorm_init(&l->norm1, s, name, c->hidden);
+    if (st == AG_OK && c->rung >= POST_NORM) st = ag_layer_norm_layer_init(&l->norm1, s, name, c->hidden);
     snprintf(name, sizeof name, "layers.%d.norm2", i);
-    if (st == AG_OK && c->rung >= POST_NORM) st = ag_layernorm_init(&l->norm2, s, name, c->hidden);
+    if (st == AG_OK && c->rung >= POST_NORM) st = ag_layer_norm_layer_init(&l->norm2, s, name, c->hidden);
     return st;
 }
 
@@ -61,8 +61,8 @@ ag_status ladder_init(ladder_model *m, ag_store *s, const ladder_config *cfg, ui
     if (L && !(m->layers = calloc((size_t)L, sizeof *m->layers))) return AG_ERR_NOMEM;
     ag_status st = AG_OK;
     for (int i = 0; i < L && st == AG_OK; i++) st = layer_init(&m->layers[i], s, cfg, i, seed);
-    if (st == AG_OK && cfg->rung >= PRE_NORM) st = ag_layernorm_init(&m->norm, s, "norm", cfg->hidden);
-    if (st == AG_OK) st = ag_linear_init(&m->head, s, "head", cfg->hidden, cfg->V, 1, seed);
+    if (st == AG_OK && cfg->rung >= PRE_NORM) st = ag_layer_norm_layer_init(&m->norm, s, "norm", cfg->hidden);
+    if (st == AG_OK) st = ag_linear_layer_init(&m->head, s, "head", cfg->hidden, cfg->V, 1, seed);
     if (st == AG_OK) init_all(s, seed);
     return st;
 }
@@ -76,15 +76,15 @@ void ladder_free(ladder_model *m)
 /* One layer at rung r: attention, then (rung 5 on) the feed-forward. */
 static ag_tensor *layer_forward(ag_graph *g, const ladder_layer *l, int r, ag_tensor *x, ag_tensor **weights)
 {
-    ag_tensor *in = r >= PRE_NORM ? ag_layernorm_forward(g, &l->norm1, x) : x;
-    ag_tensor *a = ag_mha_forward(g, &l->attention, in, in, NULL, AG_MASK_NEG_INF, weights);
+    ag_tensor *in = r >= PRE_NORM ? ag_layer_norm_layer_forward(g, &l->norm1, x) : x;
+    ag_tensor *a = ag_mha_layer_forward(g, &l->attention, in, in, NULL, AG_MASK_NEG_INF, weights);
     x = r >= RESIDUAL ? ag_add(g, x, a) : a;                           /* rung 6: the residual path */
-    if (r == POST_NORM) x = ag_layernorm_forward(g, &l->norm1, x);     /* rung 7: norm after the add */
+    if (r == POST_NORM) x = ag_layer_norm_layer_forward(g, &l->norm1, x);     /* rung 7: norm after the add */
     if (r < FEED_FORWARD) return x;
-    in = r >= PRE_NORM ? ag_layernorm_forward(g, &l->norm2, x) : x;    /* rung 8: norm before */
-    ag_tensor *f = ag_ffn_forward(g, &l->ffn, in);
+    in = r >= PRE_NORM ? ag_layer_norm_layer_forward(g, &l->norm2, x) : x;    /* rung 8: norm before */
+    ag_tensor *f = ag_ffn_layer_forward(g, &l->ffn, in);
     x = r >= RESIDUAL ? ag_add(g, x, f) : f;
-    return r == POST_NORM ? ag_layernorm_forward(g, &l->norm2, x) : x;
+    return r == POST_NORM ? ag_layer_norm_layer_forward(g, &l->norm2, x) : x;
 }
 
 ag_tensor *ladder_forward(ag_graph *g, const ladder_model *m, const int *ids, int B, int T, ag_tensor **weights)
@@ -95,6 +95,6 @@ ag_tensor *ladder_forward(ag_graph *g, const ladder_model *m, const int *ids, in
     x = ag_add(g, x, ag_slice(g, m->positions, 0, 0, T));                 /* rung 2: where it is */
     for (int i = 0; r >= ONE_HEAD && i < m->cfg.layers; i++)
         x = layer_forward(g, &m->layers[i], r, x, weights ? &weights[i] : NULL);
-    if (r >= PRE_NORM) x = ag_layernorm_forward(g, &m->norm, x);
-    return ag_linear_forward(g, &m->head, x); /* [B, T, V] */
+    if (r >= PRE_NORM) x = ag_layer_norm_layer_forward(g, &m->norm, x);
+    return ag_linear_layer_forward(g, &m->head, x); /* [B, T, V] */
 }

@@ -15,6 +15,8 @@
 #include "translate.h"
 #include "../common/dist.h"
 
+#include "../common/input_path.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -49,9 +51,13 @@ void usage(FILE *f)
             "  --threads N splits each batch among N workers; under mpirun (translate-mpi, make MPI=1)\n"
             "  the processes split it instead, with the same numbers as --threads N.\n"
             "run: with no SENTENCE, translates each line of stdin (any length) to one line of output.\n"
-            "  A line the data reader would refuse (a NUL byte, invalid UTF-8, more than %d bytes)\n"
-            "  gets a warning naming its line and an empty output line; exit 1 if no line was good.\n",
-            prog, prog, prog, prog, AG_PAIRS_MAX_LINE);
+            "  A line the data reader would refuse (a NUL byte, invalid UTF-8) gets a warning naming\n"
+            "  its line and an empty output line; exit 1 if no line was good.  A line of more than\n"
+            "  %d bytes is cut to the words of its first %d, with a warning naming it.\n"
+            "Inputs (--data, --test of train, --model, --resume) may be pipes, as <(zcat data.tsv.gz),\n"
+            "  or - for stdin (one of them): read to the end, checked as a file.  AG_INPUT_LIMIT=BYTES\n"
+            "  bounds every input (4 GiB).\n",
+            prog, prog, prog, prog, AG_PAIRS_MAX_LINE, AG_PAIRS_MAX_LINE);
 }
 
 int bad(const char *fmt, const char *a, const char *b)
@@ -112,11 +118,11 @@ static unsigned given_bit(const char *flag)
 static int parse_flag(const char *f, const char *v, opts *o)
 {
     int tmp, rc = 0;
-    if (!strcmp(f, "--data")) o->data = v;
-    else if (!strcmp(f, "--test")) o->test = v;
+    if (!strcmp(f, "--data")) o->data = input_path(v, &o->stdin_uses);
+    else if (!strcmp(f, "--test")) o->test = input_path(v, &o->stdin_uses);
     else if (!strcmp(f, "--out")) o->out = v;
-    else if (!strcmp(f, "--model")) o->model = v;
-    else if (!strcmp(f, "--resume")) o->resume = v;
+    else if (!strcmp(f, "--model")) o->model = input_path(v, &o->stdin_uses);
+    else if (!strcmp(f, "--resume")) o->resume = input_path(v, &o->stdin_uses);
     else if (!strcmp(f, "--json")) o->json = v;
     else if (!strcmp(f, "--plot")) o->plot = v;
     else if (!strcmp(f, "--entropy-plot")) o->entropy_plot = v;
@@ -191,7 +197,17 @@ static int parse(int argc, char **argv, int first, opts *o, char **pos, int *npo
         int rc = parse_flag(f, argv[++i], o);
         if (rc) return rc;
     }
+    if (o->stdin_uses > 1) return bad("only one input can be '-': stdin is read once%s%s", "", "");
     return 0;
+}
+
+/* The reader's warnings about the pairs of path. */
+static void warn_skipped(const char *path, const ag_pairs *p)
+{
+    for (int i = 0; i < p->n_warnings_kept; i++) fprintf(stderr, "%s: warning: %s\n", prog, p->warnings[i]);
+    if (p->n_skipped > p->n_warnings_kept)
+        fprintf(stderr, "%s: warning: %s: %d more lines skipped\n", prog, path,
+                p->n_skipped - p->n_warnings_kept);
 }
 
 int load_pairs(const char *path, ag_pairs **p)
@@ -201,10 +217,18 @@ int load_pairs(const char *path, ag_pairs **p)
         fprintf(stderr, "%s: %s\n", prog, err);
         return 1;
     }
-    for (int i = 0; i < (*p)->n_warnings_kept; i++) fprintf(stderr, "%s: warning: %s\n", prog, (*p)->warnings[i]);
-    if ((*p)->n_skipped > (*p)->n_warnings_kept)
-        fprintf(stderr, "%s: warning: %s: %d more lines skipped\n", prog, path,
-                (*p)->n_skipped - (*p)->n_warnings_kept);
+    warn_skipped(path, *p);
+    return 0;
+}
+
+int parse_pairs(const char *buf, size_t len, const char *path, ag_pairs **p)
+{
+    char err[512];
+    if (ag_pairs_parse(buf, len, path, p, err, sizeof err) != AG_OK) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    warn_skipped(path, *p);
     return 0;
 }
 

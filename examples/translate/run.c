@@ -2,12 +2,15 @@
  * or each line of stdin, translated to one output line each; with
  * --attention DIR, every layer's attention drawn for each sentence.
  *
- * Input is held to the data reader's rules (ag_pairs_load): a line of more
- * than AG_PAIRS_MAX_LINE bytes, with a NUL byte or with invalid UTF-8 is
- * skipped with a warning "stdin:LINE: why; line skipped" (for arguments
- * "argument N: ..."), and answered by an empty output line, so that output
- * line i always answers input line i.  A line of any length is read as one
- * line, in bounded memory.  Exit 1 when no line was good. */
+ * Input is held to the data reader's rules (ag_pairs_load): a line with a
+ * NUL byte or with invalid UTF-8 is skipped with a warning "stdin:LINE:
+ * why; line skipped" (for arguments "argument N: ..."), and answered by an
+ * empty output line, so that output line i always answers input line i.
+ * A line of more than AG_PAIRS_MAX_LINE bytes is cut to its words in the
+ * first AG_PAIRS_MAX_LINE bytes, far more than the model's max_len tokens
+ * (which the encoding cuts to anyway), with a warning naming the line.  A
+ * line of any length is read as one line, in bounded memory.  Exit 1 when
+ * no line was good. */
 #include "translate.h"
 #include "../common/explorer_json.h"
 
@@ -50,6 +53,32 @@ static const char *line_problem(const char *s, size_t n, char *why, size_t len)
     else if (bad < n) snprintf(why, len, "invalid UTF-8 at column %zu", bad + 1);
     else return NULL;
     return why;
+}
+
+/* Where a line s of n bytes is cut to fit AG_PAIRS_MAX_LINE: n when it
+ * fits; else at the last space or tab of its first AG_PAIRS_MAX_LINE bytes,
+ * so that no word is cut in half, or (one word longer than that) at the
+ * last character boundary.  s holds at least AG_PAIRS_MAX_LINE + 1 bytes. */
+static size_t fit_length(const char *s, size_t n)
+{
+    if (n <= AG_PAIRS_MAX_LINE) return n;
+    size_t cut = AG_PAIRS_MAX_LINE;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) cut--; /* s[cut] begins a character */
+    for (size_t i = cut; i > 0; i--)
+        if (s[i] == ' ' || s[i] == '\t') return i;
+    return cut;
+}
+
+/* Cut line s (n bytes, in a buffer of at least AG_PAIRS_MAX_LINE + 1) to
+ * what the model can take, with a warning naming it (where: "stdin:3"). */
+static size_t cut_long_line(char *s, size_t n, const char *where, int max_len)
+{
+    size_t k = fit_length(s, n);
+    if (k < n)
+        fprintf(stderr, "%s: warning: %s: line is %zu bytes long; translating its first %zu bytes (the model reads "
+                "at most %d tokens)\n", prog, where, n, k, max_len);
+    s[k] = '\0';
+    return k;
 }
 
 /* The next line of f, its '\n' and a final '\r' removed: its first
@@ -232,7 +261,11 @@ free_all:
 static int run_arguments(const model *m, ag_graph *g, char **sentences, int n, pictures *pic, int *good,
                          int *skipped)
 {
-    char why[128];
+    char why[128], where[32];
+    for (int i = 0; i < n; i++) { /* arguments are ours to cut: argv's strings are writable */
+        snprintf(where, sizeof where, "argument %d", i + 1);
+        cut_long_line(sentences[i], strlen(sentences[i]), where, m->cfg.max_len);
+    }
     for (int at = 0; at < n;) {
         int end = at; /* [at, end): a run of good ones */
         while (end < n && !line_problem(sentences[end], strlen(sentences[end]), why, sizeof why)) end++;
@@ -252,9 +285,11 @@ static int run_arguments(const model *m, ag_graph *g, char **sentences, int n, p
 static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int *skipped)
 {
     static char line[AG_PAIRS_MAX_LINE + 2];
-    char why[128];
+    char why[128], where[32];
     size_t n;
     for (int k = 0; read_line(stdin, line, &n); k++) {
+        snprintf(where, sizeof where, "stdin:%d", k + 1);
+        n = cut_long_line(line, n, where, m->cfg.max_len);
         if (line_problem(line, n, why, sizeof why)) {
             fprintf(stderr, "%s: warning: stdin:%d: %s; line skipped\n", prog, k + 1, why);
             printf("\n");
@@ -275,6 +310,8 @@ static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int 
 int cmd_run(const opts *o, char **sentences, int n)
 {
     if (!o->model) return bad("run needs --model MODEL%s%s", "", "");
+    if (o->stdin_uses && n == 0)
+        return bad("run reads its sentences from stdin: with --model -, give them as arguments%s%s", "", "");
     model m;
     ag_set_threads(o->threads);
     if (o->attention && mkdir(o->attention, 0777) != 0 && errno != EEXIST) {

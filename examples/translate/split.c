@@ -39,8 +39,8 @@ static int mark_held_out(const ag_pairs *p, int every, unsigned char *held, int 
     return 0;
 }
 
-/* The whole file into memory.  NULL (with a message) on failure. */
-/* All of the file (a regular file only: ag_file_read); free with ag_file_free. */
+/* All of the file, or of the stream (ag_file_read); free with ag_file_free.
+ * NULL (with a message) on failure. */
 static char *read_all(const char *path, size_t *len)
 {
     char *buf, err[512];
@@ -88,7 +88,8 @@ int cmd_split(const opts *o)
     char *buf = NULL, *out = NULL;
     unsigned char *keep = NULL;
     int rc = 1, sources = 0;
-    if (load_pairs(o->data, &p) || !(buf = read_all(o->data, &len))) goto done;
+    /* read once: a pipe cannot be read twice */
+    if (!(buf = read_all(o->data, &len)) || parse_pairs(buf, len, o->data, &p)) goto done;
     /* a line per '\n', and one more when the file does not end in one */
     size_t lines = 2;
     for (size_t i = 0; i < len; i++) lines += buf[i] == '\n';

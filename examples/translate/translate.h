@@ -51,6 +51,7 @@ typedef struct opts {
     uint64_t seed;
     int quiet;
     unsigned given; /* GIVEN_* */
+    int stdin_uses; /* input flags given "-" (stdin) */
 } opts;
 
 extern const char *prog;
@@ -59,6 +60,8 @@ void usage(FILE *f);
 int bad(const char *fmt, const char *a, const char *b);
 /* Read a data file, its warnings (skipped lines) on stderr.  0 or 1. */
 int load_pairs(const char *path, ag_pairs **p);
+/* The same from len bytes already read from path. */
+int parse_pairs(const char *buf, size_t len, const char *path, ag_pairs **p);
 
 /* ---- checkpoint.c -------------------------------------------------------- */
 

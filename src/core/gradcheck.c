@@ -106,8 +106,10 @@ static void describe_failure(ag_graph *g, ag_tensor *const *inputs, int n, const
 ag_status ag_gradcheck(ag_graph *g, ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n,
                        const ag_gradcheck_opts *opts, ag_gradcheck_result *results)
 {
-    if (!g || !build || (n > 0 && (!inputs || !results))) return AG_ERR_ARG;
+    if (!g) return AG_ERR_ARG; /* ag_graph_error(NULL) says "graph is NULL" */
     ag_graph_reset(g);
+    if (!build || (n > 0 && (!inputs || !results)))
+        return ag_graph_fail(g, AG_ERR_ARG, "gradcheck: %s is NULL", !build ? "build" : !inputs ? "inputs" : "results");
     if (sizeof(ag_real) != sizeof(double))
         return ag_graph_fail(g, AG_ERR_STATE,
                              "gradcheck: needs the double build (compile with -DAG_DOUBLE, link "

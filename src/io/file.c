@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -35,9 +36,43 @@ static const char *kind_of(mode_t m)
  * Reading
  * ========================================================================== */
 
+/* ---- the input limit --------------------------------------------------- */
+
+enum { DEFAULT_LIMIT_GIB = 4 };
+static _Atomic size_t input_limit; /* 0: not read from the environment yet */
+
+static size_t limit_from_environment(void)
+{
+    const char *v = getenv("AG_INPUT_LIMIT");
+    char *end;
+    errno = 0;
+    unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+    if (v && *v && !*end && errno == 0 && n > 0) return n < SIZE_MAX ? (size_t)n : SIZE_MAX - 1;
+    uint64_t d = (uint64_t)DEFAULT_LIMIT_GIB << 30;
+    return d < SIZE_MAX ? (size_t)d : SIZE_MAX - 1;
+}
+
+void ag_set_input_limit(size_t bytes)
+{
+    atomic_store(&input_limit, bytes ? (bytes < SIZE_MAX ? bytes : SIZE_MAX - 1) : limit_from_environment());
+}
+
+size_t ag_get_input_limit(void)
+{
+    size_t n = atomic_load(&input_limit);
+    if (!n) atomic_store(&input_limit, n = limit_from_environment());
+    return n;
+}
+
+static ag_status over_limit(const char *path, const char *what, size_t limit, char *err, size_t errlen)
+{
+    return ag__errf(err, errlen, AG_ERR_IO, "%s: %s more than the input limit of %zu bytes (AG_INPUT_LIMIT): "
+                    "refused", path, what, limit);
+}
+
 ag_status ag__file_open(ag__file *f, const char *path, char *err, size_t errlen)
 {
-    *f = (ag__file){-1, 0, path};
+    *f = (ag__file){-1, 0, path, 0};
     int fd;
     do fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO with no writer: no wait */
     while (fd < 0 && errno == EINTR);
@@ -48,13 +83,32 @@ ag_status ag__file_open(ag__file *f, const char *path, char *err, size_t errlen)
         close(fd);
         return ag__errf(err, errlen, AG_ERR_IO, "%s: %s", path, strerror(e));
     }
+    if (S_ISFIFO(sb.st_mode)) {
+        /* a pipe: from now on a read waits for its writer, and a FIFO that
+         * no writer opened reads as empty, so nothing hangs */
+        int fl = fcntl(fd, F_GETFL);
+        if (fl == -1 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+            int e = errno;
+            close(fd);
+            return ag__errf(err, errlen, AG_ERR_IO, "%s: %s", path, strerror(e));
+        }
+        *f = (ag__file){fd, 0, path, 1};
+        return AG_OK;
+    }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
         if (S_ISDIR(sb.st_mode)) return ag__errf(err, errlen, AG_ERR_IO, "%s: %s", path, strerror(EISDIR));
-        return ag__errf(err, errlen, AG_ERR_IO, "%s: not a regular file (%s): refused", path, kind_of(sb.st_mode));
+        return ag__errf(err, errlen, AG_ERR_IO, "%s: not a regular file or a pipe (%s): refused", path,
+                        kind_of(sb.st_mode));
+    }
+    f->size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+    if (f->size > ag_get_input_limit()) {
+        close(fd);
+        char what[64];
+        snprintf(what, sizeof what, "%llu bytes,", (unsigned long long)f->size);
+        return over_limit(path, what, ag_get_input_limit(), err, errlen);
     }
     f->fd = fd;
-    f->size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
     return AG_OK;
 }
 
@@ -81,22 +135,55 @@ void ag__file_close(ag__file *f)
     f->fd = -1;
 }
 
-ag_status ag__file_read(const char *path, char **out, size_t *len, char *err, size_t errlen)
+/* A stream to its end: the buffer doubles from 64 KiB up to the limit and a
+ * byte, and the first byte past the limit stops the read (the writer may
+ * never stop: /dev/zero through cat). */
+static ag_status read_stream(ag__file *f, char **out, size_t *len, char *err, size_t errlen)
+{
+    size_t limit = ag_get_input_limit(), cap = 0, n = 0; /* n <= limit < SIZE_MAX - 1 */
+    char *buf = NULL;
+    for (;;) {
+        if (n + 1 >= cap) { /* room for a byte and the NUL: grow */
+            size_t want = !cap ? (size_t)1 << 16 : cap > SIZE_MAX / 2 ? SIZE_MAX : 2 * cap;
+            if (want > limit + 2) want = limit + 2;
+            char *p = ag__malloc(want);
+            if (!p) {
+                ag__free(buf);
+                return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory after %zu bytes", f->path, n);
+            }
+            if (n) memcpy(p, buf, n);
+            ag__free(buf);
+            buf = p, cap = want;
+        }
+        ssize_t r = read(f->fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0 || (n += (size_t)r) > limit) {
+            int e = errno;
+            if (r == 0) break;
+            ag__free(buf);
+            if (r < 0) return ag__errf(err, errlen, AG_ERR_IO, "%s: read failed: %s", f->path, strerror(e));
+            return over_limit(f->path, "the stream holds", limit, err, errlen);
+        }
+    }
+    buf[n] = '\0';
+    *out = buf, *len = n;
+    return AG_OK;
+}
+
+ag_status ag__file_read_rest(ag__file *f, char **out, size_t *len, char *err, size_t errlen)
 {
     *out = NULL, *len = 0;
-    ag__file f;
-    ag_status st = ag__file_open(&f, path, err, errlen);
-    if (st) return st;
-    if (f.size >= SIZE_MAX) {
-        ag__file_close(&f);
-        return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: %llu bytes do not fit in memory", path,
-                        (unsigned long long)f.size);
-    }
-    size_t n = (size_t)f.size;
+    if (f->stream) return read_stream(f, out, len, err, errlen);
+    off_t at = lseek(f->fd, 0, SEEK_CUR);
+    uint64_t left = at > 0 && (uint64_t)at < f->size ? f->size - (uint64_t)at : at > 0 ? 0 : f->size;
+    if (left >= SIZE_MAX)
+        return ag__errf(err, errlen, AG_ERR_NOMEM, "%s: %llu bytes do not fit in memory", f->path,
+                        (unsigned long long)left);
+    size_t n = (size_t)left;
     char *buf = ag__malloc(n + 1);
-    if (!buf) st = ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory for %zu bytes", path, n + 1);
-    if (!st) st = ag__file_read_exact(&f, buf, n, err, errlen);
-    ag__file_close(&f);
+    ag_status st = AG_OK;
+    if (!buf) st = ag__errf(err, errlen, AG_ERR_NOMEM, "%s: out of memory for %zu bytes", f->path, n + 1);
+    if (!st) st = ag__file_read_exact(f, buf, n, err, errlen);
     if (st) {
         ag__free(buf);
         return st;
@@ -104,6 +191,16 @@ ag_status ag__file_read(const char *path, char **out, size_t *len, char *err, si
     buf[n] = '\0';
     *out = buf, *len = n;
     return AG_OK;
+}
+
+ag_status ag__file_read(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+    *out = NULL, *len = 0;
+    ag__file f;
+    ag_status st = ag__file_open(&f, path, err, errlen);
+    if (!st) st = ag__file_read_rest(&f, out, len, err, errlen);
+    ag__file_close(&f);
+    return st;
 }
 
 /* ============================================================================

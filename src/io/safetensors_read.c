@@ -33,12 +33,10 @@ void ag_safetensors_free(ag_safetensors *f)
     ag__free(f);
 }
 
-ag_status ag_safetensors_parse(const void *buf, size_t len, ag_safetensors **out, char *err, size_t errlen)
+/* buf[0..len) as a safetensors file named what in messages */
+static ag_status parse(const char *what, const void *buf, size_t len, ag_safetensors **out, char *err,
+                       size_t errlen)
 {
-    if (!out || (!buf && len))
-        return ag__errf(err, errlen, AG_ERR_ARG, "ag_safetensors_parse: %s is NULL", out ? "buf" : "out");
-    *out = NULL;
-    const char *what = "safetensors buffer";
     const unsigned char *bytes = buf;
     uint64_t n;
     ag_status st = ag__st_header_length(what, len, bytes, &n, err, errlen);
@@ -60,6 +58,28 @@ ag_status ag_safetensors_parse(const void *buf, size_t len, ag_safetensors **out
     return AG_OK;
 }
 
+ag_status ag_safetensors_parse(const void *buf, size_t len, ag_safetensors **out, char *err, size_t errlen)
+{
+    if (!out || (!buf && len))
+        return ag__errf(err, errlen, AG_ERR_ARG, "ag_safetensors_parse: %s is NULL", out ? "buf" : "out");
+    *out = NULL;
+    return parse("safetensors buffer", buf, len, out, err, errlen);
+}
+
+/* A pipe: its whole content (at most the input limit), then checked as a
+ * file of those bytes is. */
+static ag_status load_stream(ag__file *fh, ag_safetensors **out, char *err, size_t errlen)
+{
+    char *buf;
+    size_t len;
+    ag_status st = ag__file_read_rest(fh, &buf, &len, err, errlen);
+    ag__file_close(fh);
+    if (st) return st;
+    st = parse(fh->path, buf, len, out, err, errlen);
+    ag__free(buf);
+    return st;
+}
+
 ag_status ag_safetensors_load(const char *path, ag_safetensors **out, char *err, size_t errlen)
 {
     if (!out || !path)
@@ -68,6 +88,7 @@ ag_status ag_safetensors_load(const char *path, ag_safetensors **out, char *err,
     ag__file fh;
     ag_status st = ag__file_open(&fh, path, err, errlen);
     if (st) return st;
+    if (fh.stream) return load_stream(&fh, out, err, errlen);
     /* the length field, checked against the file's size before any allocation */
     unsigned char first8[8] = {0};
     uint64_t n = 0;

@@ -1,14 +1,14 @@
 /* attention.c: masks, scaled dot-product attention and multi-head attention,
  * two ways that give the same values and gradients:
  *
- *   fast      ag_attention, ag_mha_forward: Q K^T and P V read the heads in
+ *   fast      ag_attention, ag_mha_layer_forward: Q K^T and P V read the heads in
  *             place (ag__matmul_heads, ops/matmul.c) and the scale, mask
  *             and softmax are one op (ag__masked_softmax,
  *             ops/masked_softmax.c, whose backward is written by hand);
  *             without dropout and with nobody asking for the weights, the
  *             three are one node over every head (ag__attention_heads,
  *             ops/attention.c, the same values and gradients);
- *   textbook  ag_attention_textbook, ag_mha_forward_textbook (or an ag_mha
+ *   textbook  ag_attention_textbook, ag_mha_layer_forward_textbook (or an ag_mha_layer
  *             with .textbook = 1): the tutorials' formula, one public op per
  *             step: matmul, transpose, scale, masked_fill, softmax, matmul;
  *             heads split by reshape + permute, joined by permute + reshape.
@@ -89,7 +89,7 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
     return attend(g, q, k, v, 0, mask, fill, p_drop, weights);
 }
 
-ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, int bias, double dropout,
+ag_status ag_mha_layer_init(ag_mha_layer *m, ag_store *s, const char *prefix, int C, int H, int bias, double dropout,
                       uint64_t seed)
 {
     if (!m || !prefix) return ag__store_fail(s, AG_ERR_ARG, "mha_init: %s is NULL", m ? "prefix" : "layer");
@@ -104,11 +104,11 @@ ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, 
     m->H = H;
     m->dropout = dropout;
     char name[64];
-    ag_linear *ls[4] = {&m->w_q, &m->w_k, &m->w_v, &m->w_o};
+    ag_linear_layer *ls[4] = {&m->w_q, &m->w_k, &m->w_v, &m->w_o};
     const char *names[4] = {"w_q", "w_k", "w_v", "w_o"};
     for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof name, "%s.%s", prefix, names[i]);
-        ag_status st = ag_linear_init(ls[i], s, name, C, C, bias, seed);
+        ag_status st = ag_linear_layer_init(ls[i], s, name, C, C, bias, seed);
         if (st != AG_OK) return st;
     }
     return AG_OK;
@@ -229,8 +229,8 @@ static int mha_input_ok(const ag_tensor *x, const ag__rows *r, int C)
     return x->ndim == 3 && x->shape[2] == C;
 }
 
-ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
-                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
+static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
+                           const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
 {
     if (weights) *weights = NULL;
     if (!ag__ok(g, "mha", 2, x_q, x_kv)) return NULL;
@@ -241,9 +241,9 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__
                       ag_shape_str(x_q, a, sizeof a), ag_shape_str(x_kv, b, sizeof b), m->C, m->C);
         return NULL;
     }
-    ag_tensor *q = ag_set_name(ag_linear_forward(g, &m->w_q, x_q), "q");
-    ag_tensor *k = ag_set_name(ag_linear_forward(g, &m->w_k, x_kv), "k");
-    ag_tensor *v = ag_set_name(ag_linear_forward(g, &m->w_v, x_kv), "v");
+    ag_tensor *q = ag_set_name(ag_linear_layer_forward(g, &m->w_q, x_q), "q");
+    ag_tensor *k = ag_set_name(ag_linear_layer_forward(g, &m->w_k, x_kv), "k");
+    ag_tensor *v = ag_set_name(ag_linear_layer_forward(g, &m->w_v, x_kv), "v");
     /* packed rows: attention needs the padded [B, T, C] layout */
     if (rq) q = ag__unpack(g, q, rq);
     if (rkv) k = ag__unpack(g, k, rkv), v = ag__unpack(g, v, rkv);
@@ -261,10 +261,19 @@ ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__
     ag_tensor *o = m->textbook ? textbook_heads(g, q, k, v, m->H, mask, fill, p, weights)
                                : concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
     if (rq) o = ag__pack(g, o, rq);
-    return res ? ag__linear_add(g, o, m->w_o.weight, m->w_o.bias, res) : ag_linear_forward(g, &m->w_o, o);
+    return res ? ag__linear_add(g, o, m->w_o.weight, m->w_o.bias, res) : ag_linear_layer_forward(g, &m->w_o, o);
 }
 
-ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
+/* an error inside names the layer: "blocks.0.attention: ..." */
+ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
+                        const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
+{
+    bool ok = ag_graph_status(g) == AG_OK;
+    ag_tensor *y = mha_rows(g, m, x_q, rq, x_kv, rkv, mask, fill, weights, res);
+    return ag__layer_done(g, ok, m->w_q.weight, 2, y);
+}
+
+ag_tensor *ag_mha_layer_forward(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask, double fill,
                   ag_tensor **weights)
 {
     if (weights) *weights = NULL;
@@ -272,7 +281,7 @@ ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tenso
     return ag__mha_rows(g, m, x_q, NULL, x_kv, NULL, mask, fill, weights, NULL);
 }
 
-ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
+ag_tensor *ag_mha_layer_forward_textbook(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
                                    double fill, ag_tensor **weights)
 {
     if (weights) *weights = NULL;
@@ -281,7 +290,7 @@ ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q,
         ag_graph_fail(g, AG_ERR_ARG, "mha_textbook: the layer is NULL");
         return NULL;
     }
-    ag_mha tb = *m;
+    ag_mha_layer tb = *m;
     tb.textbook = 1;
     return ag__mha_rows(g, &tb, x_q, NULL, x_kv, NULL, mask, fill, weights, NULL);
 }
@@ -299,7 +308,7 @@ ag_tensor *ag_mha_forward_textbook(ag_graph *g, const ag_mha *m, ag_tensor *x_q,
  * is exactly 0, so the result is the prefix's): a step's shapes, hence its
  * arena, do not grow with the position.  Rows past pos + T must be finite
  * (0 * NaN is NaN). */
-ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
+ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
                           int pos, int S)
 {
     if (!ag__ok(g, "mha_cached", 1, x)) return NULL;
@@ -311,9 +320,9 @@ ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha *m, ag_tensor *x, int q0, ag
                       ag_shape_str(x, a, sizeof a), pos, q0, C, pos, S);
         return NULL;
     }
-    ag_tensor *q = ag_set_name(ag_linear_forward(g, &m->w_q, q0 ? ag_slice(g, x, 1, q0, T - q0) : x), "q");
-    ag_tensor *k = ag_set_name(ag_linear_forward(g, &m->w_k, x), "k");
-    ag_tensor *v = ag_set_name(ag_linear_forward(g, &m->w_v, x), "v");
+    ag_tensor *q = ag_set_name(ag_linear_layer_forward(g, &m->w_q, q0 ? ag_slice(g, x, 1, q0, T - q0) : x), "q");
+    ag_tensor *k = ag_set_name(ag_linear_layer_forward(g, &m->w_k, x), "k");
+    ag_tensor *v = ag_set_name(ag_linear_layer_forward(g, &m->w_v, x), "v");
     ag_tensor *mask = ag_tensor_new(g, AG_SHAPE(T - q0, S));
     if (!ag__ok(g, "mha_cached", 4, q, k, v, mask)) return NULL;
     size_t row = (size_t)T * C;
@@ -328,19 +337,19 @@ ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha *m, ag_tensor *x, int q0, ag
     ag_tensor *qh = split_heads(g, q, H);
     if (!ag__ok(g, "mha_cached", 3, qh, kh, vh)) return NULL;
     ag_tensor *o = concat_heads(g, attend(g, qh, kh, vh, 1, mask, AG_MASK_NEG_INF, 0, NULL));
-    return ag_linear_forward(g, &m->w_o, o);
+    return ag_linear_layer_forward(g, &m->w_o, o);
 }
 
 /* Attention of x [B, T, C] over keys and values already projected, k and v
  * [B, S, C] (w_k and w_v of m applied once, e.g. to an encoder's output
- * that every decoding step reads): ag_mha_forward(x, kv source) without
+ * that every decoding step reads): ag_mha_layer_forward(x, kv source) without
  * computing k and v again. */
-ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
+ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
                              ag_tensor *mask, double fill)
 {
     if (!ag__ok(g, "mha_projected", 3, x, k, v)) return NULL;
-    ag_tensor *q = ag_set_name(ag_linear_forward(g, &m->w_q, x), "q");
+    ag_tensor *q = ag_set_name(ag_linear_layer_forward(g, &m->w_q, x), "q");
     ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
     if (!ag__ok(g, "mha_projected", 3, qh, kh, vh)) return NULL;
-    return ag_linear_forward(g, &m->w_o, concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, 0, NULL)));
+    return ag_linear_layer_forward(g, &m->w_o, concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, 0, NULL)));
 }

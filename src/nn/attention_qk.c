@@ -80,7 +80,7 @@ ag_status ag_attention_qk(ag_graph *g, const ag_tensor *weights, ag_tensor **q, 
     if (!qk || P->ndim < 2)
         return ag_graph_fail(g, AG_ERR_ARG,
                              "attention_qk: '%s' (op %s) is not attention weights as ag_attention or "
-                             "ag_mha_forward return them without dropout",
+                             "ag_mha_layer_forward return them without dropout",
                              P->name[0] ? P->name : "weights", ag_op_name(P->op));
     const ag_tensor *kk = fast ? qk->src[1] : qk->src[1]->src[0];
     ag_tensor *qc = operand(g, qk->src[0], heads, P, P->shape[P->ndim - 2]);

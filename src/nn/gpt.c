@@ -38,31 +38,17 @@ static ag_status check_config(ag_store *s, const ag_gpt_config *c)
         return ag__store_fail(s, AG_ERR_ARG, "gpt: dropout = %g must be in [0, 1)", c->dropout);
     if (c->untied != 0 && c->untied != 1)
         return ag__store_fail(s, AG_ERR_ARG, "gpt: untied = %d, want 0 or 1", c->untied);
-    return AG_OK;
+    return ag__init_check(s, "gpt", &c->init);
 }
 
-/* GPT-2's init: N(0, std) weights, zero biases; seeded by parameter name. */
-static void init_linear(ag_linear *l, double std, uint64_t seed)
+/* The model's init: its config's, AG_INIT_DEFAULT standing for GPT-2's,
+ * with L the model's own unless given. */
+static ag_init_opts model_init(const ag_gpt_config *c)
 {
-    ag_init_normal(l->weight, 0, std, ag_param_seed(seed, l->weight->name));
-    if (l->bias) ag_init_const(l->bias, 0);
-}
-
-static void init_gpt2(ag_gpt *m, uint64_t seed)
-{
-    /* the residual stream is a sum of 2 L projections (w_o and dense2 of
-     * every block): scaling them by 1/sqrt(2 L) keeps its variance at init
-     * independent of depth */
-    double std = 0.02, residual_std = 0.02 / sqrt(2.0 * m->cfg.layers);
-    ag_init_normal(m->embedding.tokens, 0, std, ag_param_seed(seed, m->embedding.tokens->name));
-    ag_init_normal(m->embedding.positions, 0, std, ag_param_seed(seed, m->embedding.positions->name));
-    for (int i = 0; i < m->cfg.layers; i++) {
-        ag_decoder_only_block *b = &m->blocks[i];
-        init_linear(&b->attention.w_q, std, seed), init_linear(&b->attention.w_k, std, seed);
-        init_linear(&b->attention.w_v, std, seed), init_linear(&b->attention.w_o, residual_std, seed);
-        init_linear(&b->ffn.dense1, std, seed), init_linear(&b->ffn.dense2, residual_std, seed);
-    }
-    if (m->head.weight) init_linear(&m->head, std, seed);
+    ag_init_opts o = c->init;
+    if (o.scheme == AG_INIT_DEFAULT) o.scheme = AG_INIT_GPT2;
+    if (o.layers == 0) o.layers = c->layers;
+    return o;
 }
 
 ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t seed)
@@ -74,24 +60,24 @@ ag_status ag_gpt_init(ag_gpt *m, ag_store *s, const ag_gpt_config *cfg, uint64_t
     if (st != AG_OK) return st;
     m->cfg = *cfg;
     const ag_gpt_config *c = &m->cfg;
-    st = ag_embedding_layer_init(&m->embedding, s, "embedding", c->vocab, c->hidden, c->context, AG_POS_LEARNED,
-                                 seed);
+    ag_init_opts init = model_init(c);
+    st = ag_embedding_layer_init_ex(&m->embedding, s, "embedding", c->vocab, c->hidden, c->context, AG_POS_LEARNED,
+                                    &init, seed);
     if (st != AG_OK) return st;
     m->blocks = ag__calloc((size_t)c->layers, sizeof *m->blocks);
     if (!m->blocks) return ag__store_fail(s, AG_ERR_NOMEM, "gpt: out of memory for %d blocks", c->layers);
-    ag_block_config bc = {.pre_norm = 1, .activation = c->activation, .causal = 1};
+    ag_block_config bc = {.pre_norm = 1, .activation = c->activation, .causal = 1, .init = init};
     char name[64];
     for (int i = 0; i < c->layers && st == AG_OK; i++) {
         snprintf(name, sizeof name, "blocks.%d", i);
         st = ag_decoder_only_block_init(&m->blocks[i], s, name, c->hidden, c->heads, c->ffn, c->dropout, &bc, seed);
     }
-    if (st == AG_OK) st = ag_layernorm_init(&m->norm, s, "norm", c->hidden);
-    if (st == AG_OK && c->untied) st = ag_linear_init(&m->head, s, "head", c->hidden, c->vocab, 0, seed);
+    if (st == AG_OK) st = ag_layer_norm_layer_init(&m->norm, s, "norm", c->hidden);
+    if (st == AG_OK && c->untied) st = ag_linear_layer_init_ex(&m->head, s, "head", c->hidden, c->vocab, 0, &init, seed);
     if (st != AG_OK) {
         ag_gpt_free(m);
         return st;
     }
-    init_gpt2(m, seed);
     return AG_OK;
 }
 
@@ -113,8 +99,8 @@ ag_tensor *ag_gpt_forward(ag_graph *g, const ag_gpt *m, const int *ids, int B, i
     ag_tensor *x = ag_embedding_layer_forward(g, &m->embedding, ids, B, T); /* [B, T, C] */
     if (p > 0) x = ag_dropout(g, x, p);
     for (int i = 0; i < m->cfg.layers; i++) x = ag_decoder_only_block_forward(g, &m->blocks[i], x, NULL);
-    x = ag_layernorm_forward(g, &m->norm, x);
-    ag_tensor *logits = m->cfg.untied ? ag_linear_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
+    x = ag_layer_norm_layer_forward(g, &m->norm, x);
+    ag_tensor *logits = m->cfg.untied ? ag_linear_layer_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
     return ag_set_name(logits, "logits"); /* [B, T, V] */
 }
 
@@ -202,12 +188,12 @@ int ag_gpt_cache_len(const ag_gpt_cache *c) { return c ? c->len : 0; }
 static ag_tensor *block_cached(ag_graph *g, const ag_decoder_only_block *b, ag_tensor *x, int q0, ag_real *keys,
                                ag_real *values, int pos, int S)
 {
-    ag_tensor *h = ag_layernorm_forward(g, &b->norm1, x);
+    ag_tensor *h = ag_layer_norm_layer_forward(g, &b->norm1, x);
     ag_tensor *a = ag__mha_cached(g, &b->attention, h, q0, keys, values, pos, S);
     if (q0 && x) x = ag_slice(g, x, 1, q0, x->shape[1] - q0);
     x = ag_add(g, x, a);
-    h = ag_layernorm_forward(g, &b->norm2, x);
-    return ag_add(g, x, ag_ffn_forward(g, &b->ffn, h));
+    h = ag_layer_norm_layer_forward(g, &b->norm2, x);
+    return ag_add(g, x, ag_ffn_layer_forward(g, &b->ffn, h));
 }
 
 /* ag_gpt_forward_cached; last_only: the logits of the last id only,
@@ -243,8 +229,8 @@ static ag_tensor *forward_cached(ag_graph *g, const ag_gpt *m, ag_gpt_cache *c, 
         ag_real *keys = c->kv + 2 * (size_t)l * S * C, *values = keys + (size_t)S * C;
         x = block_cached(g, &m->blocks[l], x, last_only && l == c->layers - 1 ? T - 1 : 0, keys, values, pos, S);
     }
-    x = ag_layernorm_forward(g, &m->norm, x);
-    ag_tensor *logits = m->cfg.untied ? ag_linear_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
+    x = ag_layer_norm_layer_forward(g, &m->norm, x);
+    ag_tensor *logits = m->cfg.untied ? ag_linear_layer_forward(g, &m->head, x) : ag_embedding_layer_logits(g, &m->embedding, x);
     if (!logits || ag_graph_status(g) != AG_OK) return NULL;
     c->len = pos + T;
     return ag_set_name(logits, "logits"); /* [1, T, V], or [1, 1, V] when last_only */

@@ -34,41 +34,66 @@ static ag_status make(ag_store *s, ag_tensor **t, const char *prefix, const char
     return *t ? AG_OK : AG_ERR_ARG;
 }
 
-ag_status ag_linear_init(ag_linear *l, ag_store *s, const char *prefix, int in, int out, int bias,
-                         uint64_t seed)
+ag_status ag_linear_layer_init_ex(ag_linear_layer *l, ag_store *s, const char *prefix, int in, int out, int bias,
+                            const ag_init_opts *init, uint64_t seed)
 {
     if (!l || !prefix) return ag__store_fail(s, AG_ERR_ARG, "linear_init: %s is NULL", l ? "prefix" : "layer");
     memset(l, 0, sizeof *l);
     if (!s || !prefix || in <= 0 || out <= 0)
         return ag__store_fail(s, AG_ERR_ARG, "linear '%s': %s (in %d, out %d: both must be >= 1)",
                               prefix ? prefix : "(null)", prefix ? "bad size" : "prefix is NULL", in, out);
+    char who[80];
+    snprintf(who, sizeof who, "linear '%s'", prefix);
+    ag_status st = ag__init_check(s, who, init);
+    if (st != AG_OK) return st;
     l->in = in;
     l->out = out;
-    ag_status st = make(s, &l->weight, prefix, "weight", AG_SHAPE(out, in));
+    st = make(s, &l->weight, prefix, "weight", AG_SHAPE(out, in));
     if (st == AG_OK && bias) st = make(s, &l->bias, prefix, "bias", AG_SHAPE(out));
     if (st != AG_OK) return st;
-    /* nn.Linear's default: kaiming_uniform(a = sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)) */
-    double k = 1 / sqrt((double)in);
-    ag_init_uniform(l->weight, -k, k, ag_param_seed(seed, l->weight->name));
-    if (l->bias) ag_init_uniform(l->bias, -k, k, ag_param_seed(seed, l->bias->name));
+    ag__init_linear(l, init, AG_INIT_TORCH, false, seed); /* by default nn.Linear's */
     return AG_OK;
 }
 
+ag_status ag_linear_layer_init(ag_linear_layer *l, ag_store *s, const char *prefix, int in, int out, int bias,
+                         uint64_t seed)
+{
+    return ag_linear_layer_init_ex(l, s, prefix, in, out, bias, NULL, seed);
+}
+
+ag_tensor *ag__layer_done(ag_graph *g, bool ok, const ag_tensor *param, int strip, ag_tensor *y)
+{
+    if (!ok || ag_graph_status(g) == AG_OK || !param) return y;
+    char path[sizeof param->name];
+    snprintf(path, sizeof path, "%s", param->name);
+    for (int i = 0; i < strip; i++) {
+        char *dot = strrchr(path, '.');
+        if (!dot) return y;
+        *dot = 0;
+    }
+    const char *err = ag_graph_error(g);
+    size_t n = strlen(path);
+    if (strncmp(err, path, n) == 0 && err[n] == '.') return y; /* a layer inside said */
+    ag__graph_prefix(g, "%s: ", path);
+    return y;
+}
+
 /* y = x W^T + b:  x [..., in] -> [..., out], one op (ops/linear.c) */
-ag_tensor *ag_linear_forward(ag_graph *g, const ag_linear *l, ag_tensor *x)
+ag_tensor *ag_linear_layer_forward(ag_graph *g, const ag_linear_layer *l, ag_tensor *x)
 {
     if (!ag__given(g, "linear_forward", "layer", l)) return NULL;
-    if (!ag__ok(g, "linear", 1, x)) return NULL;
+    bool ok = ag_graph_status(g) == AG_OK;
+    if (!ag__ok(g, "linear", 1, x)) return ag__layer_done(g, ok, l->weight, 1, NULL);
     if (x->ndim < 1 || x->shape[x->ndim - 1] != l->in) {
         char a[96], b[96];
         ag_graph_fail(g, AG_ERR_SHAPE, "linear: input %s does not end in %d features (weight %s)",
                       ag_shape_str(x, a, sizeof a), l->in, ag_shape_str(l->weight, b, sizeof b));
-        return NULL;
+        return ag__layer_done(g, ok, l->weight, 1, NULL);
     }
-    return ag__linear(g, x, l->weight, l->bias);
+    return ag__layer_done(g, ok, l->weight, 1, ag__linear(g, x, l->weight, l->bias));
 }
 
-ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, int C)
+ag_status ag_layer_norm_layer_init(ag_layer_norm_layer *n, ag_store *s, const char *prefix, int C)
 {
     if (!n || !prefix) return ag__store_fail(s, AG_ERR_ARG, "layernorm_init: %s is NULL", n ? "prefix" : "layer");
     memset(n, 0, sizeof *n);
@@ -83,16 +108,17 @@ ag_status ag_layernorm_init(ag_layernorm *n, ag_store *s, const char *prefix, in
     return AG_OK;
 }
 
-ag_tensor *ag_layernorm_forward(ag_graph *g, const ag_layernorm *n, ag_tensor *x)
+ag_tensor *ag_layer_norm_layer_forward(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x)
 {
     if (!ag__given(g, "layernorm_forward", "layer", n)) return NULL;
-    return ag_layer_norm(g, x, n->weight, n->bias, n->eps);
+    bool ok = ag_graph_status(g) == AG_OK;
+    return ag__layer_done(g, ok, n->weight, 1, ag_layer_norm(g, x, n->weight, n->bias, n->eps));
 }
 
 /* the deprecated names */
 ag_status ag_norm_init(ag_norm *n, ag_store *s, const char *prefix, int C)
 {
-    return ag_layernorm_init(n, s, prefix, C);
+    return ag_layer_norm_layer_init(n, s, prefix, C);
 }
 
-ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x) { return ag_layernorm_forward(g, n, x); }
+ag_tensor *ag_norm_forward(ag_graph *g, const ag_norm *n, ag_tensor *x) { return ag_layer_norm_layer_forward(g, n, x); }

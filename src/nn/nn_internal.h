@@ -32,7 +32,7 @@ ag_tensor *ag__unpack(ag_graph *g, ag_tensor *x, const ag__rows *r);
  * res (x_q's shape; NULL: none), ag__mha_rows returns res + mha(...), res
  * added by the output projection (linear_add), as a pre-norm block's
  * residual. */
-ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
+ag_tensor *ag__mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
                         const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res);
 ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
                                   ag_tensor *src_mask, ag_tensor **weights);
@@ -42,9 +42,30 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
 /* Attention of x [B, T, C] (positions pos ..; queries of rows q0 ..) over
  * a key/value cache of [B, S, C], which it extends; attention over keys and
  * values projected once (src/nn/attention.c). */
-ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
+ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
                           int pos, int S);
-ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
+ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, ag_tensor *k, ag_tensor *v,
                              ag_tensor *mask, double fill);
+
+/* ---- errors that name the layer (src/nn/linear_layer.c) ------------------ */
+
+/* After a layer's forward: when g went from no error (ok, read before the
+ * layer ran) to an error inside it, put the layer's parameter path, param's
+ * name less its last `strip` parts, in front of the message
+ * ("blocks.0.norm1: layer_norm: ..."), unless a layer inside it already put
+ * its own path, which starts with "<this path>.".  Returns y. */
+ag_tensor *ag__layer_done(ag_graph *g, bool ok, const ag_tensor *param, int strip, ag_tensor *y);
+
+/* ---- initial values (src/nn/init.c; docs/init.md has the table) ---------- */
+
+/* AG_OK when o (NULL: all zeros) is a valid init; else records why, as
+ * "who: init ...", in ag_store_error(s). */
+ag_status ag__init_check(ag_store *s, const char *who, const ag_init_opts *o);
+/* Draw l's weight and bias as o says (checked), dflt standing for
+ * AG_INIT_DEFAULT; residual: l writes into a residual stream (w_o, dense2),
+ * which GPT-2's scheme draws narrower.  Seeded by (seed, parameter name). */
+void ag__init_linear(ag_linear_layer *l, const ag_init_opts *o, ag_init_scheme dflt, bool residual, uint64_t seed);
+/* Draw an embedding table t as o says. */
+void ag__init_table(ag_tensor *t, const ag_init_opts *o, uint64_t seed);
 
 #endif /* AG_NN_INTERNAL_H */

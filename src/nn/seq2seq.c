@@ -27,7 +27,7 @@
 #include <stdio.h>
 
 /* nn.Linear's default bias, U(-1/sqrt(in), 1/sqrt(in)) */
-static void torch_bias(ag_linear *l, uint64_t seed)
+static void torch_bias(ag_linear_layer *l, uint64_t seed)
 {
     double k = 1 / sqrt((double)l->in);
     ag_init_uniform(l->bias, -k, k, ag_param_seed(seed, l->bias->name));
@@ -96,7 +96,7 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
         if (ag_decoder_block_init(&m->dec[i], s, name, C, cfg->heads, cfg->ffn, cfg->dropout, seed) != AG_OK)
             goto fail;
     }
-    if (ag_linear_init(&m->dense, s, "decoder.dense", C, cfg->tgt_vocab, 1, seed) != AG_OK) goto fail;
+    if (ag_linear_layer_init(&m->dense, s, "decoder.dense", C, cfg->tgt_vocab, 1, seed) != AG_OK) goto fail;
     init_weights(m, seed);
     return AG_OK;
 fail:
@@ -176,7 +176,7 @@ static ag_tensor *decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_te
                          int B, int T, ag_seq2seq_weights *w)
 {
     ag_tensor *y = decode_hidden(g, m, enc, NULL, src_mask, tgt_in, B, T, NULL, w);
-    return ag_set_name(ag_linear_forward(g, &m->dense, y), "logits");
+    return ag_set_name(ag_linear_layer_forward(g, &m->dense, y), "logits");
 }
 
 ag_tensor *ag_seq2seq_encode(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,
@@ -241,7 +241,7 @@ ag_tensor *ag_seq2seq_loss(ag_graph *g, const ag_seq2seq *m, const int *src, con
     int *targets = ag__alloc(g, ((size_t)tgt_rows->n + 1) * sizeof(int));
     if (!targets) return NULL;
     for (int i = 0; i < tgt_rows->n; i++) targets[i] = tgt_out[tgt_rows->at[i]];
-    ag_tensor *logits = ag_set_name(ag_linear_forward(g, &m->dense, y), "logits"); /* [nt, Vt] */
+    ag_tensor *logits = ag_set_name(ag_linear_layer_forward(g, &m->dense, y), "logits"); /* [nt, Vt] */
     /* a <pad> target inside a sentence (none in the translator's data) is
      * ignored, as before */
     return ag_set_name(ag_cross_entropy(g, logits, targets, 0, 0.0), "loss");
@@ -278,8 +278,8 @@ static ag_status decode_state_init(decode_state *d, ag_graph *g, const ag_seq2se
     ag_tensor *enc = ag_seq2seq_encode(g, m, src, src_valid, B, S, &src_mask);
     ag_tensor *pe = ag_positional_encoding(g, L, C);
     for (int l = 0; l < n && ag_graph_status(g) == AG_OK; l++) {
-        ag_tensor *k = ag_linear_forward(g, &m->dec[l].cross_attention.w_k, enc);
-        ag_tensor *v = ag_linear_forward(g, &m->dec[l].cross_attention.w_v, enc);
+        ag_tensor *k = ag_linear_layer_forward(g, &m->dec[l].cross_attention.w_k, enc);
+        ag_tensor *v = ag_linear_layer_forward(g, &m->dec[l].cross_attention.w_v, enc);
         if (!k || !v) break;
         memcpy(d->cross + l * cross, k->data, cross / 2 * sizeof(ag_real));
         memcpy(d->cross + l * cross + cross / 2, v->data, cross / 2 * sizeof(ag_real));
@@ -291,7 +291,7 @@ static ag_status decode_state_init(decode_state *d, ag_graph *g, const ag_seq2se
 }
 
 /* residual sublayer, eval mode: pre-norm x + f, post-norm norm(x + f) */
-static ag_tensor *residual(ag_graph *g, int pre, const ag_layernorm *n, ag_tensor *x, ag_tensor *fx)
+static ag_tensor *residual(ag_graph *g, int pre, const ag_layer_norm_layer *n, ag_tensor *x, ag_tensor *fx)
 {
     return pre ? ag_add(g, x, fx) : ag_add_norm(g, n, x, fx, 0);
 }
@@ -305,15 +305,15 @@ static ag_tensor *decoder_block_step(ag_graph *g, const ag_decoder_block *b, con
 {
     int pre = b->cfg.pre_norm, B = d->B, S = d->S, C = d->C;
     ag_real *self = d->self + 2 * (size_t)l * B * d->L * C, *cross = d->cross + 2 * (size_t)l * B * S * C;
-    ag_tensor *h = pre ? ag_layernorm_forward(g, &b->norm1, y) : y;
+    ag_tensor *h = pre ? ag_layer_norm_layer_forward(g, &b->norm1, y) : y;
     y = residual(g, pre, &b->norm1, y, ag__mha_cached(g, &b->self_attention, h, 0, self, self + (size_t)B * d->L * C, t, d->L));
-    h = pre ? ag_layernorm_forward(g, &b->norm2, y) : y;
+    h = pre ? ag_layer_norm_layer_forward(g, &b->norm2, y) : y;
     ag_tensor *k = ag__view_of(g, cross, AG_SHAPE(B, S, C));
     ag_tensor *v = ag__view_of(g, cross + (size_t)B * S * C, AG_SHAPE(B, S, C));
     ag_tensor *mask = ag__view_of(g, d->mask, AG_SHAPE(B, 1, 1, S));
     y = residual(g, pre, &b->norm2, y, ag__mha_projected(g, &b->cross_attention, h, k, v, mask, AG_MASK_NEG_INF));
-    h = pre ? ag_layernorm_forward(g, &b->norm3, y) : y;
-    return residual(g, pre, &b->norm3, y, ag_ffn_forward(g, &b->ffn, h));
+    h = pre ? ag_layer_norm_layer_forward(g, &b->norm3, y) : y;
+    return residual(g, pre, &b->norm3, y, ag_ffn_layer_forward(g, &b->ffn, h));
 }
 
 /* The logits [B, 1, V] of position t, whose input ids are ids [B]. */
@@ -323,7 +323,7 @@ static ag_tensor *decode_step(ag_graph *g, const ag_seq2seq *m, const decode_sta
     ag_tensor *y = ag_scale(g, ag_embedding(g, m->tgt_embedding, ids, AG_SHAPE(d->B, 1)), sqrt((double)C));
     y = ag_add(g, y, ag__view_of(g, d->pos + (size_t)t * C, AG_SHAPE(1, C)));
     for (int l = 0; l < d->layers; l++) y = decoder_block_step(g, &m->dec[l], d, l, t, y);
-    return ag_linear_forward(g, &m->dense, y);
+    return ag_linear_layer_forward(g, &m->dense, y);
 }
 
 ag_status ag_seq2seq_greedy(ag_graph *g, const ag_seq2seq *m, const int *src, const int *src_valid, int B,

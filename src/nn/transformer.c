@@ -20,14 +20,16 @@ static const char *child(char *buf, const char *prefix, const char *part)
     return buf;
 }
 
-ag_tensor *ag_add_norm(ag_graph *g, const ag_layernorm *n, ag_tensor *x, ag_tensor *y, double p_drop)
+ag_tensor *ag_add_norm(ag_graph *g, const ag_layer_norm_layer *n, ag_tensor *x, ag_tensor *y, double p_drop)
 {
     if (!ag__given(g, "add_norm", "layer", n)) return NULL;
+    bool ok = ag_graph_status(g) == AG_OK;
     if (p_drop > 0 && ag_graph_training(g)) y = ag_dropout(g, y, p_drop);
-    return ag_layernorm_forward(g, n, ag_add(g, x, y));
+    ag_tensor *sum = ag__layer_done(g, ok, n->weight, 1, ag_add(g, x, y)); /* the norm names its own */
+    return ag_layer_norm_layer_forward(g, n, sum);
 }
 
-ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
+ag_status ag_ffn_layer_init_ex(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
                          uint64_t seed)
 {
     if (!f || !prefix) return ag__store_fail(s, AG_ERR_ARG, "ffn_init: %s is NULL", f ? "prefix" : "layer");
@@ -37,31 +39,33 @@ ag_status ag_ffn_init_ex(ag_ffn *f, ag_store *s, const char *prefix, int C, int 
                               prefix, (int)act, AG_ACT_RELU, AG_ACT_GELU, AG_ACT_GELU_TANH);
     f->activation = act;
     char name[64];
-    ag_status st = ag_linear_init(&f->dense1, s, child(name, prefix, "dense1"), C, F, 1, seed);
+    ag_status st = ag_linear_layer_init(&f->dense1, s, child(name, prefix, "dense1"), C, F, 1, seed);
     if (st != AG_OK) return st;
-    return ag_linear_init(&f->dense2, s, child(name, prefix, "dense2"), F, C, 1, seed);
+    return ag_linear_layer_init(&f->dense2, s, child(name, prefix, "dense2"), F, C, 1, seed);
 }
 
-ag_status ag_ffn_init(ag_ffn *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed)
+ag_status ag_ffn_layer_init(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, uint64_t seed)
 {
-    return ag_ffn_init_ex(f, s, prefix, C, F, AG_ACT_RELU, seed);
+    return ag_ffn_layer_init_ex(f, s, prefix, C, F, AG_ACT_RELU, seed);
 }
 
 /* dense2(act(dense1(x))), plus res (x's shape) when given: res added by
  * dense2 itself (linear_add, the bits of add(res, ffn(x))). */
-static ag_tensor *ffn_add(ag_graph *g, const ag_ffn *f, ag_tensor *x, ag_tensor *res)
+static ag_tensor *ffn_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_tensor *res)
 {
     if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
-    ag_tensor *h = ag_linear_forward(g, &f->dense1, x);
+    bool ok = ag_graph_status(g) == AG_OK;
+    ag_tensor *h = ag_linear_layer_forward(g, &f->dense1, x);
     switch (f->activation) {
     case AG_ACT_GELU: h = ag_gelu(g, h); break;
     case AG_ACT_GELU_TANH: h = ag_gelu_tanh(g, h); break;
     default: h = ag_relu(g, h); break;
     }
-    return res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_forward(g, &f->dense2, h);
+    h = res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_layer_forward(g, &f->dense2, h);
+    return ag__layer_done(g, ok, f->dense1.weight, 2, h);
 }
 
-ag_tensor *ag_ffn_forward(ag_graph *g, const ag_ffn *f, ag_tensor *x) { return ffn_add(g, f, x, NULL); }
+ag_tensor *ag_ffn_layer_forward(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x) { return ffn_add(g, f, x, NULL); }
 
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
 {
@@ -79,17 +83,22 @@ ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
     return ag_set_name(p, "positions");
 }
 
-/* Xavier-uniform weights and zero biases for every linear layer of an mha or
- * ffn (the translator's init; d2l's draws the same weights, not the biases). */
-static void xavier(ag_linear *l, uint64_t seed)
+/* Every linear layer of a block as its config's init says; by default
+ * Xavier-uniform weights and zero biases (the translator's init; d2l's draws
+ * the same weights, not the biases).  The output projections (w_o, dense2)
+ * write into the residual stream. */
+static void init_mha(ag_mha_layer *m, const ag_block_config *c, uint64_t seed)
 {
-    ag_init_xavier_uniform(l->weight, ag_param_seed(seed, l->weight->name));
-    if (l->bias) ag_init_const(l->bias, 0);
+    ag__init_linear(&m->w_q, &c->init, AG_INIT_XAVIER, false, seed);
+    ag__init_linear(&m->w_k, &c->init, AG_INIT_XAVIER, false, seed);
+    ag__init_linear(&m->w_v, &c->init, AG_INIT_XAVIER, false, seed);
+    ag__init_linear(&m->w_o, &c->init, AG_INIT_XAVIER, true, seed);
 }
 
-static void xavier_mha(ag_mha *m, uint64_t seed)
+static void init_ffn(ag_ffn_layer *f, const ag_block_config *c, uint64_t seed)
 {
-    xavier(&m->w_q, seed), xavier(&m->w_k, seed), xavier(&m->w_v, seed), xavier(&m->w_o, seed);
+    ag__init_linear(&f->dense1, &c->init, AG_INIT_XAVIER, false, seed);
+    ag__init_linear(&f->dense2, &c->init, AG_INIT_XAVIER, true, seed);
 }
 
 #define TRY(call)                                                                                            \
@@ -107,7 +116,9 @@ static ag_status block_config(ag_store *s, const char *prefix, const ag_block_co
         return ag__store_fail(s, AG_ERR_ARG, "block '%s': pre_norm is %d, want 0 or 1", prefix, out->pre_norm);
     if (out->causal != 0 && out->causal != 1)
         return ag__store_fail(s, AG_ERR_ARG, "block '%s': causal is %d, want 0 or 1", prefix, out->causal);
-    return AG_OK;
+    char who[80];
+    snprintf(who, sizeof who, "block '%s'", prefix);
+    return ag__init_check(s, who, &out->init);
 }
 
 ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
@@ -118,13 +129,13 @@ ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char 
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
     TRY(block_config(s, prefix, cfg, &b->cfg));
-    TRY(ag_mha_init(&b->attention, s, child(name, prefix, "attention"), C, H, 1, dropout, seed));
+    TRY(ag_mha_layer_init(&b->attention, s, child(name, prefix, "attention"), C, H, 1, dropout, seed));
     b->attention.causal = b->cfg.causal;
-    TRY(ag_layernorm_init(&b->norm1, s, child(name, prefix, "norm1"), C));
-    TRY(ag_ffn_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
-    TRY(ag_layernorm_init(&b->norm2, s, child(name, prefix, "norm2"), C));
-    xavier_mha(&b->attention, seed);
-    xavier(&b->ffn.dense1, seed), xavier(&b->ffn.dense2, seed);
+    TRY(ag_layer_norm_layer_init(&b->norm1, s, child(name, prefix, "norm1"), C));
+    TRY(ag_ffn_layer_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
+    TRY(ag_layer_norm_layer_init(&b->norm2, s, child(name, prefix, "norm2"), C));
+    init_mha(&b->attention, &b->cfg, seed);
+    init_ffn(&b->ffn, &b->cfg, seed);
     return AG_OK;
 }
 
@@ -136,15 +147,15 @@ ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char 
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
     TRY(block_config(s, prefix, cfg, &b->cfg));
-    TRY(ag_mha_init(&b->self_attention, s, child(name, prefix, "self_attention"), C, H, 1, dropout, seed));
+    TRY(ag_mha_layer_init(&b->self_attention, s, child(name, prefix, "self_attention"), C, H, 1, dropout, seed));
     b->self_attention.causal = b->cfg.causal;
-    TRY(ag_layernorm_init(&b->norm1, s, child(name, prefix, "norm1"), C));
-    TRY(ag_mha_init(&b->cross_attention, s, child(name, prefix, "cross_attention"), C, H, 1, dropout, seed));
-    TRY(ag_layernorm_init(&b->norm2, s, child(name, prefix, "norm2"), C));
-    TRY(ag_ffn_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
-    TRY(ag_layernorm_init(&b->norm3, s, child(name, prefix, "norm3"), C));
-    xavier_mha(&b->self_attention, seed), xavier_mha(&b->cross_attention, seed);
-    xavier(&b->ffn.dense1, seed), xavier(&b->ffn.dense2, seed);
+    TRY(ag_layer_norm_layer_init(&b->norm1, s, child(name, prefix, "norm1"), C));
+    TRY(ag_mha_layer_init(&b->cross_attention, s, child(name, prefix, "cross_attention"), C, H, 1, dropout, seed));
+    TRY(ag_layer_norm_layer_init(&b->norm2, s, child(name, prefix, "norm2"), C));
+    TRY(ag_ffn_layer_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
+    TRY(ag_layer_norm_layer_init(&b->norm3, s, child(name, prefix, "norm3"), C));
+    init_mha(&b->self_attention, &b->cfg, seed), init_mha(&b->cross_attention, &b->cfg, seed);
+    init_ffn(&b->ffn, &b->cfg, seed);
     return AG_OK;
 }
 
@@ -175,26 +186,26 @@ ag_status ag_decoder_only_block_init(ag_decoder_only_block *b, ag_store *s, cons
  * When no dropout applies, f's last dense layer adds x itself (linear_add,
  * with the bits of the add): f is given the residual (residual(x)) and
  * returns x + f. */
-static ag_tensor *sublayer_in(ag_graph *g, int pre_norm, const ag_layernorm *n, ag_tensor *x)
+static ag_tensor *sublayer_in(ag_graph *g, int pre_norm, const ag_layer_norm_layer *n, ag_tensor *x)
 {
-    return pre_norm ? ag_layernorm_forward(g, n, x) : x;
+    return pre_norm ? ag_layer_norm_layer_forward(g, n, x) : x;
 }
 
 /* What f adds to its output itself: x, unless dropout comes between (p_drop
  * is 0 outside training). */
 static ag_tensor *residual(double p_drop, ag_tensor *x) { return p_drop > 0 ? NULL : x; }
 
-static ag_tensor *sublayer_out(ag_graph *g, int pre_norm, const ag_layernorm *n, ag_tensor *x, ag_tensor *fx,
+static ag_tensor *sublayer_out(ag_graph *g, int pre_norm, const ag_layer_norm_layer *n, ag_tensor *x, ag_tensor *fx,
                                double p_drop)
 {
-    if (residual(p_drop, x)) return pre_norm ? fx : ag_layernorm_forward(g, n, fx); /* fx is x + f */
+    if (residual(p_drop, x)) return pre_norm ? fx : ag_layer_norm_layer_forward(g, n, fx); /* fx is x + f */
     if (!pre_norm) return ag_add_norm(g, n, x, fx, p_drop);
     if (p_drop > 0) fx = ag_dropout(g, fx, p_drop);
     return ag_add(g, x, fx);
 }
 
-ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
-                                  ag_tensor *src_mask, ag_tensor **weights)
+static ag_tensor *encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                     ag_tensor *src_mask, ag_tensor **weights)
 {
     double p = ag_graph_training(g) ? b->dropout : 0;
     int pre = b->cfg.pre_norm;
@@ -206,9 +217,9 @@ ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_ten
     return sublayer_out(g, pre, &b->norm2, x, ffn_add(g, &b->ffn, h, residual(p, x)), p);
 }
 
-ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
-                                  ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
-                                  ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
+static ag_tensor *decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                     ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
+                                     ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
 {
     double p = ag_graph_training(g) ? b->dropout : 0;
     int pre = b->cfg.pre_norm;
@@ -222,6 +233,25 @@ ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_ten
     x = sublayer_out(g, pre, &b->norm2, x, c, p);
     h = sublayer_in(g, pre, &b->norm3, x);
     return sublayer_out(g, pre, &b->norm3, x, ffn_add(g, &b->ffn, h, residual(p, x)), p);
+}
+
+/* The blocks, with an error inside named by the block's path ("blocks.0: ...",
+ * or a sublayer's, "blocks.0.norm1: ..."): the path of its first parameter,
+ * "<block>.attention.w_q.weight", less three parts. */
+ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                  ag_tensor *src_mask, ag_tensor **weights)
+{
+    bool ok = ag_graph_status(g) == AG_OK;
+    return ag__layer_done(g, ok, b->attention.w_q.weight, 3, encoder_block_rows(g, b, x, rows, src_mask, weights));
+}
+
+ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
+                                  ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
+                                  ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w)
+{
+    bool ok = ag_graph_status(g) == AG_OK;
+    ag_tensor *y = decoder_block_rows(g, b, x, rows, enc, enc_rows, self_mask, src_mask, self_w, cross_w);
+    return ag__layer_done(g, ok, b->self_attention.w_q.weight, 3, y);
 }
 
 ag_tensor *ag_encoder_block_forward(ag_graph *g, const ag_encoder_block *b, ag_tensor *x, ag_tensor *src_mask,

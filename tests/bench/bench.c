@@ -266,8 +266,8 @@ static void bench_gemm(const int *threads, int nthreads, double budget)
 /* ---- 2. attention ---------------------------------------------------------------- */
 
 typedef struct attn_block {
-    ag_mha mha;
-    ag_layernorm norm;
+    ag_mha_layer mha;
+    ag_layer_norm_layer norm;
 } attn_block;
 
 enum { MAX_PARTS = 8, SPLIT_MIN = 16384 };
@@ -285,8 +285,8 @@ typedef struct attn_ctx {
 static ag_status attn_init(void *ctx, int k, ag_store *s)
 {
     attn_ctx *a = ctx;
-    ag_status st = ag_mha_init(&a->w[k].mha, s, "attention", a->C, a->H, 1, 0, 1);
-    return st != AG_OK ? st : ag_layernorm_init(&a->w[k].norm, s, "norm", a->C);
+    ag_status st = ag_mha_layer_init(&a->w[k].mha, s, "attention", a->C, a->H, 1, 0, 1);
+    return st != AG_OK ? st : ag_layer_norm_layer_init(&a->w[k].norm, s, "norm", a->C);
 }
 
 /* Part k of n (batch rows [k B / n, (k + 1) B / n)): y = LayerNorm(x +
@@ -300,7 +300,7 @@ static ag_tensor *attn_part(void *ctx, ag_graph *g, ag_store *s, int k, int n, d
     ag_tensor *x = ag_tensor_from(g, AG_SHAPE(nb, a->T, a->C), a->x + (size_t)b0 * a->T * a->C);
     ag_tensor *mask = ag_causal_mask(g, a->T, a->T);
     const attn_block *w = &a->w[k];
-    ag_tensor *y = ag_layernorm_forward(g, &w->norm, ag_add(g, x, ag_mha_forward(g, &w->mha, x, x, mask, -1e9, NULL)));
+    ag_tensor *y = ag_layer_norm_layer_forward(g, &w->norm, ag_add(g, x, ag_mha_layer_forward(g, &w->mha, x, x, mask, -1e9, NULL)));
     return ag_mean_all(g, ag_mul(g, y, y));
 }
 

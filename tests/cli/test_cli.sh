@@ -12,8 +12,13 @@
 #     directory, a missing file, broken metadata) is exit 1 with a message
 #     naming the file, never a crash;
 #   - run reads stdin lines of any length and skips, with a warning naming
-#     the line, what the data reader refuses (NUL, invalid UTF-8, over 4096
-#     bytes); exit 1 when no line is good;
+#     the line, what the data reader refuses (NUL, invalid UTF-8); a line
+#     over 4096 bytes is cut to its words and translated, with a warning
+#     naming it; exit 1 when no line is good;
+#   - inputs from pipes: train from <(cat data), run with --model <(cat
+#     model), - for stdin, the same model and output as from the files; a
+#     truncated or garbage stream, or one over AG_INPUT_LIMIT, is exit 1
+#     with a message naming it; outputs still refuse a FIFO;
 #   - --resume: a flag that conflicts with the model is exit 2 naming it and
 #     both values; every training-state field of the metadata is checked;
 #   - a small file whose metadata declares a huge model is refused before
@@ -214,6 +219,7 @@ run_in() { # run_in NAME WANT_STATUS INPUT ARGS...: run with stdin from INPUT
 }
 "$T" run --model "$tmp/good.safetensors" "go ." "i lost ." > "$tmp/two.txt" 2>&1
 words=$(for i in $(seq 1000); do printf 'go . '; done) # 5000 bytes of good UTF-8
+"$T" run --model "$tmp/good.safetensors" "$(for i in $(seq 100); do printf 'go . '; done)" > "$tmp/words.txt" 2>&1
 {
     printf 'go .\n'                    # 1
     printf '%s\n' "$words"             # 2: longer than a line may be
@@ -222,12 +228,18 @@ words=$(for i in $(seq 1000); do printf 'go . '; done) # 5000 bytes of good UTF-
     printf 'i lost .\r\n'              # 5: a CRLF line
 } > "$tmp/lines.txt"
 run_in "run: stdin with bad lines" 0 "$tmp/lines.txt" run --model "$tmp/good.safetensors"
+# line 2 is cut to its first 4094 bytes (819 words), translated as the same words in a shorter line
+# are: the model reads its first max_len tokens either way
 if [ "$(wc -l < "$tmp/out")" = 5 ] && [ "$(sed -n 1p "$tmp/out")" = "$(sed -n 1p "$tmp/two.txt")" ] &&
-   [ "$(sed -n 5p "$tmp/out")" = "$(sed -n 2p "$tmp/two.txt")" ] && [ -z "$(sed -n 2,4p "$tmp/out" | tr -d '\n')" ]
-then ok; else no "run: 5 lines in, want 5 out (lines 2-4 empty): $(head -c 300 "$tmp/out")"; fi
-in_has "run: stdin" "stdin:2: line is 5000 bytes long, more than 4096; line skipped"
+   [ "$(sed -n 2p "$tmp/out")" = "$(cat "$tmp/words.txt")" ] &&
+   [ "$(sed -n 5p "$tmp/out")" = "$(sed -n 2p "$tmp/two.txt")" ] && [ -z "$(sed -n 3,4p "$tmp/out" | tr -d '\n')" ]
+then ok; else no "run: 5 lines in, want 5 out (lines 3-4 empty): $(head -c 300 "$tmp/out")"; fi
+in_has "run: stdin" "stdin:2: line is 5000 bytes long; translating its first 4094 bytes (the model reads at most"
 in_has "run: stdin" "stdin:3: invalid UTF-8 at column 4; line skipped"
 in_has "run: stdin" "stdin:4: NUL byte at column 3; line skipped"
+run "run: a long argument" 0 "argument 1: line is 5000 bytes long; translating its first 4094 bytes" \
+    run --model "$tmp/good.safetensors" "$words"
+if [ "$(cat "$tmp/out")" = "$(cat "$tmp/words.txt")" ]; then ok; else no "run: a long argument: $(head -c 300 "$tmp/out")"; fi
 printf '%s\n' "$(head -c 3000 /dev/zero | tr '\0' 'a')" > "$tmp/long_word.txt"
 run_in "run: a 3000-byte line" 0 "$tmp/long_word.txt" run --model "$tmp/good.safetensors"
 [ "$(wc -l < "$tmp/out")" = 1 ] && ok || no "run: one 3000-byte line gave $(wc -l < "$tmp/out") lines"
@@ -334,12 +346,43 @@ fi
 
 [ -e "$tmp/never.safetensors" ] && no "a refused model led to a written model"
 # split writes through the crash-safe writer: a FIFO at --train is refused
-# and stays a FIFO; a FIFO as --data is refused at once
+# and stays a FIFO; a FIFO as --data with no writer is an empty stream at
+# once (never a hang)
 mkfifo "$tmp/split.fifo"
 run "split --train into a FIFO" 1 "not a regular file" split --data "$tmp/tiny.tsv" --train "$tmp/split.fifo" \
     --test "$tmp/never2.tsv"
 if [ -p "$tmp/split.fifo" ]; then ok; else no "split replaced the FIFO at --train"; fi
-run "split --data from a FIFO" 1 "not a regular file" split --data "$tmp/split.fifo" --train "$tmp/never.tsv" \
-    --test "$tmp/never2.tsv"
+run "split --data from a FIFO with no writer" 1 "split.fifo: no usable sentence pairs (the file is empty)" \
+    split --data "$tmp/split.fifo" --train "$tmp/never.tsv" --test "$tmp/never2.tsv"
+run "train --out into a FIFO" 1 "not a regular file" train --data "$tmp/tiny.tsv" --out "$tmp/split.fifo" \
+    "${small[@]}"
+if [ -p "$tmp/split.fifo" ]; then ok; else no "train replaced the FIFO at --out"; fi
+
+# ---- inputs from pipes: read to the end, checked as files ------------------------------
+run "train --data <(cat)" 0 "" train --data <(cat "$tmp/tiny.tsv") --out "$tmp/piped.safetensors" "${small[@]}"
+if cmp -s "$tmp/good.safetensors" "$tmp/piped.safetensors"; then ok; else no "a piped --data trained another model"; fi
+run "train --data <(cat) --test <(cat)" 0 "" train --data <(cat "$tmp/tiny.tsv") --test <(head -n 20 "$tmp/tiny.tsv") \
+    --out "$tmp/piped2.safetensors" "${small[@]}"
+run "run --model <(cat)" 0 "" run --model <(cat "$tmp/good.safetensors") "go ." "i lost ."
+if cmp -s "$tmp/out" "$tmp/two.txt"; then ok; else no "run --model <(cat) translated otherwise: $(head -c 200 "$tmp/out")"; fi
+run_in "run --model - (stdin)" 0 "$tmp/good.safetensors" run --model - "go ." "i lost ."
+if cmp -s "$tmp/out" "$tmp/two.txt"; then ok; else no "run --model - translated otherwise: $(head -c 200 "$tmp/out")"; fi
+run_in "eval --data - (stdin)" 0 "$tmp/tiny.tsv" eval --model "$tmp/good.safetensors" --data -
+"$T" eval --model "$tmp/good.safetensors" --data "$tmp/tiny.tsv" > "$tmp/eval_file.txt" 2>&1
+if [ "$(sed 's|/dev/stdin|DATA|' "$tmp/out")" = "$(sed "s|$tmp/tiny.tsv|DATA|" "$tmp/eval_file.txt")" ]; then ok
+else no "eval --data - printed otherwise: $(head -c 200 "$tmp/out")"; fi
+run "resume --resume <(cat)" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/resumed.safetensors" \
+    --resume <(cat "$tmp/good.safetensors") --epochs 2 --quiet
+usage "run --model - with sentences on stdin" run --model -
+usage "two inputs from stdin" train --data - --test - --out "$tmp/never.safetensors"
+run "run --model: a truncated stream" 1 "/dev/fd/" run --model <(head -c 1000 "$tmp/good.safetensors") "go ."
+grep -qF "runs past the end of the file" "$tmp/err" && ok || no "truncated stream: $(head -c 300 "$tmp/err")"
+run "run --model: a garbage stream" 1 "exceeds the limit of 100000000 bytes" run --model <(printf 'not a model at all') "go ."
+AG_INPUT_LIMIT=1000 run "train --data: a stream over the limit" 1 \
+    "the stream holds more than the input limit of 1000 bytes (AG_INPUT_LIMIT): refused" \
+    train --data <(cat "$tmp/tiny.tsv") --out "$tmp/never.safetensors" "${small[@]}"
+AG_INPUT_LIMIT=1000 run "run --model: a file over the limit" 1 "bytes, more than the input limit of 1000 bytes" \
+    run --model "$tmp/good.safetensors" "go ."
+[ -e "$tmp/never.safetensors" ] && no "a refused input led to a written model"
 
 finish cli

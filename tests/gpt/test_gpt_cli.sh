@@ -18,7 +18,10 @@
 #     for byte, and its logged losses;
 #   - bad files (a missing model, a translator checkpoint, a text file, a
 #     prompt or data with characters the model lacks) are exit 1 with a
-#     message naming the problem.
+#     message naming the problem;
+#   - inputs from pipes (--data <(cat), --model <(cat), --resume <(cat), -
+#     for stdin) give the same model and text as the files; a truncated
+#     stream is exit 1 naming it; a FIFO with no writer is empty at once.
 # Prints 'N passed, N failed' as its last line; exits 1 on any failure.
 set -u
 B=${1:-build}
@@ -149,12 +152,37 @@ printf 'a' > "$tmp/one.txt"
 run "one character of text" 1 "at least 2" train --data "$tmp/one.txt" --out "$tmp/never.safetensors"
 if [ -e "$tmp/never.safetensors" ]; then no "a failed run wrote a model"; else ok; fi
 
-# files that are not regular: a FIFO as --data is refused at once (a
-# blocking open would end in the timeout), and --json never replaces one
+# files that are not regular: a FIFO with no writer as --data is an empty
+# stream at once (a blocking open would end in the timeout), and --json
+# never replaces one
 mkfifo "$tmp/in.fifo" "$tmp/out.fifo"
-run "a FIFO as --data" 1 "not a regular file" train --data "$tmp/in.fifo" --out "$tmp/never.safetensors"
+run "a FIFO with no writer as --data" 1 "in.fifo: 0 characters of text" train --data "$tmp/in.fifo" \
+    --out "$tmp/never.safetensors"
 run "--json into a FIFO" 1 "not a regular file" eval --model "$tmp/m.safetensors" --data "$tmp/data.tsv" \
     --json "$tmp/out.fifo"
 if [ -p "$tmp/out.fifo" ]; then ok; else no "--json replaced the FIFO at its path"; fi
+
+# ---- inputs from pipes: read to the end, checked as files --------------------
+cut -f1 "$tmp/data.tsv" > "$tmp/data.txt" # not .tsv: a pipe's name says nothing of its columns
+pipe=(--out "$tmp/p1.safetensors" "${small[@]}" --steps 3 --quiet)
+run "train from a file" 0 "" train --data "$tmp/data.txt" "${pipe[@]}"
+pipe[1]="$tmp/p2.safetensors"
+run "train --data <(cat)" 0 "" train --data <(cat "$tmp/data.txt") "${pipe[@]}"
+if cmp -s "$tmp/p1.safetensors" "$tmp/p2.safetensors"; then ok; else no "a piped --data trained another model"; fi
+pipe[1]="$tmp/p3.safetensors"
+timeout 120 "$G" train --data - "${pipe[@]}" < "$tmp/data.txt" > "$tmp/out" 2> "$tmp/err"
+if [ $? = 0 ] && cmp -s "$tmp/p1.safetensors" "$tmp/p3.safetensors"; then ok
+else no "train --data - (stdin): $(head -c 300 "$tmp/err")"; fi
+run "sample from a file" 0 "" sample --model "$tmp/p1.safetensors" --length 20 --seed 3
+cp "$tmp/out" "$tmp/sample_file.txt"
+run "sample --model <(cat)" 0 "" sample --model <(cat "$tmp/p1.safetensors") --length 20 --seed 3
+if cmp -s "$tmp/out" "$tmp/sample_file.txt"; then ok; else no "sample --model <(cat) drew other text"; fi
+run "train --resume <(cat)" 0 "" train --data "$tmp/data.txt" --out "$tmp/p4.safetensors" \
+    --resume <(cat "$tmp/p1.safetensors") "${small[@]}" --steps 6 --quiet
+run "sample --model: a truncated stream" 1 "/dev/fd/" sample --model <(head -c 500 "$tmp/p1.safetensors")
+usage "two inputs from stdin" train --data - --resume - --out "$tmp/never.safetensors"
+AG_INPUT_LIMIT=100 run "--data over the input limit" 1 "more than the input limit of 100 bytes" \
+    train --data <(cat "$tmp/data.txt") --out "$tmp/never.safetensors" "${small[@]}"
+[ -e "$tmp/never.safetensors" ] && no "a refused input led to a written model"
 
 finish gpt

@@ -121,7 +121,7 @@ def define_model(torch):
                 nn.init.normal_(p, 0, 0.02)
             self.blocks = nn.ModuleList(Block(C, H, Fw) for _ in range(L))
             self.norm = nn.LayerNorm(C)
-            self.head = nn.Linear(C, 2)  # PyTorch's default init, as ag_linear's
+            self.head = nn.Linear(C, 2)  # PyTorch's default init, as ag_linear_layer's
 
         def forward(self, ids, seen):
             B, T = ids.shape

@@ -95,7 +95,7 @@ def define_model(torch):
             scores = q @ k.transpose(-1, -2) / math.sqrt(C // self.H)
             causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
             p = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
-            p = F.dropout(p, self.dropout, self.training)  # on the attention weights, as ag_mha
+            p = F.dropout(p, self.dropout, self.training)  # on the attention weights, as ag_mha_layer
             return self.w_o((p @ v).transpose(1, 2).reshape(B, T, C))
 
     class FFN(nn.Module):

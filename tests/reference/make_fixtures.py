@@ -299,7 +299,7 @@ class TutorialMHSA(nn.Module):
 
 
 class MHA(nn.Module):
-    """Multi-head attention as attograd's ag_mha_forward: queries from x_q,
+    """Multi-head attention as attograd's ag_mha_layer_forward: queries from x_q,
     keys and values from x_kv; masked scores get `fill`."""
 
     def __init__(self, C, H, bias=True):

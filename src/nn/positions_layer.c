@@ -33,7 +33,9 @@ ag_status ag_learned_positions_init(ag_learned_positions *p, ag_store *s, const 
 /* y = x + P[:T]:  [..., T, C] + [T, C] (broadcast over the leading axes) */
 ag_tensor *ag_learned_positions_forward(ag_graph *g, const ag_learned_positions *p, ag_tensor *x)
 {
-    if (!ag__given(g, "learned_positions_forward", "layer", p) || !ag__ok(g, "learned_positions", 1, x))
+    if (!ag__given(g, "learned_positions_forward", "layer", p) ||
+        !ag__given(g, "learned_positions_forward", "layer's weight (made by ag_learned_positions_init)", p->weight) ||
+        !ag__ok(g, "learned_positions", 1, x))
         return NULL;
     int T = x->ndim >= 2 ? x->shape[x->ndim - 2] : 0;
     if (x->ndim < 2 || x->shape[x->ndim - 1] != p->C || T < 1 || T > p->max_T) {

@@ -195,6 +195,13 @@ int demo_paths(void)
     rc |= mha_row(s, "fast, dropout", "training with `dropout > 0`", 0, 0, 0.1);
     rc |= mha_row(s, "fast, default", "`ag_mha_forward(..., NULL)`, no dropout", 0, 0, 0);
     rc |= gpt_rows(s);
+    int fused = 0;
+    for (int op = 1; op < AG_OP_COUNT; op++) fused += fused_file(op) != NULL;
+    printf("\nop table: %d ops, %d primitives and %d fused (one node for a composition, a backward written "
+           "by hand):", AG_OP_COUNT - 1, AG_OP_COUNT - 1 - fused, fused);
+    for (int op = 1, n = 0; op < AG_OP_COUNT; op++)
+        if (fused_file(op)) printf("%s %s", n++ ? "," : "", ag_op_name(op));
+    printf("\n");
     ag_store_free(s);
     if (rc) fprintf(stderr, "attention_demo: --paths: a path could not be built\n");
     return rc;

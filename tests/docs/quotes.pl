@@ -54,12 +54,19 @@ while (<$qt>) {
     else { die "quotes.txt:$.: neither a source nor a key line\n" }
 }
 
+# AG_QUOTES_CACHE=DIR keeps each program's output in DIR and reuses it
+# (for editing the docs without a training run per try)
 my $tmp = tempdir(CLEANUP => 1);
+my $cache = $ENV{AG_QUOTES_CACHE};
 my (%out, %failed_source);
 # The output of a source, run once in a scratch directory.
 sub run_source {
     my ($s) = @_;
     return $out{$s} if exists $out{$s};
+    if ($cache && open(my $c, '<', "$cache/$s.out")) {
+        local $/;
+        return $out{$s} = <$c>;
+    }
     my $dir = "$tmp/$s";
     mkdir $dir;
     local $ENV{B} = $B;
@@ -72,6 +79,7 @@ sub run_source {
         $text = '';
     }
     $out{$s} = $text;
+    if ($cache && !$failed_source{$s} && -d $cache && open(my $c, '>', "$cache/$s.out")) { print $c $text }
     return $text;
 }
 
@@ -108,7 +116,7 @@ sub bad { $fail++; print "FAIL $_[0]\n" }
 
 # Check one quote; returns what it should say (undef: leave it).
 sub check {
-    my ($where, $key, $have) = @_;
+    my ($where, $key, $have, $inline) = @_;
     unless (exists $key_source{$key} && exists $source{$key_source{$key}}) {
         bad("$where: no key '$key' in tests/docs/quotes.txt");
         return undef;
@@ -129,6 +137,10 @@ sub check {
     }
     if ($key_build{$key} && !$reference) {
         good("$where: $key is printed (its digits depend on the compiler and CPU: compared in the reference build)");
+        return undef;
+    }
+    if ($inline && $want =~ /\n/) {
+        bad("$where: $key is quoted inline but its program gives more than one line");
         return undef;
     }
     if ($want eq $have) { good("$where: $key") }
@@ -178,7 +190,7 @@ for my $md (@ARGV) {
         my $n = $i + 1;
         $line =~ s{<!--q ([\w.]+)-->(.*?)<!--/q-->}{
             my ($k, $have) = ($1, $2);
-            my $want = check("$md:$n", $k, $have);
+            my $want = check("$md:$n", $k, $have, 1);
             $changed = 1 if defined $want && $want ne $have;
             "<!--q $k-->" . (defined $want ? $want : $have) . "<!--/q-->"
         }ge;

@@ -6,7 +6,7 @@
 # program's output are in tests/docs/quotes.txt.
 #
 # A quote is marked in the Markdown, invisibly once rendered:
-#   inline   <!--q KEY-->1.9e-10<!--/q-->
+#   inline   <!--q KEY-->1.9e-10<!--/q-->   (KEY: a word, a dot, more: tour.worst_fd)
 #   block    <!--quote KEY-->
 #            (the lines: a table, or a block indented by 4 spaces)
 #            <!--/quote-->
@@ -188,7 +188,7 @@ for my $md (@ARGV) {
             next;
         }
         my $n = $i + 1;
-        $line =~ s{<!--q ([\w.]+)-->(.*?)<!--/q-->}{
+        $line =~ s{<!--q ([a-z0-9_]+\.[\w.]+)-->(.*?)<!--/q-->}{
             my ($k, $have) = ($1, $2);
             my $want = check("$md:$n", $k, $have, 1);
             $changed = 1 if defined $want && $want ne $have;

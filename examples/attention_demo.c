@@ -25,7 +25,7 @@
  * uses the colour scale 0..1, and draws a cell masked where the mask is 0.
  *
  * Usage: attention_demo [--seed N] [--svg DIR] */
-#include "attograd.h"
+#include "attention_demo.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,21 +40,21 @@ static int check(ag_graph *g, const char *where)
 }
 
 /* DIR/name, or name without DIR (NULL when the path is too long). */
-static const char *out_path(const char *dir, const char *name, char *buf, size_t len)
+const char *demo_out_path(const char *dir, const char *name, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s/%s", dir ? dir : ".", name);
     return n > 0 && (size_t)n < len ? buf : NULL;
 }
 
 /* DIR/name, or NULL when no --svg DIR was given (or the path is too long). */
-static const char *svg_path(const char *dir, const char *name, char *buf, size_t len)
+const char *demo_svg_path(const char *dir, const char *name, char *buf, size_t len)
 {
     if (!dir) return NULL;
     int n = snprintf(buf, len, "%s/%s", dir, name);
     return n > 0 && (size_t)n < len ? buf : NULL;
 }
 
-static int report(ag_status st, const char *path, const char *err)
+int demo_report(ag_status st, const char *path, const char *err)
 {
     if (st != AG_OK) {
         fprintf(stderr, "attention_demo: %s\n", err);
@@ -94,15 +94,10 @@ static int tutorial(uint64_t seed, const char *svg_dir)
         for (int u = 0; u < T; u++) printf(" %7.4f", (double)w->data[t * T + u]);
         printf("\n");
     }
-    /* the picture of this block: every op from x to the Add&Norm output,
-     * with the names the layers gave (q, k, v, q k^T, scores, attn) */
     char err[512], path[4096];
-    const char *dot = out_path(svg_dir, "attention.dot", path, sizeof path);
-    if (!dot || report(ag_graph_write_dot(g, out, 0, dot, err, sizeof err), dot, err)) goto done;
-    printf("  (the graph of this block: render it with  dot -Tsvg attention.dot -o attention.svg)\n");
     const char *tokens[T] = {"Are", "you", "OK", "?"};
-    const char *file = svg_path(svg_dir, "tutorial_heads.svg", path, sizeof path);
-    if (file && report(ag_svg_attention(file, "PyTorch tutorial: 8 heads of self-attention, sentence 0 (random weights)",
+    const char *file = demo_svg_path(svg_dir, "tutorial_heads.svg", path, sizeof path);
+    if (file && demo_report(ag_svg_attention(file, "PyTorch tutorial: 8 heads of self-attention, sentence 0 (random weights)",
                                      w, 0, tokens, tokens, err, sizeof err),
                     file, err))
         goto done;
@@ -154,7 +149,7 @@ static int d2l(uint64_t seed, const char *svg_dir)
     printf("\n");
     /* head 0 of both sentences side by side: keys past valid_lens get 0 */
     char err[512], path[4096];
-    const char *file = svg_path(svg_dir, "d2l_masked.svg", path, sizeof path);
+    const char *file = demo_svg_path(svg_dir, "d2l_masked.svg", path, sizeof path);
     if (file) {
         ag_real both[B * T * S], masks[B * T * S];
         for (int b = 0; b < B; b++) {
@@ -165,7 +160,7 @@ static int d2l(uint64_t seed, const char *svg_dir)
         ag_heatmap_spec spec = {.title = "d2l.ai: head 0, queries of ones over 6 keys, padding masked",
                                 .rows = T, .cols = S, .panels = B, .panel_titles = titles, .w = both,
                                 .mask = masks, .mask_panels = B};
-        if (report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) goto done;
+        if (demo_report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) goto done;
     }
     rc = 0;
 done:
@@ -206,7 +201,7 @@ static int step_by_step(const char *svg_dir)
     ag_tensor_print(stdout, pv, "P V: each token a weighted mix of values");
     ag_tensor_print(stdout, pcv, "causal P V");
     char err[512], path[4096];
-    const char *file = svg_path(svg_dir, "causal.svg", path, sizeof path);
+    const char *file = demo_svg_path(svg_dir, "causal.svg", path, sizeof path);
     const char *tokens[4] = {"x0", "x1", "x2", "x3"};
     if (file) {
         ag_real both[2 * 16], masks[2 * 16];
@@ -217,16 +212,16 @@ static int step_by_step(const char *svg_dir)
         ag_heatmap_spec spec = {.title = "Step by step: attention weights of 4 tokens", .rows = 4, .cols = 4,
                                 .row_labels = tokens, .col_labels = tokens, .panels = 2, .panel_titles = titles,
                                 .w = both, .mask = masks, .mask_panels = 2};
-        if (report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) goto done;
+        if (demo_report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) goto done;
     }
     /* the mask itself: M = 0 where the mask is 1, -inf where it is 0 */
-    file = svg_path(svg_dir, "mask.svg", path, sizeof path);
+    file = demo_svg_path(svg_dir, "mask.svg", path, sizeof path);
     if (file) {
         const char *title[1] = {"1: M = 0 (may attend); crossed: M = -inf"};
         ag_heatmap_spec spec = {.title = "The causal mask of 4 tokens", .rows = 4, .cols = 4, .row_labels = tokens,
                                 .col_labels = tokens, .panel_titles = title, .w = causal->data,
                                 .mask = causal->data, .value_name = "mask"};
-        if (report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) goto done;
+        if (demo_report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) goto done;
     }
     rc = 0;
 done:
@@ -241,12 +236,12 @@ static int draw_positions(ag_tensor *pe, const char *svg_dir)
     enum { N = 4 };
     int T = pe->shape[0], C = pe->shape[1];
     char err[512], path[4096];
-    const char *file = svg_path(svg_dir, "positions.svg", path, sizeof path);
+    const char *file = demo_svg_path(svg_dir, "positions.svg", path, sizeof path);
     if (!file) return 0;
     ag_heatmap_spec spec = {.title = "Sinusoidal positional encodings P[t, i]", .row_axis = "position t",
                             .col_axis = "dimension i", .rows = T, .cols = C, .w = pe->data, .lo = -1, .hi = 1,
                             .value_name = "P[t, i]"};
-    if (report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) return 1;
+    if (demo_report(ag_svg_heatmaps(file, &spec, err, sizeof err), file, err)) return 1;
     const int dims[N] = {0, 2, 4, 8};
     double curves[N][64];
     const double *y[N];
@@ -257,8 +252,8 @@ static int draw_positions(ag_tensor *pe, const char *svg_dir)
         for (int t = 0; t < T && t < 64; t++) curves[k][t] = (double)pe->data[(size_t)t * C + dims[k]];
         y[k] = curves[k], n[k] = T < 64 ? T : 64;
     }
-    file = svg_path(svg_dir, "position_curves.svg", path, sizeof path);
-    return report(ag_svg_line_plot(file, "Positional encodings: one frequency per pair of dimensions",
+    file = demo_svg_path(svg_dir, "position_curves.svg", path, sizeof path);
+    return demo_report(ag_svg_line_plot(file, "Positional encodings: one frequency per pair of dimensions",
                                    "position t + 1", "P[t, i]", N, names, y, n, err, sizeof err),
                   file, err);
 }
@@ -282,6 +277,7 @@ static int decoder(uint64_t seed, const char *svg_dir)
     printf("positions P[t, 2i] = sin(t / 10000^(2i / C)), P[t, 2i+1] = cos(...): [%d, %d]\n", PT, PC);
     printf("P[1, 0..3] = %.4f %.4f %.4f %.4f\n", (double)pe->data[PC], (double)pe->data[PC + 1],
            (double)pe->data[PC + 2], (double)pe->data[PC + 3]);
+    demo_wavelengths();
     if (draw_positions(pe, svg_dir)) goto done;
     ag_tensor *x = ag_set_name(ag_tensor_new(g, AG_SHAPE(1, T, C)), "x (target so far)");
     ag_tensor *enc = ag_set_name(ag_tensor_new(g, AG_SHAPE(1, S, C)), "enc (encoder output)");
@@ -294,8 +290,8 @@ static int decoder(uint64_t seed, const char *svg_dir)
     char s1[64], err[512], path[4096];
     printf("decoder block: x [1, 3, 8] over enc [1, 4, 8] (3 real source tokens) -> %s\n",
            ag_shape_str(out, s1, sizeof s1));
-    const char *dot = out_path(svg_dir, "decoder.dot", path, sizeof path);
-    if (!dot || report(ag_graph_write_dot(g, out, 0, dot, err, sizeof err), dot, err)) goto done;
+    const char *dot = demo_out_path(svg_dir, "decoder.dot", path, sizeof path);
+    if (!dot || demo_report(ag_graph_write_dot(g, out, 0, dot, err, sizeof err), dot, err)) goto done;
     rc = 0;
 done:
     ag_graph_free(g);
@@ -307,6 +303,7 @@ int main(int argc, char **argv)
 {
     uint64_t seed = 0;
     const char *svg_dir = NULL;
+    int paths = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             char *end;
@@ -317,15 +314,20 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--svg") && i + 1 < argc) {
             svg_dir = argv[++i];
+        } else if (!strcmp(argv[i], "--paths")) {
+            paths = 1;
         } else {
-            fprintf(stderr, "attention_demo: unknown flag '%s'\nusage: attention_demo [--seed N] [--svg DIR]\n",
+            fprintf(stderr, "attention_demo: unknown flag '%s'\nusage: attention_demo [--seed N] [--svg DIR] [--paths]\n",
                     argv[i]);
             return 2;
         }
     }
+    if (paths) return demo_paths();
     int rc = tutorial(seed, svg_dir);
     rc |= d2l(seed, svg_dir);
     rc |= step_by_step(svg_dir);
     rc |= decoder(seed, svg_dir);
+    rc |= demo_walk(seed, svg_dir);
+    rc |= demo_masked_row();
     return rc;
 }

@@ -66,7 +66,7 @@ static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     /* Q K^T: how well query t matches key s (the product reads K as it is:
      * ag_matmul_bt = ag_matmul(q, ag_transpose(k, -1, -2)), no copy). */
     ag_tensor *scores = heads ? ag__matmul_heads(g, q, k, 1, AG__MM_A | AG__MM_B) : ag_matmul_bt(g, q, k);
-    ag_set_name(scores, "scores");
+    ag_set_name(scores, "q k^T"); /* unscaled, as the textbook path's "q k^T" */
     /* One op (ops/masked_softmax.c) does the rest of the scores' way:
      *   - the scale 1/sqrt(D) keeps their variance near 1 whatever the head
      *     width (a dot product of D unit-variance terms has variance D), so
@@ -256,10 +256,14 @@ static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, c
     }
     /* split the heads, attend in every head at once (one batched matmul over
      * [B, H]), and put the heads side by side again */
-    ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
-    if (!ag__ok(g, "mha", 3, qh, kh, vh)) return NULL;
-    ag_tensor *o = m->textbook ? textbook_heads(g, q, k, v, m->H, mask, fill, p, weights)
-                               : concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
+    ag_tensor *o;
+    if (!ag__ok(g, "mha", 3, q, k, v)) return NULL;
+    if (m->textbook) o = textbook_heads(g, q, k, v, m->H, mask, fill, p, weights);
+    else {
+        ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
+        if (!ag__ok(g, "mha", 3, qh, kh, vh)) return NULL;
+        o = concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
+    }
     if (rq) o = ag__pack(g, o, rq);
     return res ? ag__linear_add(g, o, m->w_o.weight, m->w_o.bias, res) : ag_linear_layer_forward(g, &m->w_o, o);
 }

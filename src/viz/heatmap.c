@@ -34,6 +34,7 @@ static const char *axis_label(const char *const *labels, int i, char buf[16])
  * ========================================================================== */
 
 /* Font sizes and fixed spaces, in pixels. */
+enum { PANEL_TITLE_CHARS = 48 };
 static const double MARGIN = 16, GAP = 28, F_TITLE = 16, F_PANEL = 13, F_LABEL = 12, F_VALUE = 9;
 static const double AXIS_W = 20, PANEL_TITLE_H = 22, COL_AXIS_H = 20, LEGEND_W = 110, BAR_W = 16;
 
@@ -71,8 +72,23 @@ static void colour_range(const ag_heatmap_spec *spec, layout *L)
     L->hi = given ? spec->hi : 1;
 }
 
+/* The widest panel title (bold, centred over the cells). */
+static double widest_panel_title(const ag_heatmap_spec *spec, int P)
+{
+    double w = 0;
+    char buf[32];
+    for (int p = 0; p < P; p++) {
+        const char *pt = spec->panel_titles && spec->panel_titles[p] ? spec->panel_titles[p] : NULL;
+        if (!pt && P > 1) snprintf(buf, sizeof buf, "head %d", p), pt = buf;
+        double x = ag__svg_text_width(pt, PANEL_TITLE_CHARS, F_PANEL) * AG__SVG_BOLD;
+        if (x > w) w = x;
+    }
+    return w;
+}
+
 /* One panel: cells of 14 to 40 pixels (about 320 for the longer side), the
- * row labels on the left, the column labels leaning at 45 degrees above. */
+ * row labels on the left, the column labels leaning at 45 degrees above;
+ * wide enough for its title, which is centred over the cells. */
 static void panel_size(const ag_heatmap_spec *spec, layout *L)
 {
     int maxrc = L->R > L->C ? L->R : L->C;
@@ -83,7 +99,10 @@ static void panel_size(const ag_heatmap_spec *spec, layout *L)
     double collab_len = longest_label(spec->col_labels, L->C);
     L->collab_h = collab_len * 0.7071 + 12;               /* labels at 45 degrees */
     double overhang = collab_len * 0.7071 - L->cell / 2; /* the last label leans right */
+    double half_title = widest_panel_title(spec, L->P) / 2 + 2, centre = AXIS_W + L->rowlab_w + L->C * L->cell / 2;
+    if (centre < half_title) L->rowlab_w += half_title - centre, centre = half_title;
     L->panel_w = AXIS_W + L->rowlab_w + L->C * L->cell + (overhang > 0 ? overhang : 0);
+    if (L->panel_w < centre + half_title) L->panel_w = centre + half_title;
     L->panel_h = PANEL_TITLE_H + L->collab_h + L->R * L->cell + COL_AXIS_H;
 }
 
@@ -100,6 +119,8 @@ static void grid_size(const ag_heatmap_spec *spec, layout *L)
     L->legend_x = MARGIN + L->grid_cols * L->panel_w + (L->grid_cols - 1) * GAP + GAP;
     L->legend_y = MARGIN + L->title_h + PANEL_TITLE_H + L->collab_h;
     L->W = MARGIN * 2 + L->grid_cols * L->panel_w + (L->grid_cols - 1) * GAP + GAP + LEGEND_W;
+    double title_w = MARGIN * 2 + ag__svg_text_width(spec->title, 0, F_TITLE) * AG__SVG_BOLD;
+    if (L->W < title_w) L->W = title_w;
     L->H = MARGIN * 2 + L->title_h + gr * L->panel_h + (gr - 1) * GAP;
     double min_h = MARGIN * 2 + L->title_h + PANEL_TITLE_H + L->collab_h + L->legend_h + 50;
     if (L->H < min_h) L->H = min_h;
@@ -225,7 +246,7 @@ static void draw_panel(const canvas *k, int p)
     ag__text_puts(k->t, "<g class=\"panel\">\n");
     if (pt)
         ag__svg_text(k->t, cx0 + L->C * L->cell / 2, py + F_PANEL + 2, F_PANEL, "middle", "font-weight=\"bold\"",
-                     pt, 40);
+                     pt, PANEL_TITLE_CHARS);
     draw_labels(k, px, cx0, cy0);
     size_t n = (size_t)L->R * L->C;
     const ag_real *w = spec->w + p * n;

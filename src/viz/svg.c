@@ -14,10 +14,12 @@
 
 /* ---- SVG primitives -------------------------------------------------------- */
 
-/* Most glyphs of a sans-serif font are about 0.6 em wide. */
+/* Most glyphs of a sans-serif font are at most about 0.62 em wide (DejaVu
+ * Sans averages 0.55 on text, its digits 0.64): room enough for a text
+ * never to be cut (tests/pictures/check_text.pl measures the same way). */
 double ag__svg_text_width(const char *s, int max_chars, double font)
 {
-    return ag__text_chars(s, max_chars) * 0.6 * font;
+    return ag__text_chars(s, max_chars) * 0.62 * font;
 }
 
 /* "viridis" (matplotlib's perceptually uniform map), 10 samples from dark
@@ -99,16 +101,19 @@ typedef struct plot {
     int xmax, xstep;      /* the x range 1 .. xmax, integer ticks */
     int N;                /* points of the longest series */
     double x0, x1, y0, y1; /* plot area: left, right, bottom, top */
+    double W;              /* the picture's width: the legend's names fit */
 } plot;
 
 static double xpos(const plot *P, double x) { return P->x0 + (x - 1.0) / (P->xmax - 1.0) * (P->x1 - P->x0); }
 static double ypos(const plot *P, double v) { return P->y0 - (v - P->lo) / (P->hi - P->lo) * (P->y0 - P->y1); }
 
 static const double PLOT_W = 720, PLOT_H = 420;
+enum { LEGEND_CHARS = 48 }; /* longer series names are cut, with an ellipsis */
 
 /* The y range: the finite data's, widened to about 6 whole ticks; the x
  * range 1 .. N (at least 1 .. 2) with about 8 integer ticks. */
-static plot plot_layout(int nseries, const double *const *y, const int *n, const char *title)
+static plot plot_layout(int nseries, const char *const *names, const double *const *y, const int *n,
+                        const char *title)
 {
     plot P = {.lo = INFINITY, .hi = -INFINITY};
     for (int s = 0; s < nseries; s++) {
@@ -135,6 +140,13 @@ static plot plot_layout(int nseries, const double *const *y, const int *n, const
     P.xstep = xs < 1 ? 1 : (int)xs;
     const double left = 78, right = 170, top = title ? 48 : 20, bottom = 58;
     P.x0 = left, P.x1 = PLOT_W - right, P.y0 = PLOT_H - bottom, P.y1 = top;
+    P.W = PLOT_W;
+    if (title && P.W < 32 + ag__svg_text_width(title, 0, 16) * AG__SVG_BOLD)
+        P.W = ceil(32 + ag__svg_text_width(title, 0, 16) * AG__SVG_BOLD);
+    for (int s = 0; s < nseries; s++) {
+        double w = P.x1 + 50 + ag__svg_text_width(names && names[s] ? names[s] : "series 99", LEGEND_CHARS, 12) + 12;
+        if (w > P.W) P.W = ceil(w);
+    }
     return P;
 }
 
@@ -209,7 +221,7 @@ static void draw_series(ag__text *t, const plot *P, int s, const char *name, con
     double ly = P->y1 + 10 + s * 22;
     ag__text_printf(t, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
                     P->x1 + 16, ly, P->x1 + 44, ly, c, dash);
-    ag__svg_text(t, P->x1 + 50, ly + 4, 12, "start", NULL, name, 18);
+    ag__svg_text(t, P->x1 + 50, ly + 4, 12, "start", NULL, name, LEGEND_CHARS);
     ag__text_puts(t, "</g>\n");
 }
 
@@ -225,10 +237,13 @@ ag_status ag_svg_line_plot(const char *path, const char *title, const char *xlab
         if (n[s] < 0 || (n[s] > 0 && !y[s]))
             return ag__errf(err, errlen, AG_ERR_ARG, "%s: %s: series %d has %d points and values %p", what,
                             path ? path : "(null)", s, n[s], (const void *)y[s]);
-    plot P = plot_layout(nseries, y, n, title);
+    plot P = plot_layout(nseries, names, y, n, title);
     ag__text t = {0};
-    ag__svg_open(&t, PLOT_W, PLOT_H, title);
-    if (title) ag__svg_text(&t, (P.x0 + P.x1) / 2, 28, 16, "middle", "font-weight=\"bold\"", title, 0);
+    ag__svg_open(&t, P.W, PLOT_H, title);
+    /* the title centred over the plot area, or over the picture when wider */
+    double tw = title ? ag__svg_text_width(title, 0, 16) * AG__SVG_BOLD : 0;
+    double tx = (P.x0 + P.x1) / 2 - tw / 2 >= 16 ? (P.x0 + P.x1) / 2 : P.W / 2;
+    if (title) ag__svg_text(&t, tx, 28, 16, "middle", "font-weight=\"bold\"", title, 0);
     draw_axes(&t, &P, xlabel, ylabel);
     for (int s = 0; s < nseries; s++) {
         char dflt[24];

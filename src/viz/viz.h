@@ -56,6 +56,7 @@ void ag__svg_text(ag__text *t, double x, double y, double font, const char *anch
 /* Rough width of s (cut to max_chars) at font size font: only to make
  * room for labels. */
 double ag__svg_text_width(const char *s, int max_chars, double font);
+#define AG__SVG_BOLD 1.1 /* bold glyphs are about a tenth wider */
 /* "#rrggbb" of the viridis map at t in [0, 1] (clamped; NaN gives 0). */
 void ag__svg_viridis(double t, char hex[8]);
 /* The <stop> elements of a gradient through the viridis samples. */

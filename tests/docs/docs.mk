@@ -1,7 +1,22 @@
 # tests/docs/docs.mk: make test compiles every C example of README.md,
 # docs/*.md and examples/README.md, and runs the complete programs
-# (tests/docs/check_docs.sh says how a block is marked).
-.PHONY: docs-test
-docs-test: $(LIB32) $(LIB64)
+# (tests/docs/check_docs.sh says how a block is marked); and it compares
+# every number, table and excerpt those files quote with the program that
+# prints it (tests/docs/quotes.pl; the sources in tests/docs/quotes.txt).
+# `make docs` writes the quotes again from the programs.
+#
+# docs/benchmarks.md is left out of the quotes: its figures are dated
+# measurements of `make bench`, which runs for minutes on a quiet machine.
+.PHONY: docs-test docs
+QUOTED_DOCS = README.md examples/README.md $(filter-out docs/benchmarks.md,$(wildcard docs/*.md))
+# The reference build (gcc, the default CFLAGS): the one whose training
+# runs and finite-difference errors the docs quote (as the pictures').
+DOCS_REFERENCE = $(if $(shell $(CC) --version 2>/dev/null | grep -i clang)$(filter-out -O2 -g,$(CFLAGS)),,--reference)
+DOCS_PROGRAMS = $(LIB32) $(LIB64) $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/gradcheck \
+                $(BUILD)/translate $(BUILD)/gpt
+docs-test: $(DOCS_PROGRAMS)
 	CC="$(CC)" bash tests/docs/check_docs.sh $(BUILD)
+	perl tests/docs/quotes.pl --check $(DOCS_REFERENCE) $(BUILD) $(QUOTED_DOCS)
+docs: $(DOCS_PROGRAMS)
+	perl tests/docs/quotes.pl --write $(DOCS_REFERENCE) $(BUILD) $(QUOTED_DOCS)
 test: docs-test

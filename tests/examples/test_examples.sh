@@ -4,7 +4,9 @@
 #   - build/gradcheck passes every op in double and exits 0; with one op's
 #     backward deliberately broken it reports that op and exits 1;
 #   - build/attention_demo prints the tutorials' shapes and writes an
-#     attention.dot that Graphviz accepts;
+#     attention.dot that Graphviz accepts; its --paths table puts one
+#     attention node on the default path; its shape walk equals
+#     ag_mha_layer_forward; a fully masked row is uniform under -1e9, 0 under -inf;
 #   - build/backward_tour's 16 gradients pass their checks, and with
 #     softmax's backward broken the 5 above it fail;
 #   - the output that examples/README.md quotes is what they print.
@@ -45,6 +47,27 @@ if (cd "$tmp" && "$B/attention_demo" > demo.txt 2>&1); then
 else
     no "attention_demo failed: $(tail -n 3 "$tmp/demo.txt")"
 fi
+
+# which node runs when (attention_demo --paths, built from real graphs):
+# by default one attention node; masked_softmax only when the weights are
+# returned or dropped out; the textbook path neither
+if "$B/attention_demo" --paths > "$tmp/paths.txt" 2>&1; then
+    row() { grep "^| $1 |" "$tmp/paths.txt" | cut -d'|' -f4; }
+    if row 'fast, default' | grep -q ' attention,' && ! row 'fast, default' | grep -q masked_softmax &&
+        row 'fast, weights returned' | grep -q masked_softmax && row 'fast, dropout' | grep -q 'masked_softmax, dropout' &&
+        row 'fast, GPT training' | grep -q 'attention, reshape, linear_add' && row 'cached decoding' | grep -q attention &&
+        ! row textbook | grep -q -e attention -e masked_softmax && row textbook | grep -q 'scale, masked_fill, softmax'
+    then ok "attention_demo --paths: one attention node by default, masked_softmax with weights or dropout"
+    else no "attention_demo --paths: unexpected paths: $(head -n 9 "$tmp/paths.txt" | tr '\n' ' ')"; fi
+else no "attention_demo --paths failed: $(tail -n 3 "$tmp/paths.txt")"; fi
+if grep -qxF 'y equals ag_mha_layer_forward(x_q, x_kv, mask) within 1e-6: yes' "$tmp/demo.txt" &&
+    grep -q '^Q K^T per head: T rows, S columns  \[B, H, T, S\] = \[2, 2, 3, 5\]$' "$tmp/demo.txt"
+then ok "attention_demo's shape walk: [B, H, T, S] = [2, 2, 3, 5], equal to ag_mha_layer_forward"
+else no "attention_demo's shape walk is not what the tour says"; fi
+if grep -q '^fill -1e9 .* weights \[0.2 0.2 0.2 0.2 0.2\]  output 3.0$' "$tmp/demo.txt" &&
+    grep -q '^fill -inf .* weights \[0.0 0.0 0.0 0.0 0.0\]  output 0.0$' "$tmp/demo.txt"
+then ok "a fully masked row: uniform under -1e9, zeros under -inf"
+else no "a fully masked row: not uniform under -1e9 and zero under -inf"; fi
 
 if "$B/backward_tour" > "$tmp/bt.txt" 2>&1 && grep -q '^every gradient matches finite differences' "$tmp/bt.txt" &&
     [ "$(grep -c '  ok$' "$tmp/bt.txt")" = 16 ]

@@ -5,6 +5,9 @@
 # AVX-512 machine, below); the .svg that Graphviz renders from a .dot only when
 # the installed Graphviz is the version that rendered the committed one
 # (its output differs between versions), the .dot itself always.
+# Then every picture, committed and made now, is checked for text that the
+# picture would clip: measured (check_text.pl) and rendered by rsvg-convert
+# (check_render.pl; skipped, with a note, when rsvg-convert is missing).
 # Prints one line per picture and 'pictures: N passed, N failed' last.
 set -u
 B=$(cd "${1:-build}" && pwd)
@@ -44,5 +47,16 @@ else
         fi
     done
 fi
+# text inside the picture: the pictures made now and the committed ones
+svgs=("$tmp"/*.svg "$pics"/*.svg)
+while IFS= read -r line; do
+    case $line in ok*) ok "${line#ok   }" ;; FAIL*) no "${line#FAIL }" ;; "       "*) echo "$line" ;; esac
+done < <(perl "$root/tests/pictures/check_text.pl" "${svgs[@]}")
+if command -v rsvg-convert > /dev/null; then
+    mkdir -p "$tmp/render"
+    while IFS= read -r line; do
+        case $line in ok*) ok "${line#ok   }" ;; FAIL*) no "${line#FAIL }" ;; esac
+    done < <(perl "$root/tests/pictures/check_render.pl" "$tmp/render" "${svgs[@]}")
+else echo "note: rsvg-convert is missing (Debian: librsvg2-bin): the pictures are not rendered"; fi
 echo "pictures: $pass passed, $fail failed"
 [ "$fail" = 0 ]

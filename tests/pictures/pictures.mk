@@ -8,6 +8,18 @@ pictures: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate
 # The trained pictures were made by gcc's build with the default CFLAGS:
 # compared only in such a build.
 PICTURES_TRAINED := $(if $(shell $(CC) --version 2>/dev/null | grep -i clang)$(filter-out -O2 -g,$(CFLAGS)),,--trained)
-pictures-test: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate
+# rsvg-convert renders the pictures in pictures-test: installed with
+# apt-get when missing (as root), else the rendering is skipped with a note.
+.PHONY: check-rsvg
+check-rsvg:
+	@if ! command -v rsvg-convert >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "rsvg-convert missing: installing librsvg2-bin with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq librsvg2-bin >/dev/null || exit 1; \
+	  else \
+	    echo "rsvg-convert is missing: the pictures will not be rendered (sudo apt-get install librsvg2-bin)"; \
+	  fi; \
+	fi
+pictures-test: check-rsvg $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate
 	bash tests/pictures/check_pictures.sh $(BUILD) $(PICTURES_TRAINED)
 test: pictures-test

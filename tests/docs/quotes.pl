@@ -1,0 +1,208 @@
+#!/usr/bin/perl
+# tests/docs/quotes.pl --check|--write [--reference] BUILD_DIR FILE.md ...: the
+# numbers, tables and output excerpts that the docs quote, compared with
+# (--check) or rewritten from (--write, `make docs`) the programs that make
+# them.  The keys, their programs and what each key takes from its
+# program's output are in tests/docs/quotes.txt.
+#
+# A quote is marked in the Markdown, invisibly once rendered:
+#   inline   <!--q KEY-->1.9e-10<!--/q-->   (KEY: a word, a dot, more: tour.worst_fd)
+#   block    <!--quote KEY-->
+#            (the lines: a table, or a block indented by 4 spaces)
+#            <!--/quote-->
+# Keys flagged `build` in quotes.txt are numbers whose last digits depend
+# on the compiler, its flags or the CPU's kernels (finite-difference errors,
+# training runs): they are compared in the reference build only (gcc, the
+# default CFLAGS, an AVX-512 CPU: --reference, as the pictures' test); any
+# other build checks that the program still prints them, and says so.
+# Sources flagged `trained` are training runs, made only then.
+# Prints one line per quote and 'quotes: N passed, N failed' last.
+use strict;
+use warnings;
+use File::Temp qw(tempdir);
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+
+my ($mode, $reference) = ('', 0);
+while (@ARGV && $ARGV[0] =~ /^--/) {
+    my $a = shift @ARGV;
+    if ($a eq '--check' || $a eq '--write') { $mode = $a }
+    elsif ($a eq '--reference') { $reference = 1 }
+    else { die "quotes.pl: unknown flag $a\n" }
+}
+die "usage: quotes.pl --check|--write [--reference] BUILD FILE.md ...\n" unless $mode && @ARGV >= 2;
+my $build = shift @ARGV;
+my $root = abs_path(dirname(abs_path($0)) . "/../..");
+my $B = abs_path($build) or die "quotes.pl: no build directory $build\n";
+if ($reference) { # the reference build ran on AVX-512: elsewhere other kernels round otherwise
+    my $avx512 = 0;
+    if (open(my $c, '<', '/proc/cpuinfo')) { $avx512 = grep { /\bavx512f\b/ } <$c> }
+    $reference = 0 unless $avx512;
+}
+
+# ---- the table of sources and keys ----------------------------------------
+my (%source, %trained_source, %key_source, %key_build, %key_prog);
+open(my $qt, '<', "$root/tests/docs/quotes.txt") or die "quotes.pl: no tests/docs/quotes.txt\n";
+while (<$qt>) {
+    chomp;
+    next if /^\s*(#|$)/;
+    my @f = split /\t+/;
+    if ($f[0] eq 'source' && @f == 4) { $source{$f[1]} = $f[3]; $trained_source{$f[1]} = $f[2] eq 'trained' }
+    elsif ($f[0] eq 'key' && @f == 5) {
+        $key_source{$f[1]} = $f[2]; $key_build{$f[1]} = $f[3] eq 'build'; $key_prog{$f[1]} = $f[4];
+    }
+    else { die "quotes.txt:$.: neither a source nor a key line\n" }
+}
+
+# AG_QUOTES_CACHE=DIR keeps each program's output in DIR and reuses it
+# (for editing the docs without a training run per try)
+my $tmp = tempdir(CLEANUP => 1);
+my $cache = $ENV{AG_QUOTES_CACHE};
+my (%out, %failed_source);
+# The output of a source, run once in a scratch directory.
+sub run_source {
+    my ($s) = @_;
+    return $out{$s} if exists $out{$s};
+    if ($cache && open(my $c, '<', "$cache/$s.out")) {
+        local $/;
+        return $out{$s} = <$c>;
+    }
+    my $dir = "$tmp/$s";
+    mkdir $dir;
+    local $ENV{B} = $B;
+    local $ENV{BUILD} = $build;
+    local $ENV{ROOT} = $root;
+    local $ENV{OMP_NUM_THREADS} = 1;
+    my $text = `cd '$dir' && ( $source{$s} ) 2>'$dir.err'`;
+    if ($? != 0) {
+        $failed_source{$s} = "exits " . ($? >> 8) . ": " . `tail -n 3 '$dir.err'`;
+        $text = '';
+    }
+    $out{$s} = $text;
+    if ($cache && !$failed_source{$s} && -d $cache && open(my $c, '>', "$cache/$s.out")) { print $c $text }
+    return $text;
+}
+
+# What a key quotes: its awk program over its source's output.
+sub value {
+    my ($key) = @_;
+    my $s = $key_source{$key};
+    my $text = run_source($s);
+    # block:TITLE, the lines from the one that starts with TITLE to the
+    # next that does not start with a space (a printed tensor and its rows)
+    # (tensor:TITLE: the same without backward_tour's finite-difference
+    # line, whose digits depend on the compiler)
+    if ($key_prog{$key} =~ /^(block|tensor):(.*)$/) {
+        my ($kind, $title, @got) = ($1, $2);
+        for my $l (split /\n/, $text) {
+            if (!@got) { push @got, $l if index($l, $title) == 0; next }
+            last if $l !~ /^ /;
+            push @got, $l unless $kind eq 'tensor' && $l =~ /finite differences:/;
+        }
+        return join "\n", @got;
+    }
+    open(my $fh, '>', "$tmp/in") or die;
+    print $fh $text;
+    close $fh;
+    (my $prog = $key_prog{$key}) =~ s/'/'\\''/g;
+    my $v = `awk '$prog' '$tmp/in'`;
+    $v =~ s/\n+\z//;
+    return $v;
+}
+
+my ($pass, $fail) = (0, 0);
+sub good { $pass++; print "ok   $_[0]\n" }
+sub bad { $fail++; print "FAIL $_[0]\n" }
+
+# Check one quote; returns what it should say (undef: leave it).
+sub check {
+    my ($where, $key, $have, $inline) = @_;
+    unless (exists $key_source{$key} && exists $source{$key_source{$key}}) {
+        bad("$where: no key '$key' in tests/docs/quotes.txt");
+        return undef;
+    }
+    if ($trained_source{$key_source{$key}} && !$reference) {
+        good("$where: $key (a training run: compared in gcc's reference build on AVX-512 only)");
+        return undef;
+    }
+    my $want = value($key);
+    my $s = $key_source{$key};
+    if ($failed_source{$s}) {
+        bad("$where: $key: its program ($s) $failed_source{$s}");
+        return undef;
+    }
+    if ($want eq '') {
+        bad("$where: $key: its program ($s) no longer prints it");
+        return undef;
+    }
+    if ($key_build{$key} && !$reference) {
+        good("$where: $key is printed (its digits depend on the compiler and CPU: compared in the reference build)");
+        return undef;
+    }
+    if ($inline && $want =~ /\n/) {
+        bad("$where: $key is quoted inline but its program gives more than one line");
+        return undef;
+    }
+    if ($want eq $have) { good("$where: $key") }
+    elsif ($mode eq '--write') { good("$where: $key rewritten") }
+    else {
+        my @w = split /\n/, $want, -1;
+        my @h = split /\n/, $have, -1;
+        my $i = 0;
+        $i++ while $i < @w && $i < @h && $w[$i] eq $h[$i];
+        bad("$where: $key is stale: the docs say\n       '" . ($h[$i] // '') . "'\n     the program prints\n       '"
+           . ($w[$i] // '') . "'\n     (make docs writes it again)");
+    }
+    return $want;
+}
+
+for my $md (@ARGV) {
+    open(my $fh, '<', $md) or die "quotes.pl: cannot read $md\n";
+    my @lines = <$fh>;
+    close $fh;
+    my @new;
+    my $changed = 0;
+    for (my $i = 0; $i < @lines; $i++) {
+        my $line = $lines[$i];
+        if ($line =~ /^<!--quote (\S+)-->\s*$/) {
+            my ($key, $start) = ($1, $i);
+            my $j = $i + 1;
+            $j++ while $j < @lines && $lines[$j] !~ /^<!--\/quote-->\s*$/;
+            if ($j >= @lines) { bad("$md:" . ($i + 1) . ": quote $key has no <!--/quote-->"); push @new, $line; next }
+            my @body = @lines[$i + 1 .. $j - 1];
+            chomp(my @b = @body);
+            shift @b while @b && $b[0] eq '';
+            pop @b while @b && $b[-1] eq '';
+            my $indent = @b && !grep { $_ ne '' && !/^    / } @b;
+            my $have = join "\n", map { $indent ? s/^    //r : $_ } @b;
+            my $want = check("$md:" . ($i + 1), $key, $have);
+            push @new, $line;
+            if (defined $want && $want ne $have) {
+                $changed = 1;
+                my $fenced = !@b ? $want !~ /^\|/ : $indent;
+                my @w = split /\n/, $want;
+                push @new, $fenced ? ("\n", (map { $_ eq '' ? "\n" : "    $_\n" } @w), "\n") : map { "$_\n" } @w;
+            } else { push @new, @body }
+            push @new, $lines[$j];
+            $i = $j;
+            next;
+        }
+        my $n = $i + 1;
+        $line =~ s{<!--q ([a-z0-9_]+\.[\w.]+)-->(.*?)<!--/q-->}{
+            my ($k, $have) = ($1, $2);
+            my $want = check("$md:$n", $k, $have, 1);
+            $changed = 1 if defined $want && $want ne $have;
+            "<!--q $k-->" . (defined $want ? $want : $have) . "<!--/q-->"
+        }ge;
+        push @new, $line;
+    }
+    if ($mode eq '--write' && $changed) {
+        open(my $o, '>', "$md.tmp") or die "quotes.pl: cannot write $md.tmp\n";
+        print $o @new;
+        close $o or die;
+        rename "$md.tmp", $md or die;
+        print "wrote $md\n";
+    }
+}
+print "quotes: $pass passed, $fail failed\n";
+exit($fail ? 1 : 0);

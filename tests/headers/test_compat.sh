@@ -23,7 +23,7 @@ done
 
 # name kind: t (typedef), f (a function, or a macro naming one)
 names=$(sed -n -e 's/^typedef [a-z_]* \(ag_[a-z_]*\);$/\1 t/p' -e 's/^#define \(ag_[a-z_]*\) ag_[a-z_]*$/\1 f/p' \
-    -e 's/^[a-z_ ]*[ *]\(ag_[a-z_]*\)(.*$/\1 f/p' include/attograd_compat.h)
+    -e 's/^[a-z][a-z_ ]*[ *]\(ag_[a-z_]*\)(.*$/\1 f/p' include/attograd_compat.h)
 count=$(echo "$names" | grep -c .)
 [ "$count" -ge 20 ] || no "attograd_compat.h: found only $count names"
 while read -r name kind; do

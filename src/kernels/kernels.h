@@ -16,4 +16,17 @@
 /* true unless the reference mode is on (ag_set_kernels, AG_KERNELS). */
 bool ag__fast(void);
 
+/* Each ag__k_<op> below is an op's fast code: it returns true when it did
+ * the work (a failure it met is left on the graph), false when it leaves
+ * this case to the reference.  The arguments are the reference's, named
+ * as in ops/<op>.c, which holds the math. */
+
+/* ops/layer_norm.c: rows of C values; gain, bias NULL for 1, 0; mean and
+ * rstd one per row (kernels/layer_norm_forward.c, _backward.c). */
+bool ag__k_layer_norm_forward(ag_graph *g, size_t rows, size_t C, const ag_real *x, const ag_real *gain,
+                              const ag_real *bias, double eps, ag_real *y, ag_real *mean, ag_real *rstd);
+bool ag__k_layer_norm_backward(ag_graph *g, size_t rows, size_t C, const ag_real *x, const ag_real *gain,
+                               const ag_real *mean, const ag_real *rstd, const ag_real *dy, ag_real *dx, bool fresh,
+                               ag_real *dgain, ag_real *dbias);
+
 #endif

@@ -11,7 +11,7 @@
  * A batch axis of a or b that was stretched (size 1 against larger) receives
  * the sum over that axis: the batch loop maps each output batch entry to the
  * input entry it read, and += does the sum.  The gemm reads b either way
- * (src/core/gemm.c packs a transposed operand itself).
+ * (src/kernels/gemm.c packs a transposed operand itself).
  *
  * Heads (ag__matmul_heads, for multi-head attention): an operand stored
  * [B, T, H, D] (the output of a linear layer, reshaped: a view) is read as

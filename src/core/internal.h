@@ -259,7 +259,7 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim,
                               const int *from_shape, ag_real *dst,
                               int to_ndim, const int *to_shape);
 
-/* ---- matrix kernels (src/core/gemm.c) ----------------------------------------- */
+/* ---- matrix kernels (src/kernels/gemm.c) ----------------------------------------- */
 
 /* C[M,N] = beta * C + op(A) op(B), with op(A) [M,K], op(B) [K,N].  ta / tb
  * say the stored matrix is the transpose (A stored [K,M], lda its row
@@ -431,11 +431,11 @@ const char *ag__isa_force(const char *name);
 #endif
 /* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
  * (for tests and benchmarks), NULL keeps the CPU's choice.  The same as
- * ag__isa_force: every kernel follows (src/core/gemm.c). */
+ * ag__isa_force: every kernel follows (src/kernels/gemm.c). */
 const char *ag__gemm_kernel(const char *force);
 /* The calling thread takes its gemm packing slot now, if it has none: the
  * first free one from index `from` on; returns its index (-1: none free).
- * For threads.c's short-lived threads (src/core/gemm.c). */
+ * For threads.c's short-lived threads (src/kernels/gemm.c). */
 int ag__pack_slot_claim(int from);
 
 /* For the gradient checker's test of itself: backward on g multiplies the

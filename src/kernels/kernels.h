@@ -54,4 +54,20 @@ static inline size_t ag__mm_at(const ag__mm *p, const size_t *st, size_t r)
 bool ag__k_matmul_forward(const ag__mm *p, const ag_real *a, const ag_real *b, ag_real *y);
 bool ag__k_matmul_backward(ag_graph *g, const ag__mm *p, ag_tensor *a, ag_tensor *b, const ag_real *dy);
 
+/* ops/attention.c: every head of q [B, T, H, D], k [B, S, H, D],
+ * v [B, S, H, Dv] (heads layout) with the mask broadcast to [B, H, T, S]
+ * (or NULL); P [B, H, T, S] is the op's, saved.  plan: the kernel's own
+ * state, made by its forward (NULL until then), kept by the op for the
+ * backward (kernels/attention.c). */
+typedef struct ag__attn {
+    int B, T, S, H, D, Dv;
+    const ag_tensor *mask;
+    double scale, fill;
+    void *plan;
+} ag__attn;
+bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
+                             ag_real *p, ag_real *y);
+bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_tensor *k, ag_tensor *v,
+                              const ag_real *p, const ag_real *dy);
+
 #endif

@@ -70,4 +70,9 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
 bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_tensor *k, ag_tensor *v,
                               const ag_real *p, const ag_real *dy);
 
+/* ops/softmax.c: rows of n values; dx stored when fresh, else added
+ * (kernels/softmax.c). */
+bool ag__k_softmax_forward(size_t rows, size_t n, const ag_real *x, ag_real *y);
+bool ag__k_softmax_backward(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
+
 #endif

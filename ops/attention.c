@@ -46,20 +46,6 @@ static bool kept(const ag__attn *a, const ag__mask_map *mm, size_t r, int s)
     return !a->mask || a->mask->data[ag__mask_row(mm, r) + (size_t)s * mm->along] != 0;
 }
 
-/* p = softmax(p) over n values: a row all -inf gives zeros, a row holding
- * a NaN or +inf NaNs (as PyTorch). */
-static void softmax_row(int n, ag_real *p)
-{
-    ag_real m = -INFINITY, sum = 0;
-    bool bad = false;
-    for (int s = 0; s < n; s++) bad |= isnan(p[s]) || p[s] == INFINITY, m = p[s] > m ? p[s] : m;
-    for (int s = 0; s < n; s++) {
-        p[s] = bad ? NAN : m == -INFINITY ? 0 : (ag_real)exp((double)(p[s] - m));
-        sum += p[s];
-    }
-    for (int s = 0; sum > 0 && s < n; s++) p[s] /= sum;
-}
-
 /* The reference forward, a query row of a head at a time. */
 static void forward_ref(const ag__attn *a, const ag__mask_map *mm, const ag_real *q, const ag_real *k,
                         const ag_real *v, ag_real *p, ag_real *y)
@@ -75,7 +61,7 @@ static void forward_ref(const ag__attn *a, const ag__mask_map *mm, const ag_real
                     for (int d = 0; d < D; d++) dot += q[at(a, b, h, t, T, D, d)] * k[at(a, b, h, s, S, D, d)];
                     pr[s] = kept(a, mm, r, s) ? (ag_real)a->scale * dot : (ag_real)a->fill;
                 }
-                softmax_row(S, pr);
+                ag__softmax_row_ref((size_t)S, pr, pr);
                 for (int e = 0; e < Dv; e++) { /* O = P V */
                     ag_real o = 0;
                     for (int s = 0; s < S; s++) o += pr[s] * v[at(a, b, h, s, S, Dv, e)];

@@ -16,20 +16,18 @@
 
 #include <math.h>
 
-/* The reference forward, row by row. */
-static void forward_ref(size_t rows, size_t n, const ag_real *x, ag_real *y)
+/* The reference forward of one row (y may be x); attention's and
+ * masked_softmax's references use it too. */
+void ag__softmax_row_ref(size_t n, const ag_real *x, ag_real *y)
 {
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = x + r * n;
-        ag_real *yr = y + r * n, m = -INFINITY, sum = 0;
-        bool nan = false;
-        for (size_t i = 0; i < n; i++) nan |= isnan(xr[i]) || xr[i] == INFINITY, m = xr[i] > m ? xr[i] : m;
-        for (size_t i = 0; i < n; i++) {
-            yr[i] = nan ? NAN : m == -INFINITY ? 0 : (ag_real)exp((double)(xr[i] - m));
-            sum += yr[i];
-        }
-        for (size_t i = 0; sum > 0 && i < n; i++) yr[i] /= sum;
+    ag_real m = -INFINITY, sum = 0;
+    bool nan = false;
+    for (size_t i = 0; i < n; i++) nan |= isnan(x[i]) || x[i] == INFINITY, m = x[i] > m ? x[i] : m;
+    for (size_t i = 0; i < n; i++) {
+        y[i] = nan ? NAN : m == -INFINITY ? 0 : (ag_real)exp((double)(x[i] - m));
+        sum += y[i];
     }
+    for (size_t i = 0; sum > 0 && i < n; i++) y[i] /= sum;
 }
 
 /* The reference backward, adding into dx. */
@@ -50,7 +48,7 @@ ag_tensor *ag_softmax(ag_graph *g, ag_tensor *x)
     if (!y || y->size == 0) return y;
     size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1;
     if (!(ag__fast() && ag__k_softmax_forward(x->size / n, n, x->data, y->data)))
-        forward_ref(x->size / n, n, x->data, y->data);
+        for (size_t r = 0; r < x->size / n; r++) ag__softmax_row_ref(n, x->data + r * n, y->data + r * n);
     return y;
 }
 

@@ -337,6 +337,8 @@ bool ag__increasing(const int *idx, size_t n);
 /* y = softmax(z) over `rows` rows of n values; z may be y (a row of all
  * -inf gives zeros; a row holding a NaN or +inf gives NaNs). */
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
+/* The same for one row, softmax's plain reference (ops/softmax.c). */
+void ag__softmax_row_ref(size_t n, const ag_real *z, ag_real *y);
 /* max_i x_i over n >= 0 values (-inf for none).  NaNs are passed over,
  * except in a row with nothing above -inf: there a NaN gives NaN, so that
  * the row is not taken for a fully masked one. */

@@ -304,17 +304,6 @@ typedef struct ag__mask_map {
 void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask);
 /* Where row r of x (rows of S values) starts in the mask's data. */
 size_t ag__mask_row(const ag__mask_map *mm, size_t r);
-/* masked_softmax's forward on `rows` rows of n values, ld apart, that are
- * rows r0.. of the whole (for the mask): z = mask ? scale x : fill (z may
- * be x), then y = softmax(z) (y may be z).  mask NULL: no mask (mm
- * unread).  A row may be the first n values of a longer one. */
-void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
-                             const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y);
-/* Its backward on those rows, from y and dy: dx += (add) or = (dx may be
- * dy) mask ? scale y (dy - sum_k dy_k y_k) : 0. */
-void ag__masked_softmax_rows_backward(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y,
-                                      const ag_real *dy, ag_real *dx, const ag_tensor *mask, const ag__mask_map *mm,
-                                      ag_real scale, bool add);
 /* Multi-head attention's heads in one node (ops/attention.c): q [B, T, H, D],
  * k [B, S, H, D], v [B, S, H, Dv] (heads layout, read in place), mask
  * broadcast to [B, H, T, S] or NULL -> [B, T, H, Dv]:

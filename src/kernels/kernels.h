@@ -9,7 +9,7 @@
 #ifndef AG_KERNELS_KERNELS_H
 #define AG_KERNELS_KERNELS_H
 
-#include "attograd_core.h"
+#include "core/internal.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -74,5 +74,23 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
  * (kernels/softmax.c). */
 bool ag__k_softmax_forward(size_t rows, size_t n, const ag_real *x, ag_real *y);
 bool ag__k_softmax_backward(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
+
+/* ops/masked_softmax.c: all rows (threads), mm the mask's map
+ * (kernels/masked_softmax.c). */
+bool ag__k_masked_softmax_forward(ag_graph *g, const ag_tensor *x, const ag_tensor *mask, const ag__mask_map *mm,
+                                  ag_real scale, ag_real fill, ag_tensor *y);
+bool ag__k_masked_softmax_backward(const ag_tensor *y, const ag_tensor *mask, const ag__mask_map *mm, ag_real scale,
+                                   ag_real *dx);
+/* Its forward on `rows` rows of n values, ld apart, that are
+ * rows r0.. of the whole (for the mask): z = mask ? scale x : fill (z may
+ * be x), then y = softmax(z) (y may be z).  mask NULL: no mask (mm
+ * unread).  A row may be the first n values of a longer one. */
+void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
+                             const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y);
+/* Its backward on those rows, from y and dy: dx += (add) or = (dx may be
+ * dy) mask ? scale y (dy - sum_k dy_k y_k) : 0. */
+void ag__masked_softmax_rows_backward(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y,
+                                      const ag_real *dy, ag_real *dx, const ag_tensor *mask, const ag__mask_map *mm,
+                                      ag_real scale, bool add);
 
 #endif

@@ -75,6 +75,11 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
 bool ag__k_softmax_forward(size_t rows, size_t n, const ag_real *x, ag_real *y);
 bool ag__k_softmax_backward(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
 
+/* ops/log_softmax.c: rows of n values; dx stored when fresh, else added
+ * (kernels/log_softmax.c). */
+bool ag__k_log_softmax_forward(size_t rows, size_t n, const ag_real *x, ag_real *y);
+bool ag__k_log_softmax_backward(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
+
 /* ops/masked_softmax.c: all rows (threads), mm the mask's map
  * (kernels/masked_softmax.c). */
 bool ag__k_masked_softmax_forward(ag_graph *g, const ag_tensor *x, const ag_tensor *mask, const ag__mask_map *mm,

@@ -80,6 +80,22 @@ bool ag__k_softmax_backward(size_t rows, size_t n, const ag_real *y, const ag_re
 bool ag__k_log_softmax_forward(size_t rows, size_t n, const ag_real *x, ag_real *y);
 bool ag__k_log_softmax_backward(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
 
+/* ops/cross_entropy.c: what its forward keeps for its backward. */
+typedef struct ag__xent {
+    size_t rows, count; /* rows of logits; rows whose target is not ignored */
+    int V;              /* classes */
+    int *targets;       /* [rows], a copy of the caller's */
+    double *max;        /* [rows], m: the row's largest logit */
+    double *logsum;     /* [rows], log(sum_v exp(x_v - m)); lse = m + logsum */
+    ag_real *expd;      /* [rows, V], exp(x_v - m): p_v = expd_v / exp(logsum) */
+} ag__xent;
+/* kernels/cross_entropy.c: of every row m, exp(x - m) and (in logsum,
+ * until the op takes its log) their sum, -inf and 0 for an ignored row;
+ * the backward's dx, stored when fresh, else added. */
+bool ag__k_cross_entropy_exps(ag__xent *sv, int ignore_index, const ag_real *x);
+bool ag__k_cross_entropy_backward(const ag__xent *sv, int ignore, ag_reduction reduction, double ls,
+                                  const ag_real *dy, ag_real *dx, bool fresh);
+
 /* ops/masked_softmax.c: all rows (threads), mm the mask's map
  * (kernels/masked_softmax.c). */
 bool ag__k_masked_softmax_forward(ag_graph *g, const ag_tensor *x, const ag_tensor *mask, const ag__mask_map *mm,

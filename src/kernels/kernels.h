@@ -22,6 +22,13 @@ bool ag__fast(void);
  * this case to the reference.  The arguments are the reference's, named
  * as in ops/<op>.c, which holds the math. */
 
+/* ops/linear.c: x [N, I], W [O, I], b [O] and r [N, O] or NULL; dx stored
+ * when fresh, else added (kernels/linear.c). */
+bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
+                          const ag_real *r, ag_real *y);
+bool ag__k_linear_backward(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,
+                           bool fresh, ag_real *dw, ag_real *db);
+
 /* ops/layer_norm.c: rows of C values; gain, bias NULL for 1, 0; mean and
  * rstd one per row (kernels/layer_norm_forward.c, _backward.c). */
 bool ag__k_layer_norm_forward(ag_graph *g, size_t rows, size_t C, const ag_real *x, const ag_real *gain,

@@ -29,6 +29,13 @@ bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, co
 bool ag__k_linear_backward(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,
                            bool fresh, ag_real *dw, ag_real *db);
 
+/* ops/embedding.c: n ids into a table [V, C]; increasing: the ids are
+ * distinct and in order; dweight stored when fresh, else added
+ * (kernels/embedding.c). */
+bool ag__k_embedding_forward(size_t n, size_t C, const int *ids, const ag_real *weight, ag_real *y);
+bool ag__k_embedding_backward(size_t n, size_t V, size_t C, const int *ids, bool increasing, const ag_real *dy,
+                              ag_real *dweight, bool fresh);
+
 /* ops/layer_norm.c: rows of C values; gain, bias NULL for 1, 0; mean and
  * rstd one per row (kernels/layer_norm_forward.c, _backward.c). */
 bool ag__k_layer_norm_forward(ag_graph *g, size_t rows, size_t C, const ag_real *x, const ag_real *gain,

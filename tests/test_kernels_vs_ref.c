@@ -85,8 +85,8 @@ static double *copy(const ag_real *x, size_t n)
 }
 
 /* Case c built in mode `mode` on inputs drawn from seed (as opcheck draws
- * them), its gradient by backward from L = sum(y w). */
-static outcome run(const ag_op_case *c, ag_kernels mode, uint64_t seed)
+ * them), its gradient by backward from L = sum(y w) in mode `back`. */
+static outcome run(const ag_op_case *c, ag_kernels mode, ag_kernels back, uint64_t seed)
 {
     ag_set_kernels(mode);
     ag_store *s = ag_store_new();
@@ -113,6 +113,7 @@ static outcome run(const ag_op_case *c, ag_kernels mode, uint64_t seed)
     cr_assert_not_null(w);
     for (size_t i = 0; i < y->size; i++) w[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
     ag_tensor *loss = ag_sum_all(g, ag_mul(g, y, ag_tensor_from(g, y->ndim, y->shape, w)));
+    ag_set_kernels(back);
     cr_assert_eq(ag_backward(g, loss), AG_OK, "%s: %s", c->label, ag_graph_error(g));
     outcome o = {{y->size}, {copy(y->data, y->size)}};
     for (int k = 0; k < c->n_in; k++) o.n[1 + k] = in[k]->size, o.v[1 + k] = copy(in[k]->grad, in[k]->size);
@@ -130,11 +131,13 @@ static bool agree(double f, double r, double abs, double rel)
     return fabs(f - r) <= abs + rel * fabs(r);
 }
 
-/* Case c of op `op` in both modes, compared within t. */
-static void compare(const char *op, const ag_op_case *c, const tol *t, uint64_t seed)
+/* Case c of op `op` forward in mode `mode`, backward in `back`, against
+ * the fast kernels throughout, within t. */
+static void compare_modes(const char *op, const ag_op_case *c, const tol *t, uint64_t seed, ag_kernels mode,
+                          ag_kernels back)
 {
     double abs = TOL(t->abs64, t->abs32), rel = TOL(t->rel64, t->rel32);
-    outcome f = run(c, AG_KERNELS_FAST, seed), r = run(c, AG_KERNELS_REFERENCE, seed);
+    outcome f = run(c, AG_KERNELS_FAST, AG_KERNELS_FAST, seed), r = run(c, mode, back, seed);
     for (int k = 0; k <= c->n_in; k++) {
         cr_assert_eq(f.n[k], r.n[k]);
         for (size_t i = 0; i < f.n[k]; i++)
@@ -145,6 +148,12 @@ static void compare(const char *op, const ag_op_case *c, const tol *t, uint64_t 
         free(f.v[k]);
         free(r.v[k]);
     }
+}
+
+/* Case c of op `op`, the references against the kernels, within t. */
+static void compare(const char *op, const ag_op_case *c, const tol *t, uint64_t seed)
+{
+    compare_modes(op, c, t, seed, AG_KERNELS_REFERENCE, AG_KERNELS_REFERENCE);
 }
 
 Test(kernels_vs_ref, every_op_of_the_table_on_its_gradcheck_cases)
@@ -160,6 +169,23 @@ Test(kernels_vs_ref, every_op_of_the_table_on_its_gradcheck_cases)
     }
     cr_assert_eq(ops, AG_OP_COUNT - 1);
     cr_log_info("kernels_vs_ref: %d ops, %d cases, fast against reference", ops, cases);
+}
+
+/* What a forward saves serves either room's backward: a forward in one
+ * mode and its backward in the other give the kernels' values within the
+ * op's tolerance. */
+Test(kernels_vs_ref, a_forward_in_one_mode_and_its_backward_in_the_other)
+{
+    for (int op = 1; op < AG_OP_COUNT; op++) {
+        const char *name = ag_op_name(op);
+        const tol *t = tol_of(name);
+        cr_assert_not_null(t, "op %s has no row in the tolerance table", name);
+        for (int i = 0; i < ag_op_case_count(op); i++) {
+            const ag_op_case *c = &ag_op_table[op]->cases[i];
+            compare_modes(name, c, t, 9 + i, AG_KERNELS_REFERENCE, AG_KERNELS_FAST);
+            compare_modes(name, c, t, 9 + i, AG_KERNELS_FAST, AG_KERNELS_REFERENCE);
+        }
+    }
 }
 
 /* ---- wider cases: tiles and vectors with a rest, blocks of rows --------- */
@@ -237,12 +263,15 @@ static const wide wides[] = {
       -1, 1, 0, attention}},
 };
 
+/* Each in both modes, and forward in one, backward in the other. */
 Test(kernels_vs_ref, wider_cases)
 {
     for (size_t i = 0; i < sizeof wides / sizeof wides[0]; i++) {
         const tol *t = tol_of(wides[i].op);
         cr_assert_not_null(t, "%s", wides[i].op);
         compare(wides[i].op, &wides[i].c, t, 100 + i);
+        compare_modes(wides[i].op, &wides[i].c, t, 100 + i, AG_KERNELS_REFERENCE, AG_KERNELS_FAST);
+        compare_modes(wides[i].op, &wides[i].c, t, 100 + i, AG_KERNELS_FAST, AG_KERNELS_REFERENCE);
     }
 }
 

@@ -16,178 +16,90 @@
  *           dQ += dA K,    dK += dA^T Q
  *
  * It equals the three nodes it replaces, matmul_heads(q, k^T),
- * masked_softmax and matmul_heads(., v), value for value and gradient for
- * gradient (tests/test_fusion.c): each element is the same chain of
- * products and the same softmax row, to the bit at a toy GPT's sizes (a
- * row cut short below, in float, may add its terms in another order when
- * S > 64).  Rows whose scores hold a NaN or overflow to +inf are NaN, as
- * there, but only over the keys their block of queries reaches (a block
- * of 8 queries in the kernel for toy heads, of 16 or 64 otherwise), where
- * the three nodes spread the NaN over all S keys, into the gradients of
- * keys no query of the row's block may see.  What one node buys:
- *   - a head's scores and their gradient stay in the cache (a buffer of
- *     T S values per thread) instead of going out to [B, H, T, S] tensors
- *     larger than the cache and back, four times a step;
- *   - with fill -inf, the products leave out the keys no query of a block
- *     may see (seen_keys): their weights are exactly 0.  A causal mask
- *     leaves out a quarter of the work at T = 32;
- *   - a toy head (S <= 32 keys, a multiple of 8; D, Dv <= 16; T <= 64: a
- *     small GPT's) takes, on AVX-512 in float, a kernel of its own
- *     (head512, in src/core/attention_kernel.c): K^T and V^T turned once
- *     per head, the softmax's steps in registers for 8 rows at a time, and
- *     the next head's rows asked of the cache ahead; the same operations
- *     in the same order, so the same bits.
- * Only P is saved for the backward.
+ * masked_softmax and matmul_heads(., v) (tests/test_fusion.c).  Only P is
+ * saved for the backward.  The fast code (kernels/attention.c) keeps a
+ * head's scores in the cache, skips keys no query may see with fill -inf,
+ * and has a kernel of its own for a toy GPT's heads.
  *
- * src = {q, k, v}; aux = the mask, P and the keys each block sees;
+ * src = {q, k, v}; aux = the heads' description (ag__attn) and P;
  * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked. */
-#include "core/attention_kernel.h"
+#include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
 
-/* Rows of a head in blocks: the products of a block of queries stop at the
- * last key any of them may see, a multiple of 16 (a vector of floats, so
- * that a row's softmax adds the same lanes as over all S keys).  Blocks of
- * 16 rows when a head's products take gemm.c's kernel for toy heads
- * (N <= 32), which packs nothing; of 64 otherwise, so that packing K^T or
- * dO for the blocked product repays itself (T = 512: 20% faster than 16). */
-static int block_rows(int S) { return S <= 32 ? 16 : 64; }
-
 typedef struct saved {
-    ag_tensor *mask; /* never differentiated: data, like the ids of embedding */
-    ag_real *p;      /* [B, H, T, S] */
-    int *kend;       /* per block of queries: keys [0, kend) may be seen */
-    int *tfirst;     /* per block of keys: the first query that may see one */
+    ag__attn a; /* the mask is data, never differentiated, like embedding's ids */
+    ag_real *p; /* [B, H, T, S] */
 } saved;
 
-/* With fill -inf, query t's weight on key s is exactly 0 wherever the mask
- * is 0 in every head: past the last key that some head lets it see.  So a
- * block of queries needs the keys [0, kend) only (P is 0 beyond), and a
- * block of keys only the queries from tfirst on (P is 0 before): the
- * products skip what would add exact zeros (a causal mask drops a quarter
- * at T = 32).  Otherwise (no mask, a finite fill) kend = S, tfirst = 0.
- * last[t] (T ints after kend) is one past the last key query t may see. */
-static void seen_keys(const ag_tensor *mask, double fill, int T, int S, int *kend, int *tfirst)
+/* Element (t, c) of head h of sentence b of x stored [B, rows, H, cols]. */
+static size_t at(const ag__attn *a, int b, int h, int t, int rows, int cols, int c)
 {
-    const int RB = block_rows(S);
-    int seen_all = mask && fill == -INFINITY ? 0 : S, *last = kend + (T + RB - 1) / RB;
-    for (int t = 0; t < T; t++) last[t] = seen_all;
-    if (!seen_all) { /* the mask is [..., T or 1, S or 1] */
-        int md = mask->ndim, mS = md >= 1 ? mask->shape[md - 1] : 1, mT = md >= 2 ? mask->shape[md - 2] : 1;
-        for (size_t i = 0; i < mask->size; i++) {
-            if (mask->data[i] == 0) continue;
-            int s = (int)(i % (size_t)mS), t = (int)(i / (size_t)mS % (size_t)mT), end = mS == 1 ? S : s + 1;
-            if (mT == 1) seen_all = end > seen_all ? end : seen_all;
-            else last[t] = end > last[t] ? end : last[t];
-        }
-        for (int t = 0; t < T; t++) last[t] = seen_all > last[t] ? seen_all : last[t];
-    }
-    for (int t0 = 0; t0 < T; t0 += RB) {
-        int e = 0;
-        for (int t = t0; t < T && t < t0 + RB; t++) e = last[t] > e ? last[t] : e;
-        e = (e + 15) / 16 * 16;
-        kend[t0 / RB] = e < S ? e : S;
-    }
-    for (int s0 = 0; s0 < S; s0 += RB) {
-        int t = 0;
-        while (t < T && last[t] <= s0) t++;
-        tfirst[s0 / RB] = t;
-    }
+    return (((size_t)b * (size_t)rows + (size_t)t) * (size_t)a->H + (size_t)h) * (size_t)cols + (size_t)c;
 }
 
-/* Rows [t0, t0 + n) of x [T, S]: 0 from column e on. */
-static void zero_past(ag_real *x, int S, int t0, int n, int e)
+/* Whether row r of the scores [B, H, T, S] keeps key s. */
+static bool kept(const ag__attn *a, const ag__mask_map *mm, size_t r, int s)
 {
-    if (e < S)
-        for (int t = t0; t < t0 + n; t++) memset(x + (size_t)t * S + e, 0, (size_t)(S - e) * sizeof(ag_real));
+    return !a->mask || a->mask->data[ag__mask_row(mm, r) + (size_t)s * mm->along] != 0;
 }
 
-static void forward_head(const ag__att_job *j, size_t bh)
+/* The reference forward, a query row of a head at a time. */
+static void forward_ref(const ag__attn *a, const ag__mask_map *mm, const ag_real *q, const ag_real *k,
+                        const ag_real *v, ag_real *p, ag_real *y)
 {
-    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H, RB = block_rows(S);
-    const ag_real *q = j->q + ag__att_at(j, bh, T, D), *k = j->k + ag__att_at(j, bh, S, D);
-    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv);
-    ag_real *p = j->p + bh * (size_t)T * (size_t)S, *y = j->y + ag__att_at(j, bh, T, Dv);
-    for (int t0 = 0; t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
-        int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
-        ag_real *pt = p + (size_t)t0 * S;
-        /* A = Q K^T, into P's place */
-        ag__gemm(0, 1, n, e, D, q + (size_t)t0 * H * D, H * D, k, H * D, 0, pt, S);
-        /* P = softmax(mask ? scale A : fill), in place; 0 past the keys seen */
-        if (e > 0)
-            ag__masked_softmax_rows(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, j->mask, j->mm,
-                                    j->scale, j->fill, pt, pt);
-        zero_past(p, S, t0, n, e);
-        /* O = P V */
-        ag__gemm(0, 0, n, Dv, e, pt, S, v, H * Dv, 0, y + (size_t)t0 * H * Dv, H * Dv);
-    }
+    const int T = a->T, S = a->S, D = a->D, Dv = a->Dv;
+    for (int b = 0; b < a->B; b++)
+        for (int h = 0; h < a->H; h++)
+            for (int t = 0; t < T; t++) {
+                size_t r = ((size_t)b * (size_t)a->H + (size_t)h) * (size_t)T + (size_t)t;
+                ag_real *pr = p + r * (size_t)S;
+                for (int s = 0; s < S; s++) { /* A = Q K^T, masked and scaled */
+                    ag_real dot = 0;
+                    for (int d = 0; d < D; d++) dot += q[at(a, b, h, t, T, D, d)] * k[at(a, b, h, s, S, D, d)];
+                    pr[s] = kept(a, mm, r, s) ? (ag_real)a->scale * dot : (ag_real)a->fill;
+                }
+                ag__softmax_row_ref((size_t)S, pr, pr);
+                for (int e = 0; e < Dv; e++) { /* O = P V */
+                    ag_real o = 0;
+                    for (int s = 0; s < S; s++) o += pr[s] * v[at(a, b, h, s, S, Dv, e)];
+                    y[at(a, b, h, t, T, Dv, e)] = o;
+                }
+            }
 }
 
-static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
+/* The reference backward, adding into dq, dk, dv (NULL: not wanted); dp
+ * holds S values. */
+static void backward_ref(const ag__attn *a, const ag__mask_map *mm, ag_tensor *const *x, const ag_real *p,
+                         const ag_real *dy, ag_real *const *dx, ag_real *dp)
 {
-    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H, RB = block_rows(S);
-    const ag_real *p = j->p + bh * (size_t)T * (size_t)S, *dy = j->dy + ag__att_at(j, bh, T, Dv);
-    const ag_real *q = j->q + ag__att_at(j, bh, T, D), *k = j->k + ag__att_at(j, bh, S, D);
-    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv);
-    ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D) : NULL, *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D) : NULL;
-    ag_real *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv) : NULL;
-    for (int t0 = 0; (dq || dk) && t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
-        int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
-        const ag_real *pt = p + (size_t)t0 * S;
-        ag_real *dat = da + (size_t)t0 * S;
-        /* O = P V:  dP = dO V^T  [n, Dv] x [Dv, e] */
-        ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * H * Dv, H * Dv, v, H * Dv, 0, dat, S);
-        /* P = softmax(mask ? scale A : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place */
-        if (e > 0)
-            ag__masked_softmax_rows_backward(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, dat,
-                                             dat, j->mask, j->mm, j->scale, false);
-        zero_past(da, S, t0, n, e);
-        /* A = Q K^T:  dQ += dA K  [n, e] x [e, D] */
-        if (dq) ag__gemm(0, 0, n, D, e, dat, S, k, H * D, j->beta_q, dq + (size_t)t0 * H * D, H * D);
-    }
-    for (int s0 = 0; s0 < S; s0 += RB) { /* keys [s0, s0 + n), queries [t, T) */
-        int n = S - s0 < RB ? S - s0 : RB, t = j->tfirst[s0 / RB];
-        /* O = P V:  dV += P^T dO  [n, T - t] x [T - t, Dv] */
-        if (dv)
-            ag__gemm(1, 0, n, Dv, T - t, p + (size_t)t * S + s0, S, dy + (size_t)t * H * Dv, H * Dv, j->beta_v,
-                     dv + (size_t)s0 * H * Dv, H * Dv);
-        /* A = Q K^T:  dK += dA^T Q  [n, T - t] x [T - t, D] */
-        if (dk)
-            ag__gemm(1, 0, n, D, T - t, da + (size_t)t * S + s0, S, q + (size_t)t * H * D, H * D, j->beta_k,
-                     dk + (size_t)s0 * H * D, H * D);
-    }
-}
-
-/* Block t of the heads, on one thread: the heads one after another, the
- * backward's dA in the block's own scratch. */
-static void forward_block(void *ctx, size_t t)
-{
-    const ag__att_job *j = ctx;
-    for (size_t bh = j->heads * t / j->nt; bh < j->heads * (t + 1) / j->nt; bh++) {
-#ifdef AG_HAVE_HEAD512
-        if (j->head512) {
-            ag__head512_forward(j, bh);
-            continue;
-        }
-#endif
-        forward_head(j, bh);
-    }
-}
-
-static void backward_block(void *ctx, size_t t)
-{
-    const ag__att_job *j = ctx;
-    ag_real *da = j->scratch + t * j->scratch_stride;
-    for (size_t bh = j->heads * t / j->nt; bh < j->heads * (t + 1) / j->nt; bh++) {
-#ifdef AG_HAVE_HEAD512
-        if (j->head512) {
-            ag__head512_backward(j, bh, da);
-            continue;
-        }
-#endif
-        backward_head(j, bh, da);
-    }
+    const int T = a->T, S = a->S, D = a->D, Dv = a->Dv;
+    const ag_real *q = x[0]->data, *k = x[1]->data, *v = x[2]->data;
+    ag_real *dq = dx[0], *dk = dx[1], *dv = dx[2];
+    for (int b = 0; b < a->B; b++)
+        for (int h = 0; h < a->H; h++)
+            for (int t = 0; t < T; t++) {
+                size_t r = ((size_t)b * (size_t)a->H + (size_t)h) * (size_t)T + (size_t)t;
+                const ag_real *pr = p + r * (size_t)S;
+                ag_real dot = 0; /* rowsum(dP P) */
+                for (int s = 0; s < S; s++) {
+                    dp[s] = 0;
+                    for (int e = 0; e < Dv; e++) {
+                        dp[s] += dy[at(a, b, h, t, T, Dv, e)] * v[at(a, b, h, s, S, Dv, e)];
+                        if (dv) dv[at(a, b, h, s, S, Dv, e)] += pr[s] * dy[at(a, b, h, t, T, Dv, e)];
+                    }
+                    dot += dp[s] * pr[s];
+                }
+                for (int s = 0; s < S; s++) {
+                    ag_real da = kept(a, mm, r, s) ? (ag_real)a->scale * pr[s] * (dp[s] - dot) : 0;
+                    for (int d = 0; d < D; d++) {
+                        if (dq) dq[at(a, b, h, t, T, D, d)] += da * k[at(a, b, h, s, S, D, d)];
+                        if (dk) dk[at(a, b, h, s, S, D, d)] += da * q[at(a, b, h, t, T, D, d)];
+                    }
+                }
+            }
 }
 
 /* q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv]; the mask broadcasts to
@@ -223,84 +135,42 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
     if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
     if (mask && !ag__usable(g, "attention", 3, mask)) return NULL;
     if (!shapes_fit(g, q, k, v, mask)) return NULL;
-    int B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3], S = k->shape[1], Dv = v->shape[3];
+    ag__attn a = {.B = q->shape[0], .T = q->shape[1], .S = k->shape[1], .H = q->shape[2], .D = q->shape[3],
+                  .Dv = v->shape[3], .mask = mask, .scale = scale, .fill = fill};
     ag_tensor *src[3] = {q, k, v};
-    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, (int[]){B, T, H, Dv}, 3, src);
+    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, (int[]){a.B, a.T, a.H, a.Dv}, 3, src);
     if (!y) return NULL;
-    ag__impl(y)->farg[0] = scale;
-    ag__impl(y)->farg[1] = fill;
-    ag__impl(y)->iarg[0] = mask != NULL;
-    size_t heads = (size_t)B * (size_t)H, ts = (size_t)T * (size_t)S;
-    const int RB = block_rows(S);
-    size_t nb = (size_t)(T + RB - 1) / RB + (size_t)T + (size_t)(S + RB - 1) / RB; /* kend, last, tfirst */
-    size_t head = (sizeof(saved) + nb * sizeof(int) + 63) / 64 * 64; /* P at the arena's 64-byte alignment */
-    saved *sv = ag__save(g, head + heads * ts * sizeof(ag_real));
+    ag__impl(y)->farg[0] = scale, ag__impl(y)->farg[1] = fill, ag__impl(y)->iarg[0] = mask != NULL;
+    size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)a.S, head = (sizeof(saved) + 63) / 64 * 64;
+    saved *sv = ag__save(g, head + np * sizeof(ag_real)); /* P at the arena's 64-byte alignment */
     if (!sv) return NULL;
-    sv->mask = mask;
-    sv->kend = (int *)(sv + 1);
-    sv->tfirst = sv->kend + (T + RB - 1) / RB + T;
-    sv->p = (ag_real *)((char *)sv + head);
-    seen_keys(mask, fill, T, S, sv->kend, sv->tfirst);
+    *sv = (saved){a, (ag_real *)((char *)sv + head)};
     ag__impl(y)->aux = sv;
-    if (y->size == 0 || ts == 0) {
-        if (y->size) memset(y->data, 0, y->size * sizeof(ag_real)); /* no key: P V is an empty sum */
+    if (np == 0 || y->size == 0) { /* no key: P V is an empty sum */
+        memset(y->data, 0, y->size * sizeof(ag_real));
         return y;
     }
+    if (ag__fast() && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
+        return ag_graph_status(g) == AG_OK ? y : NULL;
     ag__mask_map mm = {0};
-    if (mask) ag__mask_map_init(&mm, 4, (int[]){B, H, T, S}, mask);
-    int nt = ag__threads_for(heads * ts * (size_t)(D + Dv) / 16);
-    ag__att_job j = {.T = T, .S = S, .H = H, .D = D, .Dv = Dv, .heads = heads, .nt = (size_t)nt, .mm = &mm,
-                 .mask = mask, .kend = sv->kend, .tfirst = sv->tfirst, .q = q->data, .k = k->data,
-                 .v = v->data, .y = y->data, .p = sv->p, .scale = (ag_real)scale, .fill = (ag_real)fill};
-    j.last = sv->kend + (T + RB - 1) / RB;
-    j.head512 = ag__head512_plan(&j);
-    ag__parallel_for((size_t)nt, nt, forward_block, &j);
+    if (mask) ag__mask_map_init(&mm, 4, (int[]){a.B, a.H, a.T, a.S}, mask);
+    forward_ref(&sv->a, &mm, q->data, k->data, v->data, sv->p, y->data);
     return y;
-}
-
-/* x's gradient, each head of it written by one head's products: fresh,
- * and read by this node once, the products store into it (*beta = 0);
- * otherwise they add (*beta = 1), into zeros if it was fresh. */
-static ag_real *grad_of(ag_graph *g, ag_tensor *x, bool once, ag_real *beta)
-{
-    if (!x->requires_grad) return NULL;
-    bool fresh;
-    ag_real *dx = ag__grad_fresh(g, x, &fresh);
-    *beta = fresh && once ? 0 : 1;
-    if (dx && fresh && !once) memset(dx, 0, x->size * sizeof(ag_real));
-    return dx;
 }
 
 static void attention_backward(ag_graph *g, ag_tensor *y)
 {
-    ag_tensor *q = y->src[0], *k = y->src[1], *v = y->src[2];
+    ag_tensor *x[3] = {y->src[0], y->src[1], y->src[2]};
     const saved *sv = ag__impl(y)->aux;
-    int B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3], S = k->shape[1], Dv = v->shape[3];
-    size_t heads = (size_t)B * (size_t)H, ts = (size_t)T * (size_t)S;
-    ag__att_job j = {.T = T, .S = S, .H = H, .D = D, .Dv = Dv, .heads = heads, .mask = sv->mask, .kend = sv->kend,
-                 .tfirst = sv->tfirst, .q = q->data, .k = k->data, .v = v->data, .dy = y->grad, .p = sv->p,
-                 .scale = (ag_real)ag__impl(y)->farg[0]};
-    j.dq = grad_of(g, q, q != k && q != v, &j.beta_q);
-    j.dk = grad_of(g, k, k != q && k != v, &j.beta_k);
-    j.dv = grad_of(g, v, v != q && v != k, &j.beta_v);
-    if ((q->requires_grad && !j.dq) || (k->requires_grad && !j.dk) || (v->requires_grad && !j.dv)) return;
-    if (ts == 0 || y->size == 0) { /* nothing read: the gradients are 0 */
-        if (j.dq && j.beta_q == 0) memset(j.dq, 0, q->size * sizeof(ag_real));
-        if (j.dk && j.beta_k == 0) memset(j.dk, 0, k->size * sizeof(ag_real));
-        if (j.dv && j.beta_v == 0) memset(j.dv, 0, v->size * sizeof(ag_real));
-        return;
-    }
+    const ag__attn *a = &sv->a;
+    bool empty = y->size == 0 || (size_t)a->T * (size_t)a->S == 0; /* nothing read: the gradients are 0 */
+    if (!empty && ag__fast() && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->grad)) return;
+    ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
+    for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;
+    if (ag_graph_status(g) != AG_OK || empty) return;
     ag__mask_map mm = {0};
-    if (sv->mask) ag__mask_map_init(&mm, 4, (int[]){B, H, T, S}, sv->mask);
-    j.mm = &mm;
-    j.last = sv->kend + (T + block_rows(S) - 1) / block_rows(S);
-    j.head512 = ag__head512_plan(&j);
-    int nt = ag__threads_for(heads * ts * (size_t)(D + Dv) / 8);
-    j.nt = (size_t)nt;
-    j.scratch_stride = (ts + 15) / 16 * 16; /* a cache line apart */
-    j.scratch = ag__alloc(g, (size_t)nt * j.scratch_stride * sizeof(ag_real));
-    if (!j.scratch) return;
-    ag__parallel_for((size_t)nt, nt, backward_block, &j);
+    if (a->mask) ag__mask_map_init(&mm, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
+    backward_ref(a, &mm, x, sv->p, y->grad, dx, dp);
 }
 
 /* Fixed masks, made inside the builds: they are data, not checked inputs. */

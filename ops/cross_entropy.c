@@ -27,20 +27,16 @@
  * aux = saved: the
  * targets (copied), and per row m and log(sum_v exp(x_v - m)) kept apart, so
  * that the backward's p_v = exp((x_v - m) - log sum) is as exact as the
- * forward (m + log sum would round away the small part when m is 1e4). */
+ * forward (m + log sum would round away the small part when m is 1e4).
+ * The fast rows are src/kernels/cross_entropy.c. */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-typedef struct saved {
-    size_t rows, count; /* rows of logits; rows whose target is not ignored */
-    int *targets;       /* [rows], a copy of the caller's */
-    double *max;        /* [rows], m: the row's largest logit */
-    double *logsum;     /* [rows], log(sum_v exp(x_v - m)); lse = m + logsum */
-    ag_real *expd;      /* [rows, V], exp(x_v - m): p_v = expd_v / exp(logsum) */
-} saved;
+typedef ag__xent saved; /* kernels/kernels.h: what the backward reads */
 
 ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
                             double label_smoothing)
@@ -101,29 +97,29 @@ static saved *save_for_backward(ag_graph *g, ag_tensor *y, const int *targets, s
     ag_real *ex = mx ? ag__save(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
     if (!ex) return NULL;
     if (rows) memcpy(tg, targets, rows * sizeof(int));
-    *sv = (saved){.rows = rows, .count = count, .targets = tg, .max = mx, .logsum = mx + (rows ? rows : 1),
+    *sv = (saved){.rows = rows, .count = count, .V = V, .targets = tg, .max = mx, .logsum = mx + (rows ? rows : 1),
                   .expd = ex};
     ag__impl(y)->aux = sv;
     return sv;
 }
 
-/* Of every row, m and exp(x - m) kept in sv for the backward, and
- * sum_v exp(x_v - m) held in logsum until its log is taken (row_loss); an
- * ignored row gets m = -inf and 0.  The rows go a piece at a time through
- * ag__max_exp_sum_rows (src/core/elementwise.c, vectorised), which folds
- * sixteen rows' lanes side by side. */
-static void rows_exps(saved *sv, const int *targets, int ignore_index, const ag_real *x, int V)
+/* The reference of every row's m and exp(x - m), kept in sv for the
+ * backward, and sum_v exp(x_v - m) held in logsum until its log is taken
+ * (row_loss); an ignored row gets m = -inf and 0.  NaNs are passed over
+ * by the max, unless nothing is above -inf (then m is NaN). */
+static void exps_ref(saved *sv, int ignore_index, const ag_real *x)
 {
-    enum { PIECE = 256 };
-    for (size_t r0 = 0; r0 < sv->rows; r0 += PIECE) {
-        size_t n = sv->rows - r0 < PIECE ? sv->rows - r0 : PIECE;
-        ag_real m[PIECE], s[PIECE];
-        ag__max_exp_sum_rows(n, (size_t)V, x + r0 * (size_t)V, m, s, sv->expd + r0 * (size_t)V);
-        for (size_t r = 0; r < n; r++) {
-            bool counted = targets[r0 + r] != ignore_index;
-            sv->max[r0 + r] = counted ? (double)m[r] : -INFINITY;
-            sv->logsum[r0 + r] = counted ? (double)s[r] : 0;
-        }
+    const size_t V = (size_t)sv->V;
+    for (size_t r = 0; r < sv->rows; r++) {
+        const ag_real *xr = x + r * V;
+        ag_real m = -INFINITY, s = 0;
+        bool nan = false;
+        for (size_t v = 0; v < V; v++) nan |= isnan(xr[v]), m = xr[v] > m ? xr[v] : m;
+        if (m == -INFINITY && nan) m = NAN;
+        for (size_t v = 0; m > -INFINITY && v < V; v++) s += sv->expd[r * V + v] = (ag_real)exp((double)(xr[v] - m));
+        bool counted = sv->targets[r] != ignore_index;
+        sv->max[r] = counted ? (double)m : -INFINITY;
+        sv->logsum[r] = counted ? (double)s : 0;
     }
 }
 
@@ -168,7 +164,8 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     if (!sv) return NULL;
     /* Every row's exps first, then every row's log and loss: rows are
      * independent, and the CPU overlaps one row's log with the next's. */
-    rows_exps(sv, targets, ignore_index, logits->data, V);
+    if (!(ag__fast() && ag__k_cross_entropy_exps(sv, ignore_index, logits->data)))
+        exps_ref(sv, ignore_index, logits->data);
     double total = 0; /* sum_r loss_r over the counted rows */
     for (size_t r = 0; r < rows; r++) {
         double loss_r = 0;
@@ -181,68 +178,37 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
     return y;
 }
 
-/* dx's rows r < rows of V (row stride V), from the exps e kept by the
- * forward and each row's scalars c[r] = w_r / sum_v e_v, off[r] = w_r ls / V:
- *   dx_v (+)= c e_v - off          (stored where fresh, else added)
- * a row with live[r] false gets nothing (zeros where fresh).  One clone
- * per instruction set: the same products and differences, more lanes. */
-static inline AG_ALWAYS_INLINE void grad_rows(size_t rows, size_t V, const ag_real *e, const bool *live,
-                                              const ag_real *c, const ag_real *off, ag_real *dx, bool fresh)
+/* The reference backward, adding into dx: each live row's weight w_r in
+ * y (mean: dy / count; sum: dy; none: dy[r]) times
+ *   p_v - (1 - ls) [v == t] - ls / V,  p_v = exp(x_v - m - log sum). */
+static void backward_ref(const saved *sv, int ignore, ag_reduction reduction, double ls, const ag_real *x,
+                         const ag_real *dy, ag_real *dx)
 {
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *er = e + r * V;
-        ag_real *dxr = dx + r * V, cr = c[r], offr = off[r];
-        if (!live[r]) {
-            if (fresh) memset(dxr, 0, V * sizeof(ag_real));
-        } else if (fresh) {
-#pragma omp simd
-            for (size_t v = 0; v < V; v++) dxr[v] = cr * er[v] - offr;
-        } else {
-#pragma omp simd
-            for (size_t v = 0; v < V; v++) dxr[v] += cr * er[v] - offr;
+    const size_t V = (size_t)sv->V;
+    for (size_t r = 0; r < sv->rows; r++) {
+        if (sv->targets[r] == ignore || sv->max[r] == -INFINITY) continue; /* no loss, no gradient */
+        double w = reduction == AG_REDUCTION_NONE ? (double)dy[r]
+                   : reduction == AG_REDUCTION_SUM ? (double)dy[0]
+                                                   : (double)dy[0] / (double)sv->count;
+        for (size_t v = 0; v < V; v++) {
+            double p = exp((double)x[r * V + v] - sv->max[r] - sv->logsum[r]);
+            dx[r * V + v] += (ag_real)(w * (p - (1 - ls) * ((int)v == sv->targets[r]) - ls / (double)V));
         }
     }
 }
-#define GRAD_ROWS_PARAMS                                                                                   \
-    (size_t rows, size_t V, const ag_real *e, const bool *live, const ag_real *c, const ag_real *off, ag_real *dx, \
-     bool fresh)
-AG_ISA_CLONES(void, grad_rows, GRAD_ROWS_PARAMS, grad_rows(rows, V, e, live, c, off, dx, fresh))
 
 static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *logits = y->src[0];
-    bool fresh; /* nothing in dx yet: store, and zero the rows we skip */
-    ag_real *dx = ag__grad_fresh(g, logits, &fresh);
+    bool fresh = false, fast = ag__fast(); /* fresh: nothing in dx yet, store */
+    ag_real *dx = fast ? ag__grad_fresh(g, logits, &fresh) : ag__grad(g, logits);
     if (!dx) return;
     const saved *sv = ag__impl(y)->aux;
-    int V = logits->shape[logits->ndim - 1], ignore = ag__impl(y)->iarg[0];
+    int ignore = ag__impl(y)->iarg[0];
     ag_reduction reduction = (ag_reduction)ag__impl(y)->iarg[1];
     double ls = ag__impl(y)->farg[0];
-    /* the weight of each row's loss in y: 1 / count (mean), 1 (sum), or y's own row (none) */
-    double dloss = reduction == AG_REDUCTION_SUM    ? (double)y->grad[0]
-                   : reduction == AG_REDUCTION_MEAN ? (sv->count ? (double)y->grad[0] / (double)sv->count : 0)
-                                                    : 0;
-    /* loss_r = lse - (1-ls) x_t - ls mean_v x_v, weighed by dloss in y:
-     *   dx_v += dloss (p_v - (1-ls) [v == t] - ls / V),  p_v = expd_v / exp(logsum)
-     * A piece of rows at a time: its scalars (one exp a row), then its
-     * rows of dx in one call (grad_rows), then the targets' terms. */
-    enum { PIECE = 64 };
-    for (size_t r0 = 0; r0 < sv->rows; r0 += PIECE) {
-        size_t n = sv->rows - r0 < PIECE ? sv->rows - r0 : PIECE;
-        bool live[PIECE]; /* a row with a loss: counted, and not every logit -inf */
-        ag_real c[PIECE], off[PIECE], hit[PIECE]; /* hit: the target's own term */
-        for (size_t r = 0; r < n; r++) {
-            if (reduction == AG_REDUCTION_NONE) dloss = (double)y->grad[r0 + r];
-            live[r] = sv->targets[r0 + r] != ignore && sv->max[r0 + r] != -INFINITY;
-            c[r] = live[r] ? (ag_real)(dloss * exp(-sv->logsum[r0 + r])) : 0;
-            off[r] = (ag_real)(dloss * ls / V);
-            hit[r] = (ag_real)(dloss * (1 - ls));
-        }
-        ag_real *dxp = dx + r0 * (size_t)V;
-        AG_ISA_CALL(grad_rows, (n, (size_t)V, sv->expd + r0 * (size_t)V, live, c, off, dxp, fresh));
-        for (size_t r = 0; r < n; r++)
-            if (live[r]) dxp[r * (size_t)V + sv->targets[r0 + r]] -= hit[r];
-    }
+    if (!(fast && ag__k_cross_entropy_backward(sv, ignore, reduction, ls, y->grad, dx, fresh)))
+        backward_ref(sv, ignore, reduction, ls, logits->data, y->grad, dx);
 }
 
 /* Fixed targets, made inside the builds: they are data, not checked inputs. */

@@ -9,26 +9,13 @@
  *
  * The ids are data, never differentiated; they are copied into the arena
  * (aux), so the caller's array may change after the call.  n is the product
- * of y's shape without its last axis. */
+ * of y's shape without its last axis.  The fast rows are
+ * src/kernels/embedding.c. */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <stdio.h>
 #include <string.h>
-
-/* y[p, :] = weight[ids[p], :] for p < n: rows of C copied by a vector loop
- * inlined for the level (a call to memcpy per row of a few hundred bytes
- * costs more than the copy) */
-static inline AG_ALWAYS_INLINE void gather(size_t n, size_t C, const int *ids, const ag_real *weight, ag_real *y)
-{
-    for (size_t p = 0; p < n; p++) {
-        const ag_real *w = weight + (size_t)ids[p] * C;
-        ag_real *yp = y + p * C;
-#pragma omp simd
-        for (size_t c = 0; c < C; c++) yp[c] = w[c];
-    }
-}
-#define GATHER_PARAMS (size_t n, size_t C, const int *ids, const ag_real *weight, ag_real *y)
-AG_ISA_CLONES(void, gather, GATHER_PARAMS, gather(n, C, ids, weight, y))
 
 ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim, const int *shape)
 {
@@ -68,40 +55,23 @@ ag_tensor *ag_embedding(ag_graph *g, ag_tensor *weight, const int *ids, int ndim
     if (n) memcpy(saved, ids, n * sizeof(int));
     ag__impl(y)->aux = saved;
     ag__impl(y)->iarg[0] = ag__increasing(saved, n); /* distinct ids in order: backward in one pass */
-    AG_ISA_CALL(gather, (n, (size_t)C, saved, weight->data, y->data));
+    if (!(ag__fast() && ag__k_embedding_forward(n, (size_t)C, saved, weight->data, y->data)))
+        for (size_t p = 0; p < n; p++) /* y[p, :] = weight[ids[p], :] */
+            memcpy(y->data + p * (size_t)C, weight->data + (size_t)saved[p] * (size_t)C, (size_t)C * sizeof(ag_real));
     return y;
 }
-
-/* dweight[ids[p], :] += dy[p, :] for p < n, in order: each element's
- * additions in p's order, whatever the vector width (AG_ISA_CLONES: the
- * same bits on every level) */
-static inline AG_ALWAYS_INLINE void scatter_add(size_t n, size_t C, const int *ids, const ag_real *dy,
-                                                ag_real *dweight)
-{
-    for (size_t p = 0; p < n; p++) {
-        ag_real *dw = dweight + (size_t)ids[p] * C;
-        const ag_real *dyp = dy + p * C;
-#pragma omp simd
-        for (size_t c = 0; c < C; c++) dw[c] += dyp[c];
-    }
-}
-#define SCATTER_PARAMS (size_t n, size_t C, const int *ids, const ag_real *dy, ag_real *dweight)
-AG_ISA_CLONES(void, scatter_add, SCATTER_PARAMS, scatter_add(n, C, ids, dy, dweight))
 
 static void embedding_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *weight = y->src[0];
-    bool fresh; /* nothing in dweight yet */
-    ag_real *dweight = ag__grad_fresh(g, weight, &fresh);
+    bool fresh = false, fast = ag__fast(); /* fresh: nothing in dweight yet */
+    ag_real *dweight = fast ? ag__grad_fresh(g, weight, &fresh) : ag__grad(g, weight);
     if (!dweight) return;
     const int *ids = ag__impl(y)->aux;
-    size_t C = (size_t)weight->shape[1], n = ag__numel(y->ndim - 1, y->shape);
-    if (fresh && ag__impl(y)->iarg[0]) { /* rows picked once each, in order: store them, zeros between */
-        ag__scatter_rows(dweight, (size_t)weight->shape[0], C, y->grad, ids, n);
-        return;
-    }
-    if (fresh) memset(dweight, 0, weight->size * sizeof(ag_real));
-    AG_ISA_CALL(scatter_add, (n, C, ids, y->grad, dweight)); /* y[p, :] = weight[ids[p], :] */
+    size_t V = (size_t)weight->shape[0], C = (size_t)weight->shape[1], n = ag__numel(y->ndim - 1, y->shape);
+    if (fast && ag__k_embedding_backward(n, V, C, ids, ag__impl(y)->iarg[0], y->grad, dweight, fresh)) return;
+    for (size_t p = 0; p < n; p++) /* dweight[ids[p], :] += dy[p, :] */
+        for (size_t c = 0; c < C; c++) dweight[(size_t)ids[p] * C + c] += y->grad[p * C + c];
 }
 
 /* Fixed ids, with repeats, so the scatter-add accumulates. */

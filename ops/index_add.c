@@ -14,6 +14,7 @@
  * zeros at the padding (src/nn/seq2seq.c).  The indices are copied into the
  * arena (aux). */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -46,7 +47,8 @@ ag_tensor *ag_index_add(ag_graph *g, ag_tensor *x, const int *idx, int N)
     if (!saved) return NULL;
     if (n) memcpy(saved, idx, (size_t)n * sizeof(int));
     ag__impl(y)->aux = saved;
-    if (ag__increasing(saved, (size_t)n)) { /* distinct rows in order (the translator's): one pass */
+    /* distinct rows in order (the translator's): one pass, the fast way */
+    if (ag__fast() && ag__increasing(saved, (size_t)n)) {
         ag__scatter_rows(y->data, (size_t)N, (size_t)C, x->data, saved, (size_t)n);
         return y;
     }

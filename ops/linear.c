@@ -11,74 +11,51 @@
  *           dW[o, i] += sum_n dy[n, o] x[n, i]     dW = dy^T x    [O, N] x [N, I]
  *           db[o]    += sum_n dy[n, o]
  *
- * linear_add rounds as linear followed by add does: the product's store
- * adds b, then r (ag__gemm_bias_res), and its backward runs add's part (dr)
- * before linear's, as the two nodes' backward would.  It saves add's pass
+ * linear_add rounds as linear followed by add does: the product's sum,
+ * then b, then r, and its backward runs add's part (dr) before linear's,
+ * as the two nodes' backward would.  It saves add's pass
  * over y and, since r is its first input, the copy of dy: r may take dy's
  * buffer as its gradient, as add's first operand does (see
  * grad_passes_to_src0), unless r is also x, W or b of the op.
  *
  * The same as reshape(add(matmul(reshape(x, [N, I]), transpose(W)), b)),
- * which is how ag_linear_forward used to be written, minus what that costs:
- * the copies of the two reshapes and of W^T (forward and backward), and a
- * broadcasting add whose backward sums dy over rows through stride-0 walks.
- * The gemm reads W as stored and packs the transpose itself.
+ * without the copies of the two reshapes and of W^T, and without a
+ * broadcasting add.  The fast code is src/kernels/linear.c.
  *
  * linear: src = {x, W, b};  linear_add: src = {r, x, W, b};  b may be NULL. */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* ---- the bias gradient: compiled once per instruction set (AG_ISA_CLONES) --
- *
- * db[o] is a sum over the rows in row order, each column on its own: every
- * level gives the same bits, whatever its vector width.  (The forward's
- * y = x W^T + b adds b in the product's store: ag__gemm_bias_res.) */
-
-/* db[o] += dy[n, o] for all N rows, in row order, for NV vectors of
- * columns (NV VW of them): their sums stay in registers down the rows, NV
- * independent chains of additions, so that dy is read once, at the rate
- * the loads go rather than the additions' latency.  Vectors of 32 bytes,
- * which every level holds in registers (AVX-512 in halves of its own). */
-typedef ag_real cols_v __attribute__((vector_size(32)));
-enum { VW = 32 / (int)sizeof(ag_real) }; /* columns of a cols_v */
-static inline AG_ALWAYS_INLINE void bias_cols(int N, int O, const ag_real *dy, ag_real *db, const int NV)
+/* The reference forward: y[n, o] = (sum_i x[n, i] W[o, i] + b[o]) + r[n, o]. */
+static void forward_ref(int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
+                        const ag_real *r, ag_real *y)
 {
-    cols_v s[8];
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; v++) memcpy(&s[v], db + v * VW, sizeof s[v]);
-    for (int n = 0; n < N; n++) {
-        const ag_real *d = dy + (size_t)n * O;
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; v++) {
-            cols_v x;
-            memcpy(&x, d + v * VW, sizeof x);
-            s[v] += x;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < O; o++) {
+            ag_real s = 0;
+            for (int i = 0; i < I; i++) s += x[(size_t)n * I + i] * w[(size_t)o * I + i];
+            if (b) s += b[o];
+            y[(size_t)n * O + o] = r ? s + r[(size_t)n * O + o] : s;
         }
-    }
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; v++) memcpy(db + v * VW, &s[v], sizeof s[v]);
 }
 
-/* db[o] += sum over N rows of dy[n, o], in row order: 8 vectors of
- * columns at a time (AVX2 holds their sums in half its registers), then
- * 4, 2, 1, then the last columns one by one */
-static inline AG_ALWAYS_INLINE void bias_grad(int N, int O, const ag_real *dy, ag_real *db)
+/* The reference backward, adding into dx, dW, db (NULL: not wanted). */
+static void backward_ref(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,
+                         ag_real *dw, ag_real *db)
 {
-    int o = 0;
-    for (; o + 8 * VW <= O; o += 8 * VW) bias_cols(N, O, dy + o, db + o, 8);
-    if (o + 4 * VW <= O) bias_cols(N, O, dy + o, db + o, 4), o += 4 * VW;
-    if (o + 2 * VW <= O) bias_cols(N, O, dy + o, db + o, 2), o += 2 * VW;
-    if (o + VW <= O) bias_cols(N, O, dy + o, db + o, 1), o += VW;
-    for (; o < O; o++) {
-        ag_real s = db[o];
-        for (int n = 0; n < N; n++) s += dy[(size_t)n * O + o];
-        db[o] = s;
-    }
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < O; o++) {
+            ag_real d = dy[(size_t)n * O + o];
+            if (db) db[o] += d;
+            for (int i = 0; i < I; i++) {
+                if (dx) dx[(size_t)n * I + i] += d * w[(size_t)o * I + i];
+                if (dw) dw[(size_t)o * I + i] += d * x[(size_t)n * I + i];
+            }
+        }
 }
-AG_ISA_CLONES(void, bias_grad, (int N, int O, const ag_real *dy, ag_real *db), bias_grad(N, O, dy, db))
-
 
 /* x [..., I], W [O, I], b [O] or NULL fit, and r (if given) has the
  * output's shape [..., O]; otherwise the error names them. */
@@ -116,24 +93,9 @@ static ag_tensor *dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_
     if (!y) return NULL;
     int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
     const ag_real *bd = b ? b->data : NULL, *rd = r ? r->data : NULL;
-    /* y = x W^T + b (+ r), b and r added as the product is stored.  For a
-     * handful of rows, y^T = W x^T instead: the gemm then reads W in place
-     * and rearranges only x (N I values, not O I), and y^T is transposed
-     * back, b and r added on the way; each y[n, o] is the same sum in the
-     * same order. */
-    if (N > 0 && 4 * N <= O && N <= 16) {
-        ag_real *yt = ag__alloc(g, (size_t)O * N * sizeof(ag_real));
-        if (!yt) return NULL;
-        ag__gemm(0, 1, O, N, I, w->data, I, x->data, I, 0, yt, N);
-        for (int n = 0; n < N; n++)
-            for (int o = 0; o < O; o++) {
-                size_t at = (size_t)n * O + o;
-                ag_real v = bd ? yt[(size_t)o * N + n] + bd[o] : yt[(size_t)o * N + n];
-                y->data[at] = rd ? v + rd[at] : v;
-            }
-    } else {
-        ag__gemm_bias_res(0, 1, N, O, I, x->data, I, w->data, I, 0, y->data, O, bd, rd);
-    }
+    if (ag__fast() && ag__k_linear_forward(g, N, I, O, x->data, w->data, bd, rd, y->data))
+        return ag_graph_status(g) == AG_OK ? y : NULL;
+    forward_ref(N, I, O, x->data, w->data, bd, rd, y->data);
     return y;
 }
 
@@ -154,19 +116,14 @@ ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b,
 /* dx, dW and db of y = x W^T + b, from dy (y's gradient). */
 static void dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b)
 {
-    bool fresh = false; /* dx holds nothing yet: the product overwrites it */
-    ag_real *dx = x->requires_grad ? ag__grad_fresh(g, x, &fresh) : NULL;
+    bool fresh = false, fast = ag__fast(); /* fresh: dx holds nothing yet, the product overwrites it */
+    ag_real *dx = !x->requires_grad ? NULL : fast ? ag__grad_fresh(g, x, &fresh) : ag__grad(g, x);
     ag_real *dw = w->requires_grad ? ag__grad(g, w) : NULL;
     ag_real *db = b && b->requires_grad ? ag__grad(g, b) : NULL;
     if (ag_graph_status(g) != AG_OK) return;
-    int I = w->shape[1], O = w->shape[0];
-    int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
-    /* y = x W^T:  dx += dy W  [N, O] x [O, I] */
-    if (dx) ag__gemm(0, 0, N, I, O, dy, O, w->data, I, fresh ? 0 : 1, dx, I);
-    /* y = x W^T:  dW += dy^T x  [O, N] x [N, I] */
-    if (dw) ag__gemm(1, 0, O, I, N, dy, O, x->data, I, 1, dw, I);
-    /* y = ... + b:  db += sum over rows of dy */
-    if (db) AG_ISA_CALL(bias_grad, (N, O, dy, db));
+    int I = w->shape[1], O = w->shape[0], N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
+    if (!(fast && ag__k_linear_backward(N, I, O, dy, x->data, w->data, dx, fresh, dw, db)))
+        backward_ref(N, I, O, dy, x->data, w->data, dx, dw, db);
 }
 
 static void linear_backward(ag_graph *g, ag_tensor *y) { dense_backward(g, y->grad, y->src[0], y->src[1], y->src[2]); }
@@ -177,10 +134,12 @@ static void linear_add_backward(ag_graph *g, ag_tensor *y)
     /* y = ... + r:  dr += dy, before the rest, as add's backward runs
      * before linear's.  Nothing to do when r took dy's buffer. */
     if (r->requires_grad && r->grad != y->grad) {
-        bool fresh = false;
-        ag_real *dr = ag__grad_fresh(g, r, &fresh);
+        bool fresh = false, fast = ag__fast();
+        ag_real *dr = fast ? ag__grad_fresh(g, r, &fresh) : ag__grad(g, r);
         if (!dr) return;
-        ag__grad_pass(y->size, y->grad, dr, fresh);
+        if (fast) ag__grad_pass(y->size, y->grad, dr, fresh);
+        else
+            for (size_t i = 0; i < y->size; i++) dr[i] += y->grad[i];
     }
     dense_backward(g, y->grad, y->src[1], y->src[2], y->src[3]);
 }

@@ -10,58 +10,62 @@
  *           +inf gives NaN everywhere (as in PyTorch).
  * backward: dx_i = dy_i - softmax(x)_i * sum_j dy_j,  softmax(x)_i = exp(y_i)
  *           (y_i = x_i - lse(x) and d lse / d x_i = softmax(x)_i).  A row
- *           that was all -inf gets a zero gradient. */
-#include "core/blocks.h"
+ *           that was all -inf gets a zero gradient.
+ *
+ * The fast rows are src/kernels/log_softmax.c. */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 
-/* y_i = x_i - m - lse for i < n, in blocks of 16 that -O2 vectorises
- * (core/blocks.h), then the rest; one clone per instruction set
- * (AG_ISA_CLONES), all giving the same bits. */
-#define SHIFT_PARAMS (size_t n, const ag_real *x, ag_real m, ag_real lse, ag_real *y)
-static inline AG_ALWAYS_INLINE void shift_row SHIFT_PARAMS
+/* The reference forward, row by row (a NaN or +inf anywhere in a row
+ * makes m or the sum NaN or inf, and so the whole row NaN). */
+static void forward_ref(size_t rows, size_t n, const ag_real *x, ag_real *y)
 {
-    size_t i = 0;
-    for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
-        ag_real t[AG_BLOCK];
-        for (int l = 0; l < AG_BLOCK; l++) t[l] = x[i + l] - m - lse;
-        memcpy(y + i, t, sizeof t);
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *xr = x + r * n;
+        ag_real m = -INFINITY, sum = 0;
+        bool nan = false;
+        for (size_t i = 0; i < n; i++) nan |= isnan(xr[i]) || xr[i] == INFINITY, m = xr[i] > m ? xr[i] : m;
+        for (size_t i = 0; i < n; i++) sum += (ag_real)exp((double)(xr[i] - m));
+        ag_real lse = (ag_real)log((double)sum);
+        for (size_t i = 0; i < n; i++) y[r * n + i] = nan ? NAN : m == -INFINITY ? -INFINITY : xr[i] - m - lse;
     }
-    for (; i < n; i++) y[i] = x[i] - m - lse;
 }
-AG_ISA_CLONES(void, shift_row, SHIFT_PARAMS, shift_row(n, x, m, lse, y))
+
+/* The reference backward, adding into dx; a row all -inf (masked: y is
+ * -inf throughout) gets nothing. */
+static void backward_ref(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *yr = y + r * n, *dyr = dy + r * n;
+        ag_real sum = 0;
+        bool masked = true;
+        for (size_t j = 0; j < n; j++) sum += dyr[j], masked &= yr[j] == -INFINITY;
+        for (size_t i = 0; !masked && i < n; i++) dx[r * n + i] += dyr[i] - (ag_real)exp((double)yr[i]) * sum;
+    }
+}
 
 ag_tensor *ag_log_softmax(ag_graph *g, ag_tensor *x)
 {
     if (!ag__ok(g, "log_softmax", 1, x)) return NULL;
     ag_tensor *y = ag__node(g, AG_OP_LOG_SOFTMAX, x->ndim, x->shape, 1, &x);
     if (!y || y->size == 0) return y;
-    size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1, rows = x->size / n;
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *xr = x->data + r * n;
-        ag_real *yr = y->data + r * n;
-        ag_real m = ag__row_max(n, xr);
-        if (m == -INFINITY) { /* fully masked row: log(0) */
-            for (size_t i = 0; i < n; i++) yr[i] = -INFINITY;
-            continue;
-        }
-        /* sum_j exp(x_j - m), >= 1 (yr holds the terms for a moment), and
-         * its log: log-sum-exp minus m, one libm call a row */
-        ag_real lse = (ag_real)log(ag__exp_sum(n, xr, m, yr));
-        AG_ISA_CALL(shift_row, (n, xr, m, lse, yr));
-    }
+    size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1;
+    if (!(ag__fast() && ag__k_log_softmax_forward(x->size / n, n, x->data, y->data)))
+        forward_ref(x->size / n, n, x->data, y->data);
     return y;
 }
 
 static void log_softmax_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
-    bool fresh;
-    ag_real *dx = ag__grad_fresh(g, x, &fresh);
+    bool fresh = false, fast = ag__fast();
+    ag_real *dx = fast ? ag__grad_fresh(g, x, &fresh) : ag__grad(g, x);
     if (!dx || y->size == 0) return;
     size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1;
-    ag__log_softmax_grad_rows(y->size / n, n, y->data, y->grad, dx, fresh);
+    if (!(fast && ag__k_log_softmax_backward(y->size / n, n, y->data, y->grad, dx, fresh)))
+        backward_ref(y->size / n, n, y->data, y->grad, dx);
 }
 
 static ag_tensor *case_log_softmax(ag_graph *g, ag_tensor *const *in) { return ag_log_softmax(g, in[0]); }

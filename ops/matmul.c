@@ -10,8 +10,7 @@
  *           db = a^T dy    [K, M] x [M, N] -> [K, N]   (db = dy^T a for _bt)
  * A batch axis of a or b that was stretched (size 1 against larger) receives
  * the sum over that axis: the batch loop maps each output batch entry to the
- * input entry it read, and += does the sum.  The gemm reads b either way
- * (src/core/gemm.c packs a transposed operand itself).
+ * input entry it read, and += does the sum.
  *
  * Heads (ag__matmul_heads, for multi-head attention): an operand stored
  * [B, T, H, D] (the output of a linear layer, reshaped: a view) is read as
@@ -23,36 +22,85 @@
  * their batch axes (B, H) match: no broadcasting.
  *
  * iarg[0] = 1 for b transposed; iarg[1] = the operands in heads layout
- * (AG__MM_A | AG__MM_B | AG__MM_Y). */
+ * (AG__MM_A | AG__MM_B | AG__MM_Y).  The fast code, each product by the
+ * blocked gemm, is src/kernels/matmul.c and gemm.c. */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <stdio.h>
 
-/* Where batch entry r's matrix of an operand lives: element strides along
- * y's batch axes (0 where the operand was stretched) and the distance
- * between its rows. */
-typedef struct layout {
-    size_t st[AG_MAX_DIMS];
-    int ld;
-} layout;
-
-typedef struct batch {
-    int M, N, K;            /* each product: [M, K] x [K, N] */
-    int nb;                 /* batch axes of y (logical) */
-    int shape[AG_MAX_DIMS]; /* y's logical batch shape */
-    size_t count;
-    layout a, b, y;
-} batch;
-
-/* Element offset of batch entry r in an operand. */
-static size_t offset(const batch *bt, const layout *l, size_t r)
+/* x's strides st[0..nb): along y's batch axes (batch: their sizes; 0 where
+ * x was stretched), then st[nb]: between its rows.  Heads: stored
+ * [B, T, H, D], read as [B, H, T, D]. */
+static void strides(const ag_tensor *x, int heads, int nb, const int *batch, size_t *st)
 {
-    size_t off = 0;
-    for (int i = bt->nb - 1; i >= 0; i--) {
-        off += (r % (size_t)bt->shape[i]) * l->st[i];
-        r /= (size_t)bt->shape[i];
+    if (heads) {
+        size_t T = (size_t)x->shape[1], H = (size_t)x->shape[2], D = (size_t)x->shape[3];
+        st[0] = T * H * D, st[1] = D, st[2] = H * D;
+        return;
     }
-    return off;
+    size_t s = (size_t)x->shape[x->ndim - 1];
+    st[nb] = s;
+    s *= (size_t)x->shape[x->ndim - 2];
+    for (int i = nb - 1; i >= 0; i--) {
+        int ix = x->ndim - 2 - nb + i, d = ix >= 0 ? x->shape[ix] : 1;
+        st[i] = d == 1 && batch[i] != 1 ? 0 : s;
+        s *= (size_t)d;
+    }
+}
+
+/* The products of y = a b (b^T when tb) and where their matrices are. */
+static void layout(ag__mm *p, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y)
+{
+    int tb = ag__impl(y)->iarg[0], heads = ag__impl(y)->iarg[1], nb = y->ndim - 2;
+    *p = (ag__mm){.tb = tb, .nb = nb, .count = 1, .K = a->shape[a->ndim - 1]};
+    for (int i = 0; i < nb; i++) p->shape[i] = y->shape[i];
+    p->M = y->shape[nb], p->N = y->shape[nb + 1];
+    if (heads & AG__MM_Y) p->shape[1] = y->shape[2], p->M = y->shape[1]; /* stored [B, M, H, N] */
+    for (int i = 0; i < nb; i++) p->count *= (size_t)p->shape[i];
+    strides(a, heads & AG__MM_A, nb, p->shape, p->a);
+    strides(b, heads & AG__MM_B, nb, p->shape, p->b);
+    strides(y, heads & AG__MM_Y, nb, p->shape, p->y);
+}
+
+/* Element (k, n) of b[r], stored [K, N] or (tb) [N, K]. */
+static size_t at_b(const ag__mm *p, int k, int n)
+{
+    return p->tb ? (size_t)n * p->b[p->nb] + (size_t)k : (size_t)k * p->b[p->nb] + (size_t)n;
+}
+
+/* The reference forward: y[m, n] = sum_k a[m, k] b[k, n], each product. */
+static void forward_ref(const ag__mm *p, const ag_real *a, const ag_real *b, ag_real *y)
+{
+    const size_t lda = p->a[p->nb], ldy = p->y[p->nb];
+    for (size_t r = 0; r < p->count; r++) {
+        const ag_real *ar = a + ag__mm_at(p, p->a, r), *br = b + ag__mm_at(p, p->b, r);
+        ag_real *yr = y + ag__mm_at(p, p->y, r);
+        for (int m = 0; m < p->M; m++)
+            for (int n = 0; n < p->N; n++) {
+                ag_real s = 0;
+                for (int k = 0; k < p->K; k++) s += ar[m * lda + k] * br[at_b(p, k, n)];
+                yr[m * ldy + n] = s;
+            }
+    }
+}
+
+/* The reference backward: da[m, k] += dy[m, n] b[k, n], db[k, n] +=
+ * a[m, k] dy[m, n] (da, db NULL when not wanted). */
+static void backward_ref(const ag__mm *p, const ag_real *a, const ag_real *b, const ag_real *dy, ag_real *da,
+                         ag_real *db)
+{
+    const size_t lda = p->a[p->nb], ldy = p->y[p->nb];
+    for (size_t r = 0; r < p->count; r++) {
+        size_t ia = ag__mm_at(p, p->a, r), ib = ag__mm_at(p, p->b, r), iy = ag__mm_at(p, p->y, r);
+        for (int m = 0; m < p->M; m++)
+            for (int n = 0; n < p->N; n++)
+                for (int k = 0; k < p->K; k++) {
+                    ag_real d = dy[iy + m * ldy + n];
+                    if (da) da[ia + m * lda + k] += d * b[ib + at_b(p, k, n)];
+                    if (db) db[ib + at_b(p, k, n)] += a[ia + m * lda + k] * d;
+                }
+    }
 }
 
 /* The logical shape of an operand: [B, H, T, D] for one stored [B, T, H, D]
@@ -61,73 +109,6 @@ static void logical(const ag_tensor *x, int heads, int *shape)
 {
     for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
     if (heads) shape[1] = x->shape[2], shape[2] = x->shape[1];
-}
-
-/* A plain operand x (logical shape = stored shape, rows x cols matrices,
- * batch axes aligned on the right with y's, nb of them). */
-static void plain_layout(const ag_tensor *x, int nb, const int *shape, int rows, int cols, layout *l)
-{
-    size_t s = (size_t)rows * (size_t)cols;
-    int xb = x->ndim - 2;
-    for (int i = nb - 1; i >= 0; i--) {
-        int ix = xb - nb + i;
-        int d = ix >= 0 ? x->shape[ix] : 1;
-        l->st[i] = (d == 1 && shape[i] != 1) ? 0 : s;
-        s *= (size_t)d;
-    }
-    l->ld = cols;
-}
-
-/* An operand stored [B, T, H, D], read as [B, H, T, D]. */
-static void heads_layout(const int *stored, layout *l)
-{
-    int T = stored[1], H = stored[2], D = stored[3];
-    l->st[0] = (size_t)T * H * D; /* sentence b */
-    l->st[1] = (size_t)D;         /* head h */
-    l->ld = H * D;
-}
-
-static void batch_init(batch *bt, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y)
-{
-    int tb = ag__impl(y)->iarg[0], heads = ag__impl(y)->iarg[1], ys[AG_MAX_DIMS];
-    logical(y, heads & AG__MM_Y, ys);
-    bt->nb = y->ndim - 2;
-    bt->count = 1;
-    for (int i = 0; i < bt->nb; i++) {
-        bt->shape[i] = ys[i];
-        bt->count *= (size_t)ys[i];
-    }
-    int M = bt->M = ys[y->ndim - 2], N = bt->N = ys[y->ndim - 1];
-    int K = bt->K = heads & AG__MM_A ? a->shape[3] : a->shape[a->ndim - 1];
-    if (heads & AG__MM_A) heads_layout(a->shape, &bt->a);
-    else plain_layout(a, bt->nb, bt->shape, M, K, &bt->a);
-    if (heads & AG__MM_B) heads_layout(b->shape, &bt->b);
-    else plain_layout(b, bt->nb, bt->shape, tb ? N : K, tb ? K : N, &bt->b);
-    if (heads & AG__MM_Y) {
-        heads_layout(y->shape, &bt->y);
-    } else {
-        size_t s = (size_t)M * N; /* y is dense, row-major */
-        for (int i = bt->nb - 1; i >= 0; i--) bt->y.st[i] = s, s *= (size_t)bt->shape[i];
-        bt->y.ld = N;
-    }
-}
-
-/* A product's batch and operands, for its entries on the threads. */
-typedef struct mm_job {
-    const batch *bt;
-    const ag_real *a, *b, *dy;
-    ag_real *y, *da, *db;
-    ag_real beta_a, beta_b;
-    int tb;
-} mm_job;
-
-/* Batch entry r of the forward: y[r] = a[r] b[r] (b[r]^T when tb). */
-static void matmul_entry(void *ctx, size_t r)
-{
-    const mm_job *j = ctx;
-    const batch *bt = j->bt;
-    ag__gemm(0, j->tb, bt->M, bt->N, bt->K, j->a + offset(bt, &bt->a, r), bt->a.ld, j->b + offset(bt, &bt->b, r),
-             bt->b.ld, 0, j->y + offset(bt, &bt->y, r), bt->y.ld);
 }
 
 static ag_tensor *matmul(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads)
@@ -173,14 +154,9 @@ static ag_tensor *matmul(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int he
     if (!y) return NULL;
     ag__impl(y)->iarg[0] = tb;
     ag__impl(y)->iarg[1] = heads;
-    batch bt;
-    batch_init(&bt, a, b, y);
-    size_t my = (size_t)M * N;
-    /* many small products (attention's heads): one per thread at a time;
-     * a large one is split inside ag__gemm instead */
-    int nt = bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 16) : 1;
-    mm_job j = {.bt = &bt, .a = a->data, .b = b->data, .y = y->data, .tb = tb};
-    ag__parallel_for(bt.count, nt, matmul_entry, &j);
+    ag__mm p;
+    layout(&p, a, b, y);
+    if (!(ag__fast() && ag__k_matmul_forward(&p, a->data, b->data, y->data))) forward_ref(&p, a->data, b->data, y->data);
     return y;
 }
 
@@ -193,63 +169,15 @@ ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int
     return matmul(g, a, b, tb, heads);
 }
 
-/* Batch entry r of the backward.  beta_a = 0 (beta_b = 0) when da (db) held
- * nothing yet and this entry is the only one to write its matrix: the
- * product is stored, not added. */
-static void matmul_entry_backward(void *ctx, size_t r)
-{
-    const mm_job *j = ctx;
-    const batch *bt = j->bt;
-    const int M = bt->M, N = bt->N, K = bt->K;
-    const ag_real *a = j->a, *b = j->b, *dy = j->dy;
-    ag_real *da = j->da, *db = j->db, beta_a = j->beta_a, beta_b = j->beta_b;
-    size_t ia = offset(bt, &bt->a, r), ib = offset(bt, &bt->b, r), iy = offset(bt, &bt->y, r);
-    int lda = bt->a.ld, ldb = bt->b.ld, ldy = bt->y.ld;
-    dy += iy;
-    if (!j->tb) {
-        /* y = a b:  da += dy b^T  [M, N] x [N, K] */
-        if (da) ag__gemm(0, 1, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
-        /* y = a b:  db += a^T dy  [K, M] x [M, N] */
-        if (db) ag__gemm(1, 0, K, N, M, a + ia, lda, dy, ldy, beta_b, db + ib, ldb);
-    } else {
-        /* y = a b^T:  da += dy b  [M, N] x [N, K] */
-        if (da) ag__gemm(0, 0, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
-        /* y = a b^T:  db += dy^T a  [N, M] x [M, K] */
-        if (db) ag__gemm(1, 0, N, K, M, dy, ldy, a + ia, lda, beta_b, db + ib, ldb);
-    }
-}
-
-/* x's gradient for a product in which each batch entry of x is read `own`
- * (once) or not: fresh and own, the entries store into it (*beta = 0);
- * otherwise they add (*beta = 1), into zeros if it was fresh. */
-static ag_real *grad_for(ag_graph *g, ag_tensor *x, bool own, ag_real *beta)
-{
-    bool fresh;
-    ag_real *dx = ag__grad_fresh(g, x, &fresh);
-    *beta = fresh && own ? 0 : 1;
-    if (dx && fresh && !own) memset(dx, 0, x->size * sizeof(ag_real));
-    return dx;
-}
-
 static void matmul_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
-    int tb = ag__impl(y)->iarg[0];
-    batch bt;
-    batch_init(&bt, a, b, y);
-    int M = bt.M, N = bt.N, K = bt.K;
-    size_t ma = (size_t)M * K, mb = (size_t)K * N, my = (size_t)M * N;
-    /* an operand is its own when no batch axis of it was stretched: then
-     * each batch entry writes its own matrix of da (db), and threads may
-     * share the batch (a stretched one sums over r) */
-    bool own_a = a->size / (ma ? ma : 1) == bt.count, own_b = b->size / (mb ? mb : 1) == bt.count;
-    ag_real beta_a = 1, beta_b = 1;
-    ag_real *da = a->requires_grad ? grad_for(g, a, own_a, &beta_a) : NULL;
-    ag_real *db = b->requires_grad ? grad_for(g, b, own_b, &beta_b) : NULL;
+    ag__mm p;
+    layout(&p, a, b, y);
+    if (ag__fast() && ag__k_matmul_backward(g, &p, a, b, y->grad)) return;
+    ag_real *da = a->requires_grad ? ag__grad(g, a) : NULL, *db = b->requires_grad ? ag__grad(g, b) : NULL;
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
-    int nt = own_a && own_b && bt.count > 1 ? ag__threads_for(bt.count * my * (size_t)K / 8) : 1;
-    mm_job j = {&bt, a->data, b->data, y->grad, NULL, da, db, beta_a, beta_b, tb};
-    ag__parallel_for(bt.count, nt, matmul_entry_backward, &j);
+    backward_ref(&p, a->data, b->data, y->grad, da, db);
 }
 
 static ag_tensor *case_mm(ag_graph *g, ag_tensor *const *in) { return ag_matmul(g, in[0], in[1]); }

@@ -8,11 +8,38 @@
  *           masked) gives zeros, never NaN; a row holding a NaN or +inf
  *           gives NaN everywhere, as in PyTorch.
  * backward: dx_i = y_i * (dy_i - sum_j dy_j y_j)
- *           (the Jacobian diag(y) - y y^T applied to dy) */
-#include "core/blocks.h"
+ *           (the Jacobian diag(y) - y y^T applied to dy)
+ *
+ * The fast rows are src/kernels/softmax.c. */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
+
+/* The reference forward of one row (y may be x); attention's and
+ * masked_softmax's references use it too. */
+void ag__softmax_row_ref(size_t n, const ag_real *x, ag_real *y)
+{
+    ag_real m = -INFINITY, sum = 0;
+    bool nan = false;
+    for (size_t i = 0; i < n; i++) nan |= isnan(x[i]) || x[i] == INFINITY, m = x[i] > m ? x[i] : m;
+    for (size_t i = 0; i < n; i++) {
+        y[i] = nan ? NAN : m == -INFINITY ? 0 : (ag_real)exp((double)(x[i] - m));
+        sum += y[i];
+    }
+    for (size_t i = 0; sum > 0 && i < n; i++) y[i] /= sum;
+}
+
+/* The reference backward, adding into dx. */
+static void backward_ref(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const ag_real *yr = y + r * n, *dyr = dy + r * n;
+        ag_real dot = 0;
+        for (size_t j = 0; j < n; j++) dot += dyr[j] * yr[j];
+        for (size_t i = 0; i < n; i++) dx[r * n + i] += yr[i] * (dyr[i] - dot);
+    }
+}
 
 ag_tensor *ag_softmax(ag_graph *g, ag_tensor *x)
 {
@@ -20,42 +47,20 @@ ag_tensor *ag_softmax(ag_graph *g, ag_tensor *x)
     ag_tensor *y = ag__node(g, AG_OP_SOFTMAX, x->ndim, x->shape, 1, &x);
     if (!y || y->size == 0) return y;
     size_t n = x->ndim ? (size_t)x->shape[x->ndim - 1] : 1;
-    ag__softmax_rows(x->size / n, n, x->data, y->data);
+    if (!(ag__fast() && ag__k_softmax_forward(x->size / n, n, x->data, y->data)))
+        for (size_t r = 0; r < x->size / n; r++) ag__softmax_row_ref(n, x->data + r * n, y->data + r * n);
     return y;
 }
-
-/* dx_i (+)= y_i (dy_i - sum_j dy_j y_j) over `rows` rows of n: stored into
- * a fresh dx (ag__grad_fresh: no zero-fill, no read), else added; in blocks
- * of 16 that -O2 vectorises (core/blocks.h), then the rest; one clone per
- * instruction set (AG_ISA_CLONES), all giving the same bits. */
-#define ROWS_PARAMS (size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh)
-static inline AG_ALWAYS_INLINE void backward_rows ROWS_PARAMS
-{
-    for (size_t r = 0; r < rows; r++) {
-        const ag_real *yr = y + r * n, *dyr = dy + r * n;
-        ag_real *dxr = dx + r * n, dot = ag__dot(n, dyr, yr); /* sum_j dy_j y_j */
-        size_t i = 0;
-        for (; i + AG_BLOCK <= n; i += AG_BLOCK) {
-            ag_real t[AG_BLOCK];
-            if (fresh)
-                for (int l = 0; l < AG_BLOCK; l++) t[l] = yr[i + l] * (dyr[i + l] - dot);
-            else
-                for (int l = 0; l < AG_BLOCK; l++) t[l] = dxr[i + l] + yr[i + l] * (dyr[i + l] - dot);
-            memcpy(dxr + i, t, sizeof t);
-        }
-        for (; i < n; i++) dxr[i] = fresh ? yr[i] * (dyr[i] - dot) : dxr[i] + yr[i] * (dyr[i] - dot);
-    }
-}
-AG_ISA_CLONES(void, backward_rows, ROWS_PARAMS, backward_rows(rows, n, y, dy, dx, fresh))
 
 static void softmax_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0];
-    bool fresh;
-    ag_real *dx = ag__grad_fresh(g, x, &fresh);
+    bool fresh = false, fast = ag__fast();
+    ag_real *dx = fast ? ag__grad_fresh(g, x, &fresh) : ag__grad(g, x);
     if (!dx || y->size == 0) return;
     size_t n = y->ndim ? (size_t)y->shape[y->ndim - 1] : 1;
-    AG_ISA_CALL(backward_rows, (y->size / n, n, y->data, y->grad, dx, fresh));
+    if (!(fast && ag__k_softmax_backward(y->size / n, n, y->data, y->grad, dx, fresh)))
+        backward_ref(y->size / n, n, y->data, y->grad, dx);
 }
 
 static ag_tensor *case_softmax(ag_graph *g, ag_tensor *const *in) { return ag_softmax(g, in[0]); }
@@ -64,6 +69,7 @@ static const ag_op_case cases[] = {
     {"[3, 5]", 1, {2}, {{3, 5}}, -3, 3, 0, case_softmax},
     {"[2, 2, 4]", 1, {3}, {{2, 2, 4}}, -3, 3, 0, case_softmax},
     {"[4, 1] size-1 rows", 1, {2}, {{4, 1}}, -3, 3, 0, case_softmax},
+    {"[3, 37] blocks of 16 and a rest", 1, {2}, {{3, 37}}, -3, 3, 0, case_softmax},
 };
 
 const ag_op_desc ag_op_softmax = {.name = "softmax", .backward = softmax_backward, AG_CASES(cases)};

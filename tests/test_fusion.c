@@ -473,6 +473,10 @@ static void attention_compare(ag_store *s, ag_tensor *q, ag_tensor *k, ag_tensor
     cr_assert(y->ndim == 4 && y->shape[0] == B && y->shape[1] == T && y->shape[2] == H && y->shape[3] == Dv, "%s",
               what);
     cr_assert_eq(y->size, nz);
+    /* The fast kernels make both in the same order, to the bit; the
+     * references (AG_KERNELS=reference) take orders of their own, so there
+     * the stated tolerance holds instead. */
+    exact = exact && ag_get_kernels() == AG_KERNELS_FAST;
     expect_close(y->data, want, nz, exact ? 0 : TOL(1e-12, 1e-6), exact ? 0 : TOL(1e-12, 1e-6), what);
     expect_grads(s, &kg, exact ? 0 : TOL(1e-12, 1e-5), what);
     free(want);
@@ -580,8 +584,9 @@ Test(fusion, attention_of_one_tensor_thrice_equals_the_composition)
 
 /* A NaN in query 5 of head 0 (causal, the GPT's sizes): that query's
  * output is NaN, and so the gradients of the keys it sees (P's row is
- * NaN there); every other output is a number, and keys 16 and up, beyond
- * the NaN row's block of queries, keep finite gradients. */
+ * NaN there); every other output is a number, and with the fast kernels
+ * keys 16 and up, beyond the NaN row's block of queries, keep finite
+ * gradients. */
 Test(fusion, attention_keeps_a_nan_query_to_its_row)
 {
     enum { B = 2, T = 32, H = 2, D = 16 };
@@ -602,7 +607,11 @@ Test(fusion, attention_keeps_a_nan_query_to_its_row)
                               h, d, y->data[i]);
                     if (b == 0 && h == 0 && t <= 5) /* keys query 5 sees */
                         cr_assert(isnan(v->grad[i]), "dv[0, %d, 0, %d] = %g", t, d, v->grad[i]);
-                    if (t >= 16 || b > 0 || h > 0)
+                    /* keys past the row's block: the fast kernel's blocks keep
+                     * the NaN from them; the reference (AG_KERNELS=reference),
+                     * as the three nodes, spreads it over the row's S keys */
+                    bool past_block = t >= 16 && ag_get_kernels() == AG_KERNELS_FAST;
+                    if (past_block || b > 0 || h > 0)
                         cr_assert(isfinite(v->grad[i]) && isfinite(k->grad[i]), "dv, dk [%d, %d, %d, %d]", b, t, h, d);
                 }
     ag_graph_free(g);

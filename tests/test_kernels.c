@@ -38,7 +38,7 @@ static ag_real *uniform(size_t n, uint64_t seed)
 
 /* ---- gemm: C = beta C + op(A) op(B) in the blocked kernel's order ---------- */
 
-enum { KC = 384 }; /* src/core/gemm.c's depth block */
+enum { KC = 384 }; /* src/kernels/gemm.c's depth block */
 
 static ag_real mul_add(ag_real a, ag_real b, ag_real c, bool fused)
 {

@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-/* src/core/gemm.c: force a micro-kernel by name, NULL for the CPU's choice. */
+/* src/kernels/gemm.c: force a micro-kernel by name, NULL for the CPU's choice. */
 
 Test(threads, the_count_is_set_clamped_and_read_back)
 {

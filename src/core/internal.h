@@ -263,7 +263,7 @@ void ag__reduce_broadcast_add(const ag_real *grad, int from_ndim,
                               const int *from_shape, ag_real *dst,
                               int to_ndim, const int *to_shape);
 
-/* ---- matrix kernels (src/core/gemm.c) ----------------------------------------- */
+/* ---- matrix kernels (src/kernels/gemm.c) ----------------------------------------- */
 
 /* C[M,N] = beta * C + op(A) op(B), with op(A) [M,K], op(B) [K,N].  ta / tb
  * say the stored matrix is the transpose (A stored [K,M], lda its row
@@ -308,17 +308,6 @@ typedef struct ag__mask_map {
 void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask);
 /* Where row r of x (rows of S values) starts in the mask's data. */
 size_t ag__mask_row(const ag__mask_map *mm, size_t r);
-/* masked_softmax's forward on `rows` rows of n values, ld apart, that are
- * rows r0.. of the whole (for the mask): z = mask ? scale x : fill (z may
- * be x), then y = softmax(z) (y may be z).  mask NULL: no mask (mm
- * unread).  A row may be the first n values of a longer one. */
-void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
-                             const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y);
-/* Its backward on those rows, from y and dy: dx += (add) or = (dx may be
- * dy) mask ? scale y (dy - sum_k dy_k y_k) : 0. */
-void ag__masked_softmax_rows_backward(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y,
-                                      const ag_real *dy, ag_real *dx, const ag_tensor *mask, const ag__mask_map *mm,
-                                      ag_real scale, bool add);
 /* Multi-head attention's heads in one node (ops/attention.c): q [B, T, H, D],
  * k [B, S, H, D], v [B, S, H, Dv] (heads layout, read in place), mask
  * broadcast to [B, H, T, S] or NULL -> [B, T, H, Dv]:
@@ -341,6 +330,8 @@ bool ag__increasing(const int *idx, size_t n);
 /* y = softmax(z) over `rows` rows of n values; z may be y (a row of all
  * -inf gives zeros; a row holding a NaN or +inf gives NaNs). */
 void ag__softmax_rows(size_t rows, size_t n, const ag_real *z, ag_real *y);
+/* The same for one row, softmax's plain reference (ops/softmax.c). */
+void ag__softmax_row_ref(size_t n, const ag_real *z, ag_real *y);
 /* max_i x_i over n >= 0 values (-inf for none).  NaNs are passed over,
  * except in a row with nothing above -inf: there a NaN gives NaN, so that
  * the row is not taken for a fully masked one. */
@@ -435,11 +426,11 @@ const char *ag__isa_force(const char *name);
 #endif
 /* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
  * (for tests and benchmarks), NULL keeps the CPU's choice.  The same as
- * ag__isa_force: every kernel follows (src/core/gemm.c). */
+ * ag__isa_force: every kernel follows (src/kernels/gemm.c). */
 const char *ag__gemm_kernel(const char *force);
 /* The calling thread takes its gemm packing slot now, if it has none: the
  * first free one from index `from` on; returns its index (-1: none free).
- * For threads.c's short-lived threads (src/core/gemm.c). */
+ * For threads.c's short-lived threads (src/kernels/gemm.c). */
 int ag__pack_slot_claim(int from);
 
 /* For the gradient checker's test of itself: backward on g multiplies the

@@ -1,6 +1,6 @@
 /* src/core/transpose.h: a 16 x 16 block of floats transposed in AVX-512
- * registers, for the kernels of toy attention heads (core/gemm.c,
- * core/attention_kernel.c), which turn K or V around without a trip
+ * registers, for the kernels of toy attention heads (kernels/gemm.c,
+ * kernels/attention.c), which turn K or V around without a trip
  * through memory.  x86 float builds only. */
 #ifndef AG_CORE_TRANSPOSE_H
 #define AG_CORE_TRANSPOSE_H

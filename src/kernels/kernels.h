@@ -9,11 +9,123 @@
 #ifndef AG_KERNELS_KERNELS_H
 #define AG_KERNELS_KERNELS_H
 
-#include "attograd_core.h"
+#include "core/internal.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* true unless the reference mode is on (ag_set_kernels, AG_KERNELS). */
 bool ag__fast(void);
+
+/* Each ag__k_<op> below is an op's fast code: it returns true when it did
+ * the work (a failure it met is left on the graph), false when it leaves
+ * this case to the reference.  The arguments are the reference's, named
+ * as in ops/<op>.c, which holds the math. */
+
+/* ops/linear.c: x [N, I], W [O, I], b [O] and r [N, O] or NULL; dx stored
+ * when fresh, else added (kernels/linear.c). */
+bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
+                          const ag_real *r, ag_real *y);
+bool ag__k_linear_backward(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,
+                           bool fresh, ag_real *dw, ag_real *db);
+
+/* ops/embedding.c: n ids into a table [V, C]; increasing: the ids are
+ * distinct and in order; dweight stored when fresh, else added
+ * (kernels/embedding.c). */
+bool ag__k_embedding_forward(size_t n, size_t C, const int *ids, const ag_real *weight, ag_real *y);
+bool ag__k_embedding_backward(size_t n, size_t V, size_t C, const int *ids, bool increasing, const ag_real *dy,
+                              ag_real *dweight, bool fresh);
+
+/* ops/layer_norm.c: rows of C values; gain, bias NULL for 1, 0; mean and
+ * rstd one per row (kernels/layer_norm_forward.c, _backward.c). */
+bool ag__k_layer_norm_forward(ag_graph *g, size_t rows, size_t C, const ag_real *x, const ag_real *gain,
+                              const ag_real *bias, double eps, ag_real *y, ag_real *mean, ag_real *rstd);
+bool ag__k_layer_norm_backward(ag_graph *g, size_t rows, size_t C, const ag_real *x, const ag_real *gain,
+                               const ag_real *mean, const ag_real *rstd, const ag_real *dy, ag_real *dx, bool fresh,
+                               ag_real *dgain, ag_real *dbias);
+
+/* ops/matmul.c: count products y[r] = a[r] b[r] (b[r]^T when tb), each
+ * [M, K] x [K, N].  Operand x's r-th matrix starts at ag__mm_at(p, p->x, r)
+ * and its rows are p->x[nb] apart (its columns are adjacent); x[i] for
+ * i < nb is its stride along y's batch axis i (0 where x was stretched). */
+typedef struct ag__mm {
+    int M, N, K, tb, nb;
+    int shape[AG_MAX_DIMS]; /* y's batch axes (logical: [B, H] for heads) */
+    size_t count;           /* their product */
+    size_t a[AG_MAX_DIMS + 1], b[AG_MAX_DIMS + 1], y[AG_MAX_DIMS + 1];
+} ag__mm;
+static inline size_t ag__mm_at(const ag__mm *p, const size_t *st, size_t r)
+{
+    size_t off = 0;
+    for (int i = p->nb - 1; i >= 0; i--) {
+        off += (r % (size_t)p->shape[i]) * st[i];
+        r /= (size_t)p->shape[i];
+    }
+    return off;
+}
+/* kernels/matmul.c: each product by gemm; the backward gets a's and b's
+ * gradients itself (dy is y's). */
+bool ag__k_matmul_forward(const ag__mm *p, const ag_real *a, const ag_real *b, ag_real *y);
+bool ag__k_matmul_backward(ag_graph *g, const ag__mm *p, ag_tensor *a, ag_tensor *b, const ag_real *dy);
+
+/* ops/attention.c: every head of q [B, T, H, D], k [B, S, H, D],
+ * v [B, S, H, Dv] (heads layout) with the mask broadcast to [B, H, T, S]
+ * (or NULL); P [B, H, T, S] is the op's, saved.  plan: the kernel's own
+ * state, made by its forward (NULL until then), kept by the op for the
+ * backward (kernels/attention.c). */
+typedef struct ag__attn {
+    int B, T, S, H, D, Dv;
+    const ag_tensor *mask;
+    double scale, fill;
+    void *plan;
+} ag__attn;
+bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
+                             ag_real *p, ag_real *y);
+bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_tensor *k, ag_tensor *v,
+                              const ag_real *p, const ag_real *dy);
+
+/* ops/softmax.c: rows of n values; dx stored when fresh, else added
+ * (kernels/softmax.c). */
+bool ag__k_softmax_forward(size_t rows, size_t n, const ag_real *x, ag_real *y);
+bool ag__k_softmax_backward(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
+
+/* ops/log_softmax.c: rows of n values; dx stored when fresh, else added
+ * (kernels/log_softmax.c). */
+bool ag__k_log_softmax_forward(size_t rows, size_t n, const ag_real *x, ag_real *y);
+bool ag__k_log_softmax_backward(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
+
+/* ops/cross_entropy.c: what its forward keeps for its backward. */
+typedef struct ag__xent {
+    size_t rows, count; /* rows of logits; rows whose target is not ignored */
+    int V;              /* classes */
+    int *targets;       /* [rows], a copy of the caller's */
+    double *max;        /* [rows], m: the row's largest logit */
+    double *logsum;     /* [rows], log(sum_v exp(x_v - m)); lse = m + logsum */
+    ag_real *expd;      /* [rows, V], exp(x_v - m): p_v = expd_v / exp(logsum) */
+} ag__xent;
+/* kernels/cross_entropy.c: of every row m, exp(x - m) and (in logsum,
+ * until the op takes its log) their sum, -inf and 0 for an ignored row;
+ * the backward's dx, stored when fresh, else added. */
+bool ag__k_cross_entropy_exps(ag__xent *sv, int ignore_index, const ag_real *x);
+bool ag__k_cross_entropy_backward(const ag__xent *sv, int ignore, ag_reduction reduction, double ls,
+                                  const ag_real *dy, ag_real *dx, bool fresh);
+
+/* ops/masked_softmax.c: all rows (threads), mm the mask's map
+ * (kernels/masked_softmax.c). */
+bool ag__k_masked_softmax_forward(ag_graph *g, const ag_tensor *x, const ag_tensor *mask, const ag__mask_map *mm,
+                                  ag_real scale, ag_real fill, ag_tensor *y);
+bool ag__k_masked_softmax_backward(const ag_tensor *y, const ag_tensor *mask, const ag__mask_map *mm, ag_real scale,
+                                   ag_real *dx);
+/* Its forward on `rows` rows of n values, ld apart, that are
+ * rows r0.. of the whole (for the mask): z = mask ? scale x : fill (z may
+ * be x), then y = softmax(z) (y may be z).  mask NULL: no mask (mm
+ * unread).  A row may be the first n values of a longer one. */
+void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
+                             const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y);
+/* Its backward on those rows, from y and dy: dx += (add) or = (dx may be
+ * dy) mask ? scale y (dy - sum_k dy_k y_k) : 0. */
+void ag__masked_softmax_rows_backward(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y,
+                                      const ag_real *dy, ag_real *dx, const ag_tensor *mask, const ag__mask_map *mm,
+                                      ag_real scale, bool add);
 
 #endif

@@ -46,7 +46,7 @@
 #include <cblas.h>
 #endif
 
-/* src/core/gemm.c: the micro-kernel in use ("avx512", "avx2", "baseline"). */
+/* src/kernels/gemm.c: the micro-kernel in use ("avx512", "avx2", "baseline"). */
 
 /* ---- counting malloc -------------------------------------------------------- */
 

@@ -39,14 +39,12 @@
  * too small to repay any of this (M N K < 256) take plain, vectorised loops
  * instead. */
 #include "core/internal.h"
-
-#include <pthread.h>
+#include "kernels/gemm.h"
 
 #include <stdint.h>
 #if defined(__SSE__) && !defined(AG_DOUBLE)
 #include <xmmintrin.h>
 #endif
-
 
 /* Block sizes, measured on AMD Zen 5 (48 KiB L1, 1 MiB L2) and sane
  * elsewhere.  A B micro-panel (KC x NR) streams from L2 while the kernel's
@@ -61,79 +59,6 @@
 #define GEMM_SMALL 256 /* M N K below which the plain loops win */
 #endif
 
-/* Packing buffers, grown once and kept (a training step after the first
- * allocates nothing).  Each thread packs into its own pair, held in a slot
- * of one global table: a thread claims a free slot on first use and gives
- * it back when it exits (a pthread key's destructor), so the next thread
- * reuses the buffers.  Held globally, they stay reachable: nothing leaks
- * when a thread pool shrinks, and leak checkers see no lost blocks. */
-#define PACK_SLOTS 256
-typedef struct pack_slot {
-    ag_real *a, *b;
-    size_t cap_a, cap_b;
-    int used;
-} pack_slot;
-static pack_slot slots[PACK_SLOTS];
-static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t slot_key;
-static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
-
-static void slot_release(void *p)
-{
-    pthread_mutex_lock(&slots_mu);
-    ((pack_slot *)p)->used = 0;
-    pthread_mutex_unlock(&slots_mu);
-}
-
-static void slot_key_make(void) { pthread_key_create(&slot_key, slot_release); }
-
-/* The calling thread's slot, or NULL when every slot is taken: taken on
- * first use, the first free one from index `from` on (then from 0). */
-static pack_slot *claim_slot(int from)
-{
-    pthread_once(&slot_once, slot_key_make);
-    pack_slot *sl = pthread_getspecific(slot_key);
-    if (sl) return sl;
-    pthread_mutex_lock(&slots_mu);
-    for (int k = 0; k < PACK_SLOTS && !sl; k++) {
-        int i = (from + k) % PACK_SLOTS;
-        if (!slots[i].used) slots[i].used = 1, sl = &slots[i];
-    }
-    pthread_mutex_unlock(&slots_mu);
-    if (sl && pthread_setspecific(slot_key, sl) != 0) {
-        slot_release(sl);
-        sl = NULL;
-    }
-    return sl;
-}
-
-static pack_slot *my_slot(void) { return claim_slot(0); }
-
-/* Short-lived threads (threads.c without OpenMP: one per block of a loop)
- * take their slots by block, not in the order they happen to start: block
- * t of every loop then packs into the same slot, the one its first loop
- * grew, and a later step allocates nothing.  Returns the index taken. */
-int ag__pack_slot_claim(int from)
-{
-    pack_slot *sl = claim_slot(from < 0 ? 0 : from % PACK_SLOTS);
-    return sl ? (int)(sl - slots) : -1;
-}
-
-/* A buffer of n values, 64-byte aligned: *raw keeps what to free. */
-static ag_real *reserve(ag_real **raw, size_t *cap, size_t n)
-{
-    if (n > *cap) {
-        ag_real *p = ag__malloc(n * sizeof(ag_real) + 64);
-        if (!p) return NULL;
-        ag__free(*raw);
-        *raw = p;
-        *cap = n;
-    }
-    return (ag_real *)(((uintptr_t)*raw + 63) & ~(uintptr_t)63);
-}
-
-/* element (r, c) of op(X) for X stored row-major with leading dim ld */
-#define AT(X, t, ld, r, c) ((t) ? (X)[(size_t)(c) * (ld) + (r)] : (X)[(size_t)(r) * (ld) + (c)])
 
 /* MR rows [i0, i0+mr) of op(A), zero rows up to MR, depth [p0, p0+kc):
  * dst[k][MR].  Only for the edge of fewer than MR rows: whole panels are
@@ -261,8 +186,7 @@ static void add_bias_res(int M, int N, const ag_real *bias, const ag_real *res, 
  * columns of it, or NULL) is added last, after C: acc [+ C] + bias.
  * Every loop over acc is unrolled, the edge's too: one indexed by a
  * variable makes the compiler keep acc on the stack, and every tile then
- * stores its 24 vectors there twice and loads them once (a K = 64 product
- * of a GPT's ran 7% slower for it). */
+ * stores its 24 vectors there twice and loads them once. */
 #define KERNEL_BODY(V, VL, NV, ZERO, LOAD, STORE, SET1, FMA, ADD)                                             \
     {                                                                                                          \
         V acc[MR][NV];                                                                                         \
@@ -405,90 +329,6 @@ static const isa *current(void)
 }
 
 const char *ag__gemm_kernel(const char *force) { return ag__isa_force(force); }
-
-/* ---- the plain loops: for products too small to repay packing ---------- */
-
-/* a . b over n values: 16 partial sums (vector lanes), added up in a fixed
- * order at the end. */
-static inline ag_real dot(const ag_real *a, const ag_real *b, int n)
-{
-    ag_real s = 0;
-    int k = 0;
-    if (n >= 16) {
-        ag_real lane[16] = {0};
-        for (; k + 16 <= n; k += 16)
-#pragma omp simd
-            for (int l = 0; l < 16; l++) lane[l] += a[k + l] * b[k + l];
-        for (int l = 0; l < 16; l++) s += lane[l];
-    }
-    for (; k < n; k++) s += a[k] * b[k];
-    return s;
-}
-
-/* Row by row: c_i += a_ik b_k (rows of B) or c_ij += a_i . b_j (B stored
- * transposed: rows of A and B both contiguous, a dot product), the inner
- * loop vectorised for the machine (one clone per instruction set). */
-static inline AG_ALWAYS_INLINE void small_loops(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
-                                                const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc)
-{
-    if (N <= 16 && K <= 64) {
-        /* A row of C fits in one vector (a toy head: T, S, D of 4 to 16):
-         * op(B), zero-padded to 16 columns, and a row of C built in
-         * registers, one multiply-add of 16 per k. */
-        ag_real bp[64 * 16], acc[16];
-        for (int k = 0; k < K; k++)
-            for (int j = N; j < 16; j++) bp[k * 16 + j] = 0;
-        if (tb) /* B stored [N, K] */
-            for (int j = 0; j < N; j++)
-                for (int k = 0; k < K; k++) bp[k * 16 + j] = B[(size_t)j * ldb + k];
-        else
-            for (int k = 0; k < K; k++)
-                for (int j = 0; j < N; j++) bp[k * 16 + j] = B[(size_t)k * ldb + j];
-        for (int i = 0; i < M; i++) {
-            for (int j = 0; j < 16; j++) acc[j] = 0;
-            for (int k = 0; k < K; k++) {
-                ag_real aik = AT(A, ta, lda, i, k);
-#pragma omp simd
-                for (int j = 0; j < 16; j++) acc[j] += aik * bp[k * 16 + j];
-            }
-            ag_real *c = C + (size_t)i * ldc;
-            if (beta == 0)
-                for (int j = 0; j < N; j++) c[j] = acc[j];
-            else
-                for (int j = 0; j < N; j++) c[j] += acc[j];
-        }
-        return;
-    }
-    for (int i = 0; i < M; i++) {
-        ag_real *c = C + (size_t)i * ldc;
-        if (beta == 0)
-            for (int j = 0; j < N; j++) c[j] = 0;
-        if (!tb) {
-            for (int k = 0; k < K; k++) {
-                ag_real aik = AT(A, ta, lda, i, k);
-                const ag_real *b = B + (size_t)k * ldb;
-#pragma omp simd
-                for (int j = 0; j < N; j++) c[j] += aik * b[j];
-            }
-        } else if (!ta) {
-            const ag_real *a = A + (size_t)i * lda;
-            for (int j = 0; j < N; j++) c[j] += dot(a, B + (size_t)j * ldb, K);
-        } else {
-            for (int j = 0; j < N; j++) {
-                const ag_real *b = B + (size_t)j * ldb;
-                ag_real s = 0;
-                for (int k = 0; k < K; k++) s += A[(size_t)k * lda + i] * b[k];
-                c[j] += s;
-            }
-        }
-    }
-}
-#define SMALL_PARAMS                                                                                              \
-    (int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb, ag_real beta,       \
-     ag_real *C, int ldc)
-#define SMALL_ARGS (ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)
-AG_ISA_CLONES(void, small_loops, SMALL_PARAMS, small_loops SMALL_ARGS)
-static void gemm_small SMALL_PARAMS { AG_ISA_CALL(small_loops, SMALL_ARGS); }
 
 /* ---- a toy attention head's products (AVX-512, float) -------------------- */
 
@@ -650,12 +490,10 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
     const isa *is = jb->isa;
     const int VL = is->vl, NR = is->nv * VL, K = jb->K;
     int ncmax = n1 - n0 < NC ? n1 - n0 : NC, kcmax = K < KC ? K : KC;
-    pack_slot *sl = my_slot();
-    ag_real *bpack = sl ? reserve(&sl->b, &sl->cap_b, (size_t)((ncmax + NR - 1) / NR) * NR * kcmax) : NULL;
-    ag_real *apack = sl ? reserve(&sl->a, &sl->cap_a, (size_t)MR * kcmax) : NULL;
-    if (!bpack || !apack) {
+    ag_real *apack, *bpack;
+    if (!ag__gemm_buffers((size_t)MR * kcmax, (size_t)((ncmax + NR - 1) / NR) * NR * kcmax, &apack, &bpack)) {
         ag_real *c = jb->C + (size_t)m0 * jb->ldc + n0;
-        gemm_small(jb->ta, jb->tb, m1 - m0, n1 - n0, K, jb->A + (size_t)m0 * (jb->ta ? 1 : jb->lda), jb->lda,
+        ag__gemm_small(jb->ta, jb->tb, m1 - m0, n1 - n0, K, jb->A + (size_t)m0 * (jb->ta ? 1 : jb->lda), jb->lda,
                    jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->beta, c, jb->ldc);
         add_bias_res(m1 - m0, n1 - n0, jb->bias ? jb->bias + n0 : NULL,
                      jb->res ? jb->res + (size_t)m0 * jb->ldc + n0 : NULL, c, jb->ldc);
@@ -667,10 +505,8 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
      * rows already follow each other in memory, as packing would lay them;
      * when they are up to 4 panels wide: a panel's rows, a few cache lines
      * apart, stream as well from L2 as packed ones, and the copy is saved
-     * (dW = dY^T X of a 256-wide layer, 64 x 256 x 1024: 10%); and, however
-     * wide, for up to 16 row panels (96 rows), too few to repay the copy
-     * (64 x 512 x 1024: 8%; 48 x 512 x 512: 17%; from 128 rows on, a
-     * wash).  Either way the kernel adds the same products in the same
+     * (dW = dY^T X of a 256-wide layer); and, however wide, for up to 16
+     * row panels (96 rows), too few to repay the copy.  Either way the kernel adds the same products in the same
      * order: the same bits. */
     bool direct = !jb->tb && (m1 - m0 <= 16 * MR || jb->ldb <= 4 * NR);
     for (int jc = n0; jc < n1; jc += NC) {
@@ -776,7 +612,7 @@ __attribute__((noinline)) static void gemm_small_bias(int ta, int tb, int M, int
                                                       const ag_real *B, int ldb, ag_real beta, ag_real *C, int ldc,
                                                       const ag_real *bias, const ag_real *res)
 {
-    gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    ag__gemm_small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     add_bias_res(M, N, bias, res, C, ldc);
 }
 

@@ -1,15 +1,15 @@
-/* src/core/attention_kernel.h: what the attention op (ops/attention.c)
- * shares with its kernel for toy heads (src/core/attention_kernel.c): the
+/* kernels/attention.h: what the attention kernel (kernels/attention.c)
+ * shares with its kernel for toy heads (kernels/attention_head512.c): the
  * job that a block of heads is given, forward or backward, where a head
  * starts in it, and the kernel's entry points.
  *
  * Invariant: a job describes B H heads in the layout of ops/attention.c's
  * header (q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv], y and dO like
  * q with Dv, P [B, H, T, S]); either path reads and writes it alike, so
- * that the op may hand any head to the kernel when ag__head512_plan says
+ * that kernels/attention.c may hand any head to the kernel when ag__head512_plan says
  * it fits. */
-#ifndef AG_CORE_ATTENTION_KERNEL_H
-#define AG_CORE_ATTENTION_KERNEL_H
+#ifndef AG_KERNELS_ATTENTION_H
+#define AG_KERNELS_ATTENTION_H
 
 #include "core/internal.h"
 
@@ -19,7 +19,7 @@ typedef struct ag__att_job {
     size_t heads, nt; /* B H heads, cut into nt blocks */
     const ag__mask_map *mm;
     const ag_tensor *mask;
-    const int *kend, *tfirst, *last; /* ops/attention.c's seen_keys' */
+    const int *kend, *tfirst, *last; /* kernels/attention.c's seen_keys' */
     const ag_real *q, *k, *v, *dy;
     ag_real *y, *p, *dq, *dk, *dv, *scratch;
     size_t scratch_stride;

@@ -1,4 +1,4 @@
-/* src/core/attention_kernel.c: the attention op's heads (ops/attention.c)
+/* kernels/attention_head512.c: the attention op's heads (ops/attention.c)
  * when each is a toy's, on AVX-512 in float: at most 32 keys (a multiple
  * of 8), D and Dv <= 16 and T <= 64, a GPT's at toy sizes.  A head goes in
  * three passes, forward and backward alike:
@@ -28,7 +28,7 @@
  * values read and compared for every row of every head, and the waits
  * for rows that the hardware's prefetchers bring too late.
  * Compiled only for x86 in float; elsewhere ag__head512_plan says no. */
-#include "core/attention_kernel.h"
+#include "kernels/attention.h"
 
 #include <math.h>
 
@@ -43,8 +43,7 @@
 #define HEAD512 __attribute__((target("avx512f,fma")))
 #define HEAD512_INLINE __attribute__((target("avx512f,fma"), always_inline)) static inline
 /* The entry points start on a cache line, so that where their loops fall
- * does not move with the code linked before them: placed 16 bytes off a
- * line, the forward took 5.0-5.2% of a GPT step instead of 3.6-4.0%. */
+ * does not move with the code linked before them. */
 #define HEAD512_ENTRY __attribute__((target("avx512f,fma"), aligned(64)))
 
 enum { GR = 8 }; /* query rows at a time: 8 of them, 16 score vectors, in flight */
@@ -85,7 +84,7 @@ HEAD512 static void keep_bits(const float *m, size_t mst, int T, int S, uint32_t
  * 8), D, Dv <= 16, T <= 64, and a mask, if any, holds a row's S values
  * side by side (mm->along == 1, not one value stretched over the keys).
  * Then the plan: the keys each group of 8 queries sees, rounded up to 8,
- * and the first query that sees any of 8 keys (ops/attention.c's
+ * and the first query that sees any of 8 keys (kernels/attention.c's
  * seen_keys' last; P is 0 elsewhere): the same for every head.  When the
  * mask is one for every head (it does not move along B and H: a causal
  * mask [T, S]), or there is none, its rows as bits, once for all heads. */
@@ -353,7 +352,7 @@ HEAD512_INLINE __m256 half(__m512 x, const int k)
 /* The softmax's own order (core/elementwise.c): lanes 8 apart, 4, 2, 1.
  * A row at a time: these 256- and 128-bit steps are cheap, and 8 rows
  * folded together in 512-bit shuffles (the same pairs of lanes, the same
- * bits) made the forward 6% slower on Zen 5 (at a GPT's shapes). */
+ * bits) made the forward slower. */
 HEAD512_INLINE float lanes_max(__m512 x)
 {
     __m256 a = _mm256_max_ps(half(x, 1), half(x, 0));
@@ -400,9 +399,8 @@ HEAD512_INLINE void probs_rows(const head512 *h, int t0, int mr, int e, const in
     __m512 sc = _mm512_set1_ps(h->scale), fill = _mm512_set1_ps(h->fill), ninf = _mm512_set1_ps(-INFINITY);
     __m512 out[2] = {_mm512_mask_blend_ps(in[0], ninf, fill), _mm512_mask_blend_ps(in[1], ninf, fill)};
     /* z - max z through memory on purpose: the exps in registers (exp_core
-     * step for step in intrinsics, the same bits) spill a[] and made the
-     * forward 11% slower; a row at a time from A to P, 40%; two groups'
-     * steps interleaved, 16 rows in flight, 3% */
+     * step for step in intrinsics, the same bits) spill a[]; a row at a
+     * time from A to P, or two groups' steps interleaved, were slower */
     float m[GR], x[GR][32] __attribute__((aligned(64)));
 #pragma GCC unroll 8
     for (int i = 0; i < GR; i++) {
@@ -466,7 +464,7 @@ HEAD512_INLINE void dscores_rows(const head512 *h, int t0, int mr, int e, const 
     __mmask16 in[2] = {lanes(e), lanes(e - 16)};
     /* P's rows kept from the first pass to the second, with dP: 32 vectors,
      * some spilled; loaded again instead, or a row at a time from dP to
-     * dA, the backward was no faster (4% slower) */
+     * dA, the backward was no faster */
     __m512 pr[GR][2];
     float dot[GR];
 #pragma GCC unroll 8

@@ -1,0 +1,248 @@
+/* kernels/attention.c: the attention op (ops/attention.c, where the math
+ * and the reference are) over every head at once, heads shared among the
+ * threads, each head's products by gemm and its softmax rows by
+ * masked_softmax's, in blocks of queries.  It equals the three nodes the
+ * op replaces, matmul_heads(q, k^T), masked_softmax and matmul_heads(.,
+ * v), value for value and gradient for gradient (tests/test_fusion.c):
+ * each element is the same chain of products and the same softmax row,
+ * to the bit at a toy GPT's sizes (a row cut short below, in float, may
+ * add its terms in another order when S > 64).  Rows whose scores hold a
+ * NaN or overflow to +inf are NaN, but only over the keys their block of
+ * queries reaches (a block of 8 queries in the kernel for toy heads, of
+ * 16 or 64 otherwise), where the three nodes spread the NaN over all S
+ * keys.
+ * What one node buys:
+ *   - a head's scores and their gradient stay in the cache (a buffer of
+ *     T S values per thread) instead of going out to [B, H, T, S] tensors
+ *     larger than the cache and back, four times a step;
+ *   - with fill -inf, the products leave out the keys no query of a block
+ *     may see (seen_keys): their weights are exactly 0;
+ *   - a toy head (S <= 32 keys, a multiple of 8; D, Dv <= 16; T <= 64: a
+ *     small GPT's) takes, on AVX-512 in float, a kernel of its own
+ *     (head512, in kernels/attention_head512.c): K^T and V^T turned once
+ *     per head, the softmax's steps in registers for 8 rows at a time, and
+ *     the next head's rows asked of the cache ahead; the same operations
+ *     in the same order, so the same bits.
+ * Besides P (the op's), the forward saves for the backward the keys each
+ * block of queries sees (a plan, below). */
+#include "kernels/attention.h"
+#include "kernels/kernels.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* Rows of a head in blocks: the products of a block of queries stop at the
+ * last key any of them may see, a multiple of 16 (a vector of floats, so
+ * that a row's softmax adds the same lanes as over all S keys).  Blocks of
+ * 16 rows when a head's products take gemm.c's kernel for toy heads
+ * (N <= 32), which packs nothing; of 64 otherwise, so that packing K^T or
+ * dO for the blocked product repays itself. */
+static int block_rows(int S) { return S <= 32 ? 16 : 64; }
+
+/* The keys the blocks see, made by the forward for its backward too. */
+typedef struct plan {
+    int *kend;   /* per block of queries: keys [0, kend) may be seen */
+    int *last;   /* per query: one past the last key it may see */
+    int *tfirst; /* per block of keys: the first query that may see one */
+} plan;
+
+
+/* With fill -inf, query t's weight on key s is exactly 0 wherever the mask
+ * is 0 in every head: past the last key that some head lets it see.  So a
+ * block of queries needs the keys [0, kend) only (P is 0 beyond), and a
+ * block of keys only the queries from tfirst on (P is 0 before): the
+ * products skip what would add exact zeros.  Otherwise (no mask, a finite fill) kend = S, tfirst = 0.
+ * last[t] (T ints after kend) is one past the last key query t may see. */
+static void seen_keys(const ag_tensor *mask, double fill, int T, int S, int *kend, int *tfirst)
+{
+    const int RB = block_rows(S);
+    int seen_all = mask && fill == -INFINITY ? 0 : S, *last = kend + (T + RB - 1) / RB;
+    for (int t = 0; t < T; t++) last[t] = seen_all;
+    if (!seen_all) { /* the mask is [..., T or 1, S or 1] */
+        int md = mask->ndim, mS = md >= 1 ? mask->shape[md - 1] : 1, mT = md >= 2 ? mask->shape[md - 2] : 1;
+        for (size_t i = 0; i < mask->size; i++) {
+            if (mask->data[i] == 0) continue;
+            int s = (int)(i % (size_t)mS), t = (int)(i / (size_t)mS % (size_t)mT), end = mS == 1 ? S : s + 1;
+            if (mT == 1) seen_all = end > seen_all ? end : seen_all;
+            else last[t] = end > last[t] ? end : last[t];
+        }
+        for (int t = 0; t < T; t++) last[t] = seen_all > last[t] ? seen_all : last[t];
+    }
+    for (int t0 = 0; t0 < T; t0 += RB) {
+        int e = 0;
+        for (int t = t0; t < T && t < t0 + RB; t++) e = last[t] > e ? last[t] : e;
+        e = (e + 15) / 16 * 16;
+        kend[t0 / RB] = e < S ? e : S;
+    }
+    for (int s0 = 0; s0 < S; s0 += RB) {
+        int t = 0;
+        while (t < T && last[t] <= s0) t++;
+        tfirst[s0 / RB] = t;
+    }
+}
+
+/* Rows [t0, t0 + n) of x [T, S]: 0 from column e on. */
+static void zero_past(ag_real *x, int S, int t0, int n, int e)
+{
+    if (e < S)
+        for (int t = t0; t < t0 + n; t++) memset(x + (size_t)t * S + e, 0, (size_t)(S - e) * sizeof(ag_real));
+}
+
+static void forward_head(const ag__att_job *j, size_t bh)
+{
+    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H, RB = block_rows(S);
+    const ag_real *q = j->q + ag__att_at(j, bh, T, D), *k = j->k + ag__att_at(j, bh, S, D);
+    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv);
+    ag_real *p = j->p + bh * (size_t)T * (size_t)S, *y = j->y + ag__att_at(j, bh, T, Dv);
+    for (int t0 = 0; t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
+        int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
+        ag_real *pt = p + (size_t)t0 * S;
+        /* A = Q K^T, into P's place */
+        ag__gemm(0, 1, n, e, D, q + (size_t)t0 * H * D, H * D, k, H * D, 0, pt, S);
+        /* P = softmax(mask ? scale A : fill), in place; 0 past the keys seen */
+        if (e > 0)
+            ag__masked_softmax_rows(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, j->mask, j->mm,
+                                    j->scale, j->fill, pt, pt);
+        zero_past(p, S, t0, n, e);
+        /* O = P V */
+        ag__gemm(0, 0, n, Dv, e, pt, S, v, H * Dv, 0, y + (size_t)t0 * H * Dv, H * Dv);
+    }
+}
+
+static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
+{
+    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H, RB = block_rows(S);
+    const ag_real *p = j->p + bh * (size_t)T * (size_t)S, *dy = j->dy + ag__att_at(j, bh, T, Dv);
+    const ag_real *q = j->q + ag__att_at(j, bh, T, D), *k = j->k + ag__att_at(j, bh, S, D);
+    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv);
+    ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D) : NULL, *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D) : NULL;
+    ag_real *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv) : NULL;
+    for (int t0 = 0; (dq || dk) && t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
+        int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
+        const ag_real *pt = p + (size_t)t0 * S;
+        ag_real *dat = da + (size_t)t0 * S;
+        /* O = P V:  dP = dO V^T  [n, Dv] x [Dv, e] */
+        ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * H * Dv, H * Dv, v, H * Dv, 0, dat, S);
+        /* P = softmax(mask ? scale A : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place */
+        if (e > 0)
+            ag__masked_softmax_rows_backward(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, dat,
+                                             dat, j->mask, j->mm, j->scale, false);
+        zero_past(da, S, t0, n, e);
+        /* A = Q K^T:  dQ += dA K  [n, e] x [e, D] */
+        if (dq) ag__gemm(0, 0, n, D, e, dat, S, k, H * D, j->beta_q, dq + (size_t)t0 * H * D, H * D);
+    }
+    for (int s0 = 0; s0 < S; s0 += RB) { /* keys [s0, s0 + n), queries [t, T) */
+        int n = S - s0 < RB ? S - s0 : RB, t = j->tfirst[s0 / RB];
+        /* O = P V:  dV += P^T dO  [n, T - t] x [T - t, Dv] */
+        if (dv)
+            ag__gemm(1, 0, n, Dv, T - t, p + (size_t)t * S + s0, S, dy + (size_t)t * H * Dv, H * Dv, j->beta_v,
+                     dv + (size_t)s0 * H * Dv, H * Dv);
+        /* A = Q K^T:  dK += dA^T Q  [n, T - t] x [T - t, D] */
+        if (dk)
+            ag__gemm(1, 0, n, D, T - t, da + (size_t)t * S + s0, S, q + (size_t)t * H * D, H * D, j->beta_k,
+                     dk + (size_t)s0 * H * D, H * D);
+    }
+}
+
+/* Block t of the heads, on one thread: the heads one after another, the
+ * backward's dA in the block's own scratch. */
+static void forward_block(void *ctx, size_t t)
+{
+    const ag__att_job *j = ctx;
+    for (size_t bh = j->heads * t / j->nt; bh < j->heads * (t + 1) / j->nt; bh++) {
+#ifdef AG_HAVE_HEAD512
+        if (j->head512) {
+            ag__head512_forward(j, bh);
+            continue;
+        }
+#endif
+        forward_head(j, bh);
+    }
+}
+
+static void backward_block(void *ctx, size_t t)
+{
+    const ag__att_job *j = ctx;
+    ag_real *da = j->scratch + t * j->scratch_stride;
+    for (size_t bh = j->heads * t / j->nt; bh < j->heads * (t + 1) / j->nt; bh++) {
+#ifdef AG_HAVE_HEAD512
+        if (j->head512) {
+            ag__head512_backward(j, bh, da);
+            continue;
+        }
+#endif
+        backward_head(j, bh, da);
+    }
+}
+
+/* x's gradient, each head of it written by one head's products: fresh,
+ * and read by this node once, the products store into it (*beta = 0);
+ * otherwise they add (*beta = 1), into zeros if it was fresh. */
+static ag_real *grad_of(ag_graph *g, ag_tensor *x, bool once, ag_real *beta)
+{
+    if (!x->requires_grad) return NULL;
+    bool fresh;
+    ag_real *dx = ag__grad_fresh(g, x, &fresh);
+    *beta = fresh && once ? 0 : 1;
+    if (dx && fresh && !once) memset(dx, 0, x->size * sizeof(ag_real));
+    return dx;
+}
+
+/* The keys the blocks of a's heads see (seen_keys), in the arena: saved
+ * (the forward's, for its backward) or for this backward only. */
+static plan *make_plan(ag_graph *g, const ag__attn *a, bool save)
+{
+    const int T = a->T, S = a->S, RB = block_rows(S), nq = (T + RB - 1) / RB, nk = (S + RB - 1) / RB;
+    size_t bytes = sizeof(plan) + (size_t)(nq + T + nk) * sizeof(int);
+    plan *pl = save ? ag__save(g, bytes) : ag__alloc(g, bytes);
+    if (!pl) return NULL;
+    pl->kend = (int *)(pl + 1), pl->last = pl->kend + nq, pl->tfirst = pl->last + T;
+    seen_keys(a->mask, a->fill, T, S, pl->kend, pl->tfirst);
+    return pl;
+}
+
+/* The job of a's heads, mask map mm (filled here) and plan pl. */
+static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, size_t work)
+{
+    *mm = (ag__mask_map){0};
+    if (a->mask) ag__mask_map_init(mm, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
+    size_t heads = (size_t)a->B * (size_t)a->H;
+    int nt = ag__threads_for(heads * (size_t)a->T * (size_t)a->S * (size_t)(a->D + a->Dv) / work);
+    return (ag__att_job){.T = a->T, .S = a->S, .H = a->H, .D = a->D, .Dv = a->Dv, .heads = heads,
+                         .nt = (size_t)nt, .mm = mm, .mask = a->mask, .kend = pl->kend, .tfirst = pl->tfirst,
+                         .last = pl->last, .scale = (ag_real)a->scale, .fill = (ag_real)a->fill};
+}
+
+bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
+                             ag_real *p, ag_real *y)
+{
+    plan *pl = make_plan(g, a, true);
+    if (!pl) return true; /* the graph holds the failure */
+    a->plan = pl;
+    ag__mask_map mm;
+    ag__att_job j = job_of(a, &mm, pl, 16);
+    j.q = q, j.k = k, j.v = v, j.y = y, j.p = p;
+    j.head512 = ag__head512_plan(&j);
+    ag__parallel_for(j.nt, (int)j.nt, forward_block, &j);
+    return true;
+}
+
+bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_tensor *k, ag_tensor *v,
+                              const ag_real *p, const ag_real *dy)
+{
+    const plan *pl = a->plan ? a->plan : make_plan(g, a, false);
+    if (!pl) return true;
+    ag__mask_map mm;
+    ag__att_job j = job_of(a, &mm, pl, 8);
+    j.q = q->data, j.k = k->data, j.v = v->data, j.dy = dy, j.p = (ag_real *)(uintptr_t)p;
+    j.dq = grad_of(g, q, q != k && q != v, &j.beta_q);
+    j.dk = grad_of(g, k, k != q && k != v, &j.beta_k);
+    j.dv = grad_of(g, v, v != q && v != k, &j.beta_v);
+    if ((q->requires_grad && !j.dq) || (k->requires_grad && !j.dk) || (v->requires_grad && !j.dv)) return true;
+    j.head512 = ag__head512_plan(&j);
+    j.scratch_stride = ((size_t)a->T * (size_t)a->S + 15) / 16 * 16; /* a cache line apart */
+    j.scratch = ag__alloc(g, j.nt * j.scratch_stride * sizeof(ag_real));
+    if (!j.scratch) return true;
+    ag__parallel_for(j.nt, (int)j.nt, backward_block, &j);
+    return true;
+}

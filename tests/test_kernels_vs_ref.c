@@ -1,0 +1,295 @@
+/* tests/test_kernels_vs_ref.c: every op's fast kernels against its plain
+ * reference (src/kernels/ against ops/, docs/kernels.md).
+ *
+ * The same case is built twice on the same inputs, once with
+ * ag_set_kernels(AG_KERNELS_FAST) and once with AG_KERNELS_REFERENCE, and
+ * its forward values and the gradients of its inputs (of L = sum(y w), w
+ * fixed random) are compared within the op's row of `tols`.  The cases are
+ * every op's gradient-check cases (the op table's, so an op added to the
+ * table is walked too, and fails here until it has a row), then the wider
+ * ones below: sizes that are not multiples of a tile or a vector, blocks
+ * of rows with a rest, size-1 and broadcast axes, random shapes.  The
+ * public op is what runs, so the comparison holds however an op reaches
+ * its kernel. */
+#include <stdlib.h>
+
+#include "common.h"
+#include "core/internal.h"
+
+/* |fast - ref| <= abs + rel |ref| for every value (NaN against NaN, and
+ * an infinity against the same one, agree).  0, 0: to the bit, where both
+ * run the same operations in the same order.  Otherwise the fast kernel
+ * adds in another order (lanes, blocks, fused multiply-adds, tiles) or
+ * uses core/fastmath's exp, tanh and log (a few ulp in float). */
+typedef struct tol {
+    const char *op;
+    double abs64, rel64, abs32, rel32;
+} tol;
+
+static const tol tols[] = {
+    {"add", 0, 0, 0, 0},
+    {"sub", 0, 0, 0, 0},
+    {"mul", 0, 0, 0, 0},
+    {"div", 1e-15, 1e-15, 1e-6, 1e-6},
+    {"scale", 0, 0, 0, 0},
+    {"shift", 0, 0, 0, 0},
+    {"neg", 0, 0, 0, 0},
+    {"exp", 1e-14, 1e-14, 1e-6, 1e-6},
+    {"log", 1e-14, 1e-14, 1e-6, 1e-6},
+    {"sqrt", 1e-15, 1e-15, 1e-6, 1e-6},
+    {"tanh", 1e-14, 1e-14, 1e-6, 1e-6},
+    {"relu", 0, 0, 0, 0},
+    {"gelu", 1e-14, 1e-14, 1e-6, 1e-6},
+    {"gelu_tanh", 1e-14, 1e-14, 1e-6, 1e-6},
+    {"matmul", 1e-13, 1e-13, 2e-5, 2e-5},
+    {"reshape", 0, 0, 0, 0},
+    {"permute", 0, 0, 0, 0},
+    {"concat", 0, 0, 0, 0},
+    {"slice", 0, 0, 0, 0},
+    {"sum", 1e-13, 1e-13, 1e-5, 1e-5},
+    {"mean", 1e-13, 1e-13, 1e-5, 1e-5},
+    {"max", 0, 0, 0, 0},
+    {"softmax", 1e-14, 1e-13, 1e-6, 1e-5},
+    {"log_softmax", 1e-13, 1e-13, 1e-5, 1e-5},
+    {"masked_fill", 1e-14, 1e-13, 1e-6, 1e-5}, /* its cases end in a softmax */
+    {"layer_norm", 1e-12, 1e-12, 1e-5, 1e-4},
+    {"embedding", 0, 0, 0, 0},
+    {"dropout", 0, 0, 0, 0},
+    {"cross_entropy", 1e-13, 1e-13, 1e-5, 1e-5},
+    {"linear", 1e-13, 1e-13, 2e-5, 2e-5},
+    {"masked_softmax", 1e-14, 1e-13, 1e-6, 1e-5},
+    {"index_add", 0, 0, 0, 0},
+    {"attention", 1e-13, 1e-12, 2e-5, 1e-4},
+    {"linear_add", 1e-13, 1e-13, 2e-5, 2e-5},
+};
+
+static const tol *tol_of(const char *op)
+{
+    for (size_t i = 0; i < sizeof tols / sizeof tols[0]; i++)
+        if (strcmp(tols[i].op, op) == 0) return &tols[i];
+    return NULL;
+}
+
+/* One build's forward values and input gradients. */
+typedef struct outcome {
+    size_t n[1 + AG_MAX_SRC];
+    double *v[1 + AG_MAX_SRC]; /* y, then each input's gradient */
+} outcome;
+
+static double *copy(const ag_real *x, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    cr_assert_not_null(d);
+    for (size_t i = 0; i < n; i++) d[i] = x ? (double)x[i] : 0;
+    return d;
+}
+
+/* Case c built in mode `mode` on inputs drawn from seed (as opcheck draws
+ * them), its gradient by backward from L = sum(y w) in mode `back`. */
+static outcome run(const ag_op_case *c, ag_kernels mode, ag_kernels back, uint64_t seed)
+{
+    ag_set_kernels(mode);
+    ag_store *s = ag_store_new();
+    ag_graph *g = ag_graph_new();
+    cr_assert(s && g);
+    ag_graph_seed(g, seed);
+    ag_rng r;
+    ag_rng_seed(&r, seed);
+    ag_tensor *in[AG_MAX_SRC] = {0};
+    for (int k = 0; k < c->n_in; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "in%d", k);
+        in[k] = ag_param(s, name, c->ndim[k], c->shape[k]);
+        cr_assert_not_null(in[k]);
+        for (size_t j = 0; j < in[k]->size; j++) {
+            double v = c->lo + (c->hi - c->lo) * ag_rng_uniform(&r);
+            if (v > -c->gap && v < c->gap) v = v < 0 ? -c->gap : c->gap;
+            in[k]->data[j] = (ag_real)v;
+        }
+    }
+    ag_tensor *y = c->build(g, in);
+    cr_assert_not_null(y, "%s: %s", c->label, ag_graph_error(g));
+    ag_real *w = malloc((y->size ? y->size : 1) * sizeof *w);
+    cr_assert_not_null(w);
+    for (size_t i = 0; i < y->size; i++) w[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
+    ag_tensor *loss = ag_sum_all(g, ag_mul(g, y, ag_tensor_from(g, y->ndim, y->shape, w)));
+    ag_set_kernels(back);
+    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s: %s", c->label, ag_graph_error(g));
+    outcome o = {{y->size}, {copy(y->data, y->size)}};
+    for (int k = 0; k < c->n_in; k++) o.n[1 + k] = in[k]->size, o.v[1 + k] = copy(in[k]->grad, in[k]->size);
+    free(w);
+    ag_graph_free(g);
+    ag_store_free(s);
+    ag_set_kernels(AG_KERNELS_FAST);
+    return o;
+}
+
+static bool agree(double f, double r, double abs, double rel)
+{
+    if (isnan(f) || isnan(r)) return isnan(f) && isnan(r);
+    if (isinf(f) || isinf(r)) return f == r;
+    return fabs(f - r) <= abs + rel * fabs(r);
+}
+
+/* Case c of op `op` forward in mode `mode`, backward in `back`, against
+ * the fast kernels throughout, within t. */
+static void compare_modes(const char *op, const ag_op_case *c, const tol *t, uint64_t seed, ag_kernels mode,
+                          ag_kernels back)
+{
+    double abs = TOL(t->abs64, t->abs32), rel = TOL(t->rel64, t->rel32);
+    outcome f = run(c, AG_KERNELS_FAST, AG_KERNELS_FAST, seed), r = run(c, mode, back, seed);
+    for (int k = 0; k <= c->n_in; k++) {
+        cr_assert_eq(f.n[k], r.n[k]);
+        for (size_t i = 0; i < f.n[k]; i++)
+            cr_assert(agree(f.v[k][i], r.v[k][i], abs, rel),
+                      "%s, %s: %s[%zu] fast %.17g, reference %.17g (diff %.3g; allowed %.3g + %.3g |ref|)", op,
+                      c->label, k == 0 ? "y" : "d input", i, f.v[k][i], r.v[k][i], fabs(f.v[k][i] - r.v[k][i]),
+                      abs, rel);
+        free(f.v[k]);
+        free(r.v[k]);
+    }
+}
+
+/* Case c of op `op`, the references against the kernels, within t. */
+static void compare(const char *op, const ag_op_case *c, const tol *t, uint64_t seed)
+{
+    compare_modes(op, c, t, seed, AG_KERNELS_REFERENCE, AG_KERNELS_REFERENCE);
+}
+
+Test(kernels_vs_ref, every_op_of_the_table_on_its_gradcheck_cases)
+{
+    int ops = 0, cases = 0;
+    for (int op = 1; op < AG_OP_COUNT; op++) {
+        const char *name = ag_op_name(op);
+        const tol *t = tol_of(name);
+        cr_assert_not_null(t, "op %s has no row in tests/test_kernels_vs_ref.c's tolerance table", name);
+        cr_assert_gt(ag_op_case_count(op), 0, "op %s has no cases to compare its kernels on", name);
+        for (int i = 0; i < ag_op_case_count(op); i++, cases++) compare(name, &ag_op_table[op]->cases[i], t, 7 + i);
+        ops++;
+    }
+    cr_assert_eq(ops, AG_OP_COUNT - 1);
+    cr_log_info("kernels_vs_ref: %d ops, %d cases, fast against reference", ops, cases);
+}
+
+/* What a forward saves serves either room's backward: a forward in one
+ * mode and its backward in the other give the kernels' values within the
+ * op's tolerance. */
+Test(kernels_vs_ref, a_forward_in_one_mode_and_its_backward_in_the_other)
+{
+    for (int op = 1; op < AG_OP_COUNT; op++) {
+        const char *name = ag_op_name(op);
+        const tol *t = tol_of(name);
+        cr_assert_not_null(t, "op %s has no row in the tolerance table", name);
+        for (int i = 0; i < ag_op_case_count(op); i++) {
+            const ag_op_case *c = &ag_op_table[op]->cases[i];
+            compare_modes(name, c, t, 9 + i, AG_KERNELS_REFERENCE, AG_KERNELS_FAST);
+            compare_modes(name, c, t, 9 + i, AG_KERNELS_FAST, AG_KERNELS_REFERENCE);
+        }
+    }
+}
+
+/* ---- wider cases: tiles and vectors with a rest, blocks of rows --------- */
+
+static ag_tensor *mm(ag_graph *g, ag_tensor *const *in) { return ag_matmul(g, in[0], in[1]); }
+static ag_tensor *mm_bt(ag_graph *g, ag_tensor *const *in) { return ag_matmul_bt(g, in[0], in[1]); }
+static ag_tensor *linear(ag_graph *g, ag_tensor *const *in) { return ag__linear(g, in[0], in[1], in[2]); }
+static ag_tensor *linear_add(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__linear_add(g, in[0], in[1], in[2], in[3]);
+}
+static ag_tensor *norm(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 1e-5); }
+static ag_tensor *norm_plain(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], NULL, NULL, 1e-5); }
+static ag_tensor *softmax(ag_graph *g, ag_tensor *const *in) { return ag_softmax(g, in[0]); }
+static ag_tensor *log_softmax(ag_graph *g, ag_tensor *const *in) { return ag_log_softmax(g, in[0]); }
+static ag_tensor *causal_softmax(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__masked_softmax(g, in[0], 0.25, ag_causal_mask(g, in[0]->shape[1], in[0]->shape[2]), -INFINITY);
+}
+static ag_tensor *xent(ag_graph *g, ag_tensor *const *in)
+{
+    int rows = (int)(in[0]->size / (size_t)in[0]->shape[in[0]->ndim - 1]), *t = malloc((size_t)rows * sizeof *t);
+    for (int i = 0; i < rows; i++) t[i] = i % 5 == 3 ? -100 : (i * 7) % in[0]->shape[in[0]->ndim - 1];
+    ag_tensor *y = ag_cross_entropy(g, in[0], t, -100, 0.1);
+    free(t);
+    return y;
+}
+static ag_tensor *sum_rows(ag_graph *g, ag_tensor *const *in) { return ag_sum(g, in[0], -1, 0); }
+static ag_tensor *mean_cols(ag_graph *g, ag_tensor *const *in) { return ag_mean(g, in[0], 0, 1); }
+static ag_tensor *max_rows(ag_graph *g, ag_tensor *const *in) { return ag_max(g, in[0], -1, 1); }
+static ag_tensor *dropout(ag_graph *g, ag_tensor *const *in) { return ag_dropout(g, in[0], 0.3); }
+static ag_tensor *attention_causal(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__attention_heads(g, in[0], in[1], in[2], 0.25, ag_causal_mask(g, in[0]->shape[1], in[1]->shape[1]),
+                               -INFINITY);
+}
+static ag_tensor *attention(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__attention_heads(g, in[0], in[1], in[2], 0.3, NULL, 0);
+}
+
+typedef struct wide {
+    const char *op;
+    ag_op_case c;
+} wide;
+
+static const wide wides[] = {
+    {"matmul", {"[70, 300] @ [300, 50]: blocked, edge tiles", 2, {2, 2}, {{70, 300}, {300, 50}}, -1, 1, 0, mm}},
+    {"matmul", {"[3, 37, 19] @ [1, 29, 19]^T broadcast", 2, {3, 3}, {{3, 37, 19}, {1, 29, 19}}, -1, 1, 0, mm_bt}},
+    {"matmul", {"[1, 500] @ [500, 1]", 2, {2, 2}, {{1, 500}, {500, 1}}, -1, 1, 0, mm}},
+    {"linear", {"x [37, 45], w [29, 45], b [29]", 3, {2, 2, 1}, {{37, 45}, {29, 45}, {29}}, -1, 1, 0, linear}},
+    {"linear_add",
+     {"x [2, 33, 70], w [65, 70], b [65], r", 4, {3, 2, 1, 3}, {{2, 33, 70}, {65, 70}, {65}, {2, 33, 65}}, -1, 1, 0,
+      linear_add}},
+    {"layer_norm", {"[67, 64] blocks of 16 and a rest", 3, {2, 1, 1}, {{67, 64}, {64}, {64}}, -2, 2, 0, norm}},
+    {"layer_norm", {"[50, 130] edge lanes", 3, {2, 1, 1}, {{50, 130}, {130}, {130}}, -2, 2, 0, norm}},
+    {"layer_norm", {"[5, 3, 7] no gain, no bias", 1, {3}, {{5, 3, 7}}, -2, 2, 0, norm_plain}},
+    {"softmax", {"[33, 100]", 1, {2}, {{33, 100}}, -4, 4, 0, softmax}},
+    {"softmax", {"[17, 7]", 1, {2}, {{17, 7}}, -4, 4, 0, softmax}},
+    {"log_softmax", {"[33, 100]", 1, {2}, {{33, 100}}, -4, 4, 0, log_softmax}},
+    {"masked_softmax", {"causal [3, 40, 40]", 1, {3}, {{3, 40, 40}}, -4, 4, 0, causal_softmax}},
+    {"cross_entropy", {"[37, 65], ignored rows, smoothing", 1, {2}, {{37, 65}}, -4, 4, 0, xent}},
+    {"sum", {"[37, 129] over rows", 1, {2}, {{37, 129}}, -1, 1, 0, sum_rows}},
+    {"mean", {"[37, 129] over columns", 1, {2}, {{37, 129}}, -1, 1, 0, mean_cols}},
+    {"max", {"[37, 129] over rows", 1, {2}, {{37, 129}}, -1, 1, 0, max_rows}},
+    {"dropout", {"[1000]", 1, {1}, {{1000}}, -1, 1, 0, dropout}},
+    {"attention",
+     {"toy heads: q, k, v [2, 32, 4, 16], causal", 3, {4, 4, 4}, {{2, 32, 4, 16}, {2, 32, 4, 16}, {2, 32, 4, 16}},
+      -1, 1, 0, attention_causal}},
+    {"attention",
+     {"q [1, 70, 2, 8], k [1, 100, 2, 8], v [1, 100, 2, 5], causal", 3, {4, 4, 4},
+      {{1, 70, 2, 8}, {1, 100, 2, 8}, {1, 100, 2, 5}}, -1, 1, 0, attention_causal}},
+    {"attention",
+     {"q [2, 9, 3, 12], k, v [2, 24, 3, 12], no mask", 3, {4, 4, 4}, {{2, 9, 3, 12}, {2, 24, 3, 12}, {2, 24, 3, 12}},
+      -1, 1, 0, attention}},
+};
+
+/* Each in both modes, and forward in one, backward in the other. */
+Test(kernels_vs_ref, wider_cases)
+{
+    for (size_t i = 0; i < sizeof wides / sizeof wides[0]; i++) {
+        const tol *t = tol_of(wides[i].op);
+        cr_assert_not_null(t, "%s", wides[i].op);
+        compare(wides[i].op, &wides[i].c, t, 100 + i);
+        compare_modes(wides[i].op, &wides[i].c, t, 100 + i, AG_KERNELS_REFERENCE, AG_KERNELS_FAST);
+        compare_modes(wides[i].op, &wides[i].c, t, 100 + i, AG_KERNELS_FAST, AG_KERNELS_REFERENCE);
+    }
+}
+
+/* Random shapes, from 1 up past two tiles or vectors on every axis. */
+Test(kernels_vs_ref, random_shapes)
+{
+    ag_rng r;
+    ag_rng_seed(&r, 2024);
+    for (int trial = 0; trial < 12; trial++) {
+        int M = 1 + (int)(ag_rng_uniform(&r) * 40), N = 1 + (int)(ag_rng_uniform(&r) * 70);
+        int K = 1 + (int)(ag_rng_uniform(&r) * 90), B = 1 + (int)(ag_rng_uniform(&r) * 3);
+        ag_op_case c = {"random [B, M, K] @ [K, N]", 2, {3, 2}, {{B, M, K}, {K, N}}, -1, 1, 0, mm};
+        compare("matmul", &c, tol_of("matmul"), 300 + (uint64_t)trial);
+        ag_op_case n = {"random [M, N] layer norm", 3, {2, 1, 1}, {{M, N}, {N}, {N}}, -2, 2, 0, norm};
+        compare("layer_norm", &n, tol_of("layer_norm"), 400 + (uint64_t)trial);
+        ag_op_case s = {"random [B, M, N] softmax", 1, {3}, {{B, M, N}}, -4, 4, 0, softmax};
+        compare("softmax", &s, tol_of("softmax"), 500 + (uint64_t)trial);
+        ag_op_case x = {"random [M, N] cross-entropy", 1, {2}, {{M, N}}, -4, 4, 0, xent};
+        compare("cross_entropy", &x, tol_of("cross_entropy"), 600 + (uint64_t)trial);
+    }
+}

@@ -117,6 +117,8 @@ typedef struct ag_mha {
     int causal;     /* 1: query t attends to keys s <= t only (the mask is
                        made inside, and combined with any mask given) */
     int textbook;   /* 1: the textbook path (ag_mha_forward_textbook) */
+    int qk_norm;    /* 1: q_norm and k_norm (ag_mha_add_qk_norm) apply */
+    ag_layernorm q_norm, k_norm; /* [D] each: LayerNorm of every head's q, k */
 } ag_mha;
 /* Makes "<prefix>.w_q.weight" ... "<prefix>.w_o.bias", not causal; set
  * m->causal afterwards for a causal self-attention.  A bad argument
@@ -126,6 +128,13 @@ ag_status ag_mha_init(ag_mha *m, ag_store *s, const char *prefix, int C, int H, 
                       double dropout, uint64_t seed);
 ag_tensor *ag_mha_forward(ag_graph *g, const ag_mha *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
                   double fill, ag_tensor **weights);
+/* QK-norm (ViT-22B, OLMo-2): each head's query and key, width D, go through
+ * a LayerNorm before the dot product,
+ *   scores = LN_q(q_h) LN_k(k_h)^T / sqrt(D),
+ * so a score is bounded by the norms' gains, not by how large W_q, W_k and
+ * the inputs grow.  Makes "<prefix>.q_norm.weight", "<prefix>.q_norm.bias",
+ * "<prefix>.k_norm.*" (each [D], gain 1, bias 0) and sets m->qk_norm. */
+ag_status ag_mha_add_qk_norm(ag_mha *m, ag_store *s, const char *prefix);
 
 /* ---- the textbook path ---------------------------------------------------- */
 
@@ -245,6 +254,7 @@ typedef struct ag_block_config {
     /* The self-attention is causal: query t sees keys s <= t, with no mask
      * from the caller (ag_mha.causal).  Any mask given is applied too. */
     int causal;
+    int qk_norm; /* 1: every attention of the block has QK-norm (ag_mha_add_qk_norm) */
 } ag_block_config;
 
 /* Encoder block (post-norm): x = addnorm1(x, self_attention(x, x, src_mask));
@@ -331,17 +341,23 @@ typedef struct ag_seq2seq_config {
     int max_len;              /* longest sequence (positions), 10 */
     double dropout;           /* 0.1 */
     int init;                 /* AG_SEQ2SEQ_INIT_*; 0 (scaled) when left out */
+    int pre_norm;             /* 1: pre-norm blocks and a final LayerNorm per stack */
+    int qk_norm;              /* 1: QK-norm in every attention (ag_mha_add_qk_norm) */
 } ag_seq2seq_config;
 
 /* Parameters: "encoder.embedding.weight" [Vs, C], "encoder.blocks.<i>.*",
  * "decoder.embedding.weight" [Vt, C], "decoder.blocks.<i>.*",
- * "decoder.dense.weight" [Vt, C], "decoder.dense.bias" [Vt]. */
+ * "decoder.dense.weight" [Vt, C], "decoder.dense.bias" [Vt].  With pre_norm
+ * also "encoder.norm.*" and "decoder.norm.*" [C], the LayerNorms after the
+ * last block of each stack (nn.Transformer with norm_first=True); with
+ * qk_norm every attention's "<prefix>.q_norm.*" and "<prefix>.k_norm.*". */
 typedef struct ag_seq2seq {
     ag_seq2seq_config cfg;
     ag_tensor *src_embedding, *tgt_embedding;
     ag_encoder_block *enc; /* cfg.layers of each, owned */
     ag_decoder_block *dec;
     ag_linear dense;
+    ag_layernorm enc_norm, dec_norm; /* cfg.pre_norm only: after each stack */
 } ag_seq2seq;
 
 /* Make every parameter in s, drawn as cfg->init says (AG_SEQ2SEQ_INIT_*),

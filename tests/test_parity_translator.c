@@ -85,7 +85,7 @@ static void tiny_load(tiny *m)
     cr_assert_not_null(dr);
     ag_seq2seq_config cfg = {ag_vocab_size(m->sv), ag_vocab_size(m->tv), meta_int(m->ckpt, "hidden"),
                              meta_int(m->ckpt, "heads"), meta_int(m->ckpt, "ffn"), meta_int(m->ckpt, "layers"),
-                             meta_int(m->ckpt, "max_len"), strtod(dr, NULL), AG_SEQ2SEQ_INIT_SCALED};
+                             meta_int(m->ckpt, "max_len"), strtod(dr, NULL), AG_SEQ2SEQ_INIT_SCALED, 0, 0};
     cr_assert_gt(cfg.dropout, 0, "the checkpoint should have dropout, which eval mode turns off");
     m->store = ag_store_new();
     cr_assert_not_null(m->store);

@@ -6,7 +6,7 @@ tests/reference/saturation/), named <variant>-s<seed>.json with variant
 default, pre_norm or qk_norm.  TABLE is one of
 
   seeds    one row per variant and seed: held-out exact match and BLEU,
-           then encoder layer 0's and the decoder's self-attention layer
+           the last epoch's training loss, then encoder layer 0's and the decoder's self-attention layer
            0's mean row entropy and largest scaled score after the last
            epoch (on the probe batch);
   means    per variant: the mean over the seeds of exact match and BLEU,
@@ -62,13 +62,13 @@ def score(x):
 
 
 def table_seeds(runs):
-    out = ["| variant | seed | exact match | BLEU | enc. 0 entropy | enc. 0 largest score "
+    out = ["| variant | seed | exact match | BLEU | training loss | enc. 0 entropy | enc. 0 largest score "
            "| dec. self 0 entropy | dec. self 0 largest score |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v, label in VARIANTS:
         for s in seeds_of(runs, v):
             r = runs[(v, s)]
-            cells = [label, str(s), "%.3f" % r["exact_match"], "%.3f" % r["bleu"]]
+            cells = [label, str(s), "%.3f" % r["exact_match"], "%.3f" % r["bleu"], "%.3f" % r["loss"]]
             for name, _ in LAYERS:
                 l = layer_at(r, last_epoch(r), name)
                 cells += ["%.2f" % l["entropy"], score(l["max_score"])]

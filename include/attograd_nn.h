@@ -111,6 +111,8 @@ typedef struct ag_mha_layer {
     int causal;     /* 1: query t attends to keys s <= t only (the mask is
                        made inside, and combined with any mask given) */
     int textbook;   /* 1: the textbook path (ag_mha_layer_forward_textbook) */
+    int qk_norm;    /* 1: q_norm and k_norm (ag_mha_layer_add_qk_norm) apply */
+    ag_layer_norm_layer q_norm, k_norm; /* [D] each: LayerNorm of every head's q, k */
 } ag_mha_layer;
 /* "<prefix>.w_q.weight" ... "<prefix>.w_o.bias", not causal; C % H != 0 is
  * AG_ERR_SHAPE. */
@@ -119,6 +121,13 @@ ag_status ag_mha_layer_init(ag_mha_layer *m, ag_store *s, const char *prefix, in
 /* -> [B, T, C]; *weights (if not NULL) gets P [B, H, T, S]. */
 ag_tensor *ag_mha_layer_forward(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
                   double fill, ag_tensor **weights);
+/* QK-norm (ViT-22B, OLMo-2): each head's query and key, width D, go through
+ * a LayerNorm before the dot product,
+ *   scores = LN_q(q_h) LN_k(k_h)^T / sqrt(D),
+ * so a score is bounded by the norms' gains, not by how large W_q, W_k and
+ * the inputs grow.  Makes "<prefix>.q_norm.weight", "<prefix>.q_norm.bias",
+ * "<prefix>.k_norm.*" (each [D], gain 1, bias 0) and sets m->qk_norm. */
+ag_status ag_mha_layer_add_qk_norm(ag_mha_layer *m, ag_store *s, const char *prefix);
 
 /* ---- the textbook path ---------------------------------------------------- */
 
@@ -227,6 +236,7 @@ typedef struct ag_block_config {
     ag_activation activation; /* the FFN's: relu (0), gelu, gelu_tanh */
     int causal;               /* self-attention: query t sees keys s <= t */
     ag_init_opts init;        /* linear layers; default: Xavier-uniform, zero biases */
+    int qk_norm;              /* 1: every attention has QK-norm (ag_mha_layer_add_qk_norm) */
 } ag_block_config;
 
 /* Self-attention then FFN, each a sublayer as cfg.pre_norm says; with
@@ -297,16 +307,21 @@ typedef struct ag_seq2seq_config {
     int max_len;              /* longest sequence (positions), 10 */
     double dropout;           /* 0.1 */
     int init;                 /* AG_SEQ2SEQ_INIT_*; 0 (scaled) when left out */
+    int pre_norm;             /* 1: pre-norm blocks and a final LayerNorm per stack */
+    int qk_norm;              /* 1: QK-norm in every attention (ag_mha_layer_add_qk_norm) */
 } ag_seq2seq_config;
 
 /* "encoder.embedding.weight" [Vs, C], "encoder.blocks.<i>.*", "decoder.
- * embedding.weight" [Vt, C], "decoder.blocks.<i>.*", "decoder.dense.*". */
+ * embedding.weight" [Vt, C], "decoder.blocks.<i>.*", "decoder.dense.*"; with
+ * pre_norm "encoder.norm.*" and "decoder.norm.*" after each stack; with
+ * qk_norm every attention's "<prefix>.q_norm.*" and "<prefix>.k_norm.*". */
 typedef struct ag_seq2seq {
     ag_seq2seq_config cfg;
     ag_tensor *src_embedding, *tgt_embedding;
     ag_encoder_block *enc; /* cfg.layers of each, owned */
     ag_decoder_block *dec;
     ag_linear_layer dense;
+    ag_layer_norm_layer enc_norm, dec_norm; /* cfg.pre_norm only: after each stack */
 } ag_seq2seq;
 
 /* Every parameter in s, drawn as cfg->init says; a bad config value is

@@ -2,7 +2,7 @@
  * through the primitive ops, checked against finite differences in double
  * (every parameter and every input) with each option (post- or pre-norm,
  * relu, gelu or gelu_tanh, causal by flag, the decoder-only block, the
- * embedding layer with a tied output), and kept finite at the edges: a
+ * embedding layer with a tied output, QK-norm), and kept finite at the edges: a
  * fully masked row, scores of 1e4, sequences of length 1.  The init
  * functions' errors each leave a message in the store. */
 #include "common.h"
@@ -85,6 +85,22 @@ static ag_tensor *build_decoder_only(ag_graph *g, void *p)
     return weigh(g, ag_decoder_only_block_forward(g, &b->enc, b->x, NULL));
 }
 
+/* Every tensor of in[n] (at most 64) against finite differences; *worst
+ * gets the largest absolute error seen. */
+static void gradcheck_inputs(ag_build_fn build, void *p, ag_tensor **in, int n, double *worst)
+{
+    ag_gradcheck_result r[64];
+    ag_graph *g = ag_graph_new();
+    ag_status st = ag_gradcheck(g, build, p, in, n, NULL, r);
+    for (int i = 0; i < n; i++) {
+        if (r[i].max_abs_err > *worst) *worst = r[i].max_abs_err;
+        cr_expect_eq(r[i].failed, 0, "%s: %zu elements fail (max abs %.3g, rel %.3g)", r[i].input->name, r[i].failed,
+                     r[i].max_abs_err, r[i].max_rel_err);
+    }
+    cr_assert_eq(st, AG_OK, "%s", ag_graph_error(g));
+    ag_graph_free(g);
+}
+
 static void check_all(blocks *b, ag_build_fn build, const char *prefix, double *worst)
 {
     ag_tensor *in[64];
@@ -93,16 +109,7 @@ static void check_all(blocks *b, ag_build_fn build, const char *prefix, double *
         ag_tensor *t = ag_store_at(b->s, i);
         if (!strncmp(t->name, prefix, strlen(prefix)) || !strcmp(t->name, "x") || !strcmp(t->name, "y")) in[n++] = t;
     }
-    ag_gradcheck_result r[64];
-    ag_graph *g = ag_graph_new();
-    ag_status st = ag_gradcheck(g, build, b, in, n, NULL, r);
-    for (int i = 0; i < n; i++) {
-        if (r[i].max_abs_err > *worst) *worst = r[i].max_abs_err;
-        cr_expect_eq(r[i].failed, 0, "%s: %zu elements fail (max abs %.3g, rel %.3g)", r[i].input->name, r[i].failed,
-                     r[i].max_abs_err, r[i].max_rel_err);
-    }
-    cr_assert_eq(st, AG_OK, "%s", ag_graph_error(g));
-    ag_graph_free(g);
+    gradcheck_inputs(build, b, in, n, worst);
 }
 
 Test(blocks, encoder_block_gradcheck_every_parameter_and_input)
@@ -372,3 +379,120 @@ Test(blocks, a_fully_masked_row_and_scores_of_1e4_stay_finite)
     ag_graph_free(g);
     ag_store_free(s);
 }
+
+/* ---- QK-norm: a LayerNorm of each head's q and k (ag_mha_layer_add_qk_norm) ------- */
+
+/* D = 3: a LayerNorm over 2 values (the blocks' D) has almost no gradient */
+enum { QK_C = 6, QK_H = 2, QK_D = QK_C / QK_H, QK_B = 2, QK_T = 3, QK_S = 4 };
+
+typedef struct qk {
+    ag_store *s;
+    ag_mha_layer m;
+    ag_tensor *x, *e; /* queries' input [B, T, C], keys' and values' [B, S, C] */
+} qk;
+
+static void qk_make(qk *q, int qk_norm, uint64_t seed)
+{
+    q->s = ag_store_new();
+    cr_assert_eq(ag_mha_layer_init(&q->m, q->s, "attn", QK_C, QK_H, 1, 0.0, seed), AG_OK, "%s", ag_store_error(q->s));
+    if (qk_norm) cr_assert_eq(ag_mha_layer_add_qk_norm(&q->m, q->s, "attn"), AG_OK, "%s", ag_store_error(q->s));
+    q->x = ag_param(q->s, "x", AG_SHAPE(QK_B, QK_T, QK_C));
+    q->e = ag_param(q->s, "e", AG_SHAPE(QK_B, QK_S, QK_C));
+    for (int i = 0; i < ag_store_count(q->s); i++) ag_init_uniform(ag_store_at(q->s, i), -1, 1, seed + (uint64_t)i);
+}
+
+Test(blocks, qk_norm_parameters_have_pytorch_names_and_head_width)
+{
+    qk q;
+    qk_make(&q, 1, 1);
+    const char *names[4] = {"attn.q_norm.weight", "attn.q_norm.bias", "attn.k_norm.weight", "attn.k_norm.bias"};
+    for (int i = 0; i < 4; i++) {
+        ag_tensor *t = ag_store_find(q.s, names[i]);
+        cr_assert_not_null(t, "%s is missing", names[i]);
+        cr_assert(t->ndim == 1 && t->shape[0] == QK_D, "%s is not [%d]", names[i], QK_D);
+    }
+    cr_assert_eq(q.m.qk_norm, 1);
+    ag_store_free(q.s);
+    ag_store *s = ag_store_new();
+    ag_mha_layer blank;
+    memset(&blank, 0, sizeof blank);
+    cr_assert_eq(ag_mha_layer_add_qk_norm(&blank, s, "attn"), AG_ERR_ARG);
+    cr_assert(strstr(ag_store_error(s), "mha 'attn': QK-norm on a layer not made by ag_mha_layer_init"), "%s",
+              ag_store_error(s));
+    ag_store_free(s);
+}
+
+/* The largest gap max - min of log P over the rows of w [B, H, T, S]
+ * (infinite when a weight is exactly 0: a one-hot row). */
+static double largest_log_gap(const ag_tensor *w)
+{
+    double worst = 0;
+    for (size_t r = 0; r < w->size / QK_S; r++) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (int s = 0; s < QK_S; s++) {
+            double l = log((double)w->data[r * QK_S + s]);
+            lo = fmin(lo, l), hi = fmax(hi, l);
+        }
+        worst = fmax(worst, hi - lo);
+    }
+    return worst;
+}
+
+Test(blocks, qk_norm_bounds_the_scores_however_large_the_projections_grow)
+{
+    double gap[2];
+    for (int on = 0; on <= 1; on++) {
+        qk q;
+        qk_make(&q, on, 3);
+        /* W_q and W_k 300 times larger: what training can do to them */
+        for (size_t i = 0; i < q.m.w_q.weight->size; i++) q.m.w_q.weight->data[i] *= 300, q.m.w_k.weight->data[i] *= 300;
+        if (on) { /* gain 1, bias 0: each normalised head has norm sqrt(D) */
+            ag_init_const(q.m.q_norm.weight, 1), ag_init_const(q.m.q_norm.bias, 0);
+            ag_init_const(q.m.k_norm.weight, 1), ag_init_const(q.m.k_norm.bias, 0);
+        }
+        ag_graph *g = ag_graph_new();
+        ag_tensor *w = NULL;
+        cr_assert_not_null(ag_mha_layer_forward(g, &q.m, q.x, q.e, NULL, AG_MASK_NEG_INF, &w), "%s", ag_graph_error(g));
+        cr_assert(w && w->ndim == 4 && w->shape[3] == QK_S);
+        gap[on] = largest_log_gap(w);
+        ag_graph_free(g);
+        ag_store_free(q.s);
+    }
+    cr_assert_gt(gap[0], 50, "without QK-norm the rows should saturate (gap %g)", gap[0]);
+    cr_assert_leq(gap[1], 2 * sqrt((double)QK_D) + TOL(1e-9, 1e-4), "with QK-norm a row's gap is %g > 2 sqrt(QK_D)",
+                  gap[1]);
+}
+
+#ifdef AG_DOUBLE
+/* cross-attention of x over e, the second sentence's last key masked */
+static ag_tensor *build_qk_mha(ag_graph *g, void *p)
+{
+    qk *q = p;
+    static const int valid[QK_B] = {QK_S, QK_S - 1};
+    ag_tensor *mask = ag_padding_mask(g, valid, QK_B, 0, QK_T, QK_S);
+    return weigh(g, ag_mha_layer_forward(g, &q->m, q->x, q->e, mask, AG_MASK_NEG_INF, NULL));
+}
+
+Test(blocks, qk_norm_mha_gradcheck_every_parameter_and_input)
+{
+    qk q;
+    qk_make(&q, 1, 7);
+    ag_tensor *in[16];
+    int n = 0;
+    for (int i = 0; i < ag_store_count(q.s) && n < 16; i++) in[n++] = ag_store_at(q.s, i);
+    double worst = 0;
+    gradcheck_inputs(build_qk_mha, &q, in, n, &worst);
+    cr_log_info("QK-norm mha: worst abs error %.3g", worst);
+    ag_store_free(q.s);
+}
+
+Test(blocks, qk_norm_encoder_block_gradcheck)
+{
+    check_option(&(ag_block_config){.qk_norm = 1}, build_encoder, "enc.", 25);
+}
+
+Test(blocks, pre_norm_qk_norm_decoder_block_gradcheck)
+{
+    check_option(&(ag_block_config){.pre_norm = 1, .qk_norm = 1}, build_decoder, "dec.", 26);
+}
+#endif

@@ -172,6 +172,7 @@ NUL(ag_add_norm, ag_add_norm(W->g, &W->ln, W->x23, W->x4, 0))
 BAD(ag_ffn_layer_init, ag_ffn_layer_init(&(ag_ffn_layer){0}, W->s, "f", 4, 0, 1))
 BAD(ag_ffn_layer_init_ex, ag_ffn_layer_init_ex(&(ag_ffn_layer){0}, W->s, "f", 4, 8, (ag_activation)9, 1))
 NUL(ag_ffn_layer_forward, ag_ffn_layer_forward(W->g, &W->ffn, W->x23))
+BAD(ag_mha_layer_add_qk_norm, ag_mha_layer_add_qk_norm(&(ag_mha_layer){0}, W->s, "m"))
 BAD(ag_learned_positions_init,
     ag_learned_positions_init(&(ag_learned_positions){0}, W->s, "pos", 0, 4, 1))
 NUL(ag_learned_positions_forward, ag_learned_positions_forward(W->g, &(ag_learned_positions){0}, W->x23))
@@ -266,7 +267,7 @@ static const walk walks[] = {
     G(ag_layer_norm_layer_forward), S(ag_norm_init), G(ag_norm_forward), G(ag_causal_mask), G(ag_padding_mask),
     G(ag_attention), S(ag_mha_layer_init), G(ag_mha_layer_forward), G(ag_attention_textbook),
     G(ag_mha_layer_forward_textbook), G(ag_add_norm), S(ag_ffn_layer_init), S(ag_ffn_layer_init_ex),
-    G(ag_ffn_layer_forward), S(ag_learned_positions_init), G(ag_learned_positions_forward), G(ag_prepend_token),
+    G(ag_ffn_layer_forward), S(ag_mha_layer_add_qk_norm), S(ag_learned_positions_init), G(ag_learned_positions_forward), G(ag_prepend_token),
     G(ag_attention_qk), G(ag_positional_encoding), S(ag_embedding_layer_init), S(ag_embedding_layer_init_ex),
     G(ag_embedding_layer_forward), G(ag_embedding_layer_logits), S(ag_encoder_block_init), S(ag_decoder_block_init),
     S(ag_encoder_block_init_ex), S(ag_decoder_block_init_ex), S(ag_decoder_only_block_init),

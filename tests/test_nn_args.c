@@ -118,7 +118,7 @@ static void expect_store_error(ag_store *s, ag_status got, ag_status st, const c
 Test(nn_args, init_functions_name_the_null_argument_on_the_store)
 {
     ag_store *s = ag_store_new();
-    ag_seq2seq_config cfg = {8, 8, 8, 2, 16, 1, 4, 0, AG_SEQ2SEQ_INIT_SCALED};
+    ag_seq2seq_config cfg = {8, 8, 8, 2, 16, 1, 4, 0, AG_SEQ2SEQ_INIT_SCALED, 0, 0};
     expect_store_error(s, ag_linear_layer_init(NULL, s, "l", 2, 3, 1, 1), AG_ERR_ARG, "linear_init: layer is NULL");
     expect_store_error(s, ag_layer_norm_layer_init(NULL, s, "n", 4), AG_ERR_ARG, "layernorm_init: layer is NULL");
     expect_store_error(s, ag_mha_layer_init(NULL, s, "m", 4, 2, 1, 0, 1), AG_ERR_ARG, "mha_init: layer is NULL");
@@ -150,7 +150,7 @@ Test(nn_args, init_functions_say_what_is_wrong_with_a_size)
     expect_store_error(s, ag_linear_layer_init(&l, s, "l", 0, 3, 1, 1), AG_ERR_ARG,
                        "linear 'l': bad size (in 0, out 3: both must be >= 1)");
     ag_seq2seq q;
-    ag_seq2seq_config cfg = {8, 8, 6, 4, 16, 1, 4, 0, AG_SEQ2SEQ_INIT_SCALED};
+    ag_seq2seq_config cfg = {8, 8, 6, 4, 16, 1, 4, 0, AG_SEQ2SEQ_INIT_SCALED, 0, 0};
     expect_store_error(s, ag_seq2seq_init(&q, s, &cfg, 1), AG_ERR_SHAPE,
                        "seq2seq: hidden = 6 is not a multiple of heads = 4");
     ag_store_free(s);

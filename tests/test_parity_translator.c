@@ -19,6 +19,10 @@
  * batch.tgt_out); one test rebuilds it from tiny.tsv with the C data
  * pipeline, so preprocessing, vocabulary and encoding are checked as well.
  *
+ * The same again for a model with both cures of a saturated softmax,
+ * pre-norm and QK-norm (tiny_cured_model.safetensors, `translate train ...
+ * --pre-norm --qk-norm`, and its fixture translator_step_cured.safetensors).
+ *
  * Regenerate (see tests/reference/README.md):
  *   /usr/bin/python3 tests/reference/translator.py step \
  *       --model tests/reference/tiny_model.safetensors --data tests/reference/tiny.tsv \
@@ -31,6 +35,8 @@
 #define MODEL "tests/reference/tiny_model.safetensors"
 #define DATA "tests/reference/tiny.tsv"
 #define FIXTURE "tests/reference/translator_step.safetensors"
+#define CURED_MODEL "tests/reference/tiny_cured_model.safetensors"
+#define CURED_FIXTURE "tests/reference/translator_step_cured.safetensors"
 
 /* SUFFIX (each build's reference) and the tolerances LOSS_REL, P_ABS,
  * P_REL, G_ABS, G_REL: tests/fixture.h, shared with tests/test_gpt.c. */
@@ -57,6 +63,7 @@ static double load_scalar(const ag_safetensors *f, const char *name)
  * metadata, its weights from the checkpoint (as examples/translate/checkpoint.c's
  * load_model). */
 typedef struct tiny {
+    const char *path;
     ag_safetensors *ckpt;
     ag_vocab *sv, *tv;
     ag_store *store;
@@ -66,32 +73,43 @@ typedef struct tiny {
 static int meta_int(const ag_safetensors *f, const char *key)
 {
     const char *v = ag_safetensors_meta(f, key);
-    cr_assert_not_null(v, "%s: no metadata '%s'", MODEL, key);
+    cr_assert_not_null(v, "a checkpoint without metadata '%s'", key);
     return atoi(v);
 }
 
-static void tiny_load(tiny *m)
+/* An optional 0/1 metadata field: absent is 0. */
+static int meta_flag(const ag_safetensors *f, const char *key)
+{
+    const char *v = ag_safetensors_meta(f, key);
+    return v ? meta_int(f, key) : 0;
+}
+
+static void tiny_load_from(tiny *m, const char *path)
 {
     char err[256] = "";
     memset(m, 0, sizeof *m);
-    m->ckpt = open_fixture(MODEL);
+    m->path = path;
+    m->ckpt = open_fixture(path);
     const char *fmt = ag_safetensors_meta(m->ckpt, "format");
-    cr_assert(fmt && !strcmp(fmt, "attograd-translator-1"), "%s: format %s", MODEL, fmt ? fmt : "missing");
+    cr_assert(fmt && !strcmp(fmt, "attograd-translator-1"), "%s: format %s", path, fmt ? fmt : "missing");
     const char *vs = ag_safetensors_meta(m->ckpt, "src_vocab"), *vt = ag_safetensors_meta(m->ckpt, "tgt_vocab");
-    cr_assert(vs && vt, "%s: no vocabularies", MODEL);
+    cr_assert(vs && vt, "%s: no vocabularies", path);
     cr_assert_eq(ag_vocab_parse(vs, strlen(vs), &m->sv, err, sizeof err), AG_OK, "%s", err);
     cr_assert_eq(ag_vocab_parse(vt, strlen(vt), &m->tv, err, sizeof err), AG_OK, "%s", err);
     const char *dr = ag_safetensors_meta(m->ckpt, "dropout");
     cr_assert_not_null(dr);
     ag_seq2seq_config cfg = {ag_vocab_size(m->sv), ag_vocab_size(m->tv), meta_int(m->ckpt, "hidden"),
                              meta_int(m->ckpt, "heads"), meta_int(m->ckpt, "ffn"), meta_int(m->ckpt, "layers"),
-                             meta_int(m->ckpt, "max_len"), strtod(dr, NULL), AG_SEQ2SEQ_INIT_SCALED};
+                             meta_int(m->ckpt, "max_len"), strtod(dr, NULL), AG_SEQ2SEQ_INIT_SCALED,
+                             meta_flag(m->ckpt, "pre_norm"), meta_flag(m->ckpt, "qk_norm")};
     cr_assert_gt(cfg.dropout, 0, "the checkpoint should have dropout, which eval mode turns off");
     m->store = ag_store_new();
     cr_assert_not_null(m->store);
     cr_assert_eq(ag_seq2seq_init(&m->net, m->store, &cfg, 0), AG_OK, "%s", ag_store_error(m->store));
     cr_assert_eq(ag_store_load(m->store, m->ckpt, err, sizeof err), AG_OK, "%s", err);
 }
+
+static void tiny_load(tiny *m) { tiny_load_from(m, MODEL); }
 
 static void tiny_free(tiny *m)
 {
@@ -161,11 +179,11 @@ static void expect_count(const ag_safetensors *f, const ag_store *s, const char 
 /* From the checkpoint's weights: the loss, clipping to norm 1, then one step
  * of `kind` ("sgd" or "adam"); every parameter against "<kind>.<p>" (float
  * build) or "<kind>64.<p>" (double build). */
-static void check_step(const char *kind)
+static void check_step(const char *kind, const char *model, const char *fixture)
 {
     tiny m;
-    tiny_load(&m);
-    ag_safetensors *f = open_fixture(FIXTURE);
+    tiny_load_from(&m, model);
+    ag_safetensors *f = open_fixture(fixture);
     ag_graph *g = loss_and_backward(&m, f);
     double norm;
     cr_assert_eq(ag_clip_grad_norm(m.store, CLIP, &norm), AG_OK, "%s", ag_store_error(m.store));
@@ -191,7 +209,8 @@ static void check_step(const char *kind)
         for (size_t k = 0; k < p->size; k++) moved += p->data[k] != before[at + k];
         snprintf(name, sizeof name, "%s" SUFFIX ".%s", kind, p->name);
 #ifndef AG_DOUBLE
-        /* The key bias shifts every score of a query by the same amount,
+        /* The key bias (with QK-norm: k_norm's bias, added after the
+         * norm) shifts every score of a query by the same amount,
          * which the softmax ignores: its gradient is exactly 0 in exact
          * arithmetic (sum_s dscores[t, s] = 0 for every query t).  In float
          * it is rounding noise, ~1e-9, as large as Adam's eps, so Adam's
@@ -200,7 +219,7 @@ static void check_step(const char *kind)
          * what does hold: the gradient is noise and the move is at most lr.
          * (The double build, where the noise is ~1e-18, compares it with
          * the rest.) */
-        if (!strcmp(kind, "adam") && strstr(p->name, ".w_k.bias")) {
+        if (!strcmp(kind, "adam") && strstr(p->name, m.net.cfg.qk_norm ? ".k_norm.bias" : ".w_k.bias")) {
             for (size_t k = 0; k < p->size; k++) {
                 cr_assert_leq(fabs((double)p->grad[k]), 1e-6, "%s: gradient %g is not rounding noise", p->name,
                               (double)p->grad[k]);
@@ -281,11 +300,11 @@ Test(parity_translator, batch_from_the_c_pipeline)
 }
 
 /* The loss, every gradient and the gradient norm, before any step. */
-Test(parity_translator, loss_and_gradients)
+static void check_gradients(const char *model, const char *fixture)
 {
     tiny m;
-    tiny_load(&m);
-    ag_safetensors *f = open_fixture(FIXTURE);
+    tiny_load_from(&m, model);
+    ag_safetensors *f = open_fixture(fixture);
     ag_graph *g = loss_and_backward(&m, f);
     expect_count(f, m.store, "grad" SUFFIX);
     char name[160];
@@ -302,12 +321,19 @@ Test(parity_translator, loss_and_gradients)
     tiny_free(&m);
 }
 
-Test(parity_translator, sgd_step)
-{
-    check_step("sgd");
-}
+Test(parity_translator, loss_and_gradients) { check_gradients(MODEL, FIXTURE); }
+Test(parity_translator, sgd_step) { check_step("sgd", MODEL, FIXTURE); }
+Test(parity_translator, adam_step) { check_step("adam", MODEL, FIXTURE); }
 
-Test(parity_translator, adam_step)
+/* pre-norm with final LayerNorms, QK-norm in every attention */
+Test(parity_translator, pre_norm_qk_norm_loss_and_gradients)
 {
-    check_step("adam");
+    tiny m;
+    tiny_load_from(&m, CURED_MODEL);
+    cr_assert(m.net.cfg.pre_norm && m.net.cfg.qk_norm, "%s: not a pre-norm, QK-norm model", CURED_MODEL);
+    cr_assert_not_null(ag_store_find(m.store, "decoder.blocks.0.cross_attention.k_norm.weight"));
+    tiny_free(&m);
+    check_gradients(CURED_MODEL, CURED_FIXTURE);
 }
+Test(parity_translator, pre_norm_qk_norm_sgd_step) { check_step("sgd", CURED_MODEL, CURED_FIXTURE); }
+Test(parity_translator, pre_norm_qk_norm_adam_step) { check_step("adam", CURED_MODEL, CURED_FIXTURE); }

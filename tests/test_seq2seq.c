@@ -15,11 +15,12 @@ typedef struct tiny {
     int src[B * S], src_valid[B], tgt_in[B * T], tgt_out[B * T];
 } tiny;
 
-static void tiny_make_p(tiny *t, uint64_t seed, double dropout)
+/* cure: 0 the default model; 1 pre-norm and QK-norm (hidden 6: D = 3) */
+static void tiny_make_cured(tiny *t, uint64_t seed, double dropout, int cure)
 {
     t->s = ag_store_new();
-    ag_seq2seq_config cfg = {.src_vocab = V, .tgt_vocab = V, .hidden = 4, .heads = 2, .ffn = 6, .layers = 2,
-                             .max_len = 6, .dropout = dropout};
+    ag_seq2seq_config cfg = {.src_vocab = V, .tgt_vocab = V, .hidden = cure ? 6 : 4, .heads = 2, .ffn = 6,
+                             .layers = 2, .max_len = 6, .dropout = dropout, .pre_norm = cure, .qk_norm = cure};
     cr_assert_eq(ag_seq2seq_init(&t->m, t->s, &cfg, seed), AG_OK, "%s", ag_store_error(t->s));
     /* layer norms start at gain 1, bias 0, biases at 0: move them all */
     for (int i = 0; i < ag_store_count(t->s); i++) {
@@ -37,6 +38,8 @@ static void tiny_make_p(tiny *t, uint64_t seed, double dropout)
     memcpy(t->src, src, sizeof src), memcpy(t->src_valid, valid, sizeof valid);
     memcpy(t->tgt_in, tin, sizeof tin), memcpy(t->tgt_out, tout, sizeof tout);
 }
+
+static void tiny_make_p(tiny *t, uint64_t seed, double dropout) { tiny_make_cured(t, seed, dropout, 0); }
 
 static void tiny_make(tiny *t, uint64_t seed) { tiny_make_p(t, seed, 0); }
 
@@ -97,19 +100,21 @@ static void expect_grads_close(const double *got, const double *want, size_t n, 
 
 Test(seq2seq, packed_rows_give_the_padded_loss_and_gradients)
 {
-    tiny t;
-    tiny_make(&t, 5);
-    size_t n = ag_store_numel(t.s);
-    double *packed = calloc(n, sizeof *packed), *padded = calloc(n, sizeof *padded);
-    double lp = loss_and_grads(&t, packed_loss, packed, n);
-    double ld = loss_and_grads(&t, padded_loss, padded, n);
-    /* the same sums in another order: rounding apart (f32: a few ulps of
-     * terms near 1, over sums of up to 12 rows) */
-    cr_assert(fabs(lp - ld) <= TOL(1e-13, 1e-6) * fabs(ld), "loss %.17g packed, %.17g padded", lp, ld);
-    cr_assert_gt(lp, 0.5, "a real loss, not an empty one: %g", lp);
-    expect_grads_close(packed, padded, n, "packed vs padded");
-    free(packed), free(padded);
-    tiny_free(&t);
+    for (int cure = 0; cure <= 1; cure++) { /* the default model; pre-norm + QK-norm */
+        tiny t;
+        tiny_make_cured(&t, 5, 0, cure);
+        size_t n = ag_store_numel(t.s);
+        double *packed = calloc(n, sizeof *packed), *padded = calloc(n, sizeof *padded);
+        double lp = loss_and_grads(&t, packed_loss, packed, n);
+        double ld = loss_and_grads(&t, padded_loss, padded, n);
+        /* the same sums in another order: rounding apart (f32: a few ulps of
+         * terms near 1, over sums of up to 12 rows) */
+        cr_assert(fabs(lp - ld) <= TOL(1e-13, 1e-6) * fabs(ld), "loss %.17g packed, %.17g padded", lp, ld);
+        cr_assert_gt(lp, 0.5, "a real loss, not an empty one: %g", lp);
+        expect_grads_close(packed, padded, n, cure ? "pre-norm, QK-norm: packed vs padded" : "packed vs padded");
+        free(packed), free(padded);
+        tiny_free(&t);
+    }
 }
 
 Test(seq2seq, garbage_in_the_padding_changes_nothing)
@@ -165,11 +170,44 @@ Test(seq2seq, bad_batches_are_errors)
     tiny_free(&t);
 }
 
+/* pre_norm and qk_norm add parameters and change none of the others */
+Test(seq2seq, a_zero_config_makes_the_model_of_before)
+{
+    ag_seq2seq_config cfg = {.src_vocab = 9, .tgt_vocab = 9, .hidden = 4, .heads = 2, .ffn = 6, .layers = 2,
+                             .max_len = 6, .dropout = 0};
+    ag_store *plain = ag_store_new(), *both = ag_store_new();
+    ag_seq2seq a, b;
+    cr_assert_eq(ag_seq2seq_init(&a, plain, &cfg, 4), AG_OK);
+    ag_seq2seq_config on = cfg;
+    on.pre_norm = on.qk_norm = 1;
+    cr_assert_eq(ag_seq2seq_init(&b, both, &on, 4), AG_OK, "%s", ag_store_error(both));
+    /* the options add 2 final norms and 2 norms in each of 3 L attentions,
+     * each a weight and a bias; the shared parameters draw the same values */
+    cr_assert_eq(ag_store_count(both), ag_store_count(plain) + 2 * 2 + 3 * cfg.layers * 2 * 2);
+    for (int i = 0; i < ag_store_count(plain); i++) {
+        ag_tensor *p = ag_store_at(plain, i), *q = ag_store_find(both, p->name);
+        cr_assert_not_null(q, "%s is missing with the options on", p->name);
+        cr_assert_eq(memcmp(p->data, q->data, p->size * sizeof(ag_real)), 0, "%s drawn differently", p->name);
+    }
+    const char *extra[] = {"encoder.norm.weight", "decoder.norm.bias", "encoder.blocks.1.attention.q_norm.weight",
+                           "decoder.blocks.0.cross_attention.k_norm.bias", "decoder.blocks.1.self_attention.k_norm.weight"};
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) {
+        cr_assert_not_null(ag_store_find(both, extra[i]), "%s is missing", extra[i]);
+        cr_assert_null(ag_store_find(plain, extra[i]), "%s is in the default model", extra[i]);
+    }
+    ag_seq2seq_free(&a), ag_seq2seq_free(&b);
+    on.qk_norm = 2;
+    cr_assert_eq(ag_seq2seq_init(&b, both, &on, 4), AG_ERR_ARG);
+    cr_assert(strstr(ag_store_error(both), "seq2seq: pre_norm = 1, qk_norm = 2: each must be 0 or 1"), "%s",
+              ag_store_error(both));
+    ag_store_free(plain), ag_store_free(both);
+}
+
 #ifdef AG_DOUBLE
-Test(seq2seq, packed_loss_gradcheck_every_parameter)
+static void gradcheck_every_parameter(int cure)
 {
     tiny t;
-    tiny_make(&t, 8);
+    tiny_make_cured(&t, 8, 0, cure);
     int n = ag_store_count(t.s);
     ag_tensor **in = calloc((size_t)n, sizeof *in);
     ag_gradcheck_result *r = calloc((size_t)n, sizeof *r);
@@ -184,6 +222,11 @@ Test(seq2seq, packed_loss_gradcheck_every_parameter)
     free(in), free(r);
     tiny_free(&t);
 }
+
+Test(seq2seq, packed_loss_gradcheck_every_parameter) { gradcheck_every_parameter(0); }
+
+/* with final LayerNorms and every attention's q_norm and k_norm */
+Test(seq2seq, pre_norm_qk_norm_gradcheck_every_parameter) { gradcheck_every_parameter(1); }
 #endif
 
 /* ---- data-parallel steps (src/core/team.c) ---------------------------- */

@@ -79,6 +79,9 @@ static const meta_field config_fields[] = {
     {"dropout", M_REAL, 0, 1, .hi_open = 1, .at = offsetof(model, cfg.dropout)},
     /* absent (files written before it existed, and "scaled"): scaled */
     {"init", M_CHOICE, .optional = 1, .at = offsetof(model, cfg.init), .words = init_names},
+    /* absent (files written before them, and the default): 0 */
+    {"pre_norm", M_INT, 0, 1, .optional = 1, .at = offsetof(model, cfg.pre_norm)},
+    {"qk_norm", M_INT, 0, 1, .optional = 1, .at = offsetof(model, cfg.qk_norm)},
     {"src_vocab", M_VOCAB, .at = offsetof(model, sv)},
     {"tgt_vocab", M_VOCAB, .at = offsetof(model, tv)},
 };
@@ -292,13 +295,19 @@ static void want_linear(expect *e, const char *prefix, const char *name, int out
     want(e, b, out, 0);
 }
 
-static void want_norm(expect *e, const char *prefix, const char *name)
+/* A LayerNorm of width C: "<prefix>.<name>.weight" and ".bias" */
+static void want_norm_of(expect *e, const char *prefix, const char *name, int C)
 {
     char w[160], b[160];
     snprintf(w, sizeof w, "%s.%s.weight", prefix, name);
     snprintf(b, sizeof b, "%s.%s.bias", prefix, name);
-    want(e, w, e->cfg->hidden, 0);
-    want(e, b, e->cfg->hidden, 0);
+    want(e, w, C, 0);
+    want(e, b, C, 0);
+}
+
+static void want_norm(expect *e, const char *prefix, const char *name)
+{
+    want_norm_of(e, prefix, name, e->cfg->hidden);
 }
 
 static void want_attention(expect *e, const char *prefix, const char *name)
@@ -307,6 +316,10 @@ static void want_attention(expect *e, const char *prefix, const char *name)
     char p[160];
     snprintf(p, sizeof p, "%s.%s", prefix, name);
     for (int k = 0; k < 4; k++) want_linear(e, p, proj[k], e->cfg->hidden, e->cfg->hidden);
+    if (e->cfg->qk_norm) {
+        want_norm_of(e, p, "q_norm", e->cfg->hidden / e->cfg->heads);
+        want_norm_of(e, p, "k_norm", e->cfg->hidden / e->cfg->heads);
+    }
 }
 
 static void want_ffn(expect *e, const char *prefix)
@@ -331,6 +344,7 @@ static void want_model(expect *e)
         want_ffn(e, p);
         want_norm(e, p, "norm2");
     }
+    if (c->pre_norm) want_norm(e, "encoder", "norm");
     for (int i = 0; i < c->layers; i++) {
         snprintf(p, sizeof p, "decoder.blocks.%d", i);
         want_attention(e, p, "self_attention");
@@ -340,6 +354,7 @@ static void want_model(expect *e)
         want_ffn(e, p);
         want_norm(e, p, "norm3");
     }
+    if (c->pre_norm) want_norm(e, "decoder", "norm");
     want_linear(e, "decoder", "dense", c->tgt_vocab, c->hidden);
 }
 

@@ -35,7 +35,7 @@ void usage(FILE *f)
             "                [--optimizer sgd|adam] [--lr X] [--momentum X] [--[no-]nesterov] [--weight-decay X] [--clip X]\n"
             "                [--schedule constant|linear|cosine|noam] [--warmup STEPS]\n"
             "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1] [--init scaled|d2l]\n"
-            "                [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
+            "                [--pre-norm] [--qk-norm] [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
             "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--html PAGE.html] [--stop-after N] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
             "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--threads N] [SENTENCE ...]\n"
@@ -44,6 +44,8 @@ void usage(FILE *f)
             "  pairs to HELD_OUT when k %% every == every - 1, the other lines to TRAIN, verbatim.\n"
             "train: with --test, prints exact match and BLEU on the training data and on the --test data.\n"
             "  --init scaled: embeddings N(0, 1/C); d2l: d2l.ai's, embeddings N(0, 1) (attograd_nn.h).\n"
+            "  --pre-norm: pre-norm blocks and a final LayerNorm per stack; --qk-norm: LayerNorm of each\n"
+            "  head's queries and keys before their dot product (attograd_nn.h).\n"
             "  --resume takes the architecture, --min-freq and --optimizer from the model; giving\n"
             "  one of them with another value is exit 2.  SIGINT or SIGTERM (Ctrl-C) ends the current\n"
             "  step, saves a checkpoint to --out that --resume continues bit for bit, and exits 130 or\n"
@@ -183,6 +185,11 @@ static int parse(int argc, char **argv, int first, opts *o, char **pos, int *npo
         }
         if (!strcmp(f, "--quiet")) {
             o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(f, "--pre-norm") || !strcmp(f, "--qk-norm")) {
+            *(f[2] == 'p' ? &o->pre_norm : &o->qk_norm) = 1;
+            o->given |= f[2] == 'p' ? GIVEN_PRE_NORM : GIVEN_QK_NORM;
             continue;
         }
         if (!strcmp(f, "--nesterov") || !strcmp(f, "--no-nesterov")) {

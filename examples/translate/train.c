@@ -100,7 +100,7 @@ static int new_model(trainer *t)
         return 1;
     }
     m->cfg = (ag_seq2seq_config){ag_vocab_size(m->sv), ag_vocab_size(m->tv), o->hidden, o->heads, o->ffn,
-                                 o->layers, o->max_len, o->dropout, o->init};
+                                 o->layers, o->max_len, o->dropout, o->init, o->pre_norm, o->qk_norm};
     if (model_build(m, o->seed, "the flags")) return 1;
     t->ts.min_freq = o->min_freq;
     t->optimizer = o->optimizer;
@@ -129,6 +129,8 @@ static int check_conflicts(const trainer *t)
         {GIVEN_MAX_LEN, "--max-len", "max_len", o->max_len, c->max_len},
         {GIVEN_DROPOUT, "--dropout", "dropout", o->dropout, c->dropout},
         {GIVEN_MIN_FREQ, "--min-freq", "min_freq", o->min_freq, t->ts.min_freq},
+        {GIVEN_PRE_NORM, "--pre-norm", "pre_norm", o->pre_norm, c->pre_norm},
+        {GIVEN_QK_NORM, "--qk-norm", "qk_norm", o->qk_norm, c->qk_norm},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -599,6 +601,7 @@ static int report(trainer *t)
     if (json) {
         fprintf(json, "{\"epochs\": %d, \"loss\": %.6f, \"seconds\": %.2f, \"init\": \"%s\"", t->ts.epoch,
                 t->last_loss, now() - t->t_start, init_names[t->m.cfg.init]);
+        fprintf(json, ", \"pre_norm\": %d, \"qk_norm\": %d", t->m.cfg.pre_norm, t->m.cfg.qk_norm);
         if (t->test) {
             fprintf(json, ", \"test_loss\": %.6f", test_loss);
             json_metrics(json, "", &te);

@@ -36,7 +36,7 @@ enum {
 enum {
     GIVEN_HIDDEN = 1 << 0, GIVEN_HEADS = 1 << 1, GIVEN_FFN = 1 << 2, GIVEN_LAYERS = 1 << 3,
     GIVEN_MAX_LEN = 1 << 4, GIVEN_DROPOUT = 1 << 5, GIVEN_MIN_FREQ = 1 << 6, GIVEN_OPTIMIZER = 1 << 7,
-    GIVEN_INIT = 1 << 8,
+    GIVEN_INIT = 1 << 8, GIVEN_PRE_NORM = 1 << 9, GIVEN_QK_NORM = 1 << 10,
 };
 
 /* The names of --init, by AG_SEQ2SEQ_INIT_* value (NULL-terminated). */
@@ -50,6 +50,7 @@ typedef struct opts {
     const char *optimizer, *schedule;
     uint64_t seed;
     int quiet;
+    int pre_norm, qk_norm; /* ag_seq2seq_config's */
     unsigned given; /* GIVEN_* */
     int stdin_uses; /* input flags given "-" (stdin) */
 } opts;

@@ -114,6 +114,29 @@ ag_status ag_mha_layer_init(ag_mha_layer *m, ag_store *s, const char *prefix, in
     return AG_OK;
 }
 
+ag_status ag_mha_layer_add_qk_norm(ag_mha_layer *m, ag_store *s, const char *prefix)
+{
+    if (!m || !prefix) return ag__store_fail(s, AG_ERR_ARG, "mha_add_qk_norm: %s is NULL", m ? "prefix" : "layer");
+    if (m->H <= 0 || m->C % m->H)
+        return ag__store_fail(s, AG_ERR_ARG, "mha '%s': QK-norm on a layer not made by ag_mha_layer_init", prefix);
+    char name[64];
+    snprintf(name, sizeof name, "%s.q_norm", prefix);
+    ag_status st = ag_layer_norm_layer_init(&m->q_norm, s, name, m->C / m->H);
+    snprintf(name, sizeof name, "%s.k_norm", prefix);
+    if (st == AG_OK) st = ag_layer_norm_layer_init(&m->k_norm, s, name, m->C / m->H);
+    if (st == AG_OK) m->qk_norm = 1;
+    return st;
+}
+
+ag_tensor *ag__qk_norm(ag_graph *g, const ag_mha_layer *m, const ag_layer_norm_layer *n, ag_tensor *x)
+{
+    if (!m->qk_norm || !x) return x;
+    /* [..., C] -> [N, H, D]: LayerNorm over each head's D values -> [..., C] */
+    int D = m->C / m->H, N = (int)(x->size / (size_t)m->C);
+    ag_tensor *h = ag_layer_norm_layer_forward(g, n, ag_reshape(g, x, AG_SHAPE(N, m->H, D)));
+    return ag_reshape(g, h, x->ndim, x->shape);
+}
+
 /* [B, T, C] -> [B, T, H, D]: head h's features are columns h D .. h D + D - 1.
  * A reshape, so a view: the products of attend() read each head in place,
  * as PyTorch's x.view(B, T, H, D).transpose(1, 2) is read without a copy. */
@@ -244,6 +267,7 @@ static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, c
     ag_tensor *q = ag_set_name(ag_linear_layer_forward(g, &m->w_q, x_q), "q");
     ag_tensor *k = ag_set_name(ag_linear_layer_forward(g, &m->w_k, x_kv), "k");
     ag_tensor *v = ag_set_name(ag_linear_layer_forward(g, &m->w_v, x_kv), "v");
+    q = ag__qk_norm(g, m, &m->q_norm, q), k = ag__qk_norm(g, m, &m->k_norm, k);
     /* packed rows: attention needs the padded [B, T, C] layout */
     if (rq) q = ag__unpack(g, q, rq);
     if (rkv) k = ag__unpack(g, k, rkv), v = ag__unpack(g, v, rkv);
@@ -327,6 +351,7 @@ ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int 
     ag_tensor *q = ag_set_name(ag_linear_layer_forward(g, &m->w_q, q0 ? ag_slice(g, x, 1, q0, T - q0) : x), "q");
     ag_tensor *k = ag_set_name(ag_linear_layer_forward(g, &m->w_k, x), "k");
     ag_tensor *v = ag_set_name(ag_linear_layer_forward(g, &m->w_v, x), "v");
+    q = ag__qk_norm(g, m, &m->q_norm, q), k = ag__qk_norm(g, m, &m->k_norm, k);
     ag_tensor *mask = ag_tensor_new(g, AG_SHAPE(T - q0, S));
     if (!ag__ok(g, "mha_cached", 4, q, k, v, mask)) return NULL;
     size_t row = (size_t)T * C;
@@ -352,7 +377,7 @@ ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, a
                              ag_tensor *mask, double fill)
 {
     if (!ag__ok(g, "mha_projected", 3, x, k, v)) return NULL;
-    ag_tensor *q = ag_set_name(ag_linear_layer_forward(g, &m->w_q, x), "q");
+    ag_tensor *q = ag__qk_norm(g, m, &m->q_norm, ag_set_name(ag_linear_layer_forward(g, &m->w_q, x), "q"));
     ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
     if (!ag__ok(g, "mha_projected", 3, qh, kh, vh)) return NULL;
     return ag_linear_layer_forward(g, &m->w_o, concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, 0, NULL)));

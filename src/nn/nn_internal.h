@@ -39,6 +39,9 @@ ag_tensor *ag__encoder_block_rows(ag_graph *g, const ag_encoder_block *b, ag_ten
 ag_tensor *ag__decoder_block_rows(ag_graph *g, const ag_decoder_block *b, ag_tensor *x, const ag__rows *rows,
                                   ag_tensor *enc, const ag__rows *enc_rows, ag_tensor *self_mask,
                                   ag_tensor *src_mask, ag_tensor **self_w, ag_tensor **cross_w);
+/* QK-norm: x [..., C], a projected q or k, with each head's D values
+ * through n (m->q_norm or m->k_norm); x as it is when m has no QK-norm. */
+ag_tensor *ag__qk_norm(ag_graph *g, const ag_mha_layer *m, const ag_layer_norm_layer *n, ag_tensor *x);
 /* Attention of x [B, T, C] (positions pos ..; queries of rows q0 ..) over
  * a key/value cache of [B, S, C], which it extends; attention over keys and
  * values projected once (src/nn/attention.c). */

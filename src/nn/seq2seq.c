@@ -1,5 +1,6 @@
 /* seq2seq.c: the encoder-decoder Transformer of "Attention Is All You Need"
- * (post-norm), for the toy translator.  d2l.ai's Transformer chapter builds
+ * (post-norm; pre-norm with a final LayerNorm per stack, and QK-norm, as
+ * options of the config), for the toy translator.  d2l.ai's Transformer chapter builds
  * the same layers but for one thing: its attention projections have no
  * bias (here they have one).  Its initial weights are those of d2l's
  * train_seq2seq, AG_SEQ2SEQ_INIT_D2L here; the config's default (init 0)
@@ -8,6 +9,9 @@
  *   encoder: x = dropout(E_src[src] * sqrt(C) + P);  N x encoder block
  *   decoder: y = dropout(E_tgt[tgt_in] * sqrt(C) + P); N x decoder block
  *            logits = dense(y)                               [B, T, Vt]
+ * pre_norm: x = encoder.norm(x) after the encoder blocks and
+ * y = decoder.norm(y) after the decoder blocks (each pre-norm block leaves
+ * its residual stream unnormalised).
  *
  * Everything is a composition of primitive ops: no backward here.
  *
@@ -71,6 +75,9 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
     if (cfg->init != AG_SEQ2SEQ_INIT_SCALED && cfg->init != AG_SEQ2SEQ_INIT_D2L)
         return ag__store_fail(s, AG_ERR_ARG, "seq2seq: init = %d is not AG_SEQ2SEQ_INIT_SCALED (0) or "
                               "AG_SEQ2SEQ_INIT_D2L (1)", cfg->init);
+    if ((cfg->pre_norm != 0 && cfg->pre_norm != 1) || (cfg->qk_norm != 0 && cfg->qk_norm != 1))
+        return ag__store_fail(s, AG_ERR_ARG, "seq2seq: pre_norm = %d, qk_norm = %d: each must be 0 or 1",
+                              cfg->pre_norm, cfg->qk_norm);
     if (cfg->hidden % cfg->heads)
         return ag__store_fail(s, AG_ERR_SHAPE, "seq2seq: hidden = %d is not a multiple of heads = %d", cfg->hidden,
                               cfg->heads);
@@ -86,16 +93,19 @@ ag_status ag_seq2seq_init(ag_seq2seq *m, ag_store *s, const ag_seq2seq_config *c
     m->tgt_embedding = ag_param(s, "decoder.embedding.weight", AG_SHAPE(cfg->tgt_vocab, C));
     if (!m->src_embedding || !m->tgt_embedding) goto fail;
     char name[64];
+    ag_block_config bc = {.pre_norm = cfg->pre_norm, .qk_norm = cfg->qk_norm};
     for (int i = 0; i < cfg->layers; i++) {
         snprintf(name, sizeof name, "encoder.blocks.%d", i);
-        if (ag_encoder_block_init(&m->enc[i], s, name, C, cfg->heads, cfg->ffn, cfg->dropout, seed) != AG_OK)
+        if (ag_encoder_block_init_ex(&m->enc[i], s, name, C, cfg->heads, cfg->ffn, cfg->dropout, &bc, seed) != AG_OK)
             goto fail;
     }
+    if (cfg->pre_norm && ag_layer_norm_layer_init(&m->enc_norm, s, "encoder.norm", C) != AG_OK) goto fail;
     for (int i = 0; i < cfg->layers; i++) {
         snprintf(name, sizeof name, "decoder.blocks.%d", i);
-        if (ag_decoder_block_init(&m->dec[i], s, name, C, cfg->heads, cfg->ffn, cfg->dropout, seed) != AG_OK)
+        if (ag_decoder_block_init_ex(&m->dec[i], s, name, C, cfg->heads, cfg->ffn, cfg->dropout, &bc, seed) != AG_OK)
             goto fail;
     }
+    if (cfg->pre_norm && ag_layer_norm_layer_init(&m->dec_norm, s, "decoder.norm", C) != AG_OK) goto fail;
     if (ag_linear_layer_init(&m->dense, s, "decoder.dense", C, cfg->tgt_vocab, 1, seed) != AG_OK) goto fail;
     init_weights(m, seed);
     return AG_OK;
@@ -155,6 +165,7 @@ static ag_tensor *encode(ag_graph *g, const ag_seq2seq *m, const int *src, const
     ag_tensor *x = embed(g, m, m->src_embedding, src, B, S, rows);
     for (int i = 0; i < m->cfg.layers; i++)
         x = ag__encoder_block_rows(g, &m->enc[i], x, rows, mask, slot(w ? w->enc_self : NULL, w, i));
+    if (m->cfg.pre_norm) x = ag_layer_norm_layer_forward(g, &m->enc_norm, x);
     return ag_set_name(x, "encoder_out");
 }
 
@@ -169,7 +180,7 @@ static ag_tensor *decode_hidden(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc
     for (int i = 0; i < m->cfg.layers; i++)
         y = ag__decoder_block_rows(g, &m->dec[i], y, rows, enc, enc_rows, causal, src_mask,
                                    slot(w ? w->dec_self : NULL, w, i), slot(w ? w->dec_cross : NULL, w, i));
-    return y;
+    return m->cfg.pre_norm ? ag_layer_norm_layer_forward(g, &m->dec_norm, y) : y;
 }
 
 static ag_tensor *decode(ag_graph *g, const ag_seq2seq *m, ag_tensor *enc, ag_tensor *src_mask, const int *tgt_in,
@@ -278,8 +289,9 @@ static ag_status decode_state_init(decode_state *d, ag_graph *g, const ag_seq2se
     ag_tensor *enc = ag_seq2seq_encode(g, m, src, src_valid, B, S, &src_mask);
     ag_tensor *pe = ag_positional_encoding(g, L, C);
     for (int l = 0; l < n && ag_graph_status(g) == AG_OK; l++) {
-        ag_tensor *k = ag_linear_layer_forward(g, &m->dec[l].cross_attention.w_k, enc);
-        ag_tensor *v = ag_linear_layer_forward(g, &m->dec[l].cross_attention.w_v, enc);
+        const ag_mha_layer *ca = &m->dec[l].cross_attention;
+        ag_tensor *k = ag__qk_norm(g, ca, &ca->k_norm, ag_linear_layer_forward(g, &ca->w_k, enc));
+        ag_tensor *v = ag_linear_layer_forward(g, &ca->w_v, enc);
         if (!k || !v) break;
         memcpy(d->cross + l * cross, k->data, cross / 2 * sizeof(ag_real));
         memcpy(d->cross + l * cross + cross / 2, v->data, cross / 2 * sizeof(ag_real));
@@ -323,6 +335,7 @@ static ag_tensor *decode_step(ag_graph *g, const ag_seq2seq *m, const decode_sta
     ag_tensor *y = ag_scale(g, ag_embedding(g, m->tgt_embedding, ids, AG_SHAPE(d->B, 1)), sqrt((double)C));
     y = ag_add(g, y, ag__view_of(g, d->pos + (size_t)t * C, AG_SHAPE(1, C)));
     for (int l = 0; l < d->layers; l++) y = decoder_block_step(g, &m->dec[l], d, l, t, y);
+    if (m->cfg.pre_norm) y = ag_layer_norm_layer_forward(g, &m->dec_norm, y);
     return ag_linear_layer_forward(g, &m->dense, y);
 }
 

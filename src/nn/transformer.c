@@ -116,9 +116,20 @@ static ag_status block_config(ag_store *s, const char *prefix, const ag_block_co
         return ag__store_fail(s, AG_ERR_ARG, "block '%s': pre_norm is %d, want 0 or 1", prefix, out->pre_norm);
     if (out->causal != 0 && out->causal != 1)
         return ag__store_fail(s, AG_ERR_ARG, "block '%s': causal is %d, want 0 or 1", prefix, out->causal);
+    if (out->qk_norm != 0 && out->qk_norm != 1)
+        return ag__store_fail(s, AG_ERR_ARG, "block '%s': qk_norm is %d, want 0 or 1", prefix, out->qk_norm);
     char who[80];
     snprintf(who, sizeof who, "block '%s'", prefix);
     return ag__init_check(s, who, &out->init);
+}
+
+/* An attention sublayer "<prefix>.<part>", with QK-norm when cfg says so. */
+static ag_status block_mha(ag_mha_layer *m, ag_store *s, const char *prefix, const char *part, int C, int H,
+                           double dropout, const ag_block_config *cfg, uint64_t seed)
+{
+    char name[64];
+    TRY(ag_mha_layer_init(m, s, child(name, prefix, part), C, H, 1, dropout, seed));
+    return cfg->qk_norm ? ag_mha_layer_add_qk_norm(m, s, name) : AG_OK;
 }
 
 ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char *prefix, int C, int H, int F,
@@ -129,7 +140,7 @@ ag_status ag_encoder_block_init_ex(ag_encoder_block *b, ag_store *s, const char 
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
     TRY(block_config(s, prefix, cfg, &b->cfg));
-    TRY(ag_mha_layer_init(&b->attention, s, child(name, prefix, "attention"), C, H, 1, dropout, seed));
+    TRY(block_mha(&b->attention, s, prefix, "attention", C, H, dropout, &b->cfg, seed));
     b->attention.causal = b->cfg.causal;
     TRY(ag_layer_norm_layer_init(&b->norm1, s, child(name, prefix, "norm1"), C));
     TRY(ag_ffn_layer_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
@@ -147,10 +158,10 @@ ag_status ag_decoder_block_init_ex(ag_decoder_block *b, ag_store *s, const char 
     memset(b, 0, sizeof *b);
     b->dropout = dropout;
     TRY(block_config(s, prefix, cfg, &b->cfg));
-    TRY(ag_mha_layer_init(&b->self_attention, s, child(name, prefix, "self_attention"), C, H, 1, dropout, seed));
+    TRY(block_mha(&b->self_attention, s, prefix, "self_attention", C, H, dropout, &b->cfg, seed));
     b->self_attention.causal = b->cfg.causal;
     TRY(ag_layer_norm_layer_init(&b->norm1, s, child(name, prefix, "norm1"), C));
-    TRY(ag_mha_layer_init(&b->cross_attention, s, child(name, prefix, "cross_attention"), C, H, 1, dropout, seed));
+    TRY(block_mha(&b->cross_attention, s, prefix, "cross_attention", C, H, dropout, &b->cfg, seed));
     TRY(ag_layer_norm_layer_init(&b->norm2, s, child(name, prefix, "norm2"), C));
     TRY(ag_ffn_layer_init_ex(&b->ffn, s, child(name, prefix, "ffn"), C, F, b->cfg.activation, seed));
     TRY(ag_layer_norm_layer_init(&b->norm3, s, child(name, prefix, "norm3"), C));

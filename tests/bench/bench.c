@@ -472,7 +472,7 @@ static int run_translator(const dataset *d, int src_vocab, int tgt_vocab, int th
     ag_set_threads(threads);
     train t = {0};
     ag_seq2seq_config cfg = {src_vocab, tgt_vocab, HIDDEN, HEADS, FFN, LAYERS, MAX_LEN, DROPOUT,
-                             AG_SEQ2SEQ_INIT_SCALED};
+                             AG_SEQ2SEQ_INIT_SCALED, 0, 0};
     t.store = ag_store_new();
     t.g = ag_graph_new();
     if (!t.store || !t.g || ag_seq2seq_init(&t.net, t.store, &cfg, 0) != AG_OK) return 1;

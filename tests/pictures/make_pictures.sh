@@ -11,7 +11,9 @@
 #                       sources held out, the default 50 epochs, seed 0) for
 #                       loss.svg and entropy.svg, and runs it on "i lost ."
 #                       for translator_cross.svg, translator_decoder.svg and
-#                       translator_encoder.svg
+#                       translator_encoder.svg; then the same with --pre-norm
+#                       and with --qk-norm for entropy_pre_norm.svg and
+#                       entropy_qk_norm.svg (two more runs)
 # Exits non-zero when a program fails.
 set -eu
 B=$(cd "$1" && pwd)
@@ -37,4 +39,8 @@ if [ "${3:-}" = --trained ]; then
     cp "$tmp/att/0-cross-1.svg" "$out/translator_cross.svg"
     cp "$tmp/att/0-decoder-0.svg" "$out/translator_decoder.svg"
     cp "$tmp/att/0-encoder-0.svg" "$out/translator_encoder.svg"
+    for cure in pre-norm qk-norm; do
+        "$B/translate" train --data "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/$cure.safetensors" \
+            --seed 0 --threads 1 --"$cure" --entropy-plot "$out/entropy_${cure/-/_}.svg" --quiet
+    done
 fi

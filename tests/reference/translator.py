@@ -8,7 +8,7 @@ Run with Debian's PyTorch (apt-get install python3-torch), i.e. with
         [--epochs 30] [--batch 64] [--optimizer sgd|adam] [--lr X] [--momentum X]
         [--weight-decay X] [--clip 1.0] [--hidden 64] [--heads 4] [--ffn 128]
         [--layers 2] [--dropout 0.1] [--max-len 10] [--min-freq 2] [--seed 0] [--init scaled|d2l]
-        [--threads N] [--json FILE] [--out MODEL] [--quiet]
+        [--pre-norm] [--qk-norm] [--threads N] [--json FILE] [--out MODEL] [--quiet]
     /usr/bin/python3 tests/reference/translator.py step --model C_CHECKPOINT
         --data FILE --out FIXTURE.safetensors
     /usr/bin/python3 tests/reference/translator.py split --data FILE
@@ -27,7 +27,10 @@ again with torch.nn, so that the C code can be checked against it:
   * the model of src/nn/seq2seq.c, parameter for parameter under the same names
     ("encoder.blocks.0.attention.w_q.weight"): embeddings scaled by sqrt(C)
     plus sinusoidal positions, then dropout; post-norm encoder and decoder
-    blocks (LayerNorm(x + dropout(sublayer(x)))); dropout on the attention
+    blocks (LayerNorm(x + dropout(sublayer(x)))), or with --pre-norm
+    x + dropout(sublayer(LayerNorm(x))) and a final LayerNorm per stack
+    ("encoder.norm", "decoder.norm"); --qk-norm: a LayerNorm of each head's
+    q and k ("<attention>.q_norm", ".k_norm", width D); dropout on the attention
     weights; masked scores filled with -inf; a final dense layer; the loss is
     the cross-entropy averaged over the target tokens that are not <pad>;
   * the training loop of examples/translate/: a shuffle per epoch, batches
@@ -283,11 +286,15 @@ def define_model(torch):
         return torch.matmul(P, v)
 
     class MHA(nn.Module):
-        def __init__(self, C, H, dropout):
+        def __init__(self, C, H, dropout, qk_norm=False):
             super().__init__()
             self.H, self.dropout = H, dropout
             self.record = None  # a list: attention() appends (scores, P)
             self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(C, C) for _ in range(4))
+            # QK-norm (ViT-22B, OLMo-2): LayerNorm over each head's D values
+            # of q and k, before the dot product (ag_mha_layer_add_qk_norm)
+            self.q_norm = nn.LayerNorm(C // H, eps=1e-5) if qk_norm else None
+            self.k_norm = nn.LayerNorm(C // H, eps=1e-5) if qk_norm else None
 
         def split(self, x):  # [B, T, C] -> [B, H, T, D]
             B, T, C = x.shape
@@ -295,6 +302,8 @@ def define_model(torch):
 
         def forward(self, x_q, x_kv, mask):
             q, k, v = self.split(self.w_q(x_q)), self.split(self.w_k(x_kv)), self.split(self.w_v(x_kv))
+            if self.q_norm is not None:
+                q, k = self.q_norm(q), self.k_norm(k)
             o = attention(q, k, v, mask, self.dropout, self.training, self.record)
             B, H, T, D = o.shape
             return self.w_o(o.permute(0, 2, 1, 3).reshape(B, T, H * D))
@@ -307,51 +316,59 @@ def define_model(torch):
         def forward(self, x):
             return self.dense2(torch.relu(self.dense1(x)))
 
-    def add_norm(norm, x, y, p, training):
+    def sublayer(norm, x, f, pre, p, training):
+        """post-norm: norm(x + dropout(f(x))); pre-norm: x + dropout(f(norm(x)))"""
+        y = f(norm(x) if pre else x)
         if training and p > 0:
             y = F.dropout(y, p, training=True)
-        return norm(x + y)
+        return x + y if pre else norm(x + y)
 
     class EncoderBlock(nn.Module):
-        def __init__(self, C, H, Fw, dropout):
+        def __init__(self, C, H, Fw, dropout, pre_norm=False, qk_norm=False):
             super().__init__()
-            self.dropout = dropout
-            self.attention = MHA(C, H, dropout)
+            self.dropout, self.pre = dropout, pre_norm
+            self.attention = MHA(C, H, dropout, qk_norm)
             self.norm1 = nn.LayerNorm(C, eps=1e-5)
             self.ffn = FFN(C, Fw)
             self.norm2 = nn.LayerNorm(C, eps=1e-5)
 
         def forward(self, x, src_mask):
-            x = add_norm(self.norm1, x, self.attention(x, x, src_mask), self.dropout, self.training)
-            return add_norm(self.norm2, x, self.ffn(x), self.dropout, self.training)
+            p, tr = self.dropout, self.training
+            x = sublayer(self.norm1, x, lambda h: self.attention(h, h, src_mask), self.pre, p, tr)
+            return sublayer(self.norm2, x, self.ffn, self.pre, p, tr)
 
     class DecoderBlock(nn.Module):
-        def __init__(self, C, H, Fw, dropout):
+        def __init__(self, C, H, Fw, dropout, pre_norm=False, qk_norm=False):
             super().__init__()
-            self.dropout = dropout
-            self.self_attention = MHA(C, H, dropout)
+            self.dropout, self.pre = dropout, pre_norm
+            self.self_attention = MHA(C, H, dropout, qk_norm)
             self.norm1 = nn.LayerNorm(C, eps=1e-5)
-            self.cross_attention = MHA(C, H, dropout)
+            self.cross_attention = MHA(C, H, dropout, qk_norm)
             self.norm2 = nn.LayerNorm(C, eps=1e-5)
             self.ffn = FFN(C, Fw)
             self.norm3 = nn.LayerNorm(C, eps=1e-5)
 
         def forward(self, x, enc, causal, src_mask):
-            x = add_norm(self.norm1, x, self.self_attention(x, x, causal), self.dropout, self.training)
-            x = add_norm(self.norm2, x, self.cross_attention(x, enc, src_mask), self.dropout, self.training)
-            return add_norm(self.norm3, x, self.ffn(x), self.dropout, self.training)
+            p, tr = self.dropout, self.training
+            x = sublayer(self.norm1, x, lambda h: self.self_attention(h, h, causal), self.pre, p, tr)
+            # pre-norm: the encoder's output is used as it is (nn.TransformerDecoderLayer)
+            x = sublayer(self.norm2, x, lambda h: self.cross_attention(h, enc, src_mask), self.pre, p, tr)
+            return sublayer(self.norm3, x, self.ffn, self.pre, p, tr)
 
     class Encoder(nn.Module):
-        def __init__(self, V, C, H, Fw, N, dropout):
+        def __init__(self, V, C, H, Fw, N, dropout, pre_norm=False, qk_norm=False):
             super().__init__()
             self.embedding = nn.Embedding(V, C)
-            self.blocks = nn.ModuleList(EncoderBlock(C, H, Fw, dropout) for _ in range(N))
+            self.blocks = nn.ModuleList(EncoderBlock(C, H, Fw, dropout, pre_norm, qk_norm) for _ in range(N))
+            # pre-norm: a final LayerNorm after the stack (nn.Transformer, norm_first=True)
+            self.norm = nn.LayerNorm(C, eps=1e-5) if pre_norm else None
 
     class Decoder(nn.Module):
-        def __init__(self, V, C, H, Fw, N, dropout):
+        def __init__(self, V, C, H, Fw, N, dropout, pre_norm=False, qk_norm=False):
             super().__init__()
             self.embedding = nn.Embedding(V, C)
-            self.blocks = nn.ModuleList(DecoderBlock(C, H, Fw, dropout) for _ in range(N))
+            self.blocks = nn.ModuleList(DecoderBlock(C, H, Fw, dropout, pre_norm, qk_norm) for _ in range(N))
+            self.norm = nn.LayerNorm(C, eps=1e-5) if pre_norm else None
             self.dense = nn.Linear(C, V)
 
     class Seq2Seq(nn.Module):
@@ -359,8 +376,9 @@ def define_model(torch):
             super().__init__()
             self.cfg = cfg
             C, H, Fw, N, p = cfg["hidden"], cfg["heads"], cfg["ffn"], cfg["layers"], cfg["dropout"]
-            self.encoder = Encoder(cfg["src_vocab"], C, H, Fw, N, p)
-            self.decoder = Decoder(cfg["tgt_vocab"], C, H, Fw, N, p)
+            pre, qk = bool(cfg.get("pre_norm")), bool(cfg.get("qk_norm"))
+            self.encoder = Encoder(cfg["src_vocab"], C, H, Fw, N, p, pre, qk)
+            self.decoder = Decoder(cfg["tgt_vocab"], C, H, Fw, N, p, pre, qk)
             # P[t, 2i] = sin(t / 10000^(2i/C)), P[t, 2i+1] = cos(...): computed
             # in double and rounded, as ag_positional_encoding
             P = [[0.0] * C for _ in range(cfg["max_len"])]
@@ -414,6 +432,8 @@ def define_model(torch):
             x = self.embed(self.encoder.embedding, src)
             for b in self.encoder.blocks:
                 x = b(x, mask)
+            if self.encoder.norm is not None:
+                x = self.encoder.norm(x)
             return x, mask
 
         def decode(self, enc, src_mask, tgt_in):
@@ -422,6 +442,8 @@ def define_model(torch):
             y = self.embed(self.decoder.embedding, tgt_in)
             for b in self.decoder.blocks:
                 y = b(y, enc, causal, src_mask)
+            if self.decoder.norm is not None:
+                y = self.decoder.norm(y)
             return self.decoder.dense(y)
 
         def loss(self, src, src_valid, tgt_in, tgt_out):
@@ -597,7 +619,8 @@ def cmd_train(torch, a):
     sv, tv = build_vocabs(train_pairs, a.min_freq)
     L = a.max_len
     cfg = dict(src_vocab=len(sv), tgt_vocab=len(tv), hidden=a.hidden, heads=a.heads, ffn=a.ffn,
-               layers=a.layers, max_len=L, dropout=a.dropout, init=a.init)
+               layers=a.layers, max_len=L, dropout=a.dropout, init=a.init, pre_norm=a.pre_norm,
+               qk_norm=a.qk_norm)
     model = define_model(torch)(cfg)
     model.init_weights(a.init)
     model.train()
@@ -670,6 +693,7 @@ def cmd_train(torch, a):
     if a.out:
         save_checkpoint(model, sv, tv, a.out)
     result = {"epochs": a.epochs, "loss": last_loss, "seconds": seconds, "init": a.init,
+              "pre_norm": int(a.pre_norm), "qk_norm": int(a.qk_norm),
               "attention_init": attention0, "history": history,
               "threads": torch.get_num_threads(), "torch": torch.__version__}
     if dt is not None:
@@ -714,6 +738,9 @@ def save_checkpoint(model, sv, tv, path):
     meta["dropout"] = repr(float(cfg["dropout"]))
     if cfg.get("init", "scaled") != "scaled":
         meta["init"] = cfg["init"]
+    for key in ("pre_norm", "qk_norm"):
+        if cfg.get(key):
+            meta[key] = "1"
     st_write(path, tensors, meta)
 
 
@@ -734,7 +761,8 @@ def load_c_model(torch, path, dtype):
     sv, tv = Vocab.parse(meta["src_vocab"]), Vocab.parse(meta["tgt_vocab"])
     cfg = dict(src_vocab=len(sv), tgt_vocab=len(tv), hidden=int(meta["hidden"]), heads=int(meta["heads"]),
                ffn=int(meta["ffn"]), layers=int(meta["layers"]), max_len=int(meta["max_len"]),
-               dropout=float(meta["dropout"]))
+               dropout=float(meta["dropout"]), pre_norm=meta.get("pre_norm") == "1",
+               qk_norm=meta.get("qk_norm") == "1")
     model = define_model(torch)(cfg).to(dtype)
     names = [n for n, _ in model.named_parameters()]
     stored = [n for n in tensors if not n.startswith("optimizer.")]
@@ -925,6 +953,8 @@ def main(argv):
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--init", choices=("scaled", "d2l"), default="scaled",
                    help="initial weights: scaled (embeddings N(0, 1/C)) or d2l's (N(0, 1), see init_weights)")
+    t.add_argument("--pre-norm", action="store_true", help="pre-norm blocks and a final LayerNorm per stack")
+    t.add_argument("--qk-norm", action="store_true", help="LayerNorm of each head's q and k before q.k")
     t.add_argument("--threads", type=int)
     t.add_argument("--json")
     t.add_argument("--out", help="also save the model in translate's checkpoint format")

@@ -8,7 +8,7 @@
 #     and --resume from it gives the uninterrupted run's model, bit for bit;
 #   - split is a deterministic partition by distinct source (the twin's bytes);
 #     train --test and make run print both scores; --init d2l draws the
-#     twin's init.
+#     twin's init; --pre-norm and --qk-norm survive a checkpoint.
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=${1:-build}
@@ -234,6 +234,37 @@ if [ -x "$PY" ] && "$PY" -c 'import torch' 2> /dev/null; then
        grep -q 'embedding.weight *BAD' "$tmp/ic0.log"
     then ok "initcheck tells the scaled init from d2l's"; else no "initcheck took the scaled init for d2l's"; fi
 else echo "skip --init d2l against translator.py: no PyTorch under $PY"; fi
+
+# 10. --pre-norm and --qk-norm: recorded in the checkpoint, which run, eval
+# and --resume rebuild; a default checkpoint has neither key (the file of
+# before), and one written before them loads as the default model
+if "$T" train --data "$tmp/tiny.tsv" --out "$tmp/c.safetensors" --epochs 2 --pre-norm --qk-norm "${small[@]}" \
+       > "$tmp/c.log" 2>&1 && head -c 4096 "$tmp/c.safetensors" | grep -aq '"pre_norm":"1"' &&
+   head -c 4096 "$tmp/c.safetensors" | grep -aq '"qk_norm":"1"' &&
+   head -c 65536 "$tmp/c.safetensors" | grep -aq '"encoder.blocks.0.attention.q_norm.weight"' &&
+   head -c 65536 "$tmp/c.safetensors" | grep -aq '"decoder.norm.bias"'
+then ok "train --pre-norm --qk-norm: the checkpoint records both and has their parameters"
+else no "train --pre-norm --qk-norm: $(tail -n 3 "$tmp/c.log")"; fi
+if "$T" run --model "$tmp/c.safetensors" "go ." "i lost ." > "$tmp/c1.txt" 2>&1 && [ "$(wc -l < "$tmp/c1.txt")" = 2 ] &&
+   "$T" eval --model "$tmp/c.safetensors" --data "$tmp/tiny.tsv" > "$tmp/c2.txt" 2>&1 &&
+   "$T" train --data "$tmp/tiny.tsv" --resume "$tmp/c.safetensors" --out "$tmp/c3.safetensors" --epochs 3 \
+       "${small[@]}" > "$tmp/c3.log" 2>&1 && head -c 4096 "$tmp/c3.safetensors" | grep -aq '"qk_norm":"1"'
+then ok "run, eval and --resume rebuild the pre-norm, QK-norm model"
+else no "the pre-norm, QK-norm checkpoint: $(tail -n 2 "$tmp/c1.txt" "$tmp/c2.txt" "$tmp/c3.log")"; fi
+if ! head -c 4096 "$tmp/a.safetensors" | grep -aq 'pre_norm\|qk_norm' &&
+   "$T" run --model tests/reference/tiny_model.safetensors "go ." > "$tmp/old.txt" 2>&1
+then ok "a default checkpoint has no pre_norm or qk_norm key; an older one loads"
+else no "default or older checkpoint: $(cat "$tmp/old.txt")"; fi
+"$T" train --data "$tmp/tiny.tsv" --resume "$tmp/a.safetensors" --out "$tmp/c4.safetensors" --epochs 9 --qk-norm \
+    "${small[@]}" > "$tmp/c4.log" 2>&1
+rc=$?
+if [ "$rc" = 2 ] && grep -q -- "--qk-norm 1 conflicts with --resume $tmp/a.safetensors, saved with qk_norm 0" "$tmp/c4.log"
+then ok "--resume refuses --qk-norm for a model without it"; else no "--resume --qk-norm: exit $rc, $(tail -n 2 "$tmp/c4.log")"; fi
+sed 's/"pre_norm":"1"/"pre_norm":"2"/' "$tmp/c.safetensors" > "$tmp/c5.safetensors"
+"$T" run --model "$tmp/c5.safetensors" "go ." > "$tmp/c5.log" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && grep -q "metadata 'pre_norm' is '2', want a whole number from 0 to 1" "$tmp/c5.log"
+then ok "pre_norm 2 in the metadata is refused by name"; else no "pre_norm 2: exit $rc, $(cat "$tmp/c5.log")"; fi
 
 # 9. make run prints both scores (a short run of a small model; not on a
 # sanitizer build, which make would rebuild with the default flags)

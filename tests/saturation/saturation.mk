@@ -1,0 +1,6 @@
+# tests/saturation/saturation.mk: the measured tables of docs/translator.md's
+# "Cures: pre-norm and QK-norm" match their committed measurements.
+.PHONY: saturation-test
+saturation-test:
+	bash tests/saturation/check_saturation.sh
+test: saturation-test

@@ -12,7 +12,7 @@
 
 #include <math.h>
 
-/* The float build takes the vectorised exp (src/core/fastmath.c, within
+/* The float build takes the vectorised exp (src/kernels/fastmath.c, within
  * 1 ulp); the double build is exactly libm's. */
 static void exp_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {

@@ -30,7 +30,7 @@
 /* y = x * Phi(x)  ->  dy/dx = Phi(x) + x * Phi'(x) = Phi(x) + x * phi(x)
  * (product rule; Phi' = phi), computed here, beside y, when s is not NULL:
  * in training, where backward will need it.  The float build takes the
- * vectorised kernel (src/core/fastmath.c): phi from one exp(-x^2 / 2),
+ * vectorised kernel (src/kernels/fastmath.c): phi from one exp(-x^2 / 2),
  * and Phi's left tail as phi times the Mills ratio, so that it keeps its
  * relative precision.  The double build is libm's erf and exp, as PyTorch's
  * float64. */

@@ -20,7 +20,7 @@
  * cancellation where 1 + t is tiny (x very negative: exp(-2u) overflows to
  * inf and s to 0, as it should).  The double build agrees with
  * torch.float64 to rounding (tests/test_parity_options.c, 1e-9); the float
- * build runs the same form in float, vectorised (src/core/fastmath.c,
+ * build runs the same form in float, vectorised (src/kernels/fastmath.c,
  * tests/test_fastmath.c).
  *
  * It differs from the erf form (ops/gelu.c) by at most about 5e-4; a model
@@ -47,7 +47,7 @@ static inline double half_one_plus_tanh(double x)
  *   du/dx = k (1 + 3 c x^2)
  * computed beside y, when d is not NULL: in training, where backward will
  * need it.  The float build takes the vectorised kernel
- * (src/core/fastmath.c, within 3 ulp of this double form, the slope
+ * (src/kernels/fastmath.c, within 3 ulp of this double form, the slope
  * within 6 ulp of its terms); the double build is this form. */
 static void gelu_tanh_fwd(size_t n, const ag_real *x, ag_real *y, ag_real *d)
 {

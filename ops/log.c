@@ -14,7 +14,7 @@
 
 #include <math.h>
 
-/* The float build takes the vectorised log (src/core/fastmath.c, within
+/* The float build takes the vectorised log (src/kernels/fastmath.c, within
  * 1 ulp, the same values outside the domain); the double build is libm's. */
 static void log_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {

@@ -12,7 +12,7 @@
 
 #include <math.h>
 
-/* The float build takes the vectorised tanh (src/core/fastmath.c, within
+/* The float build takes the vectorised tanh (src/kernels/fastmath.c, within
  * 2 ulp); the double build is libm's. */
 static void tanh_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)
 {

@@ -1,8 +1,8 @@
 /* elementwise.c: the loops shared by element-wise ops, so that each op file
- * holds only its math; softmax's rows (exps by core/fastmath.h), the row
+ * holds only its math; softmax's rows (exps by kernels/fastmath.h), the row
  * max (and cross-entropy's maxima and exps, sixteen rows at a time) and
  * the reductions.  The float build's exp, log, tanh and GELU
- * kernels are core/fastmath.c.
+ * kernels are kernels/fastmath.c.
  *
  * Broadcasting (NumPy's rule): align shapes on the right; two axes agree
  * when they are equal or one is 1; a missing axis counts as 1.  The output
@@ -29,7 +29,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include "core/blocks.h"
-#include "core/fastmath.h"
+#include "kernels/fastmath.h"
 
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
                          const ag_tensor *b, int *ndim, int *shape)

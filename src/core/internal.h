@@ -348,7 +348,7 @@ ag_real ag__row_max(size_t n, const ag_real *x);
 void ag__max_exp_sum_rows(size_t rows, size_t n, const ag_real *x, ag_real *max, ag_real *sum, ag_real *y);
 #ifndef AG_DOUBLE
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
- * vectorised and within a few ulp (src/core/fastmath.c); gelu with its
+ * vectorised and within a few ulp (src/kernels/fastmath.c); gelu with its
  * slope s = dy/dx = Phi(x) + x phi(x) (the same y, and s from the same
  * exp); GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2, alone and with
  * its slope likewise (ops/gelu_tanh.c). */
@@ -417,7 +417,7 @@ const char *ag__isa_force(const char *name);
 #endif
 /* Between AG_FUSED_BEGIN and AG_FUSED_END (at file scope), a * b + c may
  * be one fused multiply-add where the instruction set has one: for kernels
- * whose stated error bound holds either way (core/fastmath.c,
+ * whose stated error bound holds either way (kernels/fastmath.c,
  * core/elementwise.c). */
 #if defined(__clang__)
 #define AG_FUSED_BEGIN _Pragma("STDC FP_CONTRACT ON")

@@ -36,6 +36,7 @@ struct ag_graph {
     ag_op_desc broken;             /* the wrapping descriptor */
     const ag_op_desc *broken_real; /* the op it wraps */
     double broken_factor;
+    bool poison;       /* fill fresh gradient buffers with NaN (ag__graph_poison) */
 };
 
 ag_graph *ag_graph_new(void)
@@ -347,12 +348,29 @@ ag_real *ag__grad(ag_graph *g, ag_tensor *x)
     return x->grad;
 }
 
+/* A fresh buffer holds whatever the arena held: in a checked run it holds
+ * NaNs instead, so that a backward that adds into it (+=) where it should
+ * store (=) gives NaN, not last step's numbers plus this step's. */
+#ifdef AG_CHECKS
+#define AG_CHECKS_ON 1
+#else
+#define AG_CHECKS_ON 0
+#endif
+static void poison(ag_real *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) d[i] = (ag_real)NAN;
+}
+
+void ag__graph_poison(ag_graph *g, bool on) { g->poison = on; }
+bool ag__graph_poisoned(const ag_graph *g) { return AG_CHECKS_ON || g->poison; }
+
 ag_real *ag__grad_fresh(ag_graph *g, ag_tensor *x, bool *fresh)
 {
     ag__tensor_impl *n = ag__impl(x);
     *fresh = x->grad && n->unset;
     if (*fresh) {
         n->unset = false; /* the caller writes every element */
+        if (AG_CHECKS_ON || g->poison) poison(x->grad, x->size);
         return x->grad;
     }
     return ag__grad(g, x);

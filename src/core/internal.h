@@ -166,6 +166,12 @@ ag_real *ag__grad(ag_graph *g, ag_tensor *x);
  * element; otherwise it adds (+=) as usual.  This saves zero-filling, then
  * adding into, the buffers that have a single consumer: most of them. */
 ag_real *ag__grad_fresh(ag_graph *g, ag_tensor *x, bool *fresh);
+/* Checked runs hand out fresh buffers filled with NaN, so that a backward
+ * that adds into one gives NaN and fails its check: every graph in a build
+ * with -DAG_CHECKS (make asan, the -O0 cells), and g while `on` (set by
+ * ag_gradcheck, hence by ag_op_check).  ag__graph_poisoned says which. */
+void ag__graph_poison(ag_graph *g, bool on);
+bool ag__graph_poisoned(const ag_graph *g);
 
 /* Normalise axis (negative counts from the end) for a tensor of ndim axes;
  * records "op: axis A out of range for [..]" and returns -1 when bad. */

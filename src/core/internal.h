@@ -195,7 +195,7 @@ size_t ag__numel(int ndim, const int *shape);
  * SIZE_MAX / sizeof(ag_real) of them: the product could wrap around). */
 bool ag__shape_size(int ndim, const int *shape, size_t *size);
 
-/* ---- element-wise engines (src/core/elementwise.c) ---------------------------- */
+/* ---- element-wise engines (src/core/broadcast.c, unary.c) ----------------- */
 
 /* A binary op's kernels work on one run of n elements along the last axis.
  * sa, sb are 1 or 0 (0: that input is broadcast along the run).  The
@@ -242,7 +242,7 @@ typedef void (*ag_unary_fwd_slope)(size_t n, const ag_real *x, ag_real *y,
 ag_tensor *ag__unary_slope(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd_slope fwd);
 void ag__unary_slope_backward(ag_graph *g, ag_tensor *y);
 
-/* Reductions (ops/sum.c, ops/mean.c): y = sum of x over `axis` (keepdim
+/* Reductions (ops/sum.c, ops/mean.c; src/core/reduce.c): y = sum of x over `axis` (keepdim
  * keeps it as size 1), or over every element when axis is AG__ALL_AXES;
  * divided by the count when `average`.  y->iarg[0] = axis (-1: all),
  * y->iarg[1] = keepdim.  An average over no element is an error. */
@@ -330,11 +330,11 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
 
 /* ---- shared kernels and threads ------------------------------------------ */
 
-/* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/core/elementwise.c). */
+/* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/kernels/rows.c). */
 ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
 /* log-softmax's backward over `rows` rows of n, from its output y:
  * dx_i (+)= dy_i - exp(y_i) sum_j dy_j, stored into a fresh dx
- * (src/core/elementwise.c) */
+ * (src/kernels/rows.c) */
 void ag__log_softmax_grad_rows(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
 /* dst [N, C] = 0, then dst[idx[i]] = src[i] for i < n, in one pass:
  * idx must be strictly increasing (ag__increasing). */
@@ -350,7 +350,7 @@ ag_real ag__row_max(size_t n, const ag_real *x);
 /* Over `rows` rows of n values x: max[r] = ag__row_max of row r, and when
  * that is above -inf, y's row r = exp(x - max[r]) and sum[r] = their sum
  * (ag__exp_sum), else sum[r] = 0 and y's row untouched; bit for bit those
- * two, sixteen rows at a time (src/core/elementwise.c). */
+ * two, sixteen rows at a time (src/kernels/rows.c). */
 void ag__max_exp_sum_rows(size_t rows, size_t n, const ag_real *x, ag_real *max, ag_real *sum, ag_real *y);
 #ifndef AG_DOUBLE
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
@@ -424,7 +424,7 @@ const char *ag__isa_force(const char *name);
 /* Between AG_FUSED_BEGIN and AG_FUSED_END (at file scope), a * b + c may
  * be one fused multiply-add where the instruction set has one: for kernels
  * whose stated error bound holds either way (kernels/fastmath.c,
- * core/elementwise.c). */
+ * kernels/rows.c). */
 #if defined(__clang__)
 #define AG_FUSED_BEGIN _Pragma("STDC FP_CONTRACT ON")
 #define AG_FUSED_END _Pragma("STDC FP_CONTRACT OFF")

@@ -2,7 +2,7 @@
  * special case a select rather than a branch), so that a loop over an
  * array of them vectorises at -O2, with its helpers (bit patterns, Horner's
  * rule): the kernel of the float build's exp, tanh and GELU
- * (kernels/fastmath.c) and of softmax's rows (core/elementwise.c).  exp_core
+ * (kernels/fastmath.c) and of softmax's rows (kernels/rows.c).  exp_core
  * with subnormals is within 1 ulp of libm's double result over the whole
  * float range (tests/test_fastmath.c).  Float build only: the double build
  * calls libm.

@@ -114,9 +114,13 @@ test: check-criterion all $(BUILD)/test_f32 $(BUILD)/test_f64
 	$(BUILD)/test_f32
 
 # ---- sanitizers: a report of any kind (leaks too) fails the target ------
+# A checking build (-DAG_CHECKS): every fresh gradient buffer is handed to
+# its op's backward full of NaN (src/core/graph.c), so that a backward that
+# adds into one where it should store fails its test.
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_CFLAGS := -O1 -g -DAG_CHECKS $(SAN)
 asan: check-criterion
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" all build-asan/test_f32 build-asan/test_f64
+	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_CFLAGS)" LDFLAGS="$(SAN)" all build-asan/test_f32 build-asan/test_f64
 	@set -e; for t in test_f64 test_f32; do \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	    build-asan/$$t --jobs 1 > build-asan/$$t.log 2>&1 || { cat build-asan/$$t.log; exit 1; }; \

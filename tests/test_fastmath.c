@@ -1,5 +1,5 @@
 /* tests/test_fastmath.c: the float build's vectorised exp, log, tanh and
- * GELU (src/core/fastmath.c) against libm in double.
+ * GELU (src/kernels/fastmath.c) against libm in double.
  *
  * Each kernel runs over a sweep of the whole float range (every 997th bit
  * pattern: both signs, subnormals, NaNs) and over the edges, each with its

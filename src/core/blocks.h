@@ -98,7 +98,7 @@ AG_INLINE void ag__map_grad(size_t n, const ag_real *x, const ag_real *y, const 
  * that the loop is as wide as the CPU's vectors.  The build's
  * -ffp-contract=off holds in every clone, so every level gives the same
  * bits (tests/test_kernels.c), unless the caller allows multiply-adds to
- * fuse around the definition (GELU's, src/core/fastmath.c). */
+ * fuse around the definition (GELU's, src/kernels/fastmath.c). */
 #define AG_MAP_PARAMS (size_t n, const ag_real *x, ag_real *y)
 #define AG_MAP_GRAD_PARAMS (size_t n, const ag_real *x, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh)
 #define AG_ISA_MAP(name, f)                                                                           \

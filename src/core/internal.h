@@ -166,6 +166,12 @@ ag_real *ag__grad(ag_graph *g, ag_tensor *x);
  * element; otherwise it adds (+=) as usual.  This saves zero-filling, then
  * adding into, the buffers that have a single consumer: most of them. */
 ag_real *ag__grad_fresh(ag_graph *g, ag_tensor *x, bool *fresh);
+/* Checked runs hand out fresh buffers filled with NaN, so that a backward
+ * that adds into one gives NaN and fails its check: every graph in a build
+ * with -DAG_CHECKS (make asan, the -O0 cells), and g while `on` (set by
+ * ag_gradcheck, hence by ag_op_check).  ag__graph_poisoned says which. */
+void ag__graph_poison(ag_graph *g, bool on);
+bool ag__graph_poisoned(const ag_graph *g);
 
 /* Normalise axis (negative counts from the end) for a tensor of ndim axes;
  * records "op: axis A out of range for [..]" and returns -1 when bad. */
@@ -189,7 +195,7 @@ size_t ag__numel(int ndim, const int *shape);
  * SIZE_MAX / sizeof(ag_real) of them: the product could wrap around). */
 bool ag__shape_size(int ndim, const int *shape, size_t *size);
 
-/* ---- element-wise engines (src/core/elementwise.c) ---------------------------- */
+/* ---- element-wise engines (src/core/broadcast.c, unary.c) ----------------- */
 
 /* A binary op's kernels work on one run of n elements along the last axis.
  * sa, sb are 1 or 0 (0: that input is broadcast along the run).  The
@@ -236,7 +242,7 @@ typedef void (*ag_unary_fwd_slope)(size_t n, const ag_real *x, ag_real *y,
 ag_tensor *ag__unary_slope(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd_slope fwd);
 void ag__unary_slope_backward(ag_graph *g, ag_tensor *y);
 
-/* Reductions (ops/sum.c, ops/mean.c): y = sum of x over `axis` (keepdim
+/* Reductions (ops/sum.c, ops/mean.c; src/core/reduce.c): y = sum of x over `axis` (keepdim
  * keeps it as size 1), or over every element when axis is AG__ALL_AXES;
  * divided by the count when `average`.  y->iarg[0] = axis (-1: all),
  * y->iarg[1] = keepdim.  An average over no element is an error. */
@@ -317,11 +323,11 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
 
 /* ---- shared kernels and threads ------------------------------------------ */
 
-/* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/core/elementwise.c). */
+/* y[i] = exp(x[i] - shift) for i < n; returns their sum (src/kernels/rows.c). */
 ag_real ag__exp_sum(size_t n, const ag_real *x, ag_real shift, ag_real *y);
 /* log-softmax's backward over `rows` rows of n, from its output y:
  * dx_i (+)= dy_i - exp(y_i) sum_j dy_j, stored into a fresh dx
- * (src/core/elementwise.c) */
+ * (src/kernels/rows.c) */
 void ag__log_softmax_grad_rows(size_t rows, size_t n, const ag_real *y, const ag_real *dy, ag_real *dx, bool fresh);
 /* dst [N, C] = 0, then dst[idx[i]] = src[i] for i < n, in one pass:
  * idx must be strictly increasing (ag__increasing). */
@@ -339,11 +345,11 @@ ag_real ag__row_max(size_t n, const ag_real *x);
 /* Over `rows` rows of n values x: max[r] = ag__row_max of row r, and when
  * that is above -inf, y's row r = exp(x - max[r]) and sum[r] = their sum
  * (ag__exp_sum), else sum[r] = 0 and y's row untouched; bit for bit those
- * two, sixteen rows at a time (src/core/elementwise.c). */
+ * two, sixteen rows at a time (src/kernels/rows.c). */
 void ag__max_exp_sum_rows(size_t rows, size_t n, const ag_real *x, ag_real *max, ag_real *sum, ag_real *y);
 #ifndef AG_DOUBLE
 /* y = exp x, log x, tanh x, gelu x = x Phi(x) over n floats (y may be x),
- * vectorised and within a few ulp (src/core/fastmath.c); gelu with its
+ * vectorised and within a few ulp (src/kernels/fastmath.c); gelu with its
  * slope s = dy/dx = Phi(x) + x phi(x) (the same y, and s from the same
  * exp); GELU's tanh form, x (1 + tanh(k (x + c x^3))) / 2, alone and with
  * its slope likewise (ops/gelu_tanh.c). */
@@ -412,8 +418,8 @@ const char *ag__isa_force(const char *name);
 #endif
 /* Between AG_FUSED_BEGIN and AG_FUSED_END (at file scope), a * b + c may
  * be one fused multiply-add where the instruction set has one: for kernels
- * whose stated error bound holds either way (core/fastmath.c,
- * core/elementwise.c). */
+ * whose stated error bound holds either way (kernels/fastmath.c,
+ * kernels/rows.c). */
 #if defined(__clang__)
 #define AG_FUSED_BEGIN _Pragma("STDC FP_CONTRACT ON")
 #define AG_FUSED_END _Pragma("STDC FP_CONTRACT OFF")

@@ -1,95 +1,61 @@
-/* op_table.c: the one list of primitive ops.  Adding an op is one enum line
- * in attograd_core.h, one file in ops/, and its declaration and table line
- * here. */
+/* op_table.c: the one list of primitive ops.  Adding an op is its file in
+ * ops/, its enum line (and declaration) in attograd_core.h, and its line in
+ * AG_OPS here (docs/contributing.md). */
 #include "core/internal.h"
 
-/* Each defined in ops/<name>.c. */
-extern const ag_op_desc ag_op_add;
-extern const ag_op_desc ag_op_sub;
-extern const ag_op_desc ag_op_mul;
-extern const ag_op_desc ag_op_div;
-extern const ag_op_desc ag_op_scale;
-extern const ag_op_desc ag_op_shift;
-extern const ag_op_desc ag_op_neg;
-extern const ag_op_desc ag_op_exp;
-extern const ag_op_desc ag_op_log;
-extern const ag_op_desc ag_op_sqrt;
-extern const ag_op_desc ag_op_tanh;
-extern const ag_op_desc ag_op_relu;
-extern const ag_op_desc ag_op_gelu;
-extern const ag_op_desc ag_op_matmul;
-extern const ag_op_desc ag_op_reshape;
-extern const ag_op_desc ag_op_permute;
-extern const ag_op_desc ag_op_concat;
-extern const ag_op_desc ag_op_slice;
-extern const ag_op_desc ag_op_sum;
-extern const ag_op_desc ag_op_mean;
-extern const ag_op_desc ag_op_max;
-extern const ag_op_desc ag_op_softmax;
-extern const ag_op_desc ag_op_log_softmax;
-extern const ag_op_desc ag_op_masked_fill;
-extern const ag_op_desc ag_op_layer_norm;
-extern const ag_op_desc ag_op_embedding;
-extern const ag_op_desc ag_op_dropout;
-extern const ag_op_desc ag_op_cross_entropy;
-extern const ag_op_desc ag_op_linear;
-extern const ag_op_desc ag_op_masked_softmax;
-extern const ag_op_desc ag_op_index_add;
-extern const ag_op_desc ag_op_gelu_tanh;
-extern const ag_op_desc ag_op_attention;
-extern const ag_op_desc ag_op_linear_add;
-extern const ag_op_desc ag_op_expand;
-extern const ag_op_desc ag_op_repeat;
-extern const ag_op_desc ag_op_argmax;
-extern const ag_op_desc ag_op_topk;
-extern const ag_op_desc ag_op_where;
-extern const ag_op_desc ag_op_clamp;
+/* The ops after the leaf, in the enum's order: X(name, ID) for ag_op_<name>,
+ * defined in ops/<name>.c, at [AG_OP_<ID>].  A new op is one line at the
+ * end, above the comment that closes the list. */
+#define AG_OPS(X) \
+    X(add, ADD) \
+    X(sub, SUB) \
+    X(mul, MUL) \
+    X(div, DIV) \
+    X(scale, SCALE) \
+    X(shift, SHIFT) \
+    X(neg, NEG) \
+    X(exp, EXP) \
+    X(log, LOG) \
+    X(sqrt, SQRT) \
+    X(tanh, TANH) \
+    X(relu, RELU) \
+    X(gelu, GELU) \
+    X(matmul, MATMUL) \
+    X(reshape, RESHAPE) \
+    X(permute, PERMUTE) \
+    X(concat, CONCAT) \
+    X(slice, SLICE) \
+    X(sum, SUM) \
+    X(mean, MEAN) \
+    X(max, MAX) \
+    X(softmax, SOFTMAX) \
+    X(log_softmax, LOG_SOFTMAX) \
+    X(masked_fill, MASKED_FILL) \
+    X(layer_norm, LAYER_NORM) \
+    X(embedding, EMBEDDING) \
+    X(dropout, DROPOUT) \
+    X(cross_entropy, CROSS_ENTROPY) \
+    X(linear, LINEAR) \
+    X(masked_softmax, MASKED_SOFTMAX) \
+    X(index_add, INDEX_ADD) \
+    X(gelu_tanh, GELU_TANH) \
+    X(attention, ATTENTION) \
+    X(linear_add, LINEAR_ADD) \
+    X(expand, EXPAND) \
+    X(repeat, REPEAT) \
+    X(argmax, ARGMAX) \
+    X(topk, TOPK) \
+    X(where, WHERE) \
+    X(clamp, CLAMP) \
+    /* the end of the list */
+
+#define DECLARE(name, ID) extern const ag_op_desc ag_op_##name;
+AG_OPS(DECLARE)
 
 static const ag_op_desc leaf = {.name = "leaf", .backward = NULL};
 
-const ag_op_desc *const ag_op_table[] = {
-    [AG_OP_LEAF] = &leaf,
-    [AG_OP_ADD] = &ag_op_add,
-    [AG_OP_SUB] = &ag_op_sub,
-    [AG_OP_MUL] = &ag_op_mul,
-    [AG_OP_DIV] = &ag_op_div,
-    [AG_OP_SCALE] = &ag_op_scale,
-    [AG_OP_SHIFT] = &ag_op_shift,
-    [AG_OP_NEG] = &ag_op_neg,
-    [AG_OP_EXP] = &ag_op_exp,
-    [AG_OP_LOG] = &ag_op_log,
-    [AG_OP_SQRT] = &ag_op_sqrt,
-    [AG_OP_TANH] = &ag_op_tanh,
-    [AG_OP_RELU] = &ag_op_relu,
-    [AG_OP_GELU] = &ag_op_gelu,
-    [AG_OP_MATMUL] = &ag_op_matmul,
-    [AG_OP_RESHAPE] = &ag_op_reshape,
-    [AG_OP_PERMUTE] = &ag_op_permute,
-    [AG_OP_CONCAT] = &ag_op_concat,
-    [AG_OP_SLICE] = &ag_op_slice,
-    [AG_OP_SUM] = &ag_op_sum,
-    [AG_OP_MEAN] = &ag_op_mean,
-    [AG_OP_MAX] = &ag_op_max,
-    [AG_OP_SOFTMAX] = &ag_op_softmax,
-    [AG_OP_LOG_SOFTMAX] = &ag_op_log_softmax,
-    [AG_OP_MASKED_FILL] = &ag_op_masked_fill,
-    [AG_OP_LAYER_NORM] = &ag_op_layer_norm,
-    [AG_OP_EMBEDDING] = &ag_op_embedding,
-    [AG_OP_DROPOUT] = &ag_op_dropout,
-    [AG_OP_CROSS_ENTROPY] = &ag_op_cross_entropy,
-    [AG_OP_LINEAR] = &ag_op_linear,
-    [AG_OP_MASKED_SOFTMAX] = &ag_op_masked_softmax,
-    [AG_OP_INDEX_ADD] = &ag_op_index_add,
-    [AG_OP_GELU_TANH] = &ag_op_gelu_tanh,
-    [AG_OP_ATTENTION] = &ag_op_attention,
-    [AG_OP_LINEAR_ADD] = &ag_op_linear_add,
-    [AG_OP_EXPAND] = &ag_op_expand,
-    [AG_OP_REPEAT] = &ag_op_repeat,
-    [AG_OP_ARGMAX] = &ag_op_argmax,
-    [AG_OP_TOPK] = &ag_op_topk,
-    [AG_OP_WHERE] = &ag_op_where,
-    [AG_OP_CLAMP] = &ag_op_clamp,
-};
+#define ENTRY(name, ID) [AG_OP_##ID] = &ag_op_##name,
+const ag_op_desc *const ag_op_table[] = {[AG_OP_LEAF] = &leaf, AG_OPS(ENTRY)};
 _Static_assert(sizeof ag_op_table / sizeof ag_op_table[0] == AG_OP_COUNT,
                "the table must end at the last op id");
 

@@ -4,14 +4,19 @@
  *   L = sum_i y_i w_i,   w fixed random in [-1, 1]
  * so dL/dy = w: every output element is weighed differently, and a backward
  * that mixes up elements is caught (with w = 1 a permutation bug would not
- * be). */
+ * be).  Each case runs twice: on the inputs themselves, parameters whose
+ * gradients the op's backward adds into, and on 1 * x_k, intermediates
+ * whose gradient buffers reach the op's backward fresh, to be stored into
+ * (ag__grad_fresh). */
 #include "core/internal.h"
 
+#include <math.h>
 #include <stdio.h>
 
 typedef struct ctx {
     const ag_op_case *c;
     ag_tensor *in[AG_MAX_SRC];
+    bool via; /* the op's inputs are intermediates: 1 * in[k] */
     ag_real *w; /* weights, allocated after the first build */
     size_t wn;
     uint64_t seed;
@@ -20,7 +25,9 @@ typedef struct ctx {
 static ag_tensor *build(ag_graph *g, void *p)
 {
     ctx *cx = p;
-    ag_tensor *y = cx->c->build(g, cx->in);
+    ag_tensor *in[AG_MAX_SRC];
+    for (int k = 0; k < cx->c->n_in; k++) in[k] = cx->via ? ag_scale(g, cx->in[k], 1) : cx->in[k];
+    ag_tensor *y = cx->c->build(g, in);
     if (!y) return NULL;
     if (!cx->w || cx->wn != y->size) {
         ag__free(cx->w);
@@ -47,6 +54,25 @@ const char *ag_op_case_label(int op, int i)
 {
     if (i < 0 || i >= ag_op_case_count(op)) return "";
     return ag_op_table[op]->cases[i].label;
+}
+
+/* Fold the results of one gradient check (n inputs) into *worst: the
+ * input with the largest absolute error (NaN the largest), the failures of all, the largest
+ * relative error of all. */
+static void worst_of(ag_gradcheck_result *worst, const ag_gradcheck_result *res, int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (res[k].max_abs_err >= worst->max_abs_err || (isnan(res[k].max_abs_err) && !isnan(worst->max_abs_err))) {
+            size_t failed = worst->failed;
+            double rel = worst->max_rel_err;
+            *worst = res[k];
+            worst->failed += failed;
+            if (rel > worst->max_rel_err) worst->max_rel_err = rel;
+        } else {
+            worst->failed += res[k].failed;
+            if (res[k].max_rel_err > worst->max_rel_err) worst->max_rel_err = res[k].max_rel_err;
+        }
+    }
 }
 
 ag_status ag_op_check(int op, int i, uint64_t seed, const ag_gradcheck_opts *opts,
@@ -77,23 +103,14 @@ ag_status ag_op_check(int op, int i, uint64_t seed, const ag_gradcheck_opts *opt
             cx.in[k]->data[j] = (ag_real)v;
         }
     }
-    ag_graph_seed(g, seed);
-    st = ag_gradcheck(g, build, &cx, cx.in, c->n_in, opts, res);
-    if (st != AG_OK && st != AG_ERR_NUMERIC && err) snprintf(err, errlen, "%s", ag_graph_error(g));
-    if (worst) {
-        *worst = (ag_gradcheck_result){0};
-        for (int k = 0; k < c->n_in && (st == AG_OK || st == AG_ERR_NUMERIC); k++) {
-            if (res[k].max_abs_err >= worst->max_abs_err) {
-                size_t failed = worst->failed;
-                double rel = worst->max_rel_err;
-                *worst = res[k];
-                worst->failed += failed;
-                if (rel > worst->max_rel_err) worst->max_rel_err = rel;
-            } else {
-                worst->failed += res[k].failed;
-                if (res[k].max_rel_err > worst->max_rel_err) worst->max_rel_err = res[k].max_rel_err;
-            }
-        }
+    if (worst) *worst = (ag_gradcheck_result){0};
+    st = AG_OK;
+    for (int via = 0; via < 2 && st == AG_OK; via++) {
+        cx.via = via;
+        ag_graph_seed(g, seed);
+        st = ag_gradcheck(g, build, &cx, cx.in, c->n_in, opts, res);
+        if (st != AG_OK && st != AG_ERR_NUMERIC && err) snprintf(err, errlen, "%s", ag_graph_error(g));
+        if (worst && (st == AG_OK || st == AG_ERR_NUMERIC)) worst_of(worst, res, c->n_in);
     }
 done:
     if (st == AG_ERR_NOMEM && err && !err[0]) snprintf(err, errlen, "opcheck: out of memory");

@@ -5,7 +5,8 @@
  * that makes some of them fast (SIMD, per instruction set, tiles, fused row
  * loops, gemm, the attention kernel).  An op calls its kernel only when
  * ag__fast() is true and a kernel exists; otherwise it runs its reference.
- * Each kernel is tested equal to its reference (tests/test_kernels_vs_ref.c). */
+ * Each kernel is tested equal to its reference (tests/test_kernels_vs_ref.c,
+ * tests/test_rooms.c). */
 #ifndef AG_KERNELS_KERNELS_H
 #define AG_KERNELS_KERNELS_H
 
@@ -127,5 +128,23 @@ void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const 
 void ag__masked_softmax_rows_backward(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y,
                                       const ag_real *dy, ag_real *dx, const ag_tensor *mask, const ag__mask_map *mm,
                                       ag_real scale, bool add);
+
+/* The element-wise ops' kernels (src/kernels/elementwise.c), one entry per
+ * op that has one, found by op id; NULL for an op with none.  A unary op's
+ * entry gives fwd and bwd, or fwd_slope, a forward that keeps dy/dx for a
+ * backward that needs nothing else (GELU's: ag__unary_slope); a binary
+ * op's gives fwd, bwd and, optionally, rows_fwd (ag__binary_rows). */
+typedef struct ag__unary_kernel {
+    ag_unary_fwd fwd;
+    ag_unary_bwd bwd;
+    ag_unary_fwd_slope fwd_slope;
+} ag__unary_kernel;
+typedef struct ag__binary_kernel {
+    ag_binary_fwd fwd;
+    ag_binary_bwd bwd;
+    ag_binary_rows rows_fwd;
+} ag__binary_kernel;
+const ag__unary_kernel *ag__unary_kernel_of(int op);
+const ag__binary_kernel *ag__binary_kernel_of(int op);
 
 #endif

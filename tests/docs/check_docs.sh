@@ -14,6 +14,10 @@
 #     it is compiled inside  int main(void) { ... }  after the includes of
 #     attograd.h, math.h, stdio.h and stdlib.h (its variables must be
 #     declared in it);
+#   - a block whose first line names a file of the tree (/* ops/NAME.c: ...,
+#     or /* FILE, above|below|in place of the line with "TEXT" */) is a
+#     piece of the library: tests/docs/check_op_guide.sh builds it into a
+#     copy of the tree (docs/contributing.md's op);
 #   - any other block is file-scope code (declarations, functions): it is
 #     compiled as a file of its own, with the same includes in front.
 # Text that is not C goes in a plain ``` block.
@@ -48,7 +52,9 @@ for md in "${files[@]}"; do
     [ -f "$d/list" ] || continue
     while read -r id line; do
         src="$d/$id.c" where="$md:$line"
-        if grep -q '^[a-z ]*main *(' "$src"; then
+        if sed -n 2p "$src" | grep -Eq '^/\* (ops/[a-z_0-9]+\.c:|[a-z_/0-9]+\.[ch], (above|below|in place of) the line with ")'; then
+            ok "$where: a piece of the tree (built by tests/docs/check_op_guide.sh)"
+        elif grep -q '^[a-z ]*main *(' "$src"; then
             lib=("$B/libattograd.a")
             if sed -n 2p "$src" | grep -q '^/\* double \*/'; then lib=(-DAG_DOUBLE "$B/libattograd64.a"); fi
             if ! "$CC" "${CFLAGS_DOC[@]}" "$src" "${lib[@]}" -o "$d/$id" -fopenmp -lm 2> "$d/$id.err"; then

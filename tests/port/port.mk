@@ -18,6 +18,8 @@
 .PHONY: cell matrix omp-parity subset-test arm64-deps arm64-test port-clean
 
 # ---- the matrix: {gcc, clang} x {-O0, -O2} x {OpenMP, pthreads} ------------
+# The -O0 cells are checking builds too (-DAG_CHECKS: fresh gradient buffers
+# filled with NaN, src/core/graph.c).
 MATRIX ?= gcc-O2-omp1 gcc-O2-omp0 gcc-O0-omp1 gcc-O0-omp0 clang-O2-omp1 clang-O2-omp0 clang-O0-omp1 clang-O0-omp0
 CELL   ?= gcc-O2-omp1
 cell_word = $(word $(2),$(subst -, ,$(1)))
@@ -25,7 +27,7 @@ CELL_DIR := build-cells/$(CELL)
 
 cell: check-criterion
 	$(MAKE) --no-print-directory BUILD=$(CELL_DIR) CC=$(call cell_word,$(CELL),1) \
-	  CFLAGS="-$(call cell_word,$(CELL),2) -g" OPENMP=$(patsubst omp%,%,$(call cell_word,$(CELL),3)) WERROR=1 \
+	  CFLAGS="-$(call cell_word,$(CELL),2) -g $(if $(filter O0,$(call cell_word,$(CELL),2)),-DAG_CHECKS)" OPENMP=$(patsubst omp%,%,$(call cell_word,$(CELL),3)) WERROR=1 \
 	  all $(CELL_DIR)/test_f64 $(CELL_DIR)/test_f32
 	$(CELL_DIR)/test_f64
 	$(CELL_DIR)/test_f32

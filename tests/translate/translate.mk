@@ -12,7 +12,7 @@ test: translate-test
 TRANSLATE_SAN_LOG := build-asan/translate-san
 .PHONY: translate-asan
 translate-asan:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build-asan/translate
+	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_CFLAGS)" LDFLAGS="$(SAN)" build-asan/translate
 	@rm -rf $(TRANSLATE_SAN_LOG) && mkdir -p $(TRANSLATE_SAN_LOG)
 	@set -e; for t in tests/cli/test_cli.sh tests/translate/test_translate.sh; do \
 	  log=$(TRANSLATE_SAN_LOG)/$$(basename $$t .sh).log; \

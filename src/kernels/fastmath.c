@@ -1,4 +1,4 @@
-/* src/core/fastmath.c: the float build's vectorised exp, log, tanh and
+/* src/kernels/fastmath.c: the float build's vectorised exp, log, tanh and
  * GELU (erf and tanh forms, alone and with their slopes dy/dx, which
  * backward multiplies by dy: ops/gelu.c), each a loop over an
  * array compiled once per instruction set (core/blocks.h), the machine's
@@ -8,7 +8,7 @@
  * Each function is straight-line code: no calls, and each special case a
  * select rather than a branch, so that the loops vectorise at -O2.  Each
  * reduces its argument to a short range and evaluates a polynomial there:
- * exp's is Cephes' expf polynomial (core/fastmath.h); the others were
+ * exp's is Cephes' expf polynomial (kernels/fastmath.h); the others were
  * fitted for this file (least relative error on the reduced range), GELU's
  * with a rational function for the normal distribution's tail
  * (tests/reference/fit_gelu.py).  Their
@@ -29,7 +29,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include "core/blocks.h"
-#include "core/fastmath.h"
+#include "kernels/fastmath.h"
 
 #ifndef AG_DOUBLE
 
@@ -284,7 +284,7 @@ AG_FUSED_END /* (off x86, the loops are inlined into these two) */
  *   s = (w > 0 ? e : 1) / (1 + e),   1 - s = (w > 0 ? 1 : e) / (1 + e).
  * Three things keep the error small:
  * - w is formed in double and split in two floats, w = hi + lo; lo joins
- *   the reduced argument of e^-|w| (as exp_core's, core/fastmath.h), so
+ *   the reduced argument of e^-|w| (as exp_core's, kernels/fastmath.h), so
  *   that the rounding of w, which e^w would magnify |w| times, is not lost;
  * - e = m 2^-n is kept as m, a normal float, and the power of two, which
  *   scales the result last: where s is below FLT_MIN (x < -9.9), x s and

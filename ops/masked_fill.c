@@ -3,7 +3,7 @@
  *   x [...], mask broadcast to x's shape -> y (x's shape)
  *
  * forward:  y_i = (mask_i' == 0) ? value : x_i
- *           (i': i with mask's stretched axes at 0, as in src/core/elementwise.c)
+ *           (i': i with mask's stretched axes at 0, as in src/core/broadcast.c)
  * backward: dx_i += (mask_i' != 0) ? dy_i : 0
  *           (a filled element is a constant: no gradient reaches x there)
  *

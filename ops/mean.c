@@ -13,7 +13,7 @@
  * same convention as ops/sum.c). */
 #include "core/internal.h"
 
-/* The loops live in src/core/elementwise.c (ag__reduce), shared with ops/sum.c. */
+/* The loops live in src/core/reduce.c (ag__reduce), shared with ops/sum.c. */
 ag_tensor *ag_mean(ag_graph *g, ag_tensor *x, int axis, int keepdim)
 {
     return ag__reduce(g, AG_OP_MEAN, x, axis, keepdim, true);

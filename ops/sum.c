@@ -8,7 +8,7 @@
  * iarg[0] = axis (-1 for all axes: y is a scalar), iarg[1] = keepdim. */
 #include "core/internal.h"
 
-/* The loops live in src/core/elementwise.c (ag__reduce), shared with ops/mean.c. */
+/* The loops live in src/core/reduce.c (ag__reduce), shared with ops/mean.c. */
 ag_tensor *ag_sum(ag_graph *g, ag_tensor *x, int axis, int keepdim)
 {
     return ag__reduce(g, AG_OP_SUM, x, axis, keepdim, false);

@@ -20,7 +20,7 @@
  * Invariant: each element is the same chain of operations as on the op's
  * general path (gemm.c's kernel for toy heads, then masked_softmax's rows):
  * k ascending from 0 in every product; the softmax's max, exps and sums
- * lane for lane as core/elementwise.c's softmax_short; the backward's
+ * lane for lane as kernels/rows.c's softmax_short; the backward's
  * rowsum(dP P) in 8 lanes as ops/masked_softmax.c's.  So the results are
  * the same to the bit (tests/test_fusion.c), and what is saved is the
  * overhead: the transposes of K and V per block of queries, a call per
@@ -33,11 +33,11 @@
 #include <math.h>
 
 #if AG_X86_KERNELS && !defined(AG_DOUBLE)
-/* the kernel's exp (core/fastmath.h, whose selects want this) */
+/* the kernel's exp (kernels/fastmath.h, whose selects want this) */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
-#include "core/fastmath.h"
+#include "kernels/fastmath.h"
 #include "core/transpose.h"
 
 #define HEAD512 __attribute__((target("avx512f,fma")))
@@ -349,7 +349,7 @@ HEAD512_INLINE __m256 half(__m512 x, const int k)
     return k ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)) : _mm512_castps512_ps256(x);
 }
 
-/* The softmax's own order (core/elementwise.c): lanes 8 apart, 4, 2, 1.
+/* The softmax's own order (kernels/rows.c): lanes 8 apart, 4, 2, 1.
  * A row at a time: these 256- and 128-bit steps are cheap, and 8 rows
  * folded together in 512-bit shuffles (the same pairs of lanes, the same
  * bits) made the forward slower. */
@@ -379,7 +379,7 @@ __attribute__((target("avx512f"), noinline, cold)) static float unseen(__m512 a0
     return nan ? NAN : 0;
 }
 
-/* Here only, a * b + c may fuse, as in core/elementwise.c's softmax: exp
+/* Here only, a * b + c may fuse, as in kernels/rows.c's softmax: exp
  * is exp_core compiled the same way, so its bits are softmax_short's. */
 AG_FUSED_BEGIN
 /* Rows t0 .. t0 + mr - 1 of P (mr <= GR), keys [0, e) (e > 0, nv

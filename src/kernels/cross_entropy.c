@@ -1,7 +1,7 @@
 /* kernels/cross_entropy.c: cross-entropy's rows, fast (the math and the
  * reference are ops/cross_entropy.c): the rows' max and exps by the
  * shared row kernel that folds sixteen rows' lanes side by side
- * (ag__max_exp_sum_rows, core/elementwise.c), and the backward's rows of
+ * (ag__max_exp_sum_rows, kernels/rows.c), and the backward's rows of
  * dx a piece at a time, one clone per instruction set. */
 #include "core/internal.h"
 #include "kernels/kernels.h"

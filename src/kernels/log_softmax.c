@@ -1,6 +1,6 @@
 /* kernels/log_softmax.c: log-softmax's rows, fast (the math and the
  * reference are ops/log_softmax.c): the row max and the sum of exps by
- * the shared row kernels (core/elementwise.c), then the shift in blocks of
+ * the shared row kernels (kernels/rows.c), then the shift in blocks of
  * 16 that -O2 vectorises (core/blocks.h), one clone per instruction set
  * (AG_ISA_CLONES), all giving the same bits. */
 #include "core/blocks.h"

@@ -1,6 +1,6 @@
 /* kernels/softmax.c: softmax's rows, fast (the math and the reference are
  * ops/softmax.c).  The forward is the row kernel the attention ops share
- * (ag__softmax_rows, core/elementwise.c); the backward goes in blocks of
+ * (ag__softmax_rows, kernels/rows.c); the backward goes in blocks of
  * 16 that -O2 vectorises (core/blocks.h), one clone per instruction set
  * (AG_ISA_CLONES), all giving the same bits. */
 #include "core/blocks.h"

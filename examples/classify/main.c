@@ -11,6 +11,7 @@
  * 1, batches drawn at random from the training sentences; one thread.
  * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
 #include "classify.h"
+#include "../common/whole_number.h"
 
 #include <errno.h>
 #include <math.h>
@@ -37,15 +38,7 @@ static void usage(FILE *f)
 
 static int whole(const char *flag, const char *s, long lo, long hi, long *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "%s: %s needs a whole number from %ld to %ld, got '%s'\n", prog, flag, lo, hi, s);
-        return 2;
-    }
-    *out = v;
-    return 0;
+    return whole_number(prog, flag, s, lo, hi, out);
 }
 
 static int parse(int argc, char **argv, opts *o)

@@ -10,6 +10,7 @@
  * held-out line to PREFIX_rung<N>_layer<L>.svg (the tasks: PREFIX_layer<L>.svg).
  * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
 #include "ladder.h"
+#include "../common/whole_number.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,15 +38,7 @@ static int usage(void)
 
 static int whole(const char *what, const char *s, long lo, long hi, long *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "%s: %s needs a whole number from %ld to %ld, got '%s'\n", prog, what, lo, hi, s);
-        return 2;
-    }
-    *out = v;
-    return 0;
+    return whole_number(prog, what, s, lo, hi, out);
 }
 
 static int parse(int argc, char **argv, opts *o)

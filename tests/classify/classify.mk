@@ -3,5 +3,5 @@
 # numbers, and the figures docs/classifier.md quotes.
 .PHONY: classify-test
 classify-test: $(BUILD)/classify
-	bash tests/classify/test_classify.sh $(BUILD)
+	bash tests/classify/test_classify.sh $(BUILD) $(DOCS_REFERENCE)
 test: classify-test

@@ -3,5 +3,5 @@
 # the table docs/ladder.md quotes.
 .PHONY: ladder-test
 ladder-test: $(BUILD)/ladder
-	bash tests/ladder/test_ladder.sh $(BUILD)
+	bash tests/ladder/test_ladder.sh $(BUILD) $(DOCS_REFERENCE)
 test: ladder-test

@@ -12,6 +12,14 @@ cd "$(dirname "$0")/../.." || exit 2
 BIN=$1/ladder
 TIMEOUT=1800 # every rung: about a minute and a half of one core, far longer on a loaded machine
 . tests/lib.sh
+# The figures the docs quote are training runs: their bits depend on the
+# compiler and the CPU's kernels, so they are compared exactly only in the
+# reference build (gcc, the default CFLAGS, an AVX-512 CPU: the one that made
+# them, as for tests/docs/quotes.pl); elsewhere each line must have the
+# quoted line's words, the numbers aside.
+exact=0
+[ "${2:-}" = --reference ] && grep -qw avx512f /proc/cpuinfo 2>/dev/null && exact=1
+shape() { sed -E 's/[0-9]+(\.[0-9]+)?/N/g' "$@"; }
 
 usage "no rung and no task"
 usage "an unknown flag" all --frobnicate
@@ -28,9 +36,11 @@ same() { # NAME WANT GOT
 for task in copy reverse; do
     run "$task" 0 "" $task --quiet
     if grep -q "whole answers right 100.00%" "$tmp/out"; then ok; else no "$task: not every answer right: $(cat "$tmp/out")"; fi
-    same "$task" <(quoted "ladder $task --quiet") "$tmp/out"
+    if [ $exact = 1 ]; then same "$task" <(quoted "ladder $task --quiet") "$tmp/out"
+    else same "$task" <(quoted "ladder $task --quiet" | shape) <(shape "$tmp/out"); fi
 done
 no_seconds() { sed -E 's/\| *[0-9.]+ \|$/|/' "$@"; }
 run "every rung" 0 "" all --quiet
-same "the ladder's table" <(quoted "ladder all --quiet" | no_seconds) <(no_seconds "$tmp/out")
+if [ $exact = 1 ]; then same "the ladder's table" <(quoted "ladder all --quiet" | no_seconds) <(no_seconds "$tmp/out")
+else same "the ladder's table" <(quoted "ladder all --quiet" | no_seconds | shape) <(no_seconds "$tmp/out" | shape); fi
 finish ladder

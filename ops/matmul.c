@@ -50,10 +50,10 @@ static void strides(const ag_tensor *x, int heads, int nb, const int *batch, siz
 }
 
 /* The products of y = a b (b^T when tb) and where their matrices are. */
-static void layout(ag__mm *p, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y)
+static void layout(ag__products *p, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y)
 {
     int tb = ag__impl(y)->iarg[0], heads = ag__impl(y)->iarg[1], nb = y->ndim - 2;
-    *p = (ag__mm){.tb = tb, .nb = nb, .count = 1, .K = a->shape[a->ndim - 1]};
+    *p = (ag__products){.tb = tb, .nb = nb, .count = 1, .K = a->shape[a->ndim - 1]};
     for (int i = 0; i < nb; i++) p->shape[i] = y->shape[i];
     p->M = y->shape[nb], p->N = y->shape[nb + 1];
     if (heads & AG__MM_Y) p->shape[1] = y->shape[2], p->M = y->shape[1]; /* stored [B, M, H, N] */
@@ -64,18 +64,18 @@ static void layout(ag__mm *p, const ag_tensor *a, const ag_tensor *b, const ag_t
 }
 
 /* Element (k, n) of b[r], stored [K, N] or (tb) [N, K]. */
-static size_t at_b(const ag__mm *p, int k, int n)
+static size_t at_b(const ag__products *p, int k, int n)
 {
     return p->tb ? (size_t)n * p->b[p->nb] + (size_t)k : (size_t)k * p->b[p->nb] + (size_t)n;
 }
 
 /* The reference forward: y[m, n] = sum_k a[m, k] b[k, n], each product. */
-static void forward_ref(const ag__mm *p, const ag_real *a, const ag_real *b, ag_real *y)
+static void forward_ref(const ag__products *p, const ag_real *a, const ag_real *b, ag_real *y)
 {
     const size_t lda = p->a[p->nb], ldy = p->y[p->nb];
     for (size_t r = 0; r < p->count; r++) {
-        const ag_real *ar = a + ag__mm_at(p, p->a, r), *br = b + ag__mm_at(p, p->b, r);
-        ag_real *yr = y + ag__mm_at(p, p->y, r);
+        const ag_real *ar = a + ag__products_at(p, p->a, r), *br = b + ag__products_at(p, p->b, r);
+        ag_real *yr = y + ag__products_at(p, p->y, r);
         for (int m = 0; m < p->M; m++)
             for (int n = 0; n < p->N; n++) {
                 ag_real s = 0;
@@ -87,12 +87,12 @@ static void forward_ref(const ag__mm *p, const ag_real *a, const ag_real *b, ag_
 
 /* The reference backward: da[m, k] += dy[m, n] b[k, n], db[k, n] +=
  * a[m, k] dy[m, n] (da, db NULL when not wanted). */
-static void backward_ref(const ag__mm *p, const ag_real *a, const ag_real *b, const ag_real *dy, ag_real *da,
+static void backward_ref(const ag__products *p, const ag_real *a, const ag_real *b, const ag_real *dy, ag_real *da,
                          ag_real *db)
 {
     const size_t lda = p->a[p->nb], ldy = p->y[p->nb];
     for (size_t r = 0; r < p->count; r++) {
-        size_t ia = ag__mm_at(p, p->a, r), ib = ag__mm_at(p, p->b, r), iy = ag__mm_at(p, p->y, r);
+        size_t ia = ag__products_at(p, p->a, r), ib = ag__products_at(p, p->b, r), iy = ag__products_at(p, p->y, r);
         for (int m = 0; m < p->M; m++)
             for (int n = 0; n < p->N; n++)
                 for (int k = 0; k < p->K; k++) {
@@ -154,7 +154,7 @@ static ag_tensor *matmul(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int he
     if (!y) return NULL;
     ag__impl(y)->iarg[0] = tb;
     ag__impl(y)->iarg[1] = heads;
-    ag__mm p;
+    ag__products p;
     layout(&p, a, b, y);
     if (!(ag__fast() && ag__k_matmul_forward(&p, a->data, b->data, y->data))) forward_ref(&p, a->data, b->data, y->data);
     return y;
@@ -172,7 +172,7 @@ ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int
 static void matmul_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *a = y->src[0], *b = y->src[1];
-    ag__mm p;
+    ag__products p;
     layout(&p, a, b, y);
     if (ag__fast() && ag__k_matmul_backward(g, &p, a, b, y->grad)) return;
     ag_real *da = a->requires_grad ? ag__grad(g, a) : NULL, *db = b->requires_grad ? ag__grad(g, b) : NULL;

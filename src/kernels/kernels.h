@@ -46,16 +46,16 @@ bool ag__k_layer_norm_backward(ag_graph *g, size_t rows, size_t C, const ag_real
                                ag_real *dgain, ag_real *dbias);
 
 /* ops/matmul.c: count products y[r] = a[r] b[r] (b[r]^T when tb), each
- * [M, K] x [K, N].  Operand x's r-th matrix starts at ag__mm_at(p, p->x, r)
+ * [M, K] x [K, N].  Operand x's r-th matrix starts at ag__products_at(p, p->x, r)
  * and its rows are p->x[nb] apart (its columns are adjacent); x[i] for
  * i < nb is its stride along y's batch axis i (0 where x was stretched). */
-typedef struct ag__mm {
+typedef struct ag__products {
     int M, N, K, tb, nb;
     int shape[AG_MAX_DIMS]; /* y's batch axes (logical: [B, H] for heads) */
     size_t count;           /* their product */
     size_t a[AG_MAX_DIMS + 1], b[AG_MAX_DIMS + 1], y[AG_MAX_DIMS + 1];
-} ag__mm;
-static inline size_t ag__mm_at(const ag__mm *p, const size_t *st, size_t r)
+} ag__products;
+static inline size_t ag__products_at(const ag__products *p, const size_t *st, size_t r)
 {
     size_t off = 0;
     for (int i = p->nb - 1; i >= 0; i--) {
@@ -66,8 +66,8 @@ static inline size_t ag__mm_at(const ag__mm *p, const size_t *st, size_t r)
 }
 /* kernels/matmul.c: each product by gemm; the backward gets a's and b's
  * gradients itself (dy is y's). */
-bool ag__k_matmul_forward(const ag__mm *p, const ag_real *a, const ag_real *b, ag_real *y);
-bool ag__k_matmul_backward(ag_graph *g, const ag__mm *p, ag_tensor *a, ag_tensor *b, const ag_real *dy);
+bool ag__k_matmul_forward(const ag__products *p, const ag_real *a, const ag_real *b, ag_real *y);
+bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_tensor *b, const ag_real *dy);
 
 /* ops/attention.c: every head of q [B, T, H, D], k [B, S, H, D],
  * v [B, S, H, Dv] (heads layout) with the mask broadcast to [B, H, T, S]

@@ -1,12 +1,12 @@
 /* kernels/matmul.c: matmul's products by the blocked gemm (kernels/gemm.c),
  * batch entries shared among the threads.  The math and the reference
- * loops are ops/matmul.c; the batch layout (ag__mm) is made there. */
+ * loops are ops/matmul.c; the batch layout (ag__products) is made there. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
 /* A product's batch and operands, for its entries on the threads. */
 typedef struct mm_job {
-    const ag__mm *p;
+    const ag__products *p;
     const ag_real *a, *b, *dy;
     ag_real *y, *da, *db;
     ag_real beta_a, beta_b;
@@ -16,13 +16,13 @@ typedef struct mm_job {
 static void matmul_entry(void *ctx, size_t r)
 {
     const mm_job *j = ctx;
-    const ag__mm *p = j->p;
+    const ag__products *p = j->p;
     const int nb = p->nb;
-    ag__gemm(0, p->tb, p->M, p->N, p->K, j->a + ag__mm_at(p, p->a, r), (int)p->a[nb], j->b + ag__mm_at(p, p->b, r),
-             (int)p->b[nb], 0, j->y + ag__mm_at(p, p->y, r), (int)p->y[nb]);
+    ag__gemm(0, p->tb, p->M, p->N, p->K, j->a + ag__products_at(p, p->a, r), (int)p->a[nb], j->b + ag__products_at(p, p->b, r),
+             (int)p->b[nb], 0, j->y + ag__products_at(p, p->y, r), (int)p->y[nb]);
 }
 
-bool ag__k_matmul_forward(const ag__mm *p, const ag_real *a, const ag_real *b, ag_real *y)
+bool ag__k_matmul_forward(const ag__products *p, const ag_real *a, const ag_real *b, ag_real *y)
 {
     /* many small products (attention's heads): one per thread at a time;
      * a large one is split inside ag__gemm instead */
@@ -39,11 +39,11 @@ bool ag__k_matmul_forward(const ag__mm *p, const ag_real *a, const ag_real *b, a
 static void matmul_entry_backward(void *ctx, size_t r)
 {
     const mm_job *j = ctx;
-    const ag__mm *p = j->p;
+    const ag__products *p = j->p;
     const int M = p->M, N = p->N, K = p->K, nb = p->nb;
     const ag_real *a = j->a, *b = j->b, *dy = j->dy;
     ag_real *da = j->da, *db = j->db, beta_a = j->beta_a, beta_b = j->beta_b;
-    size_t ia = ag__mm_at(p, p->a, r), ib = ag__mm_at(p, p->b, r), iy = ag__mm_at(p, p->y, r);
+    size_t ia = ag__products_at(p, p->a, r), ib = ag__products_at(p, p->b, r), iy = ag__products_at(p, p->y, r);
     int lda = (int)p->a[nb], ldb = (int)p->b[nb], ldy = (int)p->y[nb];
     dy += iy;
     if (!p->tb) {
@@ -71,7 +71,7 @@ static ag_real *grad_for(ag_graph *g, ag_tensor *x, bool own, ag_real *beta)
     return dx;
 }
 
-bool ag__k_matmul_backward(ag_graph *g, const ag__mm *p, ag_tensor *a, ag_tensor *b, const ag_real *dy)
+bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_tensor *b, const ag_real *dy)
 {
     size_t ma = (size_t)p->M * p->K, mb = (size_t)p->K * p->N, my = (size_t)p->M * p->N;
     /* an operand is its own when no batch axis of it was stretched: then

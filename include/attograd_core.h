@@ -174,6 +174,13 @@ int ag_graph_training(const ag_graph *g);
  * backward, and ag_backward fails with AG_ERR_STATE. */
 void ag_graph_set_grad(ag_graph *g, int grad);
 int ag_graph_grad(const ag_graph *g);
+/* Keep intermediates' gradients after backward (default on).  Off, as
+ * PyTorch does: an intermediate's gradient buffer is reused as soon as its
+ * node's backward has run, and its grad reads NULL after backward unless
+ * ag_retain_grad kept it.  Leaves are unchanged.  Saves a training step
+ * the memory of every intermediate's gradient but the few alive at once. */
+void ag_graph_set_keep_grads(ag_graph *g, int keep);
+int ag_graph_keep_grads(const ag_graph *g);
 /* The graph's random stream (dropout).  Seeded, so runs repeat. */
 void ag_graph_seed(ag_graph *g, uint64_t seed);
 uint64_t *ag_graph_rng(ag_graph *g); /* the state, to save or restore */

@@ -24,6 +24,44 @@ static bool check_finite_on(void)
  * exactly its own gradient into the leaves.  Its memory (`own`) is kept
  * and reused by the next call of the same step. */
 
+/* ---- recycled buffers (ag_graph_set_keep_grads(g, 0)) ------------------ */
+
+/* A buffer of `bytes` from the spans given back, the smallest that holds
+ * it (its rest given back again), or from the arena when none does. */
+static ag_real *spare_take(ag_graph *g, size_t bytes)
+{
+    bytes = (bytes + 63) & ~(size_t)63; /* the arena's alignment, kept */
+    int best = -1;
+    for (int i = 0; i < g->nspare; i++)
+        if (g->spare[i].bytes >= bytes && (best < 0 || g->spare[i].bytes < g->spare[best].bytes)) best = i;
+    if (best < 0) return ag__alloc(g, bytes);
+    ag__span *s = &g->spare[best];
+    ag_real *p = (ag_real *)(void *)s->p;
+    s->p += bytes, s->bytes -= bytes;
+    if (s->bytes == 0) *s = g->spare[--g->nspare];
+    return p;
+}
+
+/* Give t's gradient buffer back: its node's backward has run, and every
+ * consumer of t ran before it, so nothing reads or writes it again in this
+ * call.  A full list keeps the buffer (the memory stays the arena's). */
+static void spare_give(ag_graph *g, ag_tensor *t)
+{
+    ag__tensor_impl *n = ag__impl(t);
+    if (!n->own) return;
+    if (g->nspare == g->spare_cap) {
+        int cap = g->spare_cap ? 2 * g->spare_cap : 64;
+        ag__span *m = ag__malloc((size_t)cap * sizeof *m);
+        if (!m) return;
+        if (g->nspare) memcpy(m, g->spare, (size_t)g->nspare * sizeof *m);
+        ag__free(g->spare);
+        g->spare = m, g->spare_cap = cap;
+    }
+    g->spare[g->nspare++] = (ag__span){(unsigned char *)n->own, (t->size * sizeof(ag_real) + 63) & ~(size_t)63};
+    n->own = NULL;
+    t->grad = NULL;
+}
+
 /* In backward call `pass`, give x (an input of a live node) its buffer. */
 static bool reserve(ag_graph *g, ag_tensor *x, uint32_t pass)
 {
@@ -36,7 +74,9 @@ static bool reserve(ag_graph *g, ag_tensor *x, uint32_t pass)
         return x->grad != NULL;
     }
     if (n->pass == pass) return true; /* reserved already in this call */
-    if (!n->own && !(n->own = ag__alloc(g, x->size * sizeof(ag_real)))) return false;
+    if (!n->own && !(n->own = g->drop_grads ? spare_take(g, x->size * sizeof(ag_real))
+                                              : ag__alloc(g, x->size * sizeof(ag_real))))
+        return false;
     n->pass = pass;
     n->lent = false;
     n->unset = true;
@@ -75,6 +115,8 @@ static void maybe_share(ag_graph *g, ag_tensor *t, uint32_t pass)
     n0->unset = false; /* its state is t's: t's consumers write it first */
     x0->grad = t->grad;
     ag__impl(t)->lent = true;
+    if (g->drop_grads) /* the buffer is x0's now: x0 gives it back */
+        n0->own = ag__impl(t)->own, ag__impl(t)->own = NULL;
 }
 
 /* The gradient checker's test of itself: the broken op's backward sees its
@@ -144,8 +186,10 @@ static int tape_slot(ag_graph *g, const char *what, ag_tensor *y)
 
 /* Reverse-mode autodiff from y with d out / d y = dy (NULL: ones).  Pass
  * 1 marks, newest first, the nodes y depends on (y, and every input of a
- * live node) that require grad, and gives each input a buffer.  Pass 2,
- * newest first again, calls each live node's backward.  Both are plain
+ * live node) that require grad.  Pass 2, newest first again, gives each
+ * live node's inputs their buffers and calls its backward; with
+ * intermediates' gradients dropped (ag_graph_set_keep_grads), the node's
+ * own buffer is then given back for the nodes after it.  Both are plain
  * loops over the tape. */
 static ag_status backward(ag_graph *g, const char *what, ag_tensor *y, const ag_real *dy)
 {
@@ -165,26 +209,26 @@ static ag_status backward(ag_graph *g, const char *what, ag_tensor *y, const ag_
     for (int i = top; i >= 0; i--) { /* pass 1 */
         ag_tensor *t = g->nodes[i];
         if (!live[i] || t->op == AG_OP_LEAF || !t->requires_grad) continue;
-        maybe_share(g, t, pass);
         for (int k = 0; k < t->nsrc; k++) {
             ag_tensor *x = t->src[k];
-            if (!x || !x->requires_grad) continue;
-            if (!reserve(g, x, pass)) return g->status;
-            if (ag__impl(x)->graph == g) live[ag__impl(x)->slot] = 1;
+            if (x && x->requires_grad && ag__impl(x)->graph == g) live[ag__impl(x)->slot] = 1;
         }
     }
     for (int i = top; i >= 0; i--) { /* pass 2 */
         ag_tensor *t = g->nodes[i];
         if (!live[i] || t->op == AG_OP_LEAF || !t->requires_grad) continue;
+        maybe_share(g, t, pass);
+        for (int k = 0; k < t->nsrc; k++)
+            if (t->src[k] && t->src[k]->requires_grad && !reserve(g, t->src[k], pass)) return g->status;
         if (ag__impl(t)->unset) ag__grad(g, t); /* no consumer contributed: zeros */
         if (ag__impl(t)->retain && !keep_grad(g, t)) return g->status;
         g->ops[t->op]->backward(g, t);
         if (g->status != AG_OK) return g->status;
+        if (g->drop_grads && !ag__impl(t)->lent) spare_give(g, t);
     }
     finish(g, top, pass);
     return AG_OK;
 }
-
 
 static ag_status backward_checked(ag_graph *g, const char *what, ag_tensor *y, const ag_real *dy)
 {

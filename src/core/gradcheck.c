@@ -112,7 +112,9 @@ static void describe_failure(ag_graph *g, ag_tensor *const *inputs, int n, const
  * backward again, each from zeroed input gradients, with fresh gradient
  * buffers poisoned (NaN, ag__graph_poison).  A backward that adds into a
  * fresh buffer gets NaN; one that keeps state from the step before gets
- * another gradient the second time: either fails the check.  The first
+ * another gradient the second time: either fails the check.  The second
+ * run drops intermediates' gradients (ag_graph_set_keep_grads), so that
+ * their buffers are reused within the call, as training does.  The first
  * run's gradients are saved in `first` (the inputs' sizes, one after
  * another). */
 static ag_status analytic_twice(ag_graph *g, ag_build_fn build, void *ctx, const ag_rng *rng0,
@@ -120,9 +122,11 @@ static ag_status analytic_twice(ag_graph *g, ag_build_fn build, void *ctx, const
 {
     ag_status st = AG_OK;
     bool poisoned = ag__graph_poisoned(g);
+    int keep = ag_graph_keep_grads(g);
     ag__graph_poison(g, true);
     ag__graph_break(g, o->break_op, o->break_factor);
     for (int run = 0; run < 2 && st == AG_OK; run++) {
+        ag_graph_set_keep_grads(g, run == 0);
         for (int k = 0; k < n; k++) memset(inputs[k]->grad, 0, inputs[k]->size * sizeof(ag_real));
         ag_tensor *loss;
         st = build_loss(g, build, ctx, rng0, &loss);
@@ -132,6 +136,7 @@ static ag_status analytic_twice(ag_graph *g, ag_build_fn build, void *ctx, const
     }
     ag__graph_break(g, 0, 1);
     ag__graph_poison(g, poisoned);
+    ag_graph_set_keep_grads(g, keep);
     return st;
 }
 

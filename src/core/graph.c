@@ -35,6 +35,7 @@ void ag_graph_free(ag_graph *g)
     ag__arena_free(g->heads);
     ag__arena_free(g->scratch);
     ag__free(g->nodes);
+    ag__free(g->spare);
     ag__free(g);
 }
 
@@ -48,6 +49,7 @@ void ag_graph_reset(ag_graph *g)
     ag__arena_reset(g->arena);
     ag__arena_reset(g->heads);
     g->count = 0;
+    g->nspare = 0;
     g->status = AG_OK;
     g->err[0] = '\0';
 }
@@ -86,6 +88,8 @@ void ag_graph_set_training(ag_graph *g, int training) { if (g) g->training = tra
 int ag_graph_training(const ag_graph *g) { return g ? g->training : 0; }
 void ag_graph_set_grad(ag_graph *g, int grad) { if (g) g->no_grad = grad == 0; }
 int ag_graph_grad(const ag_graph *g) { return g ? !g->no_grad : 0; }
+void ag_graph_set_keep_grads(ag_graph *g, int keep) { if (g) g->drop_grads = keep == 0; }
+int ag_graph_keep_grads(const ag_graph *g) { return g ? !g->drop_grads : 0; }
 void ag_graph_seed(ag_graph *g, uint64_t seed) { if (g) ag_rng_seed(&g->rng, seed); }
 uint64_t *ag_graph_rng(ag_graph *g) { return g ? g->rng.s : NULL; }
 ag_rng *ag__graph_rng(ag_graph *g) { return &g->rng; }

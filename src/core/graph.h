@@ -8,6 +8,12 @@
 
 #define ERR_LEN 512
 
+/* A piece of the arena a backward gave back: bytes from p on. */
+typedef struct ag__span {
+    unsigned char *p;
+    size_t bytes;
+} ag__span;
+
 struct ag_graph {
     ag_arena *arena;   /* values, gradients and the ops' saved state */
     ag_arena *heads;   /* tensor headers, two slots each (see header_new) */
@@ -21,6 +27,9 @@ struct ag_graph {
     char err[ERR_LEN];
     int training;
     int no_grad;       /* ag_graph_set_grad(g, 0): nothing recorded for backward */
+    int drop_grads;    /* ag_graph_set_keep_grads(g, 0): intermediates' buffers recycled */
+    ag__span *spare;   /* those recycled buffers, free for the next (backward.c) */
+    int nspare, spare_cap;
     ag_rng rng;
     /* the op table backward reads: ag_op_table, or a copy with one op's
      * backward wrapped by ag__graph_break (the gradient checker's test) */

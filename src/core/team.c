@@ -178,6 +178,7 @@ ag_status ag_team_step(ag_team *t, ag_graph *g, int nparts, ag_team_loss_fn fn, 
         gw[k] = t->graph[k];
         ag_graph_reset(gw[k]);
         ag_graph_set_training(gw[k], ag_graph_training(g));
+        ag_graph_set_keep_grads(gw[k], ag_graph_keep_grads(g));
         ag_graph_seed(gw[k], ag_rng_next(ag__graph_rng(g)));
     }
     double part[MAX_WORKERS], weight[MAX_WORKERS];

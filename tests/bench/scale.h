@@ -87,6 +87,7 @@ static double scale_time(const scale_size *z, int threads, double budget)
                             .layers = z->L, .activation = AG_ACT_GELU};
     r.parts = threads < SCALE_PARTS ? threads : SCALE_PARTS;
     r.store = ag_store_new(), r.g = ag_graph_new();
+    if (r.g) ag_graph_set_keep_grads(r.g, 0);
     r.ids = malloc((size_t)z->B * (size_t)z->T * sizeof *r.ids);
     r.targets = malloc((size_t)z->B * (size_t)z->T * sizeof *r.targets);
     if (!r.store || !r.g || !r.ids || !r.targets || ag_gpt_init(&r.net[0], r.store, &r.cfg, 0) != AG_OK ||

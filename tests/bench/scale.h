@@ -24,6 +24,11 @@ static const scale_size scale_sizes[] = {
     {"M", 65, 128, 256, 4, 8, 1024, 16},
     {"XL", 65, 128, 768, 12, 12, 3072, 4},
 };
+/* the memory table's long contexts, one sequence, one thread */
+static const scale_size scale_long[] = {
+    {"XL, T 512, B 1", 65, 512, 768, 12, 12, 3072, 1},
+    {"XL, T 1024, B 1", 65, 1024, 768, 12, 12, 3072, 1},
+};
 enum { SCALE_PARTS = 8 };
 
 typedef struct scale_run {
@@ -77,8 +82,19 @@ static void scale_step(void *p)
     ag_store_zero_grad(r->store);
 }
 
-/* In this (child) process: seconds per step at `threads`.  0 on failure. */
-static double scale_time(const scale_size *z, int threads, double budget)
+/* Bytes one training forward takes of the arena: the values and the state
+ * the backward reads (keep_grads off: the gradients come and go). */
+static double scale_forward_bytes(scale_run *r)
+{
+    ag_graph_reset(r->g);
+    size_t before = ag_graph_arena_used(r->g);
+    if (!ag_gpt_loss(r->g, &r->net[0], r->ids, r->targets, r->z.B, r->z.T)) return 0;
+    return (double)(ag_graph_arena_used(r->g) - before);
+}
+
+/* In this (child) process: seconds per step at `threads`, and at one
+ * thread the bytes of one forward (*act).  0 on failure. */
+static double scale_time(const scale_size *z, int threads, double budget, double *act)
 {
     static scale_run r; /* the child's: never freed, the process ends */
     char err[256] = "";
@@ -101,11 +117,14 @@ static double scale_time(const scale_size *z, int threads, double budget)
     for (int i = 0; i < z->B * z->T; i++)
         r.ids[i] = (int)(ag_rng_next(&rng) % (uint64_t)z->V), r.targets[i] = (int)(ag_rng_next(&rng) % (uint64_t)z->V);
     ag_set_threads(threads);
-    return best_time(scale_step, &r, budget);
+    double secs = best_time(scale_step, &r, budget);
+    if (threads == 1) *act = scale_forward_bytes(&r); /* (more workers: another arena each) */
+    return secs;
 }
 
 typedef struct scale_result {
     double ms, rss_mb; /* 0: did not run */
+    double act_bytes;  /* attograd: one forward's arena; PyTorch: its saved tensors */
 } scale_result;
 
 /* attograd's step of size z at `threads`, in a child process. */
@@ -119,17 +138,18 @@ static scale_result scale_attograd(const scale_size *z, int threads, double budg
     pid_t pid = fork();
     if (pid == 0) {
         close(fd[0]);
-        double s = scale_time(z, threads, budget);
-        ssize_t w = write(fd[1], &s, sizeof s);
-        _exit(w == (ssize_t)sizeof s && s > 0 ? 0 : 1);
+        double v[2] = {0, 0};
+        v[0] = scale_time(z, threads, budget, &v[1]);
+        ssize_t w = write(fd[1], v, sizeof v);
+        _exit(w == (ssize_t)sizeof v && v[0] > 0 ? 0 : 1);
     }
     close(fd[1]);
-    double s = 0;
+    double v[2] = {0, 0};
     struct rusage ru;
     int st = 0;
-    if (pid > 0 && read(fd[0], &s, sizeof s) == (ssize_t)sizeof s && wait4(pid, &st, 0, &ru) == pid &&
+    if (pid > 0 && read(fd[0], v, sizeof v) == (ssize_t)sizeof v && wait4(pid, &st, 0, &ru) == pid &&
         WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        res.ms = 1e3 * s, res.rss_mb = (double)ru.ru_maxrss / 1024;
+        res.ms = 1e3 * v[0], res.rss_mb = (double)ru.ru_maxrss / 1024, res.act_bytes = v[1];
     close(fd[0]);
     return res;
 }
@@ -150,7 +170,26 @@ static scale_result scale_torch(const char *python, const scale_size *z, int thr
     const char *p;
     if ((p = strstr(line, "\"step_ms\":"))) res.ms = strtod(p + 10, NULL);
     if ((p = strstr(line, "\"peak_rss_mb\":"))) res.rss_mb = strtod(p + 14, NULL);
+    if ((p = strstr(line, "\"saved_bytes\":"))) res.act_bytes = strtod(p + 14, NULL);
     return res;
+}
+
+/* Parameters of the GPT of size z (tied head). */
+static double scale_params(const scale_size *z)
+{
+    return (double)z->V * z->C + (double)z->T * z->C + 2.0 * z->C +
+           z->L * (4.0 * z->C * z->C + 4 * z->C + 2.0 * z->C * z->F + z->F + z->C + 4.0 * z->C);
+}
+
+/* One row of the memory table, from a one-thread run of each. */
+static void scale_memory_row(const scale_size *z, scale_result ag, scale_result torch)
+{
+    double per = (double)z->B * z->T * z->L * 1024; /* KB per token per layer */
+    char r1[32], r2[32];
+    ratio_cell(r1, sizeof r1, ag.act_bytes > 0 && torch.act_bytes > 0 ? ag.act_bytes / torch.act_bytes : 0);
+    ratio_cell(r2, sizeof r2, ag.rss_mb > 0 && torch.rss_mb > 0 ? ag.rss_mb / torch.rss_mb : 0);
+    emit("| %s | %.1f | %.1f | %s | %.0f | %.0f | %s |\n", z->name, ag.act_bytes / per, torch.act_bytes / per, r1,
+         ag.rss_mb, torch.rss_mb, r2);
 }
 
 static void bench_scale(const int *threads, int nthreads, const char *python, int have_torch, double budget)
@@ -161,30 +200,43 @@ static void bench_scale(const int *threads, int nthreads, const char *python, in
 #else
     int have_ref = have_torch && access("tests/reference/gpt.py", R_OK) == 0;
     double peak = gemm_peak(budget);
+    enum { NSIZES = sizeof scale_sizes / sizeof scale_sizes[0], NLONG = sizeof scale_long / sizeof scale_long[0] };
+    scale_result one[NSIZES][2] = {{{0}}}; /* [size][attograd, PyTorch] at one thread */
     emit("\n### Scale: the GPT's training step from the toy to GPT-2 small's body\n\n");
-    emit("ag_gpt through the public API (random ids, forward, backward, clip 1, Adam 1e-3) against %s.  "
-         "GFLOP/s: the matrix products' flops (multiply-add = 2, backward = 2 x forward) per second of a whole "
-         "step, against the gemm's one-core peak measured in this run (%.1f GFLOP/s, a 512^3 product).  Peak "
-         "RSS: the whole process's.\n\n",
+    emit("ag_gpt through the public API (random ids, forward, backward with keep_grads off, clip 1, Adam 1e-3) "
+         "against %s.  GFLOP/s: the matrix products' flops (multiply-add = 2, backward = 2 x forward) per second of "
+         "a whole step, against the gemm's one-core peak measured in this run (%.1f GFLOP/s, a 512^3 product).  "
+         "Peak RSS: the whole process's.\n\n",
          have_ref ? "the PyTorch twin (tests/reference/gpt.py bench, the same model and step, in the same run)"
                   : "nothing (PyTorch is not available)",
          peak);
     emit("| size | params | threads | attograd ms | PyTorch ms | speed-up | attograd GFLOP/s (of peak) | "
          "attograd peak RSS MB | PyTorch peak RSS MB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (size_t i = 0; i < sizeof scale_sizes / sizeof scale_sizes[0]; i++) {
+    for (size_t i = 0; i < NSIZES; i++) {
         const scale_size *z = &scale_sizes[i];
-        double params = (double)z->V * z->C + (double)z->T * z->C + 2.0 * z->C +
-                        z->L * (4.0 * z->C * z->C + 4 * z->C + 2.0 * z->C * z->F + z->F + z->C + 4.0 * z->C);
         double secs = budget * (z->C >= 512 ? 4 : 1);
         for (int t = 0; t < nthreads && t < 8; t++) {
             scale_result torch = have_ref ? scale_torch(python, z, threads[t], secs) : (scale_result){0};
             scale_result ag = scale_attograd(z, threads[t], secs);
+            if (threads[t] == 1) one[i][0] = ag, one[i][1] = torch;
             char r[32];
             ratio_cell(r, sizeof r, torch.ms > 0 && ag.ms > 0 ? torch.ms / ag.ms : 0);
             double gf = ag.ms > 0 ? scale_flops(z) / (ag.ms / 1e3) / 1e9 : 0;
-            emit("| %s | %.1f M | %d | %.1f | %.1f | %s | %.1f (%.0f%%) | %.0f | %.0f |\n", z->name, params / 1e6,
-                 threads[t], ag.ms, torch.ms, r, gf, 100 * gf / peak, ag.rss_mb, torch.rss_mb);
+            emit("| %s | %.1f M | %d | %.1f | %.1f | %s | %.1f (%.0f%%) | %.0f | %.0f |\n", z->name,
+                 scale_params(z) / 1e6, threads[t], ag.ms, torch.ms, r, gf, 100 * gf / peak, ag.rss_mb, torch.rss_mb);
         }
+    }
+    emit("\nMemory, one thread.  Activations: the bytes one training forward keeps for the backward, per token "
+         "per layer (the embedding and the head included): attograd's arena after ag_gpt_loss, PyTorch's saved "
+         "tensors (each storage once, the parameters aside; torch.autograd.graph.saved_tensors_hooks).\n\n");
+    emit("| size | attograd KB/token/layer | PyTorch KB/token/layer | ratio | attograd peak RSS MB | "
+         "PyTorch peak RSS MB | ratio |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 1; i < NSIZES; i++)
+        if (one[i][0].ms > 0) scale_memory_row(&scale_sizes[i], one[i][0], one[i][1]);
+    for (size_t i = 0; i < NLONG; i++) {
+        const scale_size *z = &scale_long[i];
+        scale_result torch = have_ref ? scale_torch(python, z, 1, 0) : (scale_result){0};
+        scale_memory_row(z, scale_attograd(z, 1, 0), torch);
     }
 #endif
 }

@@ -30,6 +30,11 @@ ag_optim *ag_adam_new(ag_store *s, double lr, double beta1, double beta2, double
  * AG_ERR_STATE if the store's parameters changed, AG_ERR_ARG for a negative
  * or non-finite lr: nothing updated, ag_optim_error(o) says why. */
 ag_status ag_optim_step(ag_optim *o);
+/* A training step's end in one pass over the parameters: ag_clip_grad_norm
+ * (max_norm <= 0: no clipping), ag_optim_step, ag_store_zero_grad, with
+ * the same bits.  A non-finite norm: AG_ERR_NUMERIC, nothing changed.
+ * Errors as ag_optim_step's, on o. */
+ag_status ag_optim_step_clip_zero(ag_optim *o, double max_norm, double *total_norm);
 /* Why the last failed call on o failed, or ""; owned by o. */
 const char *ag_optim_error(const ag_optim *o);
 void ag_optim_free(ag_optim *o);

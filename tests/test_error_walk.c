@@ -219,6 +219,7 @@ static bool w_ag_optim_step(world *W)
     return ag_optim_step(W->o) != AG_OK;
 }
 BAD(ag_clip_grad_norm, ag_clip_grad_norm(W->s, NAN, NULL))
+BAD(ag_optim_step_clip_zero, ag_optim_step_clip_zero(W->o, NAN, NULL))
 BAD(ag_lr_schedule_check, ag_lr_schedule_check(-1, 10, "cosine", W->err, sizeof W->err))
 
 /* text */
@@ -276,6 +277,7 @@ static const walk walks[] = {
     G(ag_seq2seq_team_step), G(ag_seq2seq_greedy), S(ag_gpt_init), G(ag_gpt_forward), G(ag_gpt_loss),
     G(ag_gpt_sample), G(ag_gpt_forward_cached),
     S(ag_sgd_new), S(ag_adam_new), {"ag_optim_step", ON_OPTIM, w_ag_optim_step}, S(ag_clip_grad_norm),
+    {"ag_optim_step_clip_zero", ON_OPTIM, w_ag_optim_step_clip_zero},
     E(ag_lr_schedule_check),
     E(ag_pairs_load), E(ag_pairs_parse), E(ag_groups_build), E(ag_vocab_build), E(ag_vocab_from_pairs),
     E(ag_vocab_parse),

@@ -221,15 +221,11 @@ static int train_step(trainer *t)
         fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)t->ts.step + 1, ag_graph_error(t->g));
         return 1;
     }
-    if (ag_clip_grad_norm(m->store, t->o->clip, NULL) != AG_OK) {
-        fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)t->ts.step + 1, ag_store_error(m->store));
+    /* clip, update and zero the gradients in one pass over the parameters */
+    if (ag_optim_step_clip_zero(t->opt, t->o->clip, NULL) != AG_OK) {
+        fprintf(stderr, "%s: step %lld: %s\n", prog, (long long)t->ts.step + 1, ag_optim_error(t->opt));
         return 1;
     }
-    if (ag_optim_step(t->opt) != AG_OK) {
-        fprintf(stderr, "%s: step %lld: %s (optimizer)\n", prog, (long long)t->ts.step + 1, ag_optim_error(t->opt));
-        return 1;
-    }
-    ag_store_zero_grad(m->store);
     t->step_seconds += now() - t0;
     t->ts.step++;
     t->ts.loss_sum += loss, t->ts.loss_steps++;

@@ -358,19 +358,20 @@ static int train_step(trainer *t, const int *idx, int nb, int k)
         fprintf(stderr, "%s: step failed: %s\n", prog, ag_graph_error(t->g));
         return 1;
     }
-    if (ag_clip_grad_norm(t->m.store, o->clip, &norm) != AG_OK) {
+    if (strcmp(o->schedule, "constant") || t->warmup > 0)
+        ag_optim_set_lr(t->opt, ag_lr_schedule(t->lr, ag_optim_steps(t->opt) + 1, t->warmup, t->total_steps,
+                                               o->schedule));
+    /* clip, update and zero the gradients in one pass over the parameters */
+    ag_status st = ag_optim_step_clip_zero(t->opt, o->clip, &norm);
+    if (st == AG_ERR_NUMERIC) {
         fprintf(stderr, "%s: epoch %d batch %d: gradient norm is %g; stopping before the model is spoiled (try a "
                 "smaller --lr)\n", prog, t->ts.epoch + 1, k + 1, norm);
         return 1;
     }
-    if (strcmp(o->schedule, "constant") || t->warmup > 0)
-        ag_optim_set_lr(t->opt, ag_lr_schedule(t->lr, ag_optim_steps(t->opt) + 1, t->warmup, t->total_steps,
-                                               o->schedule));
-    if (ag_optim_step(t->opt) != AG_OK) {
+    if (st != AG_OK) {
         fprintf(stderr, "%s: optimizer: %s\n", prog, ag_optim_error(t->opt));
         return 1;
     }
-    ag_store_zero_grad(t->m.store);
     t->ts.loss_sum += loss * b->tokens;
     t->ts.tokens += b->tokens;
     if (dist_size() > 1) stop_signal = dist_max(stop_signal); /* all stop after the same step */

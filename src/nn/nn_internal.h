@@ -4,6 +4,7 @@
 #define AG_NN_INTERNAL_H
 
 #include "attograd_nn.h"
+#include "attograd_optim.h"
 #include "core/internal.h"
 
 /* ---- packed rows: position-wise layers on real tokens only (src/nn/attention.c) --
@@ -70,5 +71,25 @@ ag_status ag__init_check(ag_store *s, const char *who, const ag_init_opts *o);
 void ag__init_linear(ag_linear_layer *l, const ag_init_opts *o, ag_init_scheme dflt, bool residual, uint64_t seed);
 /* Draw an embedding table t as o says. */
 void ag__init_table(ag_tensor *t, const ag_init_opts *o, uint64_t seed);
+
+/* ---- optimizers and clipping (src/nn/optim.c, src/nn/clip.c) ------------ */
+
+/* Format the reason into the thread's copy (ag_optim_last_error), then onto
+ * o and/or s (either may be NULL); returns st. */
+ag_status ag__optim_fail(ag_optim *o, ag_store *s, ag_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* fn over all of s's values, in equal contiguous pieces among the threads
+ * when the pass touches enough memory (`arrays` arrays of s's size). */
+void ag__for_values(ag_store *s, size_t arrays, ag_piece_fn fn, void *ctx);
+/* sqrt(sum of every grad^2) over s, the same bits for any thread count;
+ * *bad: the first parameter whose sum is not finite, or -1. */
+double ag__grad_norm(ag_store *s, int *bad);
+/* clip_grad_norm_'s factor: max_norm / (norm + 1e-6) above max_norm > 0, else 1. */
+double ag__clip_coef(double max_norm, double norm);
+/* Why a norm is not finite, naming the parameter (a thread's buffer). */
+const char *ag__norm_error(ag_store *s, double norm, int bad);
 
 #endif /* AG_NN_INTERNAL_H */

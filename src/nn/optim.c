@@ -64,14 +64,7 @@ const char *ag_optim_last_error(void) { return last_err; }
 
 const char *ag_optim_error(const ag_optim *o) { return o ? o->err : "optimizer is NULL"; }
 
-/* Format the reason into the thread's copy, then onto o and/or s (either
- * may be NULL); returns st. */
-static ag_status fail(ag_optim *o, ag_store *s, ag_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static ag_status fail(ag_optim *o, ag_store *s, ag_status st, const char *fmt, ...)
+ag_status ag__optim_fail(ag_optim *o, ag_store *s, ag_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -98,7 +91,7 @@ static ag_optim *optim_alloc(ag_store *s, const char *who, int nstate)
         size_t n = ag_store_at(s, i)->size;
         for (int w = 0; w < nstate; w++) {
             if (n > (SIZE_MAX - total) / sizeof(ag_real)) {
-                fail(NULL, s, AG_ERR_NOMEM, "%s: state for %zu parameters does not fit in memory", who, ag_store_numel(s));
+                ag__optim_fail(NULL, s, AG_ERR_NOMEM, "%s: state for %zu parameters does not fit in memory", who, ag_store_numel(s));
                 return NULL;
             }
             total += n * sizeof(ag_real);
@@ -106,7 +99,7 @@ static ag_optim *optim_alloc(ag_store *s, const char *who, int nstate)
     }
     unsigned char *block = ag__calloc(1, total);
     if (!block) {
-        fail(NULL, s, AG_ERR_NOMEM, "%s: out of memory for %zu bytes of state", who, total);
+        ag__optim_fail(NULL, s, AG_ERR_NOMEM, "%s: out of memory for %zu bytes of state", who, total);
         return NULL;
     }
     ag_optim *o = (ag_optim *)block;
@@ -130,7 +123,7 @@ static ag_optim *optim_alloc(ag_store *s, const char *who, int nstate)
 static bool nonneg(ag_store *s, const char *who, const char *what, double v)
 {
     if (isfinite(v) && v >= 0) return true;
-    fail(NULL, s, AG_ERR_ARG, "%s: %s = %g must be finite and >= 0", who, what, v);
+    ag__optim_fail(NULL, s, AG_ERR_ARG, "%s: %s = %g must be finite and >= 0", who, what, v);
     return false;
 }
 
@@ -138,21 +131,21 @@ static bool nonneg(ag_store *s, const char *who, const char *what, double v)
 static bool unit(ag_store *s, const char *who, const char *what, double v)
 {
     if (v >= 0 && v < 1) return true;
-    fail(NULL, s, AG_ERR_ARG, "%s: %s = %g is outside [0, 1)", who, what, v);
+    ag__optim_fail(NULL, s, AG_ERR_ARG, "%s: %s = %g is outside [0, 1)", who, what, v);
     return false;
 }
 
 ag_optim *ag_sgd_new(ag_store *s, double lr, double momentum, double weight_decay, int nesterov)
 {
     if (!s) {
-        fail(NULL, NULL, AG_ERR_ARG, "sgd: store is NULL");
+        ag__optim_fail(NULL, NULL, AG_ERR_ARG, "sgd: store is NULL");
         return NULL;
     }
     if (!nonneg(s, "sgd", "lr", lr) || !nonneg(s, "sgd", "momentum", momentum) ||
         !nonneg(s, "sgd", "weight_decay", weight_decay))
         return NULL;
     if (nesterov && momentum == 0) {
-        fail(NULL, s, AG_ERR_ARG, "sgd: nesterov needs momentum > 0 (momentum = %g)", momentum);
+        ag__optim_fail(NULL, s, AG_ERR_ARG, "sgd: nesterov needs momentum > 0 (momentum = %g)", momentum);
         return NULL;
     }
     ag_optim *o = optim_alloc(s, "sgd", momentum > 0 ? 1 : 0);
@@ -170,7 +163,7 @@ ag_optim *ag_adam_new(ag_store *s, double lr, double beta1, double beta2, double
 {
     const char *who = decoupled ? "adamw" : "adam";
     if (!s) {
-        fail(NULL, NULL, AG_ERR_ARG, "%s: store is NULL", who);
+        ag__optim_fail(NULL, NULL, AG_ERR_ARG, "%s: store is NULL", who);
         return NULL;
     }
     if (!nonneg(s, who, "lr", lr) || !unit(s, who, "beta1", beta1) || !unit(s, who, "beta2", beta2) ||
@@ -238,39 +231,71 @@ AG_ISA_CLONES(void, sgd_update, SGD_PARAMS, sgd_update(o, n, p, grad, buf))
 #define REAL_SQRT sqrtf
 #endif
 
-/* Adam / AdamW on one parameter of n elements at step t.  The scalars
- * are worked out in double, as PyTorch works them out in Python, then
- * rounded once to ag_real, and the elements' arithmetic is ag_real's, as
- * torch.optim.Adam's on a float tensor: float in the float build (a
- * division and a square root per element in double would be most of the
- * update's time), double in the double build. */
-static inline AG_ALWAYS_INLINE void adam_update(const ag_optim *o, int64_t t, size_t n, ag_real *p,
-                                                const ag_real *grad, ag_real *m, ag_real *v)
+/* Adam / AdamW at step t.  The scalars are worked out in double, as
+ * PyTorch works them out in Python, then rounded once to ag_real, and the
+ * elements' arithmetic is ag_real's, as torch.optim.Adam's on a float
+ * tensor: float in the float build (a division and a square root per
+ * element in double would be most of the update's time), double in the
+ * double build. */
+typedef struct adam_k {
+    ag_real step_size, bc2_sqrt, decay, l2, eps, beta1, keep1, beta2, keep2;
+} adam_k;
+
+static adam_k adam_constants(const ag_optim *o, int64_t t)
 {
     const double b1 = o->beta1, b2 = o->beta2, wd = o->weight_decay;
     const double bc1 = 1 - pow(b1, (double)t); /* bias corrections: m and v start at 0, */
     const double bc2 = 1 - pow(b2, (double)t); /* so early averages are scaled down by these */
-    const ag_real step_size = (ag_real)(o->lr / bc1);
-    const ag_real bc2_sqrt = (ag_real)sqrt(bc2);
-    const ag_real decay = (ag_real)(o->kind == OPT_ADAMW ? 1 - o->lr * wd : 1); /* AdamW: p *= 1 - lr * wd */
-    const ag_real l2 = (ag_real)(o->kind == OPT_ADAM ? wd : 0);                 /* Adam: g += wd * p */
-    const ag_real eps = (ag_real)o->eps;
-    const ag_real beta1 = (ag_real)b1, keep1 = (ag_real)(1 - b1);
-    const ag_real beta2 = (ag_real)b2, keep2 = (ag_real)(1 - b2);
+    return (adam_k){
+        .step_size = (ag_real)(o->lr / bc1),
+        .bc2_sqrt = (ag_real)sqrt(bc2),
+        .decay = (ag_real)(o->kind == OPT_ADAMW ? 1 - o->lr * wd : 1), /* AdamW: p *= 1 - lr * wd */
+        .l2 = (ag_real)(o->kind == OPT_ADAM ? wd : 0),                 /* Adam: g += wd * p */
+        .eps = (ag_real)o->eps,
+        .beta1 = (ag_real)b1, .keep1 = (ag_real)(1 - b1),
+        .beta2 = (ag_real)b2, .keep2 = (ag_real)(1 - b2),
+    };
+}
+
+/* One element: p, m and v updated from the gradient g. */
+static inline AG_ALWAYS_INLINE void adam_one(const adam_k *k, ag_real *p, ag_real grad, ag_real *m, ag_real *v)
+{
+    ag_real pj = *p * k->decay;
+    ag_real g = grad + k->l2 * pj;
+    ag_real mj = k->beta1 * *m + k->keep1 * g;      /* m = b1 m + (1 - b1) g */
+    ag_real vj = k->beta2 * *v + k->keep2 * g * g;  /* v = b2 v + (1 - b2) g^2 */
+    *m = mj;
+    *v = vj;
+    ag_real denom = REAL_SQRT(vj) / k->bc2_sqrt + k->eps; /* sqrt(vhat) + eps */
+    *p = pj - k->step_size * mj / denom;                  /* p -= lr * mhat / denom */
+}
+
+/* Adam on one parameter of n elements */
+static inline AG_ALWAYS_INLINE void adam_update(const adam_k *k, size_t n, ag_real *p, const ag_real *grad,
+                                                ag_real *m, ag_real *v)
+{
+    const adam_k c = *k; /* a local copy: no store below can alias it */
+#pragma omp simd
+    for (size_t j = 0; j < n; j++) adam_one(&c, p + j, grad[j], m + j, v + j);
+}
+#define ADAM_PARAMS (const adam_k *k, size_t n, ag_real *p, const ag_real *grad, ag_real *m, ag_real *v)
+AG_ISA_CLONES(void, adam_update, ADAM_PARAMS, adam_update(k, n, p, grad, m, v))
+
+/* The same with the gradient clipped on the way in, as ag_clip_grad_norm
+ * scales it (in double: a coef of 1 gives grad's own bits), and zeroed on
+ * the way out, as ag_store_zero_grad: one pass over the memory, not three. */
+static inline AG_ALWAYS_INLINE void adam_clip_zero(const adam_k *k, size_t n, ag_real *p, ag_real *grad,
+                                                   ag_real *m, ag_real *v, double coef)
+{
+    const adam_k c = *k;
 #pragma omp simd
     for (size_t j = 0; j < n; j++) {
-        ag_real pj = p[j] * decay;
-        ag_real g = grad[j] + l2 * pj;
-        ag_real mj = beta1 * m[j] + keep1 * g;           /* m = b1 m + (1 - b1) g */
-        ag_real vj = beta2 * v[j] + keep2 * g * g;       /* v = b2 v + (1 - b2) g^2 */
-        m[j] = mj;
-        v[j] = vj;
-        ag_real denom = REAL_SQRT(vj) / bc2_sqrt + eps;  /* sqrt(vhat) + eps */
-        p[j] = pj - step_size * mj / denom;              /* p -= lr * mhat / denom */
+        adam_one(&c, p + j, (ag_real)((double)grad[j] * coef), m + j, v + j);
+        grad[j] = 0;
     }
 }
-#define ADAM_PARAMS (const ag_optim *o, int64_t t, size_t n, ag_real *p, const ag_real *grad, ag_real *m, ag_real *v)
-AG_ISA_CLONES(void, adam_update, ADAM_PARAMS, adam_update(o, t, n, p, grad, m, v))
+#define ADAM_CZ_PARAMS (const adam_k *k, size_t n, ag_real *p, ag_real *grad, ag_real *m, ag_real *v, double coef)
+AG_ISA_CLONES(void, adam_clip_zero, ADAM_CZ_PARAMS, adam_clip_zero(k, n, p, grad, m, v, coef))
 
 static const char *kind_name(int kind)
 {
@@ -297,7 +322,7 @@ static void values_piece(void *ctx, size_t k)
     ag__store_pieces(j->s, j->n * k / j->nt, j->n * (k + 1) / j->nt, j->fn, j->ctx);
 }
 
-static void for_values(ag_store *s, size_t arrays, ag_piece_fn fn, void *ctx)
+void ag__for_values(ag_store *s, size_t arrays, ag_piece_fn fn, void *ctx)
 {
     size_t n = ag_store_numel(s);
     int nt = ag__threads_for(n * arrays);
@@ -305,37 +330,85 @@ static void for_values(ag_store *s, size_t arrays, ag_piece_fn fn, void *ctx)
     ag__parallel_for((size_t)nt, nt, values_piece, &j);
 }
 
+/* The pass of one step: coef 0, the plain update; otherwise the gradient
+ * scaled by coef and zeroed with it. */
+typedef struct step_job {
+    ag_optim *o;
+    adam_k k;
+    double coef;
+} step_job;
+
 static void update_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
 {
-    ag_optim *o = ctx;
+    const step_job *j = ctx;
+    const ag_optim *o = j->o;
     ag_real **st = o->state + (size_t)i * (size_t)o->nstate;
-    if (o->kind == OPT_SGD)
-        AG_ISA_CALL(sgd_update, (o, b - a, t->data + a, t->grad + a, o->nstate ? st[0] + a : NULL));
-    else
-        AG_ISA_CALL(adam_update, (o, o->steps, b - a, t->data + a, t->grad + a, st[0] + a, st[1] + a));
+    ag_real *p = t->data + a, *grad = t->grad + a;
+    size_t n = b - a;
+    if (o->kind != OPT_SGD) {
+        if (j->coef) AG_ISA_CALL(adam_clip_zero, (&j->k, n, p, grad, st[0] + a, st[1] + a, j->coef));
+        else AG_ISA_CALL(adam_update, (&j->k, n, p, grad, st[0] + a, st[1] + a));
+        return;
+    }
+    if (j->coef != 0 && j->coef != 1)
+        for (size_t e = 0; e < n; e++) grad[e] = (ag_real)((double)grad[e] * j->coef);
+    AG_ISA_CALL(sgd_update, (o, n, p, grad, o->nstate ? st[0] + a : NULL));
+    if (j->coef) memset(grad, 0, n * sizeof *grad);
 }
 
-ag_status ag_optim_step(ag_optim *o)
+/* What a step needs: the store as the optimizer knows it, a usable lr
+ * (the reason after fn, "" or "name: "). */
+static ag_status step_ready(ag_optim *o, const char *fn)
 {
-    if (!o) return fail(NULL, NULL, AG_ERR_ARG, "optim_step: optimizer is NULL");
     const char *who = kind_name(o->kind);
     int np = ag_store_count(o->store);
     if (np != o->nparams) {
-        return fail(o, NULL, AG_ERR_STATE,
-                    "%s: the store has %d parameters but the optimizer was made for %d "
-                    "(make the optimizer after the last ag_param)", who, np, o->nparams);
+        return ag__optim_fail(o, NULL, AG_ERR_STATE,
+                              "%s%s: the store has %d parameters but the optimizer was made for %d "
+                              "(make the optimizer after the last ag_param)", fn, who, np, o->nparams);
     }
     for (int i = 0; i < np; i++) {
         const ag_tensor *t = ag_store_at(o->store, i);
         if (t->size != o->sizes[i] || !t->grad)
-            return fail(o, NULL, AG_ERR_STATE, "%s: parameter %d '%s' changed since the optimizer was made",
-                        who, i, t->name);
+            return ag__optim_fail(o, NULL, AG_ERR_STATE, "%s%s: parameter %d '%s' changed since the optimizer was made",
+                                  fn, who, i, t->name);
     }
     if (!(isfinite(o->lr) && o->lr >= 0))
-        return fail(o, NULL, AG_ERR_ARG, "%s: lr = %g must be finite and >= 0", who, o->lr);
+        return ag__optim_fail(o, NULL, AG_ERR_ARG, "%s%s: lr = %g must be finite and >= 0", fn, who, o->lr);
+    return AG_OK;
+}
+
+/* Every value is updated on its own: any split gives the same bits. */
+static void step_pass(ag_optim *o, double coef)
+{
     o->steps++;
-    /* every value is updated on its own: any split gives the same bits */
-    for_values(o->store, (size_t)(3 + 2 * o->nstate), update_piece, o);
+    step_job j = {.o = o, .coef = coef};
+    if (o->kind != OPT_SGD) j.k = adam_constants(o, o->steps);
+    ag__for_values(o->store, (size_t)(3 + 2 * o->nstate), update_piece, &j);
+}
+
+ag_status ag_optim_step(ag_optim *o)
+{
+    if (!o) return ag__optim_fail(NULL, NULL, AG_ERR_ARG, "optim_step: optimizer is NULL");
+    ag_status st = step_ready(o, "");
+    if (st) return st;
+    step_pass(o, 0);
+    return AG_OK;
+}
+
+ag_status ag_optim_step_clip_zero(ag_optim *o, double max_norm, double *total_norm)
+{
+    if (total_norm) *total_norm = 0;
+    if (!o) return ag__optim_fail(NULL, NULL, AG_ERR_ARG, "optim_step_clip_zero: optimizer is NULL");
+    if (isnan(max_norm)) return ag__optim_fail(o, NULL, AG_ERR_ARG, "optim_step_clip_zero: max_norm is nan");
+    ag_status st = step_ready(o, "optim_step_clip_zero: ");
+    if (st) return st;
+    int bad;
+    double norm = ag__grad_norm(o->store, &bad);
+    if (total_norm) *total_norm = norm;
+    if (!isfinite(norm))
+        return ag__optim_fail(o, NULL, AG_ERR_NUMERIC, "optim_step_clip_zero: %s", ag__norm_error(o->store, norm, bad));
+    step_pass(o, ag__clip_coef(max_norm, norm));
     return AG_OK;
 }
 
@@ -352,7 +425,7 @@ void ag_optim_set_steps(ag_optim *o, int64_t steps)
 {
     if (!o) return;
     if (steps < 0) {
-        fail(o, NULL, AG_ERR_ARG, "%s: set_steps: steps = %lld is negative", kind_name(o->kind), (long long)steps);
+        ag__optim_fail(o, NULL, AG_ERR_ARG, "%s: set_steps: steps = %lld is negative", kind_name(o->kind), (long long)steps);
         return;
     }
     o->steps = steps;
@@ -369,153 +442,6 @@ ag_real *ag_optim_state(ag_optim *o, int param_index, int which, size_t *n)
         return NULL;
     if (n) *n = o->sizes[param_index];
     return o->state[(size_t)param_index * (size_t)o->nstate + (size_t)which];
-}
-
-/* ---- gradient clipping ---------------------------------------------------
- *
- * norm = sqrt(sum over every parameter and element of grad^2); when
- * norm > max_norm the grads are scaled by coef = max_norm / (norm + 1e-6),
- * torch.nn.utils.clip_grad_norm_'s factor, so the clipped norm is a hair
- * below max_norm.  (PyTorch scales by min(coef, 1), which also shrinks a
- * norm within 1e-6 below max_norm; testing norm > max_norm instead makes a
- * second clip a no-op.) */
-/* sum of x_j^2 in double (10^5 squares and more), in 8 partial sums that
- * vector lanes can hold, added up in a fixed order: the same bits on every
- * instruction set.  (Each square of a float is exact in double: only the
- * additions round.)  Each lane is one chain of additions, and a chain runs
- * at the adder's latency, not its throughput: so WAYS arrays are summed
- * side by side, their lanes interleaved over their common length, each
- * array's sums in its own order as if it were alone. */
-enum { LANES = 8, WAYS = 4 };
-
-/* lane[l] += x_j^2 for j = l mod LANES in [from, to), to - from a multiple of LANES */
-static inline AG_ALWAYS_INLINE void lanes_add(double *lane, const ag_real *x, size_t from, size_t to)
-{
-    for (size_t j = from; j < to; j += LANES)
-#pragma GCC unroll 8
-        for (int l = 0; l < LANES; l++) lane[l] += (double)x[j + l] * (double)x[j + l];
-}
-
-/* The sum of n squares from its lanes: the last n mod LANES squares, then
- * the lanes in order */
-static inline AG_ALWAYS_INLINE double lanes_total(const double *lane, size_t n, const ag_real *x)
-{
-    double s = 0;
-    for (size_t j = n / LANES * LANES; j < n; j++) s += (double)x[j] * (double)x[j];
-    for (int l = 0; l < LANES; l++) s += lane[l];
-    return s;
-}
-
-/* out[w] = the sum of squares of x[w][0 .. n[w]) for w < WAYS */
-static inline AG_ALWAYS_INLINE void sum_squares(const size_t *n, const ag_real *const *x, double *out)
-{
-    double lane[WAYS][LANES] = {{0}};
-    size_t common = n[0];
-    for (int w = 1; w < WAYS; w++) common = n[w] < common ? n[w] : common;
-    common = common / LANES * LANES;
-    for (size_t j = 0; j < common; j += LANES)
-#pragma GCC unroll 4
-        for (int w = 0; w < WAYS; w++)
-#pragma GCC unroll 8
-            for (int l = 0; l < LANES; l++) lane[w][l] += (double)x[w][j + l] * (double)x[w][j + l];
-    for (int w = 0; w < WAYS; w++) {
-        lanes_add(lane[w], x[w], common, n[w] / LANES * LANES);
-        out[w] = lanes_total(lane[w], n[w], x[w]);
-    }
-}
-#define SQUARES_PARAMS (const size_t *n, const ag_real *const *x, double *out)
-AG_ISA_CLONES(void, sum_squares, SQUARES_PARAMS, sum_squares(n, x, out))
-
-/* part[i] = the sum of squares of parameter i0 + i's gradient, for the
- * parameters in groups of WAYS: group k is order[k WAYS ...], the last one
- * padded with its first parameter (summed again, the result dropped) */
-typedef struct squares_job {
-    ag_store *s;
-    int i0, n;
-    const int *order;
-    double *part;
-} squares_job;
-
-static void squares_of(void *ctx, size_t k)
-{
-    const squares_job *j = ctx;
-    size_t n[WAYS];
-    const ag_real *x[WAYS];
-    int at[WAYS];
-    double out[WAYS];
-    for (int w = 0; w < WAYS; w++) {
-        int r = (int)k * WAYS + w;
-        at[w] = j->order[r < j->n ? r : (int)k * WAYS];
-        const ag_tensor *t = ag_store_at(j->s, j->i0 + at[w]);
-        n[w] = t->size, x[w] = t->grad;
-    }
-    AG_ISA_CALL(sum_squares, (n, x, out));
-    for (int w = 0; w < WAYS && (int)k * WAYS + w < j->n; w++) j->part[at[w]] = out[w];
-}
-
-/* order[0 .. n) = 0 .. n-1 by decreasing size of parameter i0 + i, so
- * that each group of WAYS has sizes alike (insertion sort: n <= PART) */
-static void by_size(ag_store *s, int i0, int n, int *order)
-{
-    for (int i = 0; i < n; i++) {
-        size_t size = ag_store_at(s, i0 + i)->size;
-        int k = i;
-        for (; k > 0 && ag_store_at(s, i0 + order[k - 1])->size < size; k--) order[k] = order[k - 1];
-        order[k] = i;
-    }
-}
-
-/* x_j *= coef for j < n, in double */
-static inline AG_ALWAYS_INLINE void scale(size_t n, ag_real *x, double coef)
-{
-#pragma omp simd
-    for (size_t j = 0; j < n; j++) x[j] = (ag_real)((double)x[j] * coef);
-}
-AG_ISA_CLONES(void, scale, (size_t n, ag_real *x, double coef), scale(n, x, coef))
-
-static void scale_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
-{
-    (void)i;
-    AG_ISA_CALL(scale, (b - a, t->grad + a, *(const double *)ctx));
-}
-
-ag_status ag_clip_grad_norm(ag_store *s, double max_norm, double *total_norm)
-{
-    if (total_norm) *total_norm = 0;
-    if (!s) return fail(NULL, NULL, AG_ERR_ARG, "clip_grad_norm: store is NULL");
-    if (isnan(max_norm)) return fail(NULL, s, AG_ERR_ARG, "clip_grad_norm: max_norm is nan");
-    int np = ag_store_count(s), bad = -1;
-    /* one sum per parameter, whichever thread computes it, added up in
-     * order: the same norm for any thread count (PART parameters at a time,
-     * so that no step allocates) */
-    enum { PART = 256 };
-    double part[PART], sum = 0;
-    int order[PART];
-    int nt = ag__threads_for(ag_store_numel(s));
-    for (int i0 = 0; i0 < np; i0 += PART) {
-        int n = np - i0 < PART ? np - i0 : PART;
-        by_size(s, i0, n, order);
-        squares_job j = {s, i0, n, order, part};
-        ag__parallel_for((size_t)(n + WAYS - 1) / WAYS, nt, squares_of, &j);
-        for (int i = 0; i < n; i++) {
-            if (bad < 0 && !isfinite(part[i])) bad = i0 + i;
-            sum += part[i];
-        }
-    }
-    double norm = sqrt(sum);
-    if (total_norm) *total_norm = norm;
-    if (!isfinite(norm)) {
-        if (bad >= 0)
-            return fail(NULL, s, AG_ERR_NUMERIC,
-                        "clip_grad_norm: gradient norm is %g: parameter '%s' has a non-finite gradient", norm,
-                        ag_store_at(s, bad)->name);
-        return fail(NULL, s, AG_ERR_NUMERIC, "clip_grad_norm: gradient norm overflows (sum of squares is %g)",
-                    sum);
-    }
-    if (max_norm <= 0 || norm <= max_norm) return AG_OK;
-    double coef = max_norm / (norm + 1e-6);
-    for_values(s, 2, scale_piece, &coef);
-    return AG_OK;
 }
 
 /* ---- learning-rate schedules ---------------------------------------------

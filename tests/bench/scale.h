@@ -75,11 +75,10 @@ static void scale_step(void *p)
     double loss, norm;
     ag_graph_reset(r->g);
     if (ag_team_step(r->team, r->g, r->parts, scale_part, r, &loss) != AG_OK ||
-        ag_clip_grad_norm(r->store, 1.0, &norm) != AG_OK || ag_optim_step(r->opt) != AG_OK) {
-        fprintf(stderr, "bench: scale step failed: %s\n", ag_graph_error(r->g));
+        ag_optim_step_clip_zero(r->opt, 1.0, &norm) != AG_OK) {
+        fprintf(stderr, "bench: scale step failed: %s %s\n", ag_graph_error(r->g), ag_optim_error(r->opt));
         exit(1);
     }
-    ag_store_zero_grad(r->store);
 }
 
 /* Bytes one training forward takes of the arena: the values and the state
@@ -203,7 +202,7 @@ static void bench_scale(const int *threads, int nthreads, const char *python, in
     enum { NSIZES = sizeof scale_sizes / sizeof scale_sizes[0], NLONG = sizeof scale_long / sizeof scale_long[0] };
     scale_result one[NSIZES][2] = {{{0}}}; /* [size][attograd, PyTorch] at one thread */
     emit("\n### Scale: the GPT's training step from the toy to GPT-2 small's body\n\n");
-    emit("ag_gpt through the public API (random ids, forward, backward with keep_grads off, clip 1, Adam 1e-3) "
+    emit("ag_gpt through the public API (random ids, forward, backward with keep_grads off, clip 1 and Adam 1e-3 in one pass with the zeroing: ag_optim_step_clip_zero) "
          "against %s.  GFLOP/s: the matrix products' flops (multiply-add = 2, backward = 2 x forward) per second of "
          "a whole step, against the gemm's one-core peak measured in this run (%.1f GFLOP/s, a 512^3 product).  "
          "Peak RSS: the whole process's.\n\n",

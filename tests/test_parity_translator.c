@@ -3,7 +3,7 @@
  *
  * tests/reference/tiny_model.safetensors is a checkpoint that
  * `translate train` wrote (1 epoch on tests/reference/tiny.tsv, hidden 16,
- * 2 heads, ffn 32, 1 layer).  tests/reference/translator.py step rebuilt the
+ * 2 heads, ffn 32, 1 layer, post-norm).  tests/reference/translator.py step rebuilt the
  * same model in PyTorch, loaded that checkpoint and, with dropout off, on a
  * fixed batch of 8 pairs, computed the loss, every gradient, the gradient
  * norm, and the parameters after one SGD step (lr 0.1, momentum 0.9) and,

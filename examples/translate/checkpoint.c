@@ -79,7 +79,8 @@ static const meta_field config_fields[] = {
     {"dropout", M_REAL, 0, 1, .hi_open = 1, .at = offsetof(model, cfg.dropout)},
     /* absent (files written before it existed, and "scaled"): scaled */
     {"init", M_CHOICE, .optional = 1, .at = offsetof(model, cfg.init), .words = init_names},
-    /* absent (files written before them, and the default): 0 */
+    /* absent (files written before them, post-norm, no QK-norm): 0; train's
+     * default model is pre-norm, so its files have "pre_norm": "1" */
     {"pre_norm", M_INT, 0, 1, .optional = 1, .at = offsetof(model, cfg.pre_norm)},
     {"qk_norm", M_INT, 0, 1, .optional = 1, .at = offsetof(model, cfg.qk_norm)},
     {"src_vocab", M_VOCAB, .at = offsetof(model, sv)},

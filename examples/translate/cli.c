@@ -34,8 +34,8 @@ void usage(FILE *f)
             "       %s train --data FILE --out MODEL [--test FILE] [--epochs N] [--batch 64]\n"
             "                [--optimizer sgd|adam] [--lr X] [--momentum X] [--[no-]nesterov] [--weight-decay X] [--clip X]\n"
             "                [--schedule constant|linear|cosine|noam] [--warmup STEPS]\n"
-            "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1] [--init scaled|d2l]\n"
-            "                [--pre-norm] [--qk-norm] [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
+            "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1] [--pre-norm|--post-norm]\n"
+            "                [--qk-norm] [--init scaled|d2l] [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
             "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--html PAGE.html] [--stop-after N] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
             "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--threads N] [SENTENCE ...]\n"
@@ -44,8 +44,9 @@ void usage(FILE *f)
             "  pairs to HELD_OUT when k %% every == every - 1, the other lines to TRAIN, verbatim.\n"
             "train: with --test, prints exact match and BLEU on the training data and on the --test data.\n"
             "  --init scaled: embeddings N(0, 1/C); d2l: d2l.ai's, embeddings N(0, 1) (attograd_nn.h).\n"
-            "  --pre-norm: pre-norm blocks and a final LayerNorm per stack; --qk-norm: LayerNorm of each\n"
-            "  head's queries and keys before their dot product (attograd_nn.h).\n"
+            "  --pre-norm, the default: pre-norm blocks and a final LayerNorm per stack; --post-norm: the\n"
+            "  post-norm blocks of \"Attention Is All You Need\" (the default up to 0.2.0); --qk-norm: a\n"
+            "  LayerNorm of each head's queries and keys before their dot product (attograd_nn.h).\n"
             "  --resume takes the architecture, --min-freq and --optimizer from the model; giving\n"
             "  one of them with another value is exit 2.  SIGINT or SIGTERM (Ctrl-C) ends the current\n"
             "  step, saves a checkpoint to --out that --resume continues bit for bit, and exits 130 or\n"
@@ -175,7 +176,7 @@ static int parse(int argc, char **argv, int first, opts *o, char **pos, int *npo
     *o = (opts){.epochs = 50, .batch = 64, .hidden = 64, .heads = 4, .ffn = 128, .layers = 2, .max_len = 10,
                 .min_freq = 2, .threads = 1, .lr = -1, .momentum = -1, .clip = 1.0, .dropout = 0.1,
                 .optimizer = "sgd", .schedule = "cosine", .warmup = 400, .nesterov = 1,
-                .init = AG_SEQ2SEQ_INIT_SCALED, .every = 10};
+                .init = AG_SEQ2SEQ_INIT_SCALED, .pre_norm = 1, .every = 10};
     *npos = 0;
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
@@ -187,9 +188,17 @@ static int parse(int argc, char **argv, int first, opts *o, char **pos, int *npo
             o->quiet = 1;
             continue;
         }
-        if (!strcmp(f, "--pre-norm") || !strcmp(f, "--qk-norm")) {
-            *(f[2] == 'p' ? &o->pre_norm : &o->qk_norm) = 1;
-            o->given |= f[2] == 'p' ? GIVEN_PRE_NORM : GIVEN_QK_NORM;
+        if (!strcmp(f, "--pre-norm") || !strcmp(f, "--post-norm")) {
+            int pre = f[3] == 'r';
+            if ((o->given & GIVEN_PRE_NORM) && o->pre_norm != pre)
+                return bad("--pre-norm and --post-norm: give one of them%s%s", "", "");
+            o->pre_norm = pre;
+            o->given |= GIVEN_PRE_NORM;
+            continue;
+        }
+        if (!strcmp(f, "--qk-norm")) {
+            o->qk_norm = 1;
+            o->given |= GIVEN_QK_NORM;
             continue;
         }
         if (!strcmp(f, "--nesterov") || !strcmp(f, "--no-nesterov")) {

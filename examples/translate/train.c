@@ -129,7 +129,6 @@ static int check_conflicts(const trainer *t)
         {GIVEN_MAX_LEN, "--max-len", "max_len", o->max_len, c->max_len},
         {GIVEN_DROPOUT, "--dropout", "dropout", o->dropout, c->dropout},
         {GIVEN_MIN_FREQ, "--min-freq", "min_freq", o->min_freq, t->ts.min_freq},
-        {GIVEN_PRE_NORM, "--pre-norm", "pre_norm", o->pre_norm, c->pre_norm},
         {GIVEN_QK_NORM, "--qk-norm", "qk_norm", o->qk_norm, c->qk_norm},
     };
     int n = 0;
@@ -138,6 +137,12 @@ static int check_conflicts(const trainer *t)
             fprintf(stderr, "%s: %s %g conflicts with --resume %s, saved with %s %g\n", prog, flags[i].flag,
                     flags[i].given, o->resume, flags[i].key, flags[i].saved),
                 n++;
+    /* --pre-norm and --post-norm are one setting: the message names the flag given */
+    if ((o->given & GIVEN_PRE_NORM) && o->pre_norm != c->pre_norm)
+        fprintf(stderr, "%s: %s conflicts with --resume %s, saved with pre_norm %d (%s blocks)\n", prog,
+                o->pre_norm ? "--pre-norm" : "--post-norm", o->resume, c->pre_norm,
+                c->pre_norm ? "pre-norm" : "post-norm"),
+            n++;
     if ((o->given & GIVEN_INIT) && o->init != c->init)
         fprintf(stderr, "%s: --init %s conflicts with --resume %s, saved with init %s\n", prog, init_names[o->init],
                 o->resume, init_names[c->init]),

@@ -471,8 +471,9 @@ static int run_translator(const dataset *d, int src_vocab, int tgt_vocab, int th
     memset(r, 0, sizeof *r);
     ag_set_threads(threads);
     train t = {0};
+    /* translate train's default model: pre-norm, no QK-norm */
     ag_seq2seq_config cfg = {src_vocab, tgt_vocab, HIDDEN, HEADS, FFN, LAYERS, MAX_LEN, DROPOUT,
-                             AG_SEQ2SEQ_INIT_SCALED, 0, 0};
+                             AG_SEQ2SEQ_INIT_SCALED, 1, 0};
     t.store = ag_store_new();
     t.g = ag_graph_new();
     if (!t.store || !t.g || ag_seq2seq_init(&t.net, t.store, &cfg, 0) != AG_OK) return 1;

@@ -219,7 +219,8 @@ static double translator_gflops(const char *data_path, double budget, double *fl
     dataset_free(&d);
     ag_set_threads(1);
     s2s_ctx *c = calloc(1, sizeof *c);
-    ag_seq2seq_config cfg = {sv, tv, HIDDEN, HEADS, FFN, LAYERS, MAX_LEN, DROPOUT, AG_SEQ2SEQ_INIT_SCALED, 0, 0}; /* post-norm, as the twin */
+    /* translate train's default model: pre-norm (its norms are not products) */
+    ag_seq2seq_config cfg = {sv, tv, HIDDEN, HEADS, FFN, LAYERS, MAX_LEN, DROPOUT, AG_SEQ2SEQ_INIT_SCALED, 1, 0};
     if (!c || !(c->store = ag_store_new()) || !(c->g = ag_graph_new()) ||
         ag_seq2seq_init(&c->net, c->store, &cfg, 0) != AG_OK || !(c->opt = ag_sgd_new(c->store, LR, MOMENTUM, 0, 1)))
         return 0;

@@ -59,6 +59,8 @@ usage "unknown schedule" "${train[@]}" --schedule exponential
 usage "--schedule without a value" "${train[@]}" --schedule
 usage "unknown init" "${train[@]}" --init xavier
 usage "--init without a value" "${train[@]}" --init
+usage "--pre-norm and --post-norm together" "${train[@]}" --pre-norm --post-norm
+grep -qF -- "--pre-norm and --post-norm: give one of them" "$tmp/err" && ok || no "--pre-norm --post-norm: $(head -c 200 "$tmp/err")"
 split=(split --data "$tmp/tiny.tsv" --train "$tmp/never.tsv" --test "$tmp/never2.tsv")
 usage "split without --train" split --data "$tmp/tiny.tsv" --test "$tmp/never2.tsv"
 usage "split without --test" split --data "$tmp/tiny.tsv" --train "$tmp/never.tsv"
@@ -262,8 +264,13 @@ for flag in "--heads 4|heads 2" "--ffn 16|ffn 8" "--max-len 12|max_len 10" "--dr
     set -- ${flag%%|*}
     run "resume: $1 $2" 2 "$1 $2 conflicts with --resume $tmp/good.safetensors, saved with ${flag#*|}" "${resume[@]}" "$1" "$2"
 done
+# the norm is one setting with two flags: the message names the flag given
+run "resume: --post-norm" 2 "--post-norm conflicts with --resume $tmp/good.safetensors, saved with pre_norm 1 (pre-norm blocks)" \
+    "${resume[@]}" --post-norm
+in_has "resume: --post-norm" "leave it out to continue the model as it was saved"
 run "resume: the saved values are no conflict" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/resumed.safetensors" \
-    --resume "$tmp/good.safetensors" --epochs 2 --quiet --hidden 8 --heads 2 --ffn 8 --layers 1 --min-freq 2 --optimizer sgd
+    --resume "$tmp/good.safetensors" --epochs 2 --quiet --hidden 8 --heads 2 --ffn 8 --layers 1 --min-freq 2 --optimizer sgd \
+    --pre-norm
 run "resume: no flags, the saved model" 0 "" train --data "$tmp/tiny.tsv" --out "$tmp/resumed2.safetensors" \
     --resume "$tmp/good.safetensors" --epochs 2 --quiet --warmup 0 --batch 16
 cmp -s "$tmp/resumed.safetensors" "$tmp/resumed2.safetensors" && no "resume: --warmup/--batch made no difference" || ok

@@ -8,12 +8,14 @@
 #                       Graphviz's dot when it is installed
 #   --trained (about a minute and a half on 2 cores): trains the translator
 #                       as `make run` does (a tenth of the distinct English
-#                       sources held out, the default 50 epochs, seed 0) for
-#                       loss.svg and entropy.svg, and runs it on "i lost ."
-#                       for translator_cross.svg, translator_decoder.svg and
-#                       translator_encoder.svg; then the same with --pre-norm
-#                       and with --qk-norm for entropy_pre_norm.svg and
-#                       entropy_qk_norm.svg (two more runs)
+#                       sources held out, the default 50 epochs, pre-norm,
+#                       seed 0) for loss.svg and entropy.svg, and runs it on
+#                       "i lost ." for translator_cross.svg,
+#                       translator_decoder.svg and translator_encoder.svg;
+#                       then the same with --post-norm for
+#                       entropy_post_norm.svg and (on "i lost .")
+#                       translator_encoder_post_norm.svg, and with --post-norm
+#                       --qk-norm for entropy_qk_norm.svg (two more runs)
 # Exits non-zero when a program fails.
 set -eu
 B=$(cd "$1" && pwd)
@@ -39,8 +41,13 @@ if [ "${3:-}" = --trained ]; then
     cp "$tmp/att/0-cross-1.svg" "$out/translator_cross.svg"
     cp "$tmp/att/0-decoder-0.svg" "$out/translator_decoder.svg"
     cp "$tmp/att/0-encoder-0.svg" "$out/translator_encoder.svg"
-    for cure in pre-norm qk-norm; do
-        "$B/translate" train --data "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/$cure.safetensors" \
-            --seed 0 --threads 1 --"$cure" --entropy-plot "$out/entropy_${cure/-/_}.svg" --quiet
+    # the post-norm model, whose layer-0 softmax saturates, and QK-norm on it
+    for v in post_norm qk_norm; do
+        flags=(--post-norm)
+        [ "$v" = qk_norm ] && flags+=(--qk-norm)
+        "$B/translate" train --data "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/$v.safetensors" \
+            --seed 0 --threads 1 "${flags[@]}" --entropy-plot "$out/entropy_$v.svg" --quiet
     done
+    "$B/translate" run --model "$tmp/post_norm.safetensors" --attention "$tmp/att_post" "i lost ." > /dev/null
+    cp "$tmp/att_post/0-encoder-0.svg" "$out/translator_encoder_post_norm.svg"
 fi

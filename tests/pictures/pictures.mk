@@ -1,7 +1,7 @@
 # `make pictures` makes every picture of examples/pictures again: the cheap
 # ones (a second) and those of a trained translator (three training runs:
-# the default, --pre-norm and --qk-norm, each about twenty seconds to a
-# minute and a half on 2 cores).  `make test` checks
+# the default (pre-norm), --post-norm and --post-norm --qk-norm, each about
+# twenty seconds to a minute and a half on 2 cores).  `make test` checks
 # that they are up to date (tests/pictures/check_pictures.sh).
 .PHONY: pictures pictures-test
 pictures: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate

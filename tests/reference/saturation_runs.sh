@@ -5,9 +5,9 @@
 # trains build/translate on the training part with the default recipe
 # (`make run`'s: Nesterov + cosine, 50 epochs, --init scaled, one thread)
 # three ways, for every seed (default 0 1 2):
-#   default    post-norm, as `make run`;
-#   pre_norm   --pre-norm;
-#   qk_norm    --qk-norm;
+#   post_norm  --post-norm (the default up to 0.2.0);
+#   pre_norm   --pre-norm, the default now, as `make run`;
+#   qk_norm    --post-norm --qk-norm;
 # each writing OUTDIR/<variant>-s<seed>.json (held-out exact match and BLEU,
 # the attention probe per epoch and layer) and, for seed 0, the entropy
 # picture OUTDIR/<variant>-s0.svg.  One run at a time, under nice.
@@ -23,10 +23,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$tr" split --data examples/data/eng-fra.tsv --train "$work/train.tsv" --test "$work/test.tsv"
 for s in "${seeds[@]}"; do
-    for v in default pre_norm qk_norm; do
-        flags=()
+    for v in post_norm pre_norm qk_norm; do
+        flags=(--post-norm)
         [ "$v" = pre_norm ] && flags=(--pre-norm)
-        [ "$v" = qk_norm ] && flags=(--qk-norm)
+        [ "$v" = qk_norm ] && flags=(--post-norm --qk-norm)
         [ "$s" = 0 ] && flags+=(--entropy-plot "$out/$v-s0.svg")
         start=$(date +%s)
         OMP_NUM_THREADS=1 nice "$tr" train --data "$work/train.tsv" --test "$work/test.tsv" --threads 1 \

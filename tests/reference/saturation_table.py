@@ -3,7 +3,9 @@
 "Cures: pre-norm and QK-norm", from the --json files that
 tests/reference/saturation_runs.sh writes to DIR (committed in
 tests/reference/saturation/), named <variant>-s<seed>.json with variant
-default, pre_norm or qk_norm.  TABLE is one of
+post_norm (--post-norm), pre_norm (--pre-norm, translate train's default)
+or qk_norm (--post-norm --qk-norm); a file whose "pre_norm" and "qk_norm"
+are not its variant's is refused.  TABLE is one of
 
   seeds    one row per variant and seed: held-out exact match and BLEU,
            the last epoch's training loss, then encoder layer 0's and the decoder's self-attention layer
@@ -11,7 +13,7 @@ default, pre_norm or qk_norm.  TABLE is one of
            epoch (on the probe batch);
   means    per variant: the mean over the seeds of exact match and BLEU,
            their range (lowest to highest seed), and whether that range
-           lies wholly above or below the default's;
+           lies wholly above or below post-norm's;
   curves   seed 0: the same four measures after epochs 0, 1, 5, 10, 20 and
            the last, per variant.
 
@@ -24,17 +26,25 @@ import os
 import re
 import sys
 
-VARIANTS = [("default", "default (post-norm)"), ("pre_norm", "--pre-norm"), ("qk_norm", "--qk-norm")]
+# name, label, the json's (pre_norm, qk_norm)
+VARIANTS = [("post_norm", "--post-norm", (0, 0)), ("pre_norm", "--pre-norm (the default)", (1, 0)),
+            ("qk_norm", "--post-norm --qk-norm", (0, 1))]
+ARCH = {v: arch for v, _, arch in VARIANTS}
 LAYERS = [("encoder.self.0", "encoder layer 0"), ("decoder.self.0", "decoder self-attention layer 0")]
 
 
 def load(d):
     runs = {}
     for path in glob.glob(os.path.join(d, "*.json")):
-        m = re.match(r"(default|pre_norm|qk_norm)-s(\d+)\.json$", os.path.basename(path))
+        m = re.match(r"(post_norm|pre_norm|qk_norm)-s(\d+)\.json$", os.path.basename(path))
         if m:
             with open(path) as f:
-                runs[(m.group(1), int(m.group(2)))] = json.load(f)
+                run = json.load(f)
+            got = (run.get("pre_norm"), run.get("qk_norm"))
+            if got != ARCH[m.group(1)]:
+                sys.exit("saturation_table.py: %s has pre_norm %s, qk_norm %s: not a %s run"
+                         % (path, got[0], got[1], m.group(1)))
+            runs[(m.group(1), int(m.group(2)))] = run
     if not runs:
         sys.exit("saturation_table.py: no <variant>-s<seed>.json in %s" % d)
     return runs
@@ -65,7 +75,7 @@ def table_seeds(runs):
     out = ["| variant | seed | exact match | BLEU | training loss | enc. 0 entropy | enc. 0 largest score "
            "| dec. self 0 entropy | dec. self 0 largest score |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for v, label in VARIANTS:
+    for v, label, _ in VARIANTS:
         for s in seeds_of(runs, v):
             r = runs[(v, s)]
             cells = [label, str(s), "%.3f" % r["exact_match"], "%.3f" % r["bleu"], "%.3f" % r["loss"]]
@@ -89,17 +99,17 @@ def versus(xs, base):
 
 
 def table_means(runs):
-    out = ["| variant | seeds | mean exact match | range | vs. default | mean BLEU | range | vs. default |",
+    out = ["| variant | seeds | mean exact match | range | vs. post-norm | mean BLEU | range | vs. post-norm |",
            "|---|---:|---:|---|---|---:|---|---|"]
-    base = {k: [runs[("default", s)][k] for s in seeds_of(runs, "default")] for k in ("exact_match", "bleu")}
-    for v, label in VARIANTS:
+    base = {k: [runs[("post_norm", s)][k] for s in seeds_of(runs, "post_norm")] for k in ("exact_match", "bleu")}
+    for v, label, _ in VARIANTS:
         ss = seeds_of(runs, v)
         if not ss:
             continue
         cells = [label, str(len(ss))]
         for k in ("exact_match", "bleu"):
             xs = [runs[(v, s)][k] for s in ss]
-            cells += ["%.3f" % (sum(xs) / len(xs)), span(xs), "-" if v == "default" else versus(xs, base[k])]
+            cells += ["%.3f" % (sum(xs) / len(xs)), span(xs), "-" if v == "post_norm" else versus(xs, base[k])]
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -107,7 +117,7 @@ def table_means(runs):
 def table_curves(runs):
     out = ["| variant | layer | measure | e = 0 | 1 | 5 | 10 | 20 | last |",
            "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for v, label in VARIANTS:
+    for v, label, _ in VARIANTS:
         if (v, 0) not in runs:
             continue
         r = runs[(v, 0)]

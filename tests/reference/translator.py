@@ -8,7 +8,7 @@ Run with Debian's PyTorch (apt-get install python3-torch), i.e. with
         [--epochs 30] [--batch 64] [--optimizer sgd|adam] [--lr X] [--momentum X]
         [--weight-decay X] [--clip 1.0] [--hidden 64] [--heads 4] [--ffn 128]
         [--layers 2] [--dropout 0.1] [--max-len 10] [--min-freq 2] [--seed 0] [--init scaled|d2l]
-        [--pre-norm] [--qk-norm] [--threads N] [--json FILE] [--out MODEL] [--quiet]
+        [--pre-norm|--post-norm] [--qk-norm] [--threads N] [--json FILE] [--out MODEL] [--quiet]
     /usr/bin/python3 tests/reference/translator.py step --model C_CHECKPOINT
         --data FILE --out FIXTURE.safetensors
     /usr/bin/python3 tests/reference/translator.py split --data FILE
@@ -26,10 +26,11 @@ again with torch.nn, so that the C code can be checked against it:
     by decreasing count, ties in byte order;
   * the model of src/nn/seq2seq.c, parameter for parameter under the same names
     ("encoder.blocks.0.attention.w_q.weight"): embeddings scaled by sqrt(C)
-    plus sinusoidal positions, then dropout; post-norm encoder and decoder
-    blocks (LayerNorm(x + dropout(sublayer(x)))), or with --pre-norm
-    x + dropout(sublayer(LayerNorm(x))) and a final LayerNorm per stack
-    ("encoder.norm", "decoder.norm"); --qk-norm: a LayerNorm of each head's
+    plus sinusoidal positions, then dropout; pre-norm encoder and decoder
+    blocks, x + dropout(sublayer(LayerNorm(x))), and a final LayerNorm per
+    stack ("encoder.norm", "decoder.norm"), as translate train's default, or
+    with --post-norm LayerNorm(x + dropout(sublayer(x))) and no final norm
+    (the C library's default, ag_seq2seq_config); --qk-norm: a LayerNorm of each head's
     q and k ("<attention>.q_norm", ".k_norm", width D); dropout on the attention
     weights; masked scores filled with -inf; a final dense layer; the loss is
     the cross-entropy averaged over the target tokens that are not <pad>;
@@ -953,7 +954,10 @@ def main(argv):
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--init", choices=("scaled", "d2l"), default="scaled",
                    help="initial weights: scaled (embeddings N(0, 1/C)) or d2l's (N(0, 1), see init_weights)")
-    t.add_argument("--pre-norm", action="store_true", help="pre-norm blocks and a final LayerNorm per stack")
+    norm = t.add_mutually_exclusive_group()
+    norm.add_argument("--pre-norm", dest="pre_norm", action="store_true", default=True,
+                      help="pre-norm blocks and a final LayerNorm per stack (the default, as translate's)")
+    norm.add_argument("--post-norm", dest="pre_norm", action="store_false", help="post-norm blocks")
     t.add_argument("--qk-norm", action="store_true", help="LayerNorm of each head's q and k before q.k")
     t.add_argument("--threads", type=int)
     t.add_argument("--json")

@@ -8,7 +8,10 @@
 #     and --resume from it gives the uninterrupted run's model, bit for bit;
 #   - split is a deterministic partition by distinct source (the twin's bytes);
 #     train --test and make run print both scores; --init d2l draws the
-#     twin's init; --pre-norm and --qk-norm survive a checkpoint.
+#     twin's init; --pre-norm and --qk-norm survive a checkpoint;
+#   - train's default is pre-norm, --post-norm the model of before: its file
+#     and an older one have no norm key, load as post-norm, and --resume
+#     without a norm flag continues them as post-norm, bit for bit.
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=${1:-build}
@@ -236,8 +239,7 @@ if [ -x "$PY" ] && "$PY" -c 'import torch' 2> /dev/null; then
 else echo "skip --init d2l against translator.py: no PyTorch under $PY"; fi
 
 # 10. --pre-norm and --qk-norm: recorded in the checkpoint, which run, eval
-# and --resume rebuild; a default checkpoint has neither key (the file of
-# before), and one written before them loads as the default model
+# and --resume rebuild
 if "$T" train --data "$tmp/tiny.tsv" --out "$tmp/c.safetensors" --epochs 2 --pre-norm --qk-norm "${small[@]}" \
        > "$tmp/c.log" 2>&1 && head -c 4096 "$tmp/c.safetensors" | grep -aq '"pre_norm":"1"' &&
    head -c 4096 "$tmp/c.safetensors" | grep -aq '"qk_norm":"1"' &&
@@ -251,10 +253,6 @@ if "$T" run --model "$tmp/c.safetensors" "go ." "i lost ." > "$tmp/c1.txt" 2>&1 
        "${small[@]}" > "$tmp/c3.log" 2>&1 && head -c 4096 "$tmp/c3.safetensors" | grep -aq '"qk_norm":"1"'
 then ok "run, eval and --resume rebuild the pre-norm, QK-norm model"
 else no "the pre-norm, QK-norm checkpoint: $(tail -n 2 "$tmp/c1.txt" "$tmp/c2.txt" "$tmp/c3.log")"; fi
-if ! head -c 4096 "$tmp/a.safetensors" | grep -aq 'pre_norm\|qk_norm' &&
-   "$T" run --model tests/reference/tiny_model.safetensors "go ." > "$tmp/old.txt" 2>&1
-then ok "a default checkpoint has no pre_norm or qk_norm key; an older one loads"
-else no "default or older checkpoint: $(cat "$tmp/old.txt")"; fi
 "$T" train --data "$tmp/tiny.tsv" --resume "$tmp/a.safetensors" --out "$tmp/c4.safetensors" --epochs 9 --qk-norm \
     "${small[@]}" > "$tmp/c4.log" 2>&1
 rc=$?
@@ -265,6 +263,47 @@ sed 's/"pre_norm":"1"/"pre_norm":"2"/' "$tmp/c.safetensors" > "$tmp/c5.safetenso
 rc=$?
 if [ "$rc" = 1 ] && grep -q "metadata 'pre_norm' is '2', want a whole number from 0 to 1" "$tmp/c5.log"
 then ok "pre_norm 2 in the metadata is refused by name"; else no "pre_norm 2: exit $rc, $(cat "$tmp/c5.log")"; fi
+
+# 11. the default is pre-norm (--pre-norm states it: the same file);
+# --post-norm writes the file of before, with neither key, and a file written
+# before the keys existed (post-norm) loads and resumes as post-norm
+has() { head -c 65536 "$1" | grep -aq -- "$2"; }
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/pre.safetensors" --epochs 8 --pre-norm "${small[@]}" > /dev/null 2>&1
+if has "$tmp/a.safetensors" '"pre_norm":"1"' && has "$tmp/a.safetensors" '"encoder.norm.weight"' &&
+   has "$tmp/a.safetensors" '"decoder.norm.bias"' && ! has "$tmp/a.safetensors" 'qk_norm' &&
+   cmp -s "$tmp/a.safetensors" "$tmp/pre.safetensors"
+then ok "the default model is pre-norm: pre_norm 1 and the final norms, the file of --pre-norm"
+else no "the default checkpoint is not --pre-norm's"; fi
+post=(--schedule constant --warmup 0 --post-norm)
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/p4.safetensors" --epochs 4 "${small[@]}" "${post[@]}" > /dev/null 2>&1
+"$T" train --data "$tmp/tiny.tsv" --out "$tmp/p2.safetensors" --epochs 2 "${small[@]}" "${post[@]}" > /dev/null 2>&1
+if [ -s "$tmp/p2.safetensors" ] && ! has "$tmp/p2.safetensors" 'pre_norm\|qk_norm\|encoder\.norm\.' &&
+   ! has tests/reference/tiny_model.safetensors 'pre_norm\|encoder\.norm\.' &&
+   "$T" run --model tests/reference/tiny_model.safetensors "go ." > "$tmp/old.txt" 2>&1
+then ok "--post-norm: no pre_norm key, no final norms (as an older file, which loads)"
+else no "--post-norm or older checkpoint: $(cat "$tmp/old.txt")"; fi
+# --resume without a norm flag: the checkpoint's post-norm, not the default
+"$T" train --data "$tmp/tiny.tsv" --resume "$tmp/p2.safetensors" --out "$tmp/pr.safetensors" --epochs 4 \
+    "${small[@]}" --schedule constant --warmup 0 > "$tmp/pr.log" 2>&1
+if [ -s "$tmp/p4.safetensors" ] && cmp -s "$tmp/p4.safetensors" "$tmp/pr.safetensors"
+then ok "--post-norm 2 epochs + --resume to 4 with no norm flag == --post-norm 4 epochs straight"
+else no "resume of a post-norm model without a norm flag: $(tail -n 2 "$tmp/pr.log")"; fi
+"$T" train --data "$tmp/tiny.tsv" --resume tests/reference/tiny_model.safetensors --out "$tmp/or.safetensors" \
+    --epochs 2 --quiet > "$tmp/or.log" 2>&1
+if [ -s "$tmp/or.safetensors" ] && ! has "$tmp/or.safetensors" 'pre_norm\|encoder\.norm\.' &&
+   "$T" run --model "$tmp/or.safetensors" "go ." > /dev/null 2>&1
+then ok "an older checkpoint resumed with no norm flag stays post-norm"
+else no "resume of an older checkpoint: $(tail -n 2 "$tmp/or.log")"; fi
+for flags in "p2|--pre-norm|pre_norm 0 (post-norm blocks)" "a|--post-norm|pre_norm 1 (pre-norm blocks)"; do
+    IFS='|' read -r m flag saved <<< "$flags"
+    "$T" train --data "$tmp/tiny.tsv" --resume "$tmp/$m.safetensors" --out "$tmp/never.safetensors" --epochs 9 \
+        "$flag" "${small[@]}" > "$tmp/nf.log" 2>&1
+    rc=$?
+    if [ "$rc" = 2 ] && [ ! -e "$tmp/never.safetensors" ] &&
+       grep -qF -- "$flag conflicts with --resume $tmp/$m.safetensors, saved with $saved" "$tmp/nf.log"
+    then ok "--resume refuses $flag for a model saved with $saved"
+    else no "--resume $m $flag: exit $rc, $(tail -n 2 "$tmp/nf.log")"; fi
+done
 
 # 9. make run prints both scores (a short run of a small model; not on a
 # sanitizer build, which make would rebuild with the default flags)

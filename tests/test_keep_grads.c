@@ -66,6 +66,7 @@ static void gpt_run(run *r, int keep)
 
 static void run_free(run *r)
 {
+    ag_gpt_free(&r->m);
     ag_graph_free(r->g);
     ag_store_free(r->s);
     free(r->grads);
@@ -156,6 +157,7 @@ static void s2s_grads(int keep, int workers, ag_real *out, size_t n)
         at += p->size;
     }
     ag_seq2seq_team_free(t);
+    ag_seq2seq_free(&m);
     ag_graph_free(g);
     ag_store_free(s);
 }
@@ -168,6 +170,7 @@ Test(keep_grads, gives_the_translator_the_same_gradients_on_one_and_two_workers)
     ag_seq2seq m;
     cr_assert_eq(ag_seq2seq_init(&m, s, &c, 5), AG_OK);
     size_t n = ag_store_numel(s);
+    ag_seq2seq_free(&m);
     ag_store_free(s);
     ag_real *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     for (int workers = 1; workers <= 2; workers++) {

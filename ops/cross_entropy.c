@@ -129,8 +129,8 @@ static double row_loss(saved *sv, size_t r, const ag_real *xr, int V, double ls,
 {
     double m = sv->max[r], mean_shifted = 0;
     if (m == -INFINITY) return INFINITY; /* every logit -inf: -log p_t = +inf, no gradient */
-    if (ls > 0) { /* only label smoothing needs the row's mean (x - m) */
-#pragma omp simd reduction(+ : mean_shifted)
+    /* only label smoothing needs the row's mean (x - m) */
+    if (ls > 0 && !(ag__fast() && ag__k_cross_entropy_mean(V, xr, m, &mean_shifted))) {
         for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
         mean_shifted /= V;
     }

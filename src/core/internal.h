@@ -291,9 +291,10 @@ ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
 /* y = (x W^T + b) + r, r of y's shape: linear and then add(r, y) as one op
  * (a residual around a dense layer), with the same bits. */
 ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b, ag_tensor *r);
-/* d (+)= dy over n values, a gradient passed on unchanged (add's, the
- * residual's of linear_add): a fresh d is a copy of dy; else dy is added,
- * compiled once per instruction set (ops/add.c). */
+/* d (+)= dy over n values, a gradient passed on unchanged (add's,
+ * reshape's, the residual's of linear_add): a fresh d is a copy of dy;
+ * else dy is added, compiled once per instruction set (the kernel room's:
+ * kernels/elementwise.c). */
 void ag__grad_pass(size_t n, const ag_real *dy, ag_real *d, bool fresh);
 /* Batched matmul (b transposed when tb) whose operands in `heads` are in
  * attention's heads layout: stored [B, T, H, D], read as [B, H, T, D]

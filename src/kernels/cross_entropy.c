@@ -1,8 +1,9 @@
 /* kernels/cross_entropy.c: cross-entropy's rows, fast (the math and the
  * reference are ops/cross_entropy.c): the rows' max and exps by the
  * shared row kernel that folds sixteen rows' lanes side by side
- * (ag__max_exp_sum_rows, kernels/rows.c), and the backward's rows of
- * dx a piece at a time, one clone per instruction set. */
+ * (ag__max_exp_sum_rows, kernels/rows.c); label smoothing's mean of a
+ * row in lanes; and the backward's rows of dx a piece at a time, one
+ * clone per instruction set. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
@@ -22,6 +23,15 @@ bool ag__k_cross_entropy_exps(ag__xent *sv, int ignore_index, const ag_real *x)
             sv->logsum[r0 + r] = counted ? (double)s[r] : 0;
         }
     }
+    return true;
+}
+
+bool ag__k_cross_entropy_mean(int V, const ag_real *xr, double m, double *mean)
+{
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; v++) sum += xr[v] - m;
+    *mean = sum / V;
     return true;
 }
 

@@ -108,8 +108,23 @@ typedef struct ag__xent {
  * until the op takes its log) their sum, -inf and 0 for an ignored row;
  * the backward's dx, stored when fresh, else added. */
 bool ag__k_cross_entropy_exps(ag__xent *sv, int ignore_index, const ag_real *x);
+/* label smoothing's mean_v (x_v - m) over a row of V logits, in *mean. */
+bool ag__k_cross_entropy_mean(int V, const ag_real *xr, double m, double *mean);
 bool ag__k_cross_entropy_backward(const ag__xent *sv, int ignore, ag_reduction reduction, double ls,
                                   const ag_real *dy, ag_real *dx, bool fresh);
+
+/* ops/dropout.c: y_i = x_i scale_i and dx_i (+)= dy_i scale_i, scale_i =
+ * keep where kept_i, else 0 (kept NULL: scale_i = 1); dx stored when
+ * fresh, else added (kernels/dropout.c). */
+bool ag__k_dropout_forward(size_t n, const ag_real *x, const unsigned char *kept, ag_real keep, ag_real *y);
+bool ag__k_dropout_backward(size_t n, const ag_real *dy, const unsigned char *kept, ag_real keep, ag_real *dx,
+                            bool fresh);
+
+/* ops/permute.c: y [shape] gathered from x, whose stride along y's axis
+ * k is st[k], and its backward, dx stored when fresh, else added; only
+ * when y's last axis is x's (st[nd - 1] == 1) (kernels/permute.c). */
+bool ag__k_permute_forward(int nd, const int *shape, const size_t *st, const ag_real *x, ag_real *y);
+bool ag__k_permute_backward(int nd, const int *shape, const size_t *st, const ag_real *dy, ag_real *dx, bool fresh);
 
 /* ops/masked_softmax.c: all rows (threads), mm the mask's map
  * (kernels/masked_softmax.c). */

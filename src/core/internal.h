@@ -251,6 +251,13 @@ ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, 
 /* dx += dy (spread over the reduced axis), / count when average. */
 void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average);
 
+/* The shape [max(na, nb)] that shapes a [na] and b [nb] broadcast to;
+ * 0, or where they do not (the axis counted from the end: -1 the last). */
+int ag__broadcast_dims(int na, const int *a, int nb, const int *b, int *shape);
+/* Strides st[0..n) to read x (shape xs [nx]) as if it had `shape` [n],
+ * each entry of x `unit` values apart: 0 along its stretched or missing
+ * axes. */
+void ag__broadcast_strides(int nx, const int *xs, int n, const int *shape, size_t unit, size_t *st);
 /* Shape that a and b broadcast to; false (and error recorded) when they
  * cannot, with a message naming op and both shapes. */
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,

@@ -305,9 +305,13 @@ ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b,
 void ag__grad_pass(size_t n, const ag_real *dy, ag_real *d, bool fresh);
 /* Batched matmul (b transposed when tb) whose operands in `heads` are in
  * attention's heads layout: stored [B, T, H, D], read as [B, H, T, D]
- * (ops/matmul.c).  AG__MM_Y: the output is written [B, M, H, N]. */
+ * (ops/matmul_heads.c).  AG__MM_Y: the output is written [B, M, H, N]. */
 enum { AG__MM_A = 1, AG__MM_B = 2, AG__MM_Y = 4 };
 ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads);
+/* matmul's node (ops/matmul.c), a and b read with the shapes la, lb;
+ * `who` names the op in errors. */
+ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor *b, int tb, int heads,
+                           const int *la, const int *lb);
 /* softmax(mask == 0 ? fill : scale * x) over the last axis; mask may be NULL. */
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
 /* Where row r of a tensor of `shape` (rows along its last axis) finds its

@@ -64,6 +64,10 @@ static inline size_t ag__products_at(const ag__products *p, const size_t *st, si
     }
     return off;
 }
+/* The plan of y = a b (b^T when tb), the operands in `heads` (AG__MM_A,
+ * _B, _Y) in heads layout (core/products.c). */
+void ag__products_plan(ag__products *p, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y, int tb,
+                       int heads);
 /* kernels/matmul.c: each product by gemm; the backward gets a's and b's
  * gradients itself (dy is y's). */
 bool ag__k_matmul_forward(const ag__products *p, const ag_real *a, const ag_real *b, ag_real *y);

@@ -47,15 +47,23 @@ bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
 bool ag__mask_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *mask)
 {
     int nd, shape[AG_MAX_DIMS];
-    if (!ag__broadcast_shape(g, op, x, mask, &nd, shape)) return false;
-    bool fits = nd == x->ndim;
-    for (int i = 0; fits && i < nd; i++) fits = shape[i] == x->shape[i];
-    if (!fits) {
-        char sx[96], sm[96];
-        ag_graph_fail(g, AG_ERR_SHAPE, "%s: mask %s does not broadcast to x's shape %s", op,
-                      ag_shape_str(mask, sm, sizeof sm), ag_shape_str(x, sx, sizeof sx));
+    return ag__broadcast_shape(g, op, x, mask, &nd, shape) &&
+           ag__mask_fits_shape(g, op, mask, "x's shape", x->ndim, x->shape);
+}
+
+bool ag__mask_fits_shape(ag_graph *g, const char *op, const ag_tensor *mask, const char *what, int nd,
+                         const int *shape)
+{
+    for (int i = 0; i < mask->ndim; i++) {
+        int it = nd - mask->ndim + i, d = mask->shape[i]; /* against shape's axis it (none: it < 0) */
+        if (d != 1 && (it < 0 || d != shape[it])) {
+            char sm[96], ss[96];
+            ag_graph_fail(g, AG_ERR_SHAPE, "%s: mask %s does not broadcast to %s %s", op,
+                          ag_shape_str(mask, sm, sizeof sm), what, ag_shape_str_n(nd, shape, ss, sizeof ss));
+            return false;
+        }
     }
-    return fits;
+    return true;
 }
 
 void ag__broadcast_strides(int nx, const int *xs, int n, const int *shape, size_t unit, size_t *st)

@@ -269,6 +269,10 @@ size_t ag__wrap_index(const ag_tensor *x, int ndim, const int *shape, size_t i);
 /* mask broadcasts to x's own shape (masked_fill, masked_softmax); records
  * "op: mask [..] does not broadcast to x's shape [..]" when not. */
 bool ag__mask_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *mask);
+/* mask broadcasts to `shape` [nd] (attention's scores); records "op: mask
+ * [..] does not broadcast to <what> [..]" when not. */
+bool ag__mask_fits_shape(ag_graph *g, const char *op, const ag_tensor *mask, const char *what, int nd,
+                         const int *shape);
 
 /* Sum grad (shape `from`) down to a tensor of shape `to` that broadcast to
  * it, adding into dst.  Used by ops whose inputs broadcast. */
@@ -326,6 +330,11 @@ typedef struct ag__mask_map {
 void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask);
 /* Where row r of x (rows of S values) starts in the mask's data. */
 size_t ag__mask_row(const ag__mask_map *mm, size_t r);
+/* The argument rules of the ops whose rules are long (src/core/fits.c):
+ * each records why they do not hold and returns false.  Attention's: q
+ * [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv] fit, the mask (or NULL) is
+ * usable and broadcasts to the scores' [B, H, T, S]. */
+bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v, const ag_tensor *mask);
 /* Multi-head attention's heads in one node (ops/attention.c): q [B, T, H, D],
  * k [B, S, H, D], v [B, S, H, Dv] (heads layout, read in place), mask
  * broadcast to [B, H, T, S] or NULL -> [B, T, H, Dv]:

@@ -1,0 +1,25 @@
+/* core/fits.c: the argument rules of the ops whose rules take more than a
+ * line or two: attention's q, k, v and mask; linear's and linear_add's x,
+ * W, b and residual; cross_entropy's targets, label smoothing and
+ * reduction.  Each op file states its rules in its comment and calls its
+ * check from here, so that it reads as its math.  A check that fails
+ * records a message naming what was wrong and returns false. */
+#include "core/internal.h"
+
+#include <stdio.h>
+
+bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v, const ag_tensor *mask)
+{
+    if (mask && !ag__usable(g, "attention", 3, mask)) return false;
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] ||
+        k->shape[2] != q->shape[2] || v->shape[2] != q->shape[2] || k->shape[3] != q->shape[3] ||
+        v->shape[1] != k->shape[1]) {
+        char a[96], b[96], c[96];
+        ag_graph_fail(g, AG_ERR_SHAPE,
+                      "attention: q %s, k %s, v %s do not fit [B, T, H, D], [B, S, H, D], [B, S, H, Dv]",
+                      ag_shape_str(q, a, sizeof a), ag_shape_str(k, b, sizeof b), ag_shape_str(v, c, sizeof c));
+        return false;
+    }
+    int scores[4] = {q->shape[0], q->shape[2], q->shape[1], k->shape[1]};
+    return !mask || ag__mask_fits_shape(g, "attention", mask, "the scores' [B, H, T, S] =", 4, scores);
+}

@@ -23,3 +23,26 @@ bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, con
     int scores[4] = {q->shape[0], q->shape[2], q->shape[1], k->shape[1]};
     return !mask || ag__mask_fits_shape(g, "attention", mask, "the scores' [B, H, T, S] =", 4, scores);
 }
+
+bool ag__linear_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *w, const ag_tensor *b,
+                     const ag_tensor *r)
+{
+    char sx[96], sw[96], sb[96], sr[96];
+    if (w->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1] ||
+        (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: x %s, weight %s and bias %s do not fit x [..., I], W [O, I], b [O]", op,
+                      ag_shape_str(x, sx, sizeof sx), ag_shape_str(w, sw, sizeof sw),
+                      b ? ag_shape_str(b, sb, sizeof sb) : "none");
+        return false;
+    }
+    bool same = r && r->ndim == x->ndim;
+    for (int d = 0; same && d < x->ndim; d++)
+        same = r->shape[d] == (d == x->ndim - 1 ? w->shape[0] : x->shape[d]);
+    if (r && !same) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: the residual %s is not the shape of x %s times W^T %s", op,
+                      ag_shape_str(r, sr, sizeof sr), ag_shape_str(x, sx, sizeof sx),
+                      ag_shape_str(w, sw, sizeof sw));
+        return false;
+    }
+    return true;
+}

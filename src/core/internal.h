@@ -295,13 +295,19 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 
-/* ---- fused ops (ops/linear.c, ops/masked_softmax.c) ---------------------- */
+/* ---- fused ops (ops/linear.c, ops/linear_add.c, ops/masked_softmax.c) ---- */
 
 /* y = x W^T + b: x [..., in], W [out, in], b [out] or NULL -> [..., out]. */
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
 /* y = (x W^T + b) + r, r of y's shape: linear and then add(r, y) as one op
  * (a residual around a dense layer), with the same bits. */
 ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b, ag_tensor *r);
+/* What the two share (ops/linear.c): the node y [..., O] of op with inputs
+ * src, filled with x W^T + b (+ r when r is not NULL); and the gradients
+ * of x, W and b from dy, y's. */
+ag_tensor *ag__dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_tensor *x, ag_tensor *w, ag_tensor *b,
+                          ag_tensor *r);
+void ag__dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b);
 /* d (+)= dy over n values, a gradient passed on unchanged (add's,
  * reshape's, the residual's of linear_add): a fresh d is a copy of dy;
  * else dy is added, compiled once per instruction set (the kernel room's:
@@ -335,6 +341,10 @@ size_t ag__mask_row(const ag__mask_map *mm, size_t r);
  * [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv] fit, the mask (or NULL) is
  * usable and broadcasts to the scores' [B, H, T, S]. */
 bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v, const ag_tensor *mask);
+/* linear's (op "linear") and linear_add's: x [..., I], W [O, I], b [O] or
+ * NULL fit, and r (NULL for linear) has the output's shape [..., O]. */
+bool ag__linear_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *w, const ag_tensor *b,
+                     const ag_tensor *r);
 /* Multi-head attention's heads in one node (ops/attention.c): q [B, T, H, D],
  * k [B, S, H, D], v [B, S, H, Dv] (heads layout, read in place), mask
  * broadcast to [B, H, T, S] or NULL -> [B, T, H, Dv]:

@@ -23,8 +23,8 @@ bool ag__fast(void);
  * this case to the reference.  The arguments are the reference's, named
  * as in ops/<op>.c, which holds the math. */
 
-/* ops/linear.c: x [N, I], W [O, I], b [O] and r [N, O] or NULL; dx stored
- * when fresh, else added (kernels/linear.c). */
+/* ops/linear.c: x [N, I], W [O, I], b [O] and r [N, O] (ops/linear_add.c's)
+ * or NULL; dx stored when fresh, else added (kernels/linear.c). */
 bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
                           const ag_real *r, ag_real *y);
 bool ag__k_linear_backward(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,

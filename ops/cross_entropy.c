@@ -28,12 +28,12 @@
  * targets (copied), and per row m and log(sum_v exp(x_v - m)) kept apart, so
  * that the backward's p_v = exp((x_v - m) - log sum) is as exact as the
  * forward (m + log sum would round away the small part when m is 1e4).
- * The fast rows are src/kernels/cross_entropy.c. */
+ * The arguments' rules are core/fits.c's.  The fast rows are
+ * src/kernels/cross_entropy.c. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 typedef ag__xent saved; /* kernels/kernels.h: what the backward reads */
@@ -42,48 +42,6 @@ ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, 
                             double label_smoothing)
 {
     return ag_cross_entropy_ex(g, logits, targets, ignore_index, label_smoothing, AG_REDUCTION_MEAN);
-}
-
-/* The arguments: logits [..., V] with V >= 1, label smoothing in [0, 1], a
- * known reduction, targets given when there are rows, each in [0, V) or
- * ignore_index.  *count gets the rows not ignored.  A bad one fails the
- * graph with a message naming it, and returns false. */
-static bool check_args(ag_graph *g, const ag_tensor *logits, const int *targets, int ignore_index, double ls,
-                       ag_reduction reduction, size_t *count)
-{
-    char sl[96];
-    if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0) {
-        ag_graph_fail(g, AG_ERR_SHAPE, "cross_entropy: logits must be [..., V] with V >= 1, got %s",
-                      ag_shape_str(logits, sl, sizeof sl));
-        return false;
-    }
-    if (!(ls >= 0 && ls <= 1)) {
-        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: label_smoothing = %g must be in [0, 1]", ls);
-        return false;
-    }
-    if (reduction != AG_REDUCTION_MEAN && reduction != AG_REDUCTION_SUM && reduction != AG_REDUCTION_NONE) {
-        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: reduction %d is not mean (%d), sum (%d) or none (%d)",
-                      (int)reduction, AG_REDUCTION_MEAN, AG_REDUCTION_SUM, AG_REDUCTION_NONE);
-        return false;
-    }
-    int V = logits->shape[logits->ndim - 1];
-    size_t rows = logits->size / (size_t)V;
-    if (rows > 0 && !targets) {
-        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: targets is NULL for logits %s",
-                      ag_shape_str(logits, sl, sizeof sl));
-        return false;
-    }
-    *count = 0;
-    for (size_t r = 0; r < rows; r++) {
-        if (targets[r] == ignore_index) continue;
-        if (targets[r] < 0 || targets[r] >= V) {
-            ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: target %d at position %zu out of range [0, %d)",
-                          targets[r], r, V);
-            return false;
-        }
-        (*count)++;
-    }
-    return true;
 }
 
 /* What the backward reads, in g's arena and hung on y: the targets
@@ -149,7 +107,7 @@ ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *target
 {
     size_t count;
     if (!ag__ok(g, "cross_entropy", 1, logits) ||
-        !check_args(g, logits, targets, ignore_index, label_smoothing, reduction, &count))
+        !ag__cross_entropy_fits(g, logits, targets, ignore_index, label_smoothing, reduction, &count))
         return NULL;
     int V = logits->shape[logits->ndim - 1];
     size_t rows = logits->size / (size_t)V;

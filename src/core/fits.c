@@ -46,3 +46,41 @@ bool ag__linear_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_t
     }
     return true;
 }
+
+bool ag__cross_entropy_fits(ag_graph *g, const ag_tensor *logits, const int *targets, int ignore_index, double ls,
+                            ag_reduction reduction, size_t *count)
+{
+    char sl[96];
+    if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "cross_entropy: logits must be [..., V] with V >= 1, got %s",
+                      ag_shape_str(logits, sl, sizeof sl));
+        return false;
+    }
+    if (!(ls >= 0 && ls <= 1)) {
+        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: label_smoothing = %g must be in [0, 1]", ls);
+        return false;
+    }
+    if (reduction != AG_REDUCTION_MEAN && reduction != AG_REDUCTION_SUM && reduction != AG_REDUCTION_NONE) {
+        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: reduction %d is not mean (%d), sum (%d) or none (%d)",
+                      (int)reduction, AG_REDUCTION_MEAN, AG_REDUCTION_SUM, AG_REDUCTION_NONE);
+        return false;
+    }
+    int V = logits->shape[logits->ndim - 1];
+    size_t rows = logits->size / (size_t)V;
+    if (rows > 0 && !targets) {
+        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: targets is NULL for logits %s",
+                      ag_shape_str(logits, sl, sizeof sl));
+        return false;
+    }
+    *count = 0;
+    for (size_t r = 0; r < rows; r++) {
+        if (targets[r] == ignore_index) continue;
+        if (targets[r] < 0 || targets[r] >= V) {
+            ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: target %d at position %zu out of range [0, %d)",
+                          targets[r], r, V);
+            return false;
+        }
+        (*count)++;
+    }
+    return true;
+}

@@ -345,6 +345,11 @@ bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, con
  * NULL fit, and r (NULL for linear) has the output's shape [..., O]. */
 bool ag__linear_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *w, const ag_tensor *b,
                      const ag_tensor *r);
+/* cross_entropy's: logits [..., V] with V >= 1, label smoothing in [0, 1],
+ * a known reduction, targets given when there are rows, each in [0, V) or
+ * ignore_index; *count gets the rows not ignored. */
+bool ag__cross_entropy_fits(ag_graph *g, const ag_tensor *logits, const int *targets, int ignore_index, double ls,
+                            ag_reduction reduction, size_t *count);
 /* Multi-head attention's heads in one node (ops/attention.c): q [B, T, H, D],
  * k [B, S, H, D], v [B, S, H, Dv] (heads layout, read in place), mask
  * broadcast to [B, H, T, S] or NULL -> [B, T, H, Dv]:

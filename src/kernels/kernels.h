@@ -108,12 +108,12 @@ typedef struct ag__xent {
     double *logsum;     /* [rows], log(sum_v exp(x_v - m)); lse = m + logsum */
     ag_real *expd;      /* [rows, V], exp(x_v - m): p_v = expd_v / exp(logsum) */
 } ag__xent;
-/* kernels/cross_entropy.c: of every row m, exp(x - m) and (in logsum,
- * until the op takes its log) their sum, -inf and 0 for an ignored row;
- * the backward's dx, stored when fresh, else added. */
-bool ag__k_cross_entropy_exps(ag__xent *sv, int ignore_index, const ag_real *x);
-/* label smoothing's mean_v (x_v - m) over a row of V logits, in *mean. */
-bool ag__k_cross_entropy_mean(int V, const ag_real *xr, double m, double *mean);
+/* kernels/cross_entropy.c: the forward's rows, each row's m, exp(x - m)
+ * and log sum kept in sv (-inf and 0 for an ignored row), loss_r in
+ * loss[r] (when loss is not NULL; 0 for an ignored row), the counted
+ * rows' sum in *total; the backward's dx, stored when fresh, else added. */
+bool ag__k_cross_entropy_forward(ag__xent *sv, int ignore_index, double ls, const ag_real *x, ag_real *loss,
+                                 double *total);
 bool ag__k_cross_entropy_backward(const ag__xent *sv, int ignore, ag_reduction reduction, double ls,
                                   const ag_real *dy, ag_real *dx, bool fresh);
 

@@ -151,60 +151,23 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
         backward_ref(sv, ignore, reduction, ls, logits->data, y->grad, dx);
 }
 
-/* Fixed targets, made inside the builds: they are data, not checked inputs. */
-static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {2, 0, 4};
-    return ag_cross_entropy(g, in[0], t, -100, 0);
-}
-
-static ag_tensor *case_ignored(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {1, -100, 3, 0};
-    return ag_cross_entropy(g, in[0], t, -100, 0);
-}
-
-static ag_tensor *case_smooth_leading(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {0, 3, 3, 1, 2, 0};
-    return ag_cross_entropy(g, in[0], t, -1, 0.1);
-}
-
-static ag_tensor *case_smooth_ignored(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {0, 7, 2, 7};
-    return ag_cross_entropy(g, in[0], t, 7, 0.1);
-}
-
-static ag_tensor *case_one_row(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {2};
-    return ag_cross_entropy(g, in[0], t, -100, 0.1);
-}
-
-static ag_tensor *case_one_class(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {0, 0, 0};
-    return ag_cross_entropy(g, in[0], t, -100, 0);
-}
-
-static ag_tensor *case_sum(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {1, -100, 3, 0};
-    return ag_cross_entropy_ex(g, in[0], t, -100, 0.1, AG_REDUCTION_SUM);
-}
-
-static ag_tensor *case_none(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {0, 3, -100, 1, 2, 0};
-    return ag_cross_entropy_ex(g, in[0], t, -100, 0, AG_REDUCTION_NONE);
-}
-
-static ag_tensor *case_none_smooth(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {2, 0, 1};
-    return ag_cross_entropy_ex(g, in[0], t, -100, 0.2, AG_REDUCTION_NONE);
-}
+/* Each case's targets are fixed data, made inside its build, not a checked
+ * input: CASE(name, ignore_index, label smoothing, reduction, targets...). */
+#define CASE(name, ignore, ls, reduction, ...)                                           \
+    static ag_tensor *name(ag_graph *g, ag_tensor *const *in)                            \
+    {                                                                                    \
+        static const int t[] = {__VA_ARGS__};                                            \
+        return ag_cross_entropy_ex(g, in[0], t, ignore, ls, AG_REDUCTION_##reduction); \
+    }
+CASE(case_plain, -100, 0, MEAN, 2, 0, 4)
+CASE(case_ignored, -100, 0, MEAN, 1, -100, 3, 0)
+CASE(case_smooth_leading, -1, 0.1, MEAN, 0, 3, 3, 1, 2, 0)
+CASE(case_smooth_ignored, 7, 0.1, MEAN, 0, 7, 2, 7)
+CASE(case_one_row, -100, 0.1, MEAN, 2)
+CASE(case_one_class, -100, 0, MEAN, 0, 0, 0)
+CASE(case_sum, -100, 0.1, SUM, 1, -100, 3, 0)
+CASE(case_none, -100, 0, NONE, 0, 3, -100, 1, 2, 0)
+CASE(case_none_smooth, -100, 0.2, NONE, 2, 0, 1)
 
 static const ag_op_case cases[] = {
     {"[3, 5]", 1, {2}, {{3, 5}}, -3, 3, 0, case_plain},

@@ -153,10 +153,10 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
 
 /* Each case's targets are fixed data, made inside its build, not a checked
  * input: CASE(name, ignore_index, label smoothing, reduction, targets...). */
-#define CASE(name, ignore, ls, reduction, ...)                                           \
-    static ag_tensor *name(ag_graph *g, ag_tensor *const *in)                            \
-    {                                                                                    \
-        static const int t[] = {__VA_ARGS__};                                            \
+#define CASE(name, ignore, ls, reduction, ...)                                         \
+    static ag_tensor *name(ag_graph *g, ag_tensor *const *in)                          \
+    {                                                                                  \
+        static const int t[] = {__VA_ARGS__};                                          \
         return ag_cross_entropy_ex(g, in[0], t, ignore, ls, AG_REDUCTION_##reduction); \
     }
 CASE(case_plain, -100, 0, MEAN, 2, 0, 4)

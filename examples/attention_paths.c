@@ -35,7 +35,8 @@ static const char *node_label(const ag_tensor *t, char *buf, size_t len)
 static const char *fused_file(int op)
 {
     switch (op) {
-    case AG_OP_LINEAR: case AG_OP_LINEAR_ADD: return "ops/linear.c";
+    case AG_OP_LINEAR: return "ops/linear.c";
+    case AG_OP_LINEAR_ADD: return "ops/linear_add.c";
     case AG_OP_MASKED_SOFTMAX: return "ops/masked_softmax.c";
     case AG_OP_ATTENTION: return "ops/attention.c, src/kernels/attention.c";
     default: return NULL;

@@ -6,7 +6,7 @@
  *   [B, H, T, S]) or NULL -> y [B, T, H, Dv]
  *
  * Head h of sentence b, Q [T, D], K [S, D], V [S, Dv] and O [T, Dv], is read
- * and written in place, rows H D apart (ops/matmul.c's heads layout):
+ * and written in place, rows H D apart (the heads layout, core/heads.h):
  *
  * forward:  A  = Q K^T                                      [T, S]
  *           P  = softmax(mask ? scale A : fill), row-wise   [T, S]
@@ -17,27 +17,24 @@
  *
  * It equals the three nodes it replaces, matmul_heads(q, k^T),
  * masked_softmax and matmul_heads(., v) (tests/test_fusion.c).  Only P is
- * saved for the backward.  The fast code (kernels/attention.c) keeps a
- * head's scores in the cache, skips keys no query may see with fill -inf,
- * and has a kernel of its own for a toy GPT's heads.
+ * saved for the backward.  The fast code is kernels/attention.c.
  *
  * src = {q, k, v}; aux = the heads' description (ag__attn) and P;
  * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked. */
+#include "core/heads.h"
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
-#include <stdio.h>
 
-typedef struct saved {
-    ag__attn a; /* the mask is data, never differentiated, like embedding's ids */
-    ag_real *p; /* [B, H, T, S] */
-} saved;
+/* the heads (their mask is data, never differentiated, like embedding's
+ * ids) and P [B, H, T, S] */
+typedef struct saved { ag__attn a; ag_real *p; } saved;
 
 /* Element (t, c) of head h of sentence b of x stored [B, rows, H, cols]. */
 static size_t at(const ag__attn *a, int b, int h, int t, int rows, int cols, int c)
 {
-    return (((size_t)b * (size_t)rows + (size_t)t) * (size_t)a->H + (size_t)h) * (size_t)cols + (size_t)c;
+    return ag__head_row(rows, a->H, cols, b, h, t) + (size_t)c;
 }
 
 /* Whether row r of the scores [B, H, T, S] keeps key s. */
@@ -102,39 +99,10 @@ static void backward_ref(const ag__attn *a, const ag__mask_map *mm, ag_tensor *c
             }
 }
 
-/* q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv]; the mask broadcasts to
- * [B, H, T, S].  Otherwise records why and returns false. */
-static bool shapes_fit(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v, const ag_tensor *mask)
-{
-    char a[96], b[96], c[96];
-    bool fit = q->ndim == 4 && k->ndim == 4 && v->ndim == 4 && k->shape[0] == q->shape[0] &&
-               v->shape[0] == q->shape[0] && k->shape[2] == q->shape[2] && v->shape[2] == q->shape[2] &&
-               k->shape[3] == q->shape[3] && v->shape[1] == k->shape[1];
-    if (!fit) {
-        ag_graph_fail(g, AG_ERR_SHAPE,
-                      "attention: q %s, k %s, v %s do not fit [B, T, H, D], [B, S, H, D], [B, S, H, Dv]",
-                      ag_shape_str(q, a, sizeof a), ag_shape_str(k, b, sizeof b), ag_shape_str(v, c, sizeof c));
-        return false;
-    }
-    int scores[4] = {q->shape[0], q->shape[2], q->shape[1], k->shape[1]}; /* [B, H, T, S] */
-    for (int i = 0; mask && i < mask->ndim; i++) {
-        int ix = 4 - mask->ndim + i, d = mask->shape[i];
-        if (ix < 0 ? d != 1 : d != 1 && d != scores[ix]) {
-            ag_graph_fail(g, AG_ERR_SHAPE,
-                          "attention: mask %s does not broadcast to the scores' [B, H, T, S] = [%d, %d, %d, %d]",
-                          ag_shape_str(mask, a, sizeof a), scores[0], scores[1], scores[2], scores[3]);
-            return false;
-        }
-    }
-    return true;
-}
-
 ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, double scale, ag_tensor *mask,
                                double fill)
 {
-    if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
-    if (mask && !ag__usable(g, "attention", 3, mask)) return NULL;
-    if (!shapes_fit(g, q, k, v, mask)) return NULL;
+    if (!ag__ok(g, "attention", 3, q, k, v) || !ag__attention_fits(g, q, k, v, mask)) return NULL; /* core/fits.c */
     ag__attn a = {.B = q->shape[0], .T = q->shape[1], .S = k->shape[1], .H = q->shape[2], .D = q->shape[3],
                   .Dv = v->shape[3], .mask = mask, .scale = scale, .fill = fill};
     ag_tensor *src[3] = {q, k, v};
@@ -173,29 +141,18 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     backward_ref(a, &mm, x, sv->p, y->grad, dx, dp);
 }
 
-/* Fixed masks, made inside the builds: they are data, not checked inputs. */
-static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in)
+/* Fixed masks, made inside the builds: they are data, not checked inputs.
+ * padding [B, 1, 1, S] = [2, 1, 1, 4]: sentence 1 masks every key. */
+static ag_tensor *causal(ag_graph *g) { return ag_tensor_from(g, AG_SHAPE(3, 3), (ag_real[]){1, 0, 0, 1, 1, 0, 1, 1, 1}); }
+static ag_tensor *padding(ag_graph *g) { return ag_tensor_from(g, AG_SHAPE(2, 1, 1, 4), (ag_real[]){1, 1, 0, 1, 0, 0, 0, 0}); }
+static ag_tensor *heads(ag_graph *g, ag_tensor *const *in, double scale, ag_tensor *mask, double fill)
 {
-    return ag__attention_heads(g, in[0], in[1], in[2], 0.5, NULL, 0);
+    return ag__attention_heads(g, in[0], in[1], in[2], scale, mask, fill);
 }
-static ag_tensor *case_causal(ag_graph *g, ag_tensor *const *in)
-{
-    ag_tensor *causal3 = ag_tensor_from(g, AG_SHAPE(3, 3), (ag_real[]){1, 0, 0, 1, 1, 0, 1, 1, 1});
-    return ag__attention_heads(g, in[0], in[1], in[2], 0.7, causal3, -INFINITY);
-}
-static ag_tensor *padding(ag_graph *g)
-{
-    /* [B, 1, 1, S] = [2, 1, 1, 4]: sentence 1 masks every key */
-    return ag_tensor_from(g, AG_SHAPE(2, 1, 1, 4), (ag_real[]){1, 1, 0, 1, 0, 0, 0, 0});
-}
-static ag_tensor *case_padding(ag_graph *g, ag_tensor *const *in)
-{
-    return ag__attention_heads(g, in[0], in[1], in[2], 1.3, padding(g), -INFINITY);
-}
-static ag_tensor *case_padding_uniform(ag_graph *g, ag_tensor *const *in)
-{
-    return ag__attention_heads(g, in[0], in[1], in[2], 1.3, padding(g), -1e9);
-}
+static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in) { return heads(g, in, 0.5, NULL, 0); }
+static ag_tensor *case_causal(ag_graph *g, ag_tensor *const *in) { return heads(g, in, 0.7, causal(g), -INFINITY); }
+static ag_tensor *case_padding(ag_graph *g, ag_tensor *const *in) { return heads(g, in, 1.3, padding(g), -INFINITY); }
+static ag_tensor *case_uniform(ag_graph *g, ag_tensor *const *in) { return heads(g, in, 1.3, padding(g), -1e9); }
 
 static const ag_op_case cases[] = {
     {"q [2, 3, 2, 4], k [2, 5, 2, 4], v [2, 5, 2, 3], no mask", 3, {4, 4, 4},
@@ -204,7 +161,7 @@ static const ag_op_case cases[] = {
     {"padding [2, 1, 1, 4], a sentence all -inf", 3, {4, 4, 4}, {{2, 3, 2, 2}, {2, 4, 2, 2}, {2, 4, 2, 3}}, -1, 1, 0,
      case_padding},
     {"padding, fill -1e9: a uniform row", 3, {4, 4, 4}, {{2, 2, 1, 3}, {2, 4, 1, 3}, {2, 4, 1, 2}}, -1, 1, 0,
-     case_padding_uniform},
+     case_uniform},
     {"size-1: [1, 1, 1, 1]", 3, {4, 4, 4}, {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}}, -1, 1, 0, case_plain},
 };
 

@@ -1,89 +1,41 @@
-/* ops/cross_entropy.c: cross-entropy of logits against integer targets,
+/* ops/cross_entropy.c: cross-entropy of logits against integer targets:
  * log-softmax and negative log-likelihood fused (and stable), reduced to
- * their mean (the default), their sum, or kept per row.
+ * their mean (the default), their sum, or kept per row (none).
  *
- *   logits [..., V], targets (one int per row) -> loss []       (mean, sum)
- *                                              -> loss [...]    (none)
+ *   logits [..., V], targets (one int per row) -> loss [] (mean, sum), [...] (none)
  *
  * forward, per row r with target t != ignore_index (ls = label smoothing):
- *   m   = max_v x_v
- *   lse = m + log(sum_v exp(x_v - m))           (log-sum-exp; -log p_v = lse - x_v)
+ *   m      = max_v x_v
+ *   lse    = m + log(sum_v exp(x_v - m))    (log-sum-exp; -log p_v = lse - x_v)
  *   loss_r = (1 - ls) (lse - x_t) + ls mean_v (lse - x_v)
  *          = lse - (1 - ls) x_t - ls mean_v x_v
- *   mean: loss = sum_r loss_r / count           (count: rows not ignored)
- *   sum:  loss = sum_r loss_r
+ *   mean: sum_r loss_r / count (count: the rows not ignored);  sum: sum_r loss_r;
  *   none: loss[r] = loss_r, 0 for an ignored row
- * This is PyTorch's F.cross_entropy(label_smoothing=ls, reduction=...): (1 - ls) nll plus
- * ls times the mean over classes of -log p.  Each row is computed from
- * x - m, so logits of 1e4 lose nothing to cancellation.  When every target
- * is ignored, count = 0: the mean is 0 and the gradient zero (PyTorch: NaN).
  * backward, per counted row (ignored rows get 0), with w_r the weight of
  * loss_r in the result (mean: dy / count; sum: dy; none: dy[r]):
- *   dx_v += w_r * (p_v - (1 - ls) [v == t] - ls / V),  p_v = exp(x_v - lse)
- *   (d lse / d x_v = p_v; the other two terms differentiate -x_t and
- *   -mean_v x_v)
+ *   dx_v += w_r (p_v - (1 - ls) [v == t] - ls / V),   p_v = exp(x_v - lse)
+ *   (d lse / d x_v = p_v; the other two terms differentiate -x_t, -mean_v x_v)
  *
- * iarg[0] = ignore_index, iarg[1] = reduction, farg[0] = label smoothing.
- * aux = saved: the
- * targets (copied), and per row m and log(sum_v exp(x_v - m)) kept apart, so
- * that the backward's p_v = exp((x_v - m) - log sum) is as exact as the
- * forward (m + log sum would round away the small part when m is 1e4).
- * The fast rows are src/kernels/cross_entropy.c. */
+ * PyTorch's F.cross_entropy(label_smoothing=ls, reduction=...), except that
+ * with every target ignored the mean is 0 and the gradient zero (PyTorch:
+ * NaN).  Each row is computed from x - m, so logits of 1e4 lose nothing to
+ * cancellation; m and log sum are kept apart, so that the backward's
+ * p_v = exp((x_v - m) - log sum) is as exact as the forward.
+ *
+ * iarg[0] = ignore_index, iarg[1] = reduction, farg[0] = ls; aux = saved.
+ * The arguments' rules are core/fits.c's; the fast rows are
+ * src/kernels/cross_entropy.c. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 typedef ag__xent saved; /* kernels/kernels.h: what the backward reads */
 
-ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
-                            double label_smoothing)
+ag_tensor *ag_cross_entropy(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index, double ls)
 {
-    return ag_cross_entropy_ex(g, logits, targets, ignore_index, label_smoothing, AG_REDUCTION_MEAN);
-}
-
-/* The arguments: logits [..., V] with V >= 1, label smoothing in [0, 1], a
- * known reduction, targets given when there are rows, each in [0, V) or
- * ignore_index.  *count gets the rows not ignored.  A bad one fails the
- * graph with a message naming it, and returns false. */
-static bool check_args(ag_graph *g, const ag_tensor *logits, const int *targets, int ignore_index, double ls,
-                       ag_reduction reduction, size_t *count)
-{
-    char sl[96];
-    if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0) {
-        ag_graph_fail(g, AG_ERR_SHAPE, "cross_entropy: logits must be [..., V] with V >= 1, got %s",
-                      ag_shape_str(logits, sl, sizeof sl));
-        return false;
-    }
-    if (!(ls >= 0 && ls <= 1)) {
-        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: label_smoothing = %g must be in [0, 1]", ls);
-        return false;
-    }
-    if (reduction != AG_REDUCTION_MEAN && reduction != AG_REDUCTION_SUM && reduction != AG_REDUCTION_NONE) {
-        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: reduction %d is not mean (%d), sum (%d) or none (%d)",
-                      (int)reduction, AG_REDUCTION_MEAN, AG_REDUCTION_SUM, AG_REDUCTION_NONE);
-        return false;
-    }
-    int V = logits->shape[logits->ndim - 1];
-    size_t rows = logits->size / (size_t)V;
-    if (rows > 0 && !targets) {
-        ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: targets is NULL for logits %s",
-                      ag_shape_str(logits, sl, sizeof sl));
-        return false;
-    }
-    *count = 0;
-    for (size_t r = 0; r < rows; r++) {
-        if (targets[r] == ignore_index) continue;
-        if (targets[r] < 0 || targets[r] >= V) {
-            ag_graph_fail(g, AG_ERR_ARG, "cross_entropy: target %d at position %zu out of range [0, %d)",
-                          targets[r], r, V);
-            return false;
-        }
-        (*count)++;
-    }
-    return true;
+    return ag_cross_entropy_ex(g, logits, targets, ignore_index, ls, AG_REDUCTION_MEAN);
 }
 
 /* What the backward reads, in g's arena and hung on y: the targets
@@ -91,88 +43,76 @@ static bool check_args(ag_graph *g, const ag_tensor *logits, const int *targets,
  * the arena is out of memory. */
 static saved *save_for_backward(ag_graph *g, ag_tensor *y, const int *targets, size_t rows, size_t count, int V)
 {
+    size_t n = rows ? rows : 1; /* no zero-sized saves */
     saved *sv = ag__save(g, sizeof *sv);
-    int *tg = sv ? ag__save(g, (rows ? rows : 1) * sizeof(int)) : NULL;
-    double *mx = tg ? ag__save(g, 2 * (rows ? rows : 1) * sizeof(double)) : NULL;
-    ag_real *ex = mx ? ag__save(g, (rows ? rows : 1) * (size_t)V * sizeof(ag_real)) : NULL;
+    int *tg = sv ? ag__save(g, n * sizeof(int)) : NULL;
+    double *mx = tg ? ag__save(g, 2 * n * sizeof(double)) : NULL;
+    ag_real *ex = mx ? ag__save(g, n * (size_t)V * sizeof(ag_real)) : NULL;
     if (!ex) return NULL;
     if (rows) memcpy(tg, targets, rows * sizeof(int));
-    *sv = (saved){.rows = rows, .count = count, .V = V, .targets = tg, .max = mx, .logsum = mx + (rows ? rows : 1),
-                  .expd = ex};
-    ag__impl(y)->aux = sv;
-    return sv;
+    *sv = (saved){.rows = rows, .count = count, .V = V, .targets = tg, .max = mx, .logsum = mx + n, .expd = ex};
+    return ag__impl(y)->aux = sv;
 }
 
-/* The reference of every row's m and exp(x - m), kept in sv for the
- * backward, and sum_v exp(x_v - m) held in logsum until its log is taken
- * (row_loss); an ignored row gets m = -inf and 0.  NaNs are passed over
- * by the max, unless nothing is above -inf (then m is NaN). */
-static void exps_ref(saved *sv, int ignore_index, const ag_real *x)
+/* loss_r = lse - (1 - ls) x_t - ls mean_v x_v of a counted row, each term
+ * shifted by m (logsum = lse - m); +inf when every logit is -inf.  A term
+ * of weight 0 is left out: a -inf logit (a masked class) makes x_t or the
+ * mean -inf, and 0 * -inf would be NaN. */
+static double row_loss(const ag_real *xr, int V, int t, double m, double logsum, double ls)
+{
+    if (m == -INFINITY) return INFINITY; /* -log p_t = +inf, no gradient */
+    double loss = logsum, mean = 0;
+    if (ls < 1) loss -= (1 - ls) * (xr[t] - m);
+    for (int v = 0; ls > 0 && v < V; v++) mean += xr[v] - m;
+    if (ls > 0) loss -= ls * (mean / V);
+    return loss;
+}
+
+/* The reference forward: each row's m, exp(x - m) and log sum kept in sv
+ * for the backward (an ignored row: m = -inf), loss_r into loss[r] (unless
+ * loss is NULL; 0 for an ignored row), the counted rows' sum returned.
+ * NaNs are passed over by the max, unless nothing is above -inf (then m
+ * is NaN). */
+static double forward_ref(saved *sv, int ignore_index, double ls, const ag_real *x, ag_real *loss)
 {
     const size_t V = (size_t)sv->V;
+    double total = 0;
     for (size_t r = 0; r < sv->rows; r++) {
         const ag_real *xr = x + r * V;
         ag_real m = -INFINITY, s = 0;
-        bool nan = false;
+        bool nan = false, counted = sv->targets[r] != ignore_index;
         for (size_t v = 0; v < V; v++) nan |= isnan(xr[v]), m = xr[v] > m ? xr[v] : m;
         if (m == -INFINITY && nan) m = NAN;
         for (size_t v = 0; m > -INFINITY && v < V; v++) s += sv->expd[r * V + v] = (ag_real)exp((double)(xr[v] - m));
-        bool counted = sv->targets[r] != ignore_index;
         sv->max[r] = counted ? (double)m : -INFINITY;
-        sv->logsum[r] = counted ? (double)s : 0;
+        sv->logsum[r] = counted ? log((double)s) : 0;
+        double loss_r = counted ? row_loss(xr, sv->V, sv->targets[r], sv->max[r], sv->logsum[r], ls) : 0;
+        if (loss) loss[r] = (ag_real)loss_r;
+        total += loss_r;
     }
-}
-
-/* loss_r of a counted row r from s = sum_v exp(x_v - m) (row_exps); keeps
- * log s in sv for the backward. */
-static double row_loss(saved *sv, size_t r, const ag_real *xr, int V, double ls, double s)
-{
-    double m = sv->max[r], mean_shifted = 0;
-    if (m == -INFINITY) return INFINITY; /* every logit -inf: -log p_t = +inf, no gradient */
-    if (ls > 0) { /* only label smoothing needs the row's mean (x - m) */
-#pragma omp simd reduction(+ : mean_shifted)
-        for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
-        mean_shifted /= V;
-    }
-    sv->logsum[r] = log(s);
-    /* loss_r = lse - (1-ls) x_t - ls mean x, every term shifted by m.
-     * A term whose weight is 0 is left out: a -inf logit (a masked
-     * class) makes x_t or the mean -inf, and 0 * -inf would be NaN. */
-    double loss_r = sv->logsum[r];
-    if (ls < 1) loss_r -= (1 - ls) * (xr[sv->targets[r]] - m);
-    if (ls > 0) loss_r -= ls * mean_shifted;
-    return loss_r;
+    return total;
 }
 
 ag_tensor *ag_cross_entropy_ex(ag_graph *g, ag_tensor *logits, const int *targets, int ignore_index,
                                double label_smoothing, ag_reduction reduction)
 {
-    size_t count;
+    size_t count; /* the rows not ignored */
     if (!ag__ok(g, "cross_entropy", 1, logits) ||
-        !check_args(g, logits, targets, ignore_index, label_smoothing, reduction, &count))
+        !ag__cross_entropy_fits(g, logits, targets, ignore_index, label_smoothing, reduction, &count))
         return NULL;
-    int V = logits->shape[logits->ndim - 1];
+    int V = logits->shape[logits->ndim - 1], per_row = reduction == AG_REDUCTION_NONE;
     size_t rows = logits->size / (size_t)V;
     /* none: one loss per row, the logits' shape without its last axis */
-    int per_row = reduction == AG_REDUCTION_NONE;
     ag_tensor *y = ag__node(g, AG_OP_CROSS_ENTROPY, per_row ? logits->ndim - 1 : 0, logits->shape, 1, &logits);
     if (!y) return NULL;
-    ag__impl(y)->iarg[0] = ignore_index;
-    ag__impl(y)->iarg[1] = (int)reduction;
+    ag__impl(y)->iarg[0] = ignore_index, ag__impl(y)->iarg[1] = (int)reduction;
     ag__impl(y)->farg[0] = label_smoothing;
     saved *sv = save_for_backward(g, y, targets, rows, count, V);
     if (!sv) return NULL;
-    /* Every row's exps first, then every row's log and loss: rows are
-     * independent, and the CPU overlaps one row's log with the next's. */
-    if (!(ag__fast() && ag__k_cross_entropy_exps(sv, ignore_index, logits->data)))
-        exps_ref(sv, ignore_index, logits->data);
-    double total = 0; /* sum_r loss_r over the counted rows */
-    for (size_t r = 0; r < rows; r++) {
-        double loss_r = 0;
-        if (targets[r] != ignore_index)
-            total += loss_r = row_loss(sv, r, logits->data + r * (size_t)V, V, label_smoothing, sv->logsum[r]);
-        if (per_row) y->data[r] = (ag_real)loss_r;
-    }
+    double total; /* sum_r loss_r over the counted rows */
+    ag_real *loss = per_row ? y->data : NULL;
+    if (!(ag__fast() && ag__k_cross_entropy_forward(sv, ignore_index, label_smoothing, logits->data, loss, &total)))
+        total = forward_ref(sv, ignore_index, label_smoothing, logits->data, loss);
     if (reduction == AG_REDUCTION_MEAN) y->data[0] = count ? (ag_real)(total / (double)count) : 0;
     if (reduction == AG_REDUCTION_SUM) y->data[0] = (ag_real)total;
     return y;
@@ -211,60 +151,23 @@ static void cross_entropy_backward(ag_graph *g, ag_tensor *y)
         backward_ref(sv, ignore, reduction, ls, logits->data, y->grad, dx);
 }
 
-/* Fixed targets, made inside the builds: they are data, not checked inputs. */
-static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {2, 0, 4};
-    return ag_cross_entropy(g, in[0], t, -100, 0);
-}
-
-static ag_tensor *case_ignored(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {1, -100, 3, 0};
-    return ag_cross_entropy(g, in[0], t, -100, 0);
-}
-
-static ag_tensor *case_smooth_leading(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {0, 3, 3, 1, 2, 0};
-    return ag_cross_entropy(g, in[0], t, -1, 0.1);
-}
-
-static ag_tensor *case_smooth_ignored(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {0, 7, 2, 7};
-    return ag_cross_entropy(g, in[0], t, 7, 0.1);
-}
-
-static ag_tensor *case_one_row(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {2};
-    return ag_cross_entropy(g, in[0], t, -100, 0.1);
-}
-
-static ag_tensor *case_one_class(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {0, 0, 0};
-    return ag_cross_entropy(g, in[0], t, -100, 0);
-}
-
-static ag_tensor *case_sum(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {1, -100, 3, 0};
-    return ag_cross_entropy_ex(g, in[0], t, -100, 0.1, AG_REDUCTION_SUM);
-}
-
-static ag_tensor *case_none(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {0, 3, -100, 1, 2, 0};
-    return ag_cross_entropy_ex(g, in[0], t, -100, 0, AG_REDUCTION_NONE);
-}
-
-static ag_tensor *case_none_smooth(ag_graph *g, ag_tensor *const *in)
-{
-    static const int t[] = {2, 0, 1};
-    return ag_cross_entropy_ex(g, in[0], t, -100, 0.2, AG_REDUCTION_NONE);
-}
+/* Each case's targets are fixed data, made inside its build, not a checked
+ * input: CASE(name, ignore_index, label smoothing, reduction, targets...). */
+#define CASE(name, ignore, ls, reduction, ...)                                         \
+    static ag_tensor *name(ag_graph *g, ag_tensor *const *in)                          \
+    {                                                                                  \
+        static const int t[] = {__VA_ARGS__};                                          \
+        return ag_cross_entropy_ex(g, in[0], t, ignore, ls, AG_REDUCTION_##reduction); \
+    }
+CASE(case_plain, -100, 0, MEAN, 2, 0, 4)
+CASE(case_ignored, -100, 0, MEAN, 1, -100, 3, 0)
+CASE(case_smooth_leading, -1, 0.1, MEAN, 0, 3, 3, 1, 2, 0)
+CASE(case_smooth_ignored, 7, 0.1, MEAN, 0, 7, 2, 7)
+CASE(case_one_row, -100, 0.1, MEAN, 2)
+CASE(case_one_class, -100, 0, MEAN, 0, 0, 0)
+CASE(case_sum, -100, 0.1, SUM, 1, -100, 3, 0)
+CASE(case_none, -100, 0, NONE, 0, 3, -100, 1, 2, 0)
+CASE(case_none_smooth, -100, 0.2, NONE, 2, 0, 1)
 
 static const ag_op_case cases[] = {
     {"[3, 5]", 1, {2}, {{3, 5}}, -3, 3, 0, case_plain},

@@ -14,6 +14,7 @@
  * 1 / (1 - p)) and 0 where dropped, or NULL for the identity.  The stream is the graph's (ag_graph_seed), so the
  * same seed gives the same mask. */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <string.h>
 
@@ -37,8 +38,8 @@ ag_tensor *ag_dropout(ag_graph *g, ag_tensor *x, double p)
     ag_rng *r = ag__graph_rng(g);
     ag__rng_keep(r, p, x->size, kept); /* kept[i] = !(u_i < p) */
     ag_real keep = (ag_real)(1 / (1 - p));
-#pragma omp simd
-    for (size_t i = 0; i < x->size; i++) y->data[i] = x->data[i] * (kept[i] ? keep : 0);
+    if (!(ag__fast() && ag__k_dropout_forward(x->size, x->data, kept, keep, y->data)))
+        for (size_t i = 0; i < x->size; i++) y->data[i] = x->data[i] * (kept[i] ? keep : 0);
     return y;
 }
 
@@ -48,21 +49,13 @@ static void dropout_backward(ag_graph *g, ag_tensor *y)
     bool fresh; /* nothing in dx yet: store instead of adding */
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
-    const unsigned char *kept = ag__impl(y)->aux;
-    if (!kept) { /* y = x */
-        if (fresh) memcpy(dx, y->grad, y->size * sizeof(ag_real));
-        else
-            for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i];
-        return;
-    }
-    /* y_i = x_i * scale_i */
+    const unsigned char *kept = ag__impl(y)->aux; /* NULL: y = x */
     ag_real keep = (ag_real)(1 / (1 - ag__impl(y)->farg[0]));
-    if (fresh) {
-#pragma omp simd
-        for (size_t i = 0; i < y->size; i++) dx[i] = y->grad[i] * (kept[i] ? keep : 0);
-    } else {
-#pragma omp simd
-        for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i] * (kept[i] ? keep : 0);
+    if (ag__fast() && ag__k_dropout_backward(y->size, y->grad, kept, keep, dx, fresh)) return;
+    /* y_i = x_i scale_i  ->  dx_i += dy_i scale_i  (stored into an untouched dx) */
+    for (size_t i = 0; i < y->size; i++) {
+        ag_real d = y->grad[i] * (kept ? (kept[i] ? keep : 0) : 1);
+        dx[i] = fresh ? d : dx[i] + d;
     }
 }
 

@@ -11,10 +11,12 @@
  * Both directions walk y in order (row-major) with an odometer over its
  * indices, keeping the matching offset into x up to date by adding and
  * subtracting strides: no division per element.  The innermost axis is a
- * strided loop of its own.
+ * strided loop of its own (the fast walk, kernels/permute.c, copies runs
+ * that stay adjacent as vectors).
  *
  * iarg[0..ndim) = perm.  y is a copy (attograd has no views). */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <stdio.h>
 
@@ -24,40 +26,18 @@ enum { GATHER, /* forward:  y[j] = x[i] */
        SCATTER /* backward into an untouched dx: dx[i] = dy[j] */ };
 
 /* Walk y (shape[0..nd), row-major) and the elements of x it reads: output
- * axis k moves through x with stride st[k]. */
+ * axis k moves through x with stride st[k].  (A scalar is one run of 1.) */
 static void walk(int nd, const int *shape, const size_t *st, ag_real *x, ag_real *y, int mode)
 {
-    size_t size = ag__numel(nd, shape);
-    if (size == 0) return;
-    if (nd == 0) { /* a scalar: one element */
-        if (mode == ADD) x[0] += y[0];
-        else if (mode == SCATTER) x[0] = y[0];
-        else y[0] = x[0];
-        return;
-    }
-    size_t n = (size_t)shape[nd - 1], s = st[nd - 1]; /* the innermost run */
+    size_t size = ag__numel(nd, shape), n = nd ? (size_t)shape[nd - 1] : 1, s = nd ? st[nd - 1] : 0;
     int idx[AG_MAX_DIMS] = {0};
     size_t off = 0; /* offset in x of y's current run */
-    for (size_t r = 0; r < size; r += n) {
+    for (size_t r = 0; n && r < size; r += n) {
         ag_real *xr = x + off, *yr = y + r;
-        /* runs are short (a head's 16 values): plain loops, no calls; the
-         * innermost axis staying innermost (s == 1) gets vector loops */
-        if (s == 1) {
-            if (mode == GATHER)
-#pragma omp simd
-                for (size_t j = 0; j < n; j++) yr[j] = xr[j];
-            else if (mode == ADD)
-#pragma omp simd
-                for (size_t j = 0; j < n; j++) xr[j] += yr[j];
-            else
-#pragma omp simd
-                for (size_t j = 0; j < n; j++) xr[j] = yr[j];
-        } else if (mode == GATHER) {
-            for (size_t j = 0; j < n; j++) yr[j] = xr[j * s];
-        } else if (mode == ADD) {
-            for (size_t j = 0; j < n; j++) xr[j * s] += yr[j];
-        } else {
-            for (size_t j = 0; j < n; j++) xr[j * s] = yr[j];
+        for (size_t j = 0; j < n; j++) {
+            if (mode == GATHER) yr[j] = xr[j * s];
+            else if (mode == ADD) xr[j * s] += yr[j];
+            else xr[j * s] = yr[j];
         }
         /* odometer: advance the outer indices of y, last one fastest */
         for (int d = nd - 2; d >= 0; d--) {
@@ -104,7 +84,8 @@ ag_tensor *ag_permute(ag_graph *g, ag_tensor *x, const int *perm)
     for (int k = 0; k < nd; k++) ag__impl(y)->iarg[k] = perm[k];
     size_t st[AG_MAX_DIMS];
     perm_strides(x, perm, st);
-    walk(nd, y->shape, st, x->data, y->data, GATHER);
+    if (!(ag__fast() && ag__k_permute_forward(nd, y->shape, st, x->data, y->data)))
+        walk(nd, y->shape, st, x->data, y->data, GATHER);
     return y;
 }
 
@@ -117,7 +98,8 @@ static void permute_backward(ag_graph *g, ag_tensor *y)
     /* y[j] = x[i(j)]  ->  dx[i(j)] += dy[j] */
     size_t st[AG_MAX_DIMS];
     perm_strides(x, ag__impl(y)->iarg, st);
-    walk(y->ndim, y->shape, st, dx, y->grad, fresh ? SCATTER : ADD);
+    if (!(ag__fast() && ag__k_permute_backward(y->ndim, y->shape, st, y->grad, dx, fresh)))
+        walk(y->ndim, y->shape, st, dx, y->grad, fresh ? SCATTER : ADD);
 }
 
 ag_tensor *ag_transpose(ag_graph *g, ag_tensor *x, int axis0, int axis1)

@@ -16,6 +16,7 @@
  * newest consumer, src/core/graph.c; otherwise dx += dy, as every consumer
  * adds its part.) */
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -94,13 +95,12 @@ static void reshape_backward(ag_graph *g, ag_tensor *y)
     bool fresh;
     ag_real *dx = ag__grad_fresh(g, x, &fresh);
     if (!dx) return;
-    /* y[i] = x[i]  ->  dx[i] += dy[i]  (a copy into an untouched dx) */
-    if (fresh) {
-        memcpy(dx, y->grad, y->size * sizeof(ag_real));
+    if (ag__fast()) { /* the kernel room's copy or vector add */
+        ag__grad_pass(y->size, y->grad, dx, fresh);
         return;
     }
-#pragma omp simd
-    for (size_t i = 0; i < y->size; i++) dx[i] += y->grad[i];
+    /* y[i] = x[i]  ->  dx[i] += dy[i]  (stored into an untouched dx) */
+    for (size_t i = 0; i < y->size; i++) dx[i] = fresh ? y->grad[i] : dx[i] + y->grad[i];
 }
 
 static ag_tensor *case_infer(ag_graph *g, ag_tensor *const *in) { return ag_reshape(g, in[0], AG_SHAPE(4, -1)); }

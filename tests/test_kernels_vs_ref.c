@@ -223,6 +223,23 @@ static ag_tensor *sum_rows(ag_graph *g, ag_tensor *const *in) { return ag_sum(g,
 static ag_tensor *mean_cols(ag_graph *g, ag_tensor *const *in) { return ag_mean(g, in[0], 0, 1); }
 static ag_tensor *max_rows(ag_graph *g, ag_tensor *const *in) { return ag_max(g, in[0], -1, 1); }
 static ag_tensor *dropout(ag_graph *g, ag_tensor *const *in) { return ag_dropout(g, in[0], 0.3); }
+/* x read by two nodes of the op: the second backward adds into dx */
+static ag_tensor *dropout_twice(ag_graph *g, ag_tensor *const *in)
+{
+    return ag_add(g, ag_dropout(g, in[0], 0.3), ag_dropout(g, in[0], 0.5));
+}
+static ag_tensor *heads_split(ag_graph *g, ag_tensor *const *in)
+{
+    return ag_permute(g, in[0], (const int[]){0, 2, 1, 3});
+}
+static ag_tensor *permute_twice(ag_graph *g, ag_tensor *const *in)
+{
+    return ag_add(g, heads_split(g, in), ag_transpose(g, ag_transpose(g, heads_split(g, in), 1, 3), 1, 3));
+}
+static ag_tensor *reshape_twice(ag_graph *g, ag_tensor *const *in)
+{
+    return ag_add(g, ag_reshape(g, in[0], AG_SHAPE(-1)), ag_reshape(g, in[0], AG_SHAPE(-1)));
+}
 static ag_tensor *attention_causal(ag_graph *g, ag_tensor *const *in)
 {
     return ag__attention_heads(g, in[0], in[1], in[2], 0.25, ag_causal_mask(g, in[0]->shape[1], in[1]->shape[1]),
@@ -258,6 +275,10 @@ static const wide wides[] = {
     {"mean", {"[37, 129] over columns", 1, {2}, {{37, 129}}, -1, 1, 0, mean_cols}},
     {"max", {"[37, 129] over rows", 1, {2}, {{37, 129}}, -1, 1, 0, max_rows}},
     {"dropout", {"[1000]", 1, {1}, {{1000}}, -1, 1, 0, dropout}},
+    {"dropout", {"[37, 29] twice: dx added", 1, {2}, {{37, 29}}, -1, 1, 0, dropout_twice}},
+    {"permute", {"[3, 50, 4, 33] (0, 2, 1, 3): runs of 33", 1, {4}, {{3, 50, 4, 33}}, -1, 1, 0, heads_split}},
+    {"permute", {"[2, 7, 3, 19] twice, strided runs: dx added", 1, {4}, {{2, 7, 3, 19}}, -1, 1, 0, permute_twice}},
+    {"reshape", {"[37, 29] twice: dx added", 1, {2}, {{37, 29}}, -1, 1, 0, reshape_twice}},
     {"attention",
      {"toy heads: q, k, v [2, 32, 4, 16], causal", 3, {4, 4, 4}, {{2, 32, 4, 16}, {2, 32, 4, 16}, {2, 32, 4, 16}},
       -1, 1, 0, attention_causal}},

@@ -17,47 +17,60 @@
 
 #include <stdio.h>
 
+int ag__broadcast_dims(int na, const int *a, int nb, const int *b, int *shape)
+{
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int ia = na - n + i, ib = nb - n + i;
+        int da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+        if (da != db && da != 1 && db != 1) return i - n;
+        shape[i] = da == 1 ? db : da;
+    }
+    return 0;
+}
+
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
                          const ag_tensor *b, int *ndim, int *shape)
 {
-    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
-    for (int i = 0; i < n; i++) {
-        int ia = a->ndim - n + i, ib = b->ndim - n + i;
-        int da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
-        if (da != db && da != 1 && db != 1) {
-            char sa[96], sb[96];
-            ag_graph_fail(g, AG_ERR_SHAPE, "%s: shapes do not broadcast: %s and %s (axis %d: %d vs %d)", op,
-                          ag_shape_str(a, sa, sizeof sa), ag_shape_str(b, sb, sizeof sb), i - n, da, db);
-            return false;
-        }
-        shape[i] = da == 1 ? db : da;
+    int bad = ag__broadcast_dims(a->ndim, a->shape, b->ndim, b->shape, shape); /* -1: the last axis */
+    if (bad) {
+        char sa[96], sb[96];
+        int ia = a->ndim + bad, ib = b->ndim + bad, da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+        ag_graph_fail(g, AG_ERR_SHAPE, "%s: shapes do not broadcast: %s and %s (axis %d: %d vs %d)", op,
+                      ag_shape_str(a, sa, sizeof sa), ag_shape_str(b, sb, sizeof sb), bad, da, db);
+        return false;
     }
-    *ndim = n;
+    *ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
     return true;
 }
 
 bool ag__mask_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *mask)
 {
     int nd, shape[AG_MAX_DIMS];
-    if (!ag__broadcast_shape(g, op, x, mask, &nd, shape)) return false;
-    bool fits = nd == x->ndim;
-    for (int i = 0; fits && i < nd; i++) fits = shape[i] == x->shape[i];
-    if (!fits) {
-        char sx[96], sm[96];
-        ag_graph_fail(g, AG_ERR_SHAPE, "%s: mask %s does not broadcast to x's shape %s", op,
-                      ag_shape_str(mask, sm, sizeof sm), ag_shape_str(x, sx, sizeof sx));
-    }
-    return fits;
+    return ag__broadcast_shape(g, op, x, mask, &nd, shape) &&
+           ag__mask_fits_shape(g, op, mask, "x's shape", x->ndim, x->shape);
 }
 
-/* Strides (in elements) to read x as if it had out's shape: 0 on stretched
- * or missing axes. */
-static void bcast_strides(const ag_tensor *x, int ndim, const int *shape, size_t *st)
+bool ag__mask_fits_shape(ag_graph *g, const char *op, const ag_tensor *mask, const char *what, int nd,
+                         const int *shape)
 {
-    size_t s = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        int ix = x->ndim - ndim + i;
-        int dx = ix >= 0 ? x->shape[ix] : 1;
+    for (int i = 0; i < mask->ndim; i++) {
+        int it = nd - mask->ndim + i, d = mask->shape[i]; /* against shape's axis it (none: it < 0) */
+        if (d != 1 && (it < 0 || d != shape[it])) {
+            char sm[96], ss[96];
+            ag_graph_fail(g, AG_ERR_SHAPE, "%s: mask %s does not broadcast to %s %s", op,
+                          ag_shape_str(mask, sm, sizeof sm), what, ag_shape_str_n(nd, shape, ss, sizeof ss));
+            return false;
+        }
+    }
+    return true;
+}
+
+void ag__broadcast_strides(int nx, const int *xs, int n, const int *shape, size_t unit, size_t *st)
+{
+    size_t s = unit;
+    for (int i = n - 1; i >= 0; i--) {
+        int ix = nx - n + i, dx = ix >= 0 ? xs[ix] : 1;
         st[i] = (dx == 1 && shape[i] != 1) ? 0 : s;
         s *= (size_t)dx;
     }
@@ -75,8 +88,8 @@ static void walk_init(walk *w, const ag_tensor *a, const ag_tensor *b, int ndim,
 {
     w->ndim = ndim;
     for (int i = 0; i < ndim; i++) w->shape[i] = shape[i];
-    bcast_strides(a, ndim, shape, w->sa);
-    bcast_strides(b, ndim, shape, w->sb);
+    ag__broadcast_strides(a->ndim, a->shape, ndim, shape, 1, w->sa);
+    ag__broadcast_strides(b->ndim, b->shape, ndim, shape, 1, w->sb);
     /* Fold an axis into the one after it wherever both inputs continue
      * their run across the boundary (same shapes fold into one run of the
      * whole tensor; [B, T, C] + [T, C] into runs of T C): fewer, longer

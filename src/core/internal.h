@@ -251,6 +251,13 @@ ag_tensor *ag__reduce(ag_graph *g, int op, ag_tensor *x, int axis, int keepdim, 
 /* dx += dy (spread over the reduced axis), / count when average. */
 void ag__reduce_backward(ag_graph *g, ag_tensor *y, bool average);
 
+/* The shape [max(na, nb)] that shapes a [na] and b [nb] broadcast to;
+ * 0, or where they do not (the axis counted from the end: -1 the last). */
+int ag__broadcast_dims(int na, const int *a, int nb, const int *b, int *shape);
+/* Strides st[0..n) to read x (shape xs [nx]) as if it had `shape` [n],
+ * each entry of x `unit` values apart: 0 along its stretched or missing
+ * axes. */
+void ag__broadcast_strides(int nx, const int *xs, int n, const int *shape, size_t unit, size_t *st);
 /* Shape that a and b broadcast to; false (and error recorded) when they
  * cannot, with a message naming op and both shapes. */
 bool ag__broadcast_shape(ag_graph *g, const char *op, const ag_tensor *a,
@@ -262,6 +269,10 @@ size_t ag__wrap_index(const ag_tensor *x, int ndim, const int *shape, size_t i);
 /* mask broadcasts to x's own shape (masked_fill, masked_softmax); records
  * "op: mask [..] does not broadcast to x's shape [..]" when not. */
 bool ag__mask_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *mask);
+/* mask broadcasts to `shape` [nd] (attention's scores); records "op: mask
+ * [..] does not broadcast to <what> [..]" when not. */
+bool ag__mask_fits_shape(ag_graph *g, const char *op, const ag_tensor *mask, const char *what, int nd,
+                         const int *shape);
 
 /* Sum grad (shape `from`) down to a tensor of shape `to` that broadcast to
  * it, adding into dst.  Used by ops whose inputs broadcast. */
@@ -284,22 +295,33 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 
-/* ---- fused ops (ops/linear.c, ops/masked_softmax.c) ---------------------- */
+/* ---- fused ops (ops/linear.c, ops/linear_add.c, ops/masked_softmax.c) ---- */
 
 /* y = x W^T + b: x [..., in], W [out, in], b [out] or NULL -> [..., out]. */
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
 /* y = (x W^T + b) + r, r of y's shape: linear and then add(r, y) as one op
  * (a residual around a dense layer), with the same bits. */
 ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b, ag_tensor *r);
-/* d (+)= dy over n values, a gradient passed on unchanged (add's, the
- * residual's of linear_add): a fresh d is a copy of dy; else dy is added,
- * compiled once per instruction set (ops/add.c). */
+/* What the two share (ops/linear.c): the node y [..., O] of op with inputs
+ * src, filled with x W^T + b (+ r when r is not NULL); and the gradients
+ * of x, W and b from dy, y's. */
+ag_tensor *ag__dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_tensor *x, ag_tensor *w, ag_tensor *b,
+                          ag_tensor *r);
+void ag__dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b);
+/* d (+)= dy over n values, a gradient passed on unchanged (add's,
+ * reshape's, the residual's of linear_add): a fresh d is a copy of dy;
+ * else dy is added, compiled once per instruction set (the kernel room's:
+ * kernels/elementwise.c). */
 void ag__grad_pass(size_t n, const ag_real *dy, ag_real *d, bool fresh);
 /* Batched matmul (b transposed when tb) whose operands in `heads` are in
  * attention's heads layout: stored [B, T, H, D], read as [B, H, T, D]
- * (ops/matmul.c).  AG__MM_Y: the output is written [B, M, H, N]. */
+ * (ops/matmul_heads.c).  AG__MM_Y: the output is written [B, M, H, N]. */
 enum { AG__MM_A = 1, AG__MM_B = 2, AG__MM_Y = 4 };
 ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads);
+/* matmul's node (ops/matmul.c), a and b read with the shapes la, lb;
+ * `who` names the op in errors. */
+ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor *b, int tb, int heads,
+                           const int *la, const int *lb);
 /* softmax(mask == 0 ? fill : scale * x) over the last axis; mask may be NULL. */
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
 /* Where row r of a tensor of `shape` (rows along its last axis) finds its
@@ -314,6 +336,20 @@ typedef struct ag__mask_map {
 void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask);
 /* Where row r of x (rows of S values) starts in the mask's data. */
 size_t ag__mask_row(const ag__mask_map *mm, size_t r);
+/* The argument rules of the ops whose rules are long (src/core/fits.c):
+ * each records why they do not hold and returns false.  Attention's: q
+ * [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv] fit, the mask (or NULL) is
+ * usable and broadcasts to the scores' [B, H, T, S]. */
+bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v, const ag_tensor *mask);
+/* linear's (op "linear") and linear_add's: x [..., I], W [O, I], b [O] or
+ * NULL fit, and r (NULL for linear) has the output's shape [..., O]. */
+bool ag__linear_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *w, const ag_tensor *b,
+                     const ag_tensor *r);
+/* cross_entropy's: logits [..., V] with V >= 1, label smoothing in [0, 1],
+ * a known reduction, targets given when there are rows, each in [0, V) or
+ * ignore_index; *count gets the rows not ignored. */
+bool ag__cross_entropy_fits(ag_graph *g, const ag_tensor *logits, const int *targets, int ignore_index, double ls,
+                            ag_reduction reduction, size_t *count);
 /* Multi-head attention's heads in one node (ops/attention.c): q [B, T, H, D],
  * k [B, S, H, D], v [B, S, H, Dv] (heads layout, read in place), mask
  * broadcast to [B, H, T, S] or NULL -> [B, T, H, Dv]:

@@ -1,14 +1,17 @@
 /* kernels/cross_entropy.c: cross-entropy's rows, fast (the math and the
  * reference are ops/cross_entropy.c): the rows' max and exps by the
  * shared row kernel that folds sixteen rows' lanes side by side
- * (ag__max_exp_sum_rows, kernels/rows.c), and the backward's rows of
- * dx a piece at a time, one clone per instruction set. */
+ * (ag__max_exp_sum_rows, kernels/rows.c), then each row's loss (label
+ * smoothing's mean in lanes); and the backward's rows of dx a piece at a
+ * time, one clone per instruction set. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
 
-bool ag__k_cross_entropy_exps(ag__xent *sv, int ignore_index, const ag_real *x)
+/* Of every row, m and exp(x - m), and their sum in logsum (until row_loss
+ * takes its log); -inf and 0 for an ignored row. */
+static void exps(ag__xent *sv, int ignore_index, const ag_real *x)
 {
     const int V = sv->V;
     enum { PIECE = 256 };
@@ -22,6 +25,40 @@ bool ag__k_cross_entropy_exps(ag__xent *sv, int ignore_index, const ag_real *x)
             sv->logsum[r0 + r] = counted ? (double)s[r] : 0;
         }
     }
+}
+
+/* loss_r of counted row r (ops/cross_entropy.c's row_loss, the mean in
+ * lanes), from s = sum_v exp(x_v - m) in logsum, which keeps log s. */
+static double row_loss(ag__xent *sv, size_t r, const ag_real *xr, double ls)
+{
+    const int V = sv->V;
+    double m = sv->max[r], mean_shifted = 0;
+    if (m == -INFINITY) return INFINITY; /* every logit -inf: -log p_t = +inf, no gradient */
+    if (ls > 0) { /* only label smoothing needs the row's mean (x - m) */
+#pragma omp simd reduction(+ : mean_shifted)
+        for (int v = 0; v < V; v++) mean_shifted += xr[v] - m;
+        mean_shifted /= V;
+    }
+    sv->logsum[r] = log(sv->logsum[r]);
+    double loss_r = sv->logsum[r]; /* a term of weight 0 left out: 0 * -inf is NaN */
+    if (ls < 1) loss_r -= (1 - ls) * (xr[sv->targets[r]] - m);
+    if (ls > 0) loss_r -= ls * mean_shifted;
+    return loss_r;
+}
+
+bool ag__k_cross_entropy_forward(ag__xent *sv, int ignore_index, double ls, const ag_real *x, ag_real *loss,
+                                 double *total)
+{
+    /* Every row's exps first, then every row's log and loss: rows are
+     * independent, and the CPU overlaps one row's log with the next's. */
+    exps(sv, ignore_index, x);
+    double sum = 0;
+    for (size_t r = 0; r < sv->rows; r++) {
+        double loss_r = 0;
+        if (sv->targets[r] != ignore_index) sum += loss_r = row_loss(sv, r, x + r * (size_t)sv->V, ls);
+        if (loss) loss[r] = (ag_real)loss_r;
+    }
+    *total = sum;
     return true;
 }
 

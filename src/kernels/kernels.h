@@ -23,8 +23,8 @@ bool ag__fast(void);
  * this case to the reference.  The arguments are the reference's, named
  * as in ops/<op>.c, which holds the math. */
 
-/* ops/linear.c: x [N, I], W [O, I], b [O] and r [N, O] or NULL; dx stored
- * when fresh, else added (kernels/linear.c). */
+/* ops/linear.c: x [N, I], W [O, I], b [O] and r [N, O] (ops/linear_add.c's)
+ * or NULL; dx stored when fresh, else added (kernels/linear.c). */
 bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
                           const ag_real *r, ag_real *y);
 bool ag__k_linear_backward(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,
@@ -64,6 +64,10 @@ static inline size_t ag__products_at(const ag__products *p, const size_t *st, si
     }
     return off;
 }
+/* The plan of y = a b (b^T when tb), the operands in `heads` (AG__MM_A,
+ * _B, _Y) in heads layout (core/products.c). */
+void ag__products_plan(ag__products *p, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y, int tb,
+                       int heads);
 /* kernels/matmul.c: each product by gemm; the backward gets a's and b's
  * gradients itself (dy is y's). */
 bool ag__k_matmul_forward(const ag__products *p, const ag_real *a, const ag_real *b, ag_real *y);
@@ -104,12 +108,27 @@ typedef struct ag__xent {
     double *logsum;     /* [rows], log(sum_v exp(x_v - m)); lse = m + logsum */
     ag_real *expd;      /* [rows, V], exp(x_v - m): p_v = expd_v / exp(logsum) */
 } ag__xent;
-/* kernels/cross_entropy.c: of every row m, exp(x - m) and (in logsum,
- * until the op takes its log) their sum, -inf and 0 for an ignored row;
- * the backward's dx, stored when fresh, else added. */
-bool ag__k_cross_entropy_exps(ag__xent *sv, int ignore_index, const ag_real *x);
+/* kernels/cross_entropy.c: the forward's rows, each row's m, exp(x - m)
+ * and log sum kept in sv (-inf and 0 for an ignored row), loss_r in
+ * loss[r] (when loss is not NULL; 0 for an ignored row), the counted
+ * rows' sum in *total; the backward's dx, stored when fresh, else added. */
+bool ag__k_cross_entropy_forward(ag__xent *sv, int ignore_index, double ls, const ag_real *x, ag_real *loss,
+                                 double *total);
 bool ag__k_cross_entropy_backward(const ag__xent *sv, int ignore, ag_reduction reduction, double ls,
                                   const ag_real *dy, ag_real *dx, bool fresh);
+
+/* ops/dropout.c: y_i = x_i scale_i and dx_i (+)= dy_i scale_i, scale_i =
+ * keep where kept_i, else 0 (kept NULL: scale_i = 1); dx stored when
+ * fresh, else added (kernels/dropout.c). */
+bool ag__k_dropout_forward(size_t n, const ag_real *x, const unsigned char *kept, ag_real keep, ag_real *y);
+bool ag__k_dropout_backward(size_t n, const ag_real *dy, const unsigned char *kept, ag_real keep, ag_real *dx,
+                            bool fresh);
+
+/* ops/permute.c: y [shape] gathered from x, whose stride along y's axis
+ * k is st[k], and its backward, dx stored when fresh, else added; only
+ * when y's last axis is x's (st[nd - 1] == 1) (kernels/permute.c). */
+bool ag__k_permute_forward(int nd, const int *shape, const size_t *st, const ag_real *x, ag_real *y);
+bool ag__k_permute_backward(int nd, const int *shape, const size_t *st, const ag_real *dy, ag_real *dx, bool fresh);
 
 /* ops/masked_softmax.c: all rows (threads), mm the mask's map
  * (kernels/masked_softmax.c). */

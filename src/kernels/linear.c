@@ -1,8 +1,9 @@
 /* kernels/linear.c: the dense layer's products by gemm (the math and the
- * reference are ops/linear.c): the forward adds b and r in the product's
- * store (ag__gemm_bias_res), or for a handful of rows makes y^T = W x^T
- * (the gemm then reads W in place and rearranges only x); the backward's
- * dx and dW are products, db a sum of rows compiled per instruction set. */
+ * reference are ops/linear.c, and r ops/linear_add.c's): the forward
+ * adds b and r in the product's store (ag__gemm_bias_res), or for a
+ * handful of rows makes y^T = W x^T (the gemm then reads W in place and
+ * rearranges only x); the backward's dx and dW are products, db a sum of
+ * rows compiled per instruction set. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 

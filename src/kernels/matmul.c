@@ -1,6 +1,7 @@
 /* kernels/matmul.c: matmul's products by the blocked gemm (kernels/gemm.c),
  * batch entries shared among the threads.  The math and the reference
- * loops are ops/matmul.c; the batch layout (ag__products) is made there. */
+ * loops are ops/matmul.c; the batch layout (ag__products) is made by
+ * core/products.c. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 

@@ -2,7 +2,7 @@
  * two ways that give the same values and gradients:
  *
  *   fast      ag_attention, ag_mha_layer_forward: Q K^T and P V read the heads in
- *             place (ag__matmul_heads, ops/matmul.c) and the scale, mask
+ *             place (ag__matmul_heads, ops/matmul_heads.c) and the scale, mask
  *             and softmax are one op (ag__masked_softmax,
  *             ops/masked_softmax.c, whose backward is written by hand);
  *             without dropout and with nobody asking for the weights, the

@@ -27,9 +27,7 @@
 
 #include <math.h>
 
-/* the heads (their mask is data, never differentiated, like embedding's
- * ids) and P [B, H, T, S] */
-typedef struct saved { ag__attn a; ag_real *p; } saved;
+typedef struct saved { ag__attn a; ag_real *p; } saved; /* the heads (mask: data, as ids are), P [B, H, T, S] */
 
 /* Element (t, c) of head h of sentence b of x stored [B, rows, H, cols]. */
 static size_t at(const ag__attn *a, int b, int h, int t, int rows, int cols, int c)
@@ -48,23 +46,21 @@ static void forward_ref(const ag__attn *a, const ag__mask_map *mm, const ag_real
                         const ag_real *v, ag_real *p, ag_real *y)
 {
     const int T = a->T, S = a->S, D = a->D, Dv = a->Dv;
-    for (int b = 0; b < a->B; b++)
-        for (int h = 0; h < a->H; h++)
-            for (int t = 0; t < T; t++) {
-                size_t r = ((size_t)b * (size_t)a->H + (size_t)h) * (size_t)T + (size_t)t;
-                ag_real *pr = p + r * (size_t)S;
-                for (int s = 0; s < S; s++) { /* A = Q K^T, masked and scaled */
-                    ag_real dot = 0;
-                    for (int d = 0; d < D; d++) dot += q[at(a, b, h, t, T, D, d)] * k[at(a, b, h, s, S, D, d)];
-                    pr[s] = kept(a, mm, r, s) ? (ag_real)a->scale * dot : (ag_real)a->fill;
-                }
-                ag__softmax_row_ref((size_t)S, pr, pr);
-                for (int e = 0; e < Dv; e++) { /* O = P V */
-                    ag_real o = 0;
-                    for (int s = 0; s < S; s++) o += pr[s] * v[at(a, b, h, s, S, Dv, e)];
-                    y[at(a, b, h, t, T, Dv, e)] = o;
-                }
-            }
+    for (size_t r = 0; r < (size_t)a->B * (size_t)a->H * (size_t)T; r++) { /* row t of head h of sentence b */
+        int t = (int)(r % (size_t)T), h = (int)(r / (size_t)T % (size_t)a->H), b = (int)(r / (size_t)T / (size_t)a->H);
+        ag_real *pr = p + r * (size_t)S;
+        for (int s = 0; s < S; s++) { /* A = Q K^T, masked and scaled */
+            ag_real dot = 0;
+            for (int d = 0; d < D; d++) dot += q[at(a, b, h, t, T, D, d)] * k[at(a, b, h, s, S, D, d)];
+            pr[s] = kept(a, mm, r, s) ? (ag_real)a->scale * dot : (ag_real)a->fill;
+        }
+        ag__softmax_row_ref((size_t)S, pr, pr);
+        for (int e = 0; e < Dv; e++) { /* O = P V */
+            ag_real o = 0;
+            for (int s = 0; s < S; s++) o += pr[s] * v[at(a, b, h, s, S, Dv, e)];
+            y[at(a, b, h, t, T, Dv, e)] = o;
+        }
+    }
 }
 
 /* The reference backward, adding into dq, dk, dv (NULL: not wanted); dp
@@ -75,28 +71,26 @@ static void backward_ref(const ag__attn *a, const ag__mask_map *mm, ag_tensor *c
     const int T = a->T, S = a->S, D = a->D, Dv = a->Dv;
     const ag_real *q = x[0]->data, *k = x[1]->data, *v = x[2]->data;
     ag_real *dq = dx[0], *dk = dx[1], *dv = dx[2];
-    for (int b = 0; b < a->B; b++)
-        for (int h = 0; h < a->H; h++)
-            for (int t = 0; t < T; t++) {
-                size_t r = ((size_t)b * (size_t)a->H + (size_t)h) * (size_t)T + (size_t)t;
-                const ag_real *pr = p + r * (size_t)S;
-                ag_real dot = 0; /* rowsum(dP P) */
-                for (int s = 0; s < S; s++) {
-                    dp[s] = 0;
-                    for (int e = 0; e < Dv; e++) {
-                        dp[s] += dy[at(a, b, h, t, T, Dv, e)] * v[at(a, b, h, s, S, Dv, e)];
-                        if (dv) dv[at(a, b, h, s, S, Dv, e)] += pr[s] * dy[at(a, b, h, t, T, Dv, e)];
-                    }
-                    dot += dp[s] * pr[s];
-                }
-                for (int s = 0; s < S; s++) {
-                    ag_real da = kept(a, mm, r, s) ? (ag_real)a->scale * pr[s] * (dp[s] - dot) : 0;
-                    for (int d = 0; d < D; d++) {
-                        if (dq) dq[at(a, b, h, t, T, D, d)] += da * k[at(a, b, h, s, S, D, d)];
-                        if (dk) dk[at(a, b, h, s, S, D, d)] += da * q[at(a, b, h, t, T, D, d)];
-                    }
-                }
+    for (size_t r = 0; r < (size_t)a->B * (size_t)a->H * (size_t)T; r++) { /* row t of head h of sentence b */
+        int t = (int)(r % (size_t)T), h = (int)(r / (size_t)T % (size_t)a->H), b = (int)(r / (size_t)T / (size_t)a->H);
+        const ag_real *pr = p + r * (size_t)S;
+        ag_real dot = 0; /* rowsum(dP P) */
+        for (int s = 0; s < S; s++) {
+            dp[s] = 0;
+            for (int e = 0; e < Dv; e++) {
+                dp[s] += dy[at(a, b, h, t, T, Dv, e)] * v[at(a, b, h, s, S, Dv, e)];
+                if (dv) dv[at(a, b, h, s, S, Dv, e)] += pr[s] * dy[at(a, b, h, t, T, Dv, e)];
             }
+            dot += dp[s] * pr[s];
+        }
+        for (int s = 0; s < S; s++) {
+            ag_real da = kept(a, mm, r, s) ? (ag_real)a->scale * pr[s] * (dp[s] - dot) : 0;
+            for (int d = 0; d < D; d++) {
+                if (dq) dq[at(a, b, h, t, T, D, d)] += da * k[at(a, b, h, s, S, D, d)];
+                if (dk) dk[at(a, b, h, s, S, D, d)] += da * q[at(a, b, h, t, T, D, d)];
+            }
+        }
+    }
 }
 
 ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, double scale, ag_tensor *mask,
@@ -105,20 +99,15 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
     if (!ag__ok(g, "attention", 3, q, k, v) || !ag__attention_fits(g, q, k, v, mask)) return NULL; /* core/fits.c */
     ag__attn a = {.B = q->shape[0], .T = q->shape[1], .S = k->shape[1], .H = q->shape[2], .D = q->shape[3],
                   .Dv = v->shape[3], .mask = mask, .scale = scale, .fill = fill};
-    ag_tensor *src[3] = {q, k, v};
-    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, (int[]){a.B, a.T, a.H, a.Dv}, 3, src);
+    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, (int[]){a.B, a.T, a.H, a.Dv}, 3, (ag_tensor *[]){q, k, v});
     if (!y) return NULL;
     ag__impl(y)->farg[0] = scale, ag__impl(y)->farg[1] = fill, ag__impl(y)->iarg[0] = mask != NULL;
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)a.S, head = (sizeof(saved) + 63) / 64 * 64;
     saved *sv = ag__save(g, head + np * sizeof(ag_real)); /* P at the arena's 64-byte alignment */
     if (!sv) return NULL;
     *sv = (saved){a, (ag_real *)((char *)sv + head)};
-    ag__impl(y)->aux = sv;
-    if (np == 0 || y->size == 0) { /* no key: P V is an empty sum */
-        memset(y->data, 0, y->size * sizeof(ag_real));
-        return y;
-    }
-    if (ag__fast() && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
+    ag__impl(y)->aux = sv; /* with no key, P V is an empty sum: the reference's zeros */
+    if (np && ag__fast() && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
         return ag_graph_status(g) == AG_OK ? y : NULL;
     ag__mask_map mm = {0};
     if (mask) ag__mask_map_init(&mm, 4, (int[]){a.B, a.H, a.T, a.S}, mask);
@@ -131,11 +120,11 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     ag_tensor *x[3] = {y->src[0], y->src[1], y->src[2]};
     const saved *sv = ag__impl(y)->aux;
     const ag__attn *a = &sv->a;
-    bool empty = y->size == 0 || (size_t)a->T * (size_t)a->S == 0; /* nothing read: the gradients are 0 */
+    bool empty = y->size == 0 || a->T == 0 || a->S == 0; /* the reference's loops give 0 */
     if (!empty && ag__fast() && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->grad)) return;
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
     for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;
-    if (ag_graph_status(g) != AG_OK || empty) return;
+    if (ag_graph_status(g) != AG_OK) return;
     ag__mask_map mm = {0};
     if (a->mask) ag__mask_map_init(&mm, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
     backward_ref(a, &mm, x, sv->p, y->grad, dx, dp);
@@ -145,24 +134,18 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
  * padding [B, 1, 1, S] = [2, 1, 1, 4]: sentence 1 masks every key. */
 static ag_tensor *causal(ag_graph *g) { return ag_tensor_from(g, AG_SHAPE(3, 3), (ag_real[]){1, 0, 0, 1, 1, 0, 1, 1, 1}); }
 static ag_tensor *padding(ag_graph *g) { return ag_tensor_from(g, AG_SHAPE(2, 1, 1, 4), (ag_real[]){1, 1, 0, 1, 0, 0, 0, 0}); }
-static ag_tensor *heads(ag_graph *g, ag_tensor *const *in, double scale, ag_tensor *mask, double fill)
-{
-    return ag__attention_heads(g, in[0], in[1], in[2], scale, mask, fill);
-}
-static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in) { return heads(g, in, 0.5, NULL, 0); }
-static ag_tensor *case_causal(ag_graph *g, ag_tensor *const *in) { return heads(g, in, 0.7, causal(g), -INFINITY); }
-static ag_tensor *case_padding(ag_graph *g, ag_tensor *const *in) { return heads(g, in, 1.3, padding(g), -INFINITY); }
-static ag_tensor *case_uniform(ag_graph *g, ag_tensor *const *in) { return heads(g, in, 1.3, padding(g), -1e9); }
+#define HEADS(scale, mask, fill) ag__attention_heads(g, in[0], in[1], in[2], scale, mask, fill)
+static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in) { return HEADS(0.5, NULL, 0); }
+static ag_tensor *case_causal(ag_graph *g, ag_tensor *const *in) { return HEADS(0.7, causal(g), -INFINITY); }
+static ag_tensor *case_padding(ag_graph *g, ag_tensor *const *in) { return HEADS(1.3, padding(g), -INFINITY); }
+static ag_tensor *case_uniform(ag_graph *g, ag_tensor *const *in) { return HEADS(1.3, padding(g), -1e9); }
 
-static const ag_op_case cases[] = {
-    {"q [2, 3, 2, 4], k [2, 5, 2, 4], v [2, 5, 2, 3], no mask", 3, {4, 4, 4},
-     {{2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3}}, -1, 1, 0, case_plain},
+static const ag_op_case cases[] = { /* q, k, v [B, T or S, H, D or Dv] */
+    {"no mask", 3, {4, 4, 4}, {{2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3}}, -1, 1, 0, case_plain},
     {"causal [3, 3], fill -inf", 3, {4, 4, 4}, {{2, 3, 2, 4}, {2, 3, 2, 4}, {2, 3, 2, 4}}, -1, 1, 0, case_causal},
-    {"padding [2, 1, 1, 4], a sentence all -inf", 3, {4, 4, 4}, {{2, 3, 2, 2}, {2, 4, 2, 2}, {2, 4, 2, 3}}, -1, 1, 0,
-     case_padding},
-    {"padding, fill -1e9: a uniform row", 3, {4, 4, 4}, {{2, 2, 1, 3}, {2, 4, 1, 3}, {2, 4, 1, 2}}, -1, 1, 0,
-     case_uniform},
-    {"size-1: [1, 1, 1, 1]", 3, {4, 4, 4}, {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}}, -1, 1, 0, case_plain},
+    {"padding, a sentence all -inf", 3, {4, 4, 4}, {{2, 3, 2, 2}, {2, 4, 2, 2}, {2, 4, 2, 3}}, -1, 1, 0, case_padding},
+    {"padding, fill -1e9: a uniform row", 3, {4, 4, 4}, {{2, 2, 1, 3}, {2, 4, 1, 3}, {2, 4, 1, 2}}, -1, 1, 0, case_uniform},
+    {"size-1 axes", 3, {4, 4, 4}, {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}}, -1, 1, 0, case_plain},
 };
 
 const ag_op_desc ag_op_attention = {.name = "attention", .backward = attention_backward, AG_CASES(cases)};

@@ -360,6 +360,23 @@ def generate_cached(torch, model, idx, n_new, context):
     return idx
 
 
+def saved_bytes(torch, model, x, y):
+    """Bytes autograd saves for backward in one training forward: every
+    storage a saved tensor lives in, once, the parameters' aside."""
+    params = {p.data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        s = t.storage()
+        if s.data_ptr() not in params:
+            seen[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model.loss(x, y)
+    return sum(seen.values())
+
+
 def cmd_bench(torch, a):
     import json
     torch.manual_seed(0)
@@ -379,6 +396,7 @@ def cmd_bench(torch, a):
 
     out = {"threads": torch.get_num_threads(), "step_ms": best_ms(step, a.seconds), "generate_tok_s": {}}
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    out["saved_bytes"] = saved_bytes(torch, model, x, y)
     if not a.new:  # training step only (make bench's scale section)
         print(json.dumps(out))
         return 0

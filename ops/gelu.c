@@ -29,6 +29,9 @@ static ag_real gelu_df(ag_real x, ag_real y)
     return (ag_real)(0.5 * (1 + erf(x * SQRT1_2)) + x * (exp(-0.5 * x * x) * INV_SQRT_2PI));
 }
 
+ag_real ag__gelu_value(ag_real x) { return gelu_f(x); }
+ag_real ag__gelu_slope(ag_real x) { return gelu_df(x, 0); }
+
 static ag_tensor *case_gelu(ag_graph *g, ag_tensor *const *in) { return ag_gelu(g, in[0]); }
 
 static const ag_op_case cases[] = {

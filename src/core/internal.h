@@ -295,13 +295,19 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 
-/* ---- fused ops (ops/linear.c, ops/linear_add.c, ops/masked_softmax.c) ---- */
+/* ---- fused ops (ops/linear.c, linear_add.c, linear_gelu.c, masked_softmax.c) ---- */
 
 /* y = x W^T + b: x [..., in], W [out, in], b [out] or NULL -> [..., out]. */
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
 /* y = (x W^T + b) + r, r of y's shape: linear and then add(r, y) as one op
  * (a residual around a dense layer), with the same bits. */
 ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b, ag_tensor *r);
+/* y = gelu(x W^T + b): linear and then gelu as one op (an MLP's first
+ * half), with the same bits, keeping GELU's slope but not its input. */
+ag_tensor *ag__linear_gelu(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
+/* GELU's value x Phi(x) and slope Phi(x) + x phi(x) (ops/gelu.c's math). */
+ag_real ag__gelu_value(ag_real x);
+ag_real ag__gelu_slope(ag_real x);
 /* What the two share (ops/linear.c): the node y [..., O] of op with inputs
  * src, filled with x W^T + b (+ r when r is not NULL); and the gradients
  * of x, W and b from dy, y's. */

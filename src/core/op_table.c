@@ -47,6 +47,7 @@
     X(topk, TOPK) \
     X(where, WHERE) \
     X(clamp, CLAMP) \
+    X(linear_gelu, LINEAR_GELU) \
     /* the end of the list */
 
 #define DECLARE(name, ID) extern const ag_op_desc ag_op_##name;

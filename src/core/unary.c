@@ -4,9 +4,6 @@
 #include "core/elementwise.h"
 #include "kernels/kernels.h"
 
-/* dx (+)= dy * s below wants its loops vectorised like core/blocks.h's */
-#include "core/blocks.h"
-
 /* A unary op's forward or backward, cut in nt pieces. */
 typedef struct unary_run {
     ag_unary_fwd fwd;
@@ -81,25 +78,11 @@ ag_tensor *ag__unary_slope(ag_graph *g, int op, ag_tensor *x, ag_unary_fwd_slope
     return y;
 }
 
-/* dx (+)= dy * s over n elements, one clone per instruction set */
-#define SLOPE_PARAMS (size_t n, const ag_real *dy, const ag_real *s, ag_real *dx, bool fresh)
-AG_INLINE void slope_loop SLOPE_PARAMS
-{
-    if (fresh) {
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) dx[i] = dy[i] * s[i];
-    } else {
-#pragma omp simd
-        for (size_t i = 0; i < n; i++) dx[i] += dy[i] * s[i];
-    }
-}
-AG_ISA_CLONES(void, slope_loop, SLOPE_PARAMS, slope_loop(n, dy, s, dx, fresh))
-
 static void slope_bwd_piece(void *ctx, size_t t)
 {
     const unary_run *j = ctx;
     size_t i0 = ag__piece(j->y->size, (int)t, j->nt), i1 = ag__piece(j->y->size, (int)t + 1, j->nt);
-    AG_ISA_CALL(slope_loop, (i1 - i0, j->y->grad + i0, j->slope + i0, j->dx + i0, j->fresh));
+    ag__k_slope_mul(i1 - i0, j->y->grad + i0, j->slope + i0, j->dx + i0, j->fresh);
 }
 
 void ag__unary_slope_backward(ag_graph *g, ag_tensor *y)

@@ -22,6 +22,7 @@
 #endif
 
 #include "core/blocks.h"
+#include "core/elementwise.h"
 #include "kernels/kernels.h"
 
 #include <math.h>
@@ -252,6 +253,51 @@ static void gelu_tanh_fwd(size_t n, const ag_real *x, ag_real *y, ag_real *s)
     else ag__gelu_tanh_floats(n, x, y);
 }
 #endif
+
+/* dx (+)= dy * s over n elements, one clone per instruction set (GELU's
+ * backward from its kept slope: src/core/unary.c, ops/linear_gelu.c) */
+#define SLOPE_PARAMS (size_t n, const ag_real *dy, const ag_real *s, ag_real *dx, bool fresh)
+AG_INLINE void slope_loop SLOPE_PARAMS
+{
+    if (fresh) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) dx[i] = dy[i] * s[i];
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) dx[i] += dy[i] * s[i];
+    }
+}
+AG_ISA_CLONES(void, slope_loop, SLOPE_PARAMS, slope_loop(n, dy, s, dx, fresh))
+void ag__k_slope_mul(size_t n, const ag_real *dy, const ag_real *s, ag_real *dx, bool fresh)
+{
+    AG_ISA_CALL(slope_loop, (n, dy, s, dx, fresh));
+}
+
+/* GELU in place, y = gelu(y), s its slope where s is not NULL: the
+ * forward's kernel (gelu_fwd) on y as its own input, a block at a time so
+ * that each block is read before it is written. */
+typedef struct gelu_job {
+    size_t n;
+    ag_real *y, *s;
+    int nt;
+} gelu_job;
+static void gelu_piece(void *ctx, size_t t)
+{
+    const gelu_job *j = ctx;
+    size_t i0 = ag__piece(j->n, (int)t, j->nt), i1 = ag__piece(j->n, (int)t + 1, j->nt);
+    ag_real x[256];
+    for (size_t i = i0; i < i1; i += 256) {
+        size_t m = i1 - i < 256 ? i1 - i : 256;
+        memcpy(x, j->y + i, m * sizeof *x);
+        gelu_fwd(m, x, j->y + i, j->s ? j->s + i : NULL);
+    }
+}
+bool ag__k_gelu_in_place(size_t n, ag_real *y, ag_real *s)
+{
+    gelu_job j = {n, y, s, ag__threads_for(n)};
+    ag__parallel_for((size_t)j.nt, j.nt, gelu_piece, &j);
+    return true;
+}
 
 /* ---- the table ------------------------------------------------------------- */
 

@@ -30,6 +30,12 @@ bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, co
 bool ag__k_linear_backward(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,
                            bool fresh, ag_real *dw, ag_real *db);
 
+/* ops/linear_gelu.c: y = gelu(y) in place over n values, and its slope
+ * into s unless s is NULL; dx = dy * s over n values, dx stored when
+ * fresh, else added (dx may be dy) (kernels/elementwise.c). */
+bool ag__k_gelu_in_place(size_t n, ag_real *y, ag_real *s);
+void ag__k_slope_mul(size_t n, const ag_real *dy, const ag_real *s, ag_real *dx, bool fresh);
+
 /* ops/embedding.c: n ids into a table [V, C]; increasing: the ids are
  * distinct and in order; dweight stored when fresh, else added
  * (kernels/embedding.c). */

@@ -49,18 +49,29 @@ ag_status ag_ffn_layer_init(ag_ffn_layer *f, ag_store *s, const char *prefix, in
     return ag_ffn_layer_init_ex(f, s, prefix, C, F, AG_ACT_RELU, seed);
 }
 
+/* act(dense1(x)).  GELU joins dense1 in one op (linear_gelu: the bits of
+ * the two, without keeping dense1's output for the backward); an input
+ * that does not fit takes the two ops' path, which names what is wrong. */
+static ag_tensor *dense1_act(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x)
+{
+    if (f->activation == AG_ACT_GELU && x && ag_graph_status(g) == AG_OK && x->ndim >= 1 &&
+        x->shape[x->ndim - 1] == f->dense1.in)
+        return ag__linear_gelu(g, x, f->dense1.weight, f->dense1.bias);
+    ag_tensor *h = ag_linear_layer_forward(g, &f->dense1, x);
+    switch (f->activation) {
+    case AG_ACT_GELU: return ag_gelu(g, h);
+    case AG_ACT_GELU_TANH: return ag_gelu_tanh(g, h);
+    default: return ag_relu(g, h);
+    }
+}
+
 /* dense2(act(dense1(x))), plus res (x's shape) when given: res added by
  * dense2 itself (linear_add, the bits of add(res, ffn(x))). */
 static ag_tensor *ffn_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_tensor *res)
 {
     if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
     bool ok = ag_graph_status(g) == AG_OK;
-    ag_tensor *h = ag_linear_layer_forward(g, &f->dense1, x);
-    switch (f->activation) {
-    case AG_ACT_GELU: h = ag_gelu(g, h); break;
-    case AG_ACT_GELU_TANH: h = ag_gelu_tanh(g, h); break;
-    default: h = ag_relu(g, h); break;
-    }
+    ag_tensor *h = dense1_act(g, f, x);
     h = res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_layer_forward(g, &f->dense2, h);
     return ag__layer_done(g, ok, f->dense1.weight, 2, h);
 }

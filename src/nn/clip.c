@@ -107,10 +107,12 @@ static inline AG_ALWAYS_INLINE void scale(size_t n, ag_real *x, double coef)
 }
 AG_ISA_CLONES(void, scale, (size_t n, ag_real *x, double coef), scale(n, x, coef))
 
+void ag__scale_grad(size_t n, ag_real *grad, double coef) { AG_ISA_CALL(scale, (n, grad, coef)); }
+
 static void scale_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
 {
     (void)i;
-    AG_ISA_CALL(scale, (b - a, t->grad + a, *(const double *)ctx));
+    ag__scale_grad(b - a, t->grad + a, *(const double *)ctx);
 }
 
 double ag__grad_norm(ag_store *s, int *bad)

@@ -87,6 +87,8 @@ void ag__for_values(ag_store *s, size_t arrays, ag_piece_fn fn, void *ctx);
 /* sqrt(sum of every grad^2) over s, the same bits for any thread count;
  * *bad: the first parameter whose sum is not finite, or -1. */
 double ag__grad_norm(ag_store *s, int *bad);
+/* grad_j = grad_j * coef over n values, in double, as clipping scales. */
+void ag__scale_grad(size_t n, ag_real *grad, double coef);
 /* clip_grad_norm_'s factor: max_norm / (norm + 1e-6) above max_norm > 0, else 1. */
 double ag__clip_coef(double max_norm, double norm);
 /* Why a norm is not finite, naming the parameter (a thread's buffer). */

@@ -350,8 +350,7 @@ static void update_piece(void *ctx, int i, ag_tensor *t, size_t a, size_t b)
         else AG_ISA_CALL(adam_update, (&j->k, n, p, grad, st[0] + a, st[1] + a));
         return;
     }
-    if (j->coef != 0 && j->coef != 1)
-        for (size_t e = 0; e < n; e++) grad[e] = (ag_real)((double)grad[e] * j->coef);
+    if (j->coef != 0 && j->coef != 1) ag__scale_grad(n, grad, j->coef);
     AG_ISA_CALL(sgd_update, (o, n, p, grad, o->nstate ? st[0] + a : NULL));
     if (j->coef) memset(grad, 0, n * sizeof *grad);
 }

@@ -269,7 +269,7 @@ def ffn(page, dom_path, sentence, which):
         fail("%s: the page's cells differ from the program's" % f["name"])
     ok("%s: %d tokens x %d hidden units, every cell the program's" % (f["name"], len(f["values"]), len(f["values"][0])))
     hi = max(abs(x) for r in f["values"] for x in r)
-    legend(elems, "legend", -hi, hi, "the layer's units")
+    legend(elems, "legend", 0.0 if f["activation"] == "relu" else -hi, hi, "the layer's units")
     low = min(x for r in f["values"] for x in r)
     floor = {"relu": 0.0, "gelu": -0.17, "gelu_tanh": -0.17}[f["activation"]]
     if low < floor:

@@ -5,8 +5,9 @@
  * scores and the queries and keys they came from (ag_attention_qk); and,
  * from the same graph, the embeddings, each block's feed-forward hidden
  * units and, from ag_gpt_forward on the same window, the top 5 next
- * characters at each position.  `gpt train --html` gets from here each layer's
- * attention entropy at each evaluation, and writes the training page. */
+ * characters at each position.  `gpt train --html` gets from here each
+ * layer's attention entropy at each evaluation, and writes the training
+ * page. */
 #include "gpt.h"
 #include "../common/explorer_json.h"
 
@@ -125,7 +126,7 @@ int explore_sample(const model *m, const int *ids, int n, const char *path)
         goto done;
     }
     fprintf(x.f, "}]}\n");
-    rc = explorer_close(&x, prog, path, "attograd explorer: the GPT's attention");
+    rc = explorer_close(&x, prog, path, "attograd explorer: inside the GPT");
     x.f = NULL;
 done:
     free(buf), free(text), free(lab), free(w);

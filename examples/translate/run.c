@@ -380,7 +380,7 @@ int cmd_run(const opts *o, char **sentences, int n)
     }
     if (page.f) {
         fprintf(page.f, "]}\n");
-        if (rc == 0) rc = explorer_close(&page, prog, o->html, "attograd explorer: the translator's attention");
+        if (rc == 0) rc = explorer_close(&page, prog, o->html, "attograd explorer: inside the translator");
         else fclose(page.f), free(page.buf);
     }
     ag_graph_free(g);

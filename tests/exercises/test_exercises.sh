@@ -5,7 +5,8 @@
 # of its stub, after the stub's #include "exercises.h", with -Werror.
 # Then each typical mistake of tests/exercises/mistakes.txt is put into its
 # answer, and the checker must fail it and say what the table says: which
-# outputs are right, which wrong, where, and the hint.
+# outputs are right, which wrong, where, and the hint.  docs/start.md
+# lists every exercise.
 cd "$(dirname "$0")/../.." || exit 2
 B=$1
 CC=${CC:-cc}
@@ -28,6 +29,7 @@ answers=$(grep -c '^<!-- answer [0-9][0-9]_.*\.c -->$' docs/answers.md)
 [ "$answers" = "$count" ] || no "$count exercise files, $answers answers in docs/answers.md"
 for f in "${stubs[@]}"; do
     name=$(basename "$f")
+    grep -qF "(../examples/exercises/$name)" docs/start.md || no "docs/start.md's list of exercises lacks $name"
     "$CC" "${FLAGS[@]}" -c "$f" -o "$tmp/stub_${name%.c}.o" 2> "$tmp/err" || no "$name: the stub does not compile: $(cat "$tmp/err")"
     answer "$name" > "$tmp/answer_$name"
     [ "$(wc -l < "$tmp/answer_$name")" -gt 3 ] || no "$name: no answer in docs/answers.md"

@@ -66,6 +66,16 @@ void ag_debug_break_backward(int op, double factor)
     legacy_break_factor = factor;
 }
 
+/* Each stage judges err against its tolerance; worst_index is the element
+ * of the largest err / tolerance of either (a NaN the largest). */
+static void note_worst(double ratio, size_t i, double *worst_ratio, ag_gradcheck_result *res)
+{
+    if (ratio > *worst_ratio || isnan(ratio)) {
+        *worst_ratio = isnan(ratio) ? INFINITY : ratio;
+        res->worst_index = i;
+    }
+}
+
 /* Stage one for element i: false when it fails. */
 static bool stage_one(const ag_gradcheck_opts *o, double ana, double num, size_t i, ag_gradcheck_result *res,
                       double *worst_ratio)
@@ -74,24 +84,21 @@ static bool stage_one(const ag_gradcheck_opts *o, double ana, double num, size_t
     double bound = o->abs_tol + o->rel_tol * fabs(num);
     res->max_abs_err = worse(res->max_abs_err, err);
     res->max_rel_err = worse(res->max_rel_err, rel);
-    double ratio = err / bound;
-    if (ratio > *worst_ratio || isnan(ratio)) {
-        *worst_ratio = isnan(ratio) ? INFINITY : ratio;
-        res->worst_index = i;
-    }
+    note_worst(err / bound, i, worst_ratio, res);
     return err <= bound; /* false for NaN too */
 }
 
 /* The strict stage's verdict on element i: false when it fails.  A rough
  * element (L not smooth within the step) is counted, not judged. */
-static bool strict_verdict(const ag__strict *s, double ana, ag_gradcheck_result *res)
+static bool strict_verdict(const ag__strict *s, double ana, size_t i, ag_gradcheck_result *res, double *worst_ratio)
 {
     if (s->rough) {
         res->rough++;
         return true;
     }
-    double err = fabs(ana - s->numeric);
-    res->strict_worst = worse(res->strict_worst, err == 0 ? 0 : err / s->tol);
+    double err = fabs(ana - s->numeric), ratio = err == 0 ? 0 : err / s->tol;
+    res->strict_worst = worse(res->strict_worst, ratio);
+    note_worst(ratio, i, worst_ratio, res);
     if (err <= s->tol) return true; /* false for NaN */
     res->strict_failed++;
     return false;
@@ -123,7 +130,7 @@ static ag_status check_input(const ag__probe *p, const ag_gradcheck_opts *o, dou
         if (o->strict_step > 0) {
             ag__strict s;
             if ((st = ag__strict_element(p, x, i, o->strict_step, sigma, num, o->eps, &s)) != AG_OK) return st;
-            ok = strict_verdict(&s, further(a1, a2, s.numeric), res) && ok;
+            ok = strict_verdict(&s, further(a1, a2, s.numeric), i, res, &worst_ratio) && ok;
         }
         if (!ok) res->failed++, *all_pass = false;
     }

@@ -161,7 +161,10 @@ static int model_init(model *m)
 static double max_diff(const ag_real *a, const double *b, int n)
 {
     double w = 0;
-    for (int i = 0; i < n; i++) w = fmax(w, fabs((double)a[i] - b[i]));
+    for (int i = 0; i < n; i++) { /* a NaN is the largest difference, never dropped */
+        double d = fabs((double)a[i] - b[i]);
+        w = isnan(d) || isnan(w) ? NAN : fmax(w, d);
+    }
     return w;
 }
 

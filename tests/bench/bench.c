@@ -830,6 +830,7 @@ static void bench_ops(const char *python, int have_torch, double budget)
 #include "gpt.h"
 #include "classifier.h"
 #include "scale.h"
+#include "peak.h"
 
 /* ---- main ------------------------------------------------------------------------- */
 
@@ -943,7 +944,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale] [--seconds S]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|peak] [--seconds S]\n"
                     "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv] [--isa avx512|avx2|baseline]\n");
             return 2;
         }
@@ -996,6 +997,9 @@ int main(int argc, char **argv)
     }
     if (only && !strcmp(only, "scale")) { /* long: only when asked for */
         SECTION(failed, bench_scale(threads, nthreads, python, have_torch, budget));
+    }
+    if (only && !strcmp(only, "peak")) { /* for docs/kernels.md (tests/bench/mca.sh): only when asked for */
+        SECTION(failed, bench_peak(isa, budget));
     }
     if (!only || !strcmp(only, "classifier")) {
         SECTION(failed, bench_classifier(python, have_torch, budget, data_path));

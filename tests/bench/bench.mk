@@ -26,7 +26,7 @@ BENCH_BLAS_CFLAGS := $(if $(BENCH_BLAS_LIBS),-DHAVE_OPENBLAS $(shell pkg-config 
 
 # The classifier's section runs examples/classify's model and data code.
 BENCH_CLASSIFY := examples/classify/model.c examples/classify/data.c
-$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h tests/bench/scale.h examples/translate/seq2seq_data.h \
+$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h tests/bench/scale.h tests/bench/peak.h examples/translate/seq2seq_data.h \
                 examples/classify/classify.h $(BENCH_CLASSIFY) $(LIB32)
 	$(CC) $(AG_FLAGS) $(CFLAGS) $(BENCH_BLAS_CFLAGS) $< $(BENCH_CLASSIFY) $(LIB32) -o $@ $(BENCH_BLAS_LIBS) $(LDLIBS)
 
@@ -60,3 +60,16 @@ bench-scale: $(BUILD)/bench
 BENCH_ISAS ?=
 bench-isa: $(BUILD)/bench
 	BUILD=$(BUILD) bash tests/bench/isa_tables.sh $(BENCH_ISAS)
+
+# llvm-mca's estimate of gemm's micro-kernels (tests/bench/mca.sh: NEON,
+# AVX2, AVX-512) written into docs/kernels.md, between its mca markers.
+# MCA_MEASURED=FILE (the table of `build/bench --only peak --out FILE`, from
+# a quiet x86 machine) adds the measured share of peak to the x86 rows.
+.PHONY: mca
+MCA_MEASURED ?=
+mca:
+	@mkdir -p $(BUILD)
+	bash tests/bench/mca.sh $(MCA_MEASURED) > $(BUILD)/mca.md
+	awk -v f=$(BUILD)/mca.md '/<!-- mca: end -->/ {while ((getline l < f) > 0) print l; skip = 0} !skip {print} \
+	  /<!-- mca: begin -->/ {skip = 1}' docs/kernels.md > $(BUILD)/kernels.md.new
+	mv $(BUILD)/kernels.md.new docs/kernels.md

@@ -51,12 +51,12 @@ static float float_of_bits(uint32_t b)
     return f;
 }
 
-static const char *const levels[] = {"baseline", "avx2", "avx512"};
+static const char *const levels[] = {"baseline", "avx2", "avx512", "neon"};
 static const char *level = "baseline"; /* the one running, for messages */
 
 /* The body after it once per level the CPU has, that level forced. */
 #define EACH_LEVEL                                                                                    \
-    for (int l_ = 0; l_ < 3; l_++)                                                                  \
+    for (int l_ = 0; l_ < 4; l_++)                                                                  \
         if ((level = levels[l_]), strcmp(ag__isa_force(levels[l_]), levels[l_]) == 0)
 
 typedef void (*kernel)(size_t n, const float *x, float *y);

@@ -7,7 +7,7 @@
  *   make_batches       the pairs as ids, a batch, the graph, the workers
  *   make_optimizer     SGD or Adam (restored on --resume)
  *   plan_schedule      steps per epoch, warmup, where this run stops
- *   save_start         --save-init: the checkpoint before step 1
+ *   save_start         --save-init: the checkpoint before step 1; --trace's file
  *   for each epoch:    train_epoch: shuffle; per batch train_step, log;
  *                      end_epoch: the epoch's loss, held-out loss, log
  *   save_checkpoint    crash-safely to --out

@@ -37,6 +37,7 @@ void usage(FILE *f)
             "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1] [--pre-norm|--post-norm]\n"
             "                [--qk-norm] [--init scaled|d2l] [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
             "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--html PAGE.html] [--stop-after N] [--quiet]\n"
+            "                [--save-init MODEL0] [--trace STEPS.tsv]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
             "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--threads N] [SENTENCE ...]\n"
             "\n"
@@ -51,6 +52,8 @@ void usage(FILE *f)
             "  one of them with another value is exit 2.  SIGINT or SIGTERM (Ctrl-C) ends the current\n"
             "  step, saves a checkpoint to --out that --resume continues bit for bit, and exits 130 or\n"
             "  143; a second signal stops at once (--out then holds the last complete file).\n"
+            "  --save-init writes the run as it stands before step 1 (--resume MODEL0 starts it again);\n"
+            "  --trace writes a line per step: its loss, gradient norm, rate and the pairs of its batch.\n"
             "  --threads N splits each batch among N workers; under mpirun (translate-mpi, make MPI=1)\n"
             "  the processes split it instead, with the same numbers as --threads N.\n"
             "run: with no SENTENCE, translates each line of stdin (any length) to one line of output.\n"
@@ -131,6 +134,8 @@ static int parse_flag(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--entropy-plot")) o->entropy_plot = v;
     else if (!strcmp(f, "--attention")) o->attention = v;
     else if (!strcmp(f, "--html")) o->html = v;
+    else if (!strcmp(f, "--save-init")) o->save_init = v;
+    else if (!strcmp(f, "--trace")) o->trace = v;
     else if (!strcmp(f, "--train")) o->train_out = v;
     else if (!strcmp(f, "--every")) rc = parse_int(f, v, 2, INT_MAX, &o->every);
     else if (!strcmp(f, "--epochs")) rc = parse_int(f, v, 1, EPOCHS_MAX, &o->epochs);

@@ -7,6 +7,7 @@
  *   make_batches       the pairs as ids, a batch, the graph, the workers
  *   make_optimizer     SGD or Adam (restored on --resume)
  *   plan_schedule      steps per epoch, warmup, where this run stops
+ *   save_start         --save-init: the checkpoint before step 1; --trace's file
  *   for each epoch:    train_epoch: shuffle; per batch train_step, log;
  *                      end_epoch: the epoch's loss, held-out loss, log
  *   save_checkpoint    crash-safely to --out
@@ -15,7 +16,11 @@
  *
  * With --json or --entropy-plot, each attention layer's entropy and largest
  * score on a probe batch (probe.c) is measured before the first epoch and
- * after each one.
+ * after each one.  With --trace, each step writes a line: its number, epoch,
+ * rate, loss, gradient norm (before clipping), target tokens and the pairs
+ * of its batch (their indices among the data file's usable pairs), so that
+ * another program can take the same steps from the --save-init checkpoint
+ * (tests/reference/translator.py lockstep).
  *
  * Under mpirun (translate-mpi, built by make MPI=1) each process runs one
  * part of every batch, cut as --threads N cuts it for N processes, with the
@@ -35,6 +40,7 @@
 #include "../common/stop_signal.h" /* stop_signal, catch_stop_signals */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -62,6 +68,7 @@ typedef struct trainer {
     layer_stats *probe;      /* (epochs + 1) x 3 x probe_layers, row e after epoch e */
     int *probed;             /* probed[e]: row e was measured */
     double t_start, last_loss;
+    FILE *trace;             /* --trace, or NULL */
 } trainer;
 
 static double now(void)
@@ -279,6 +286,37 @@ static int plan_schedule(trainer *t)
     return 0;
 }
 
+/* --save-init: the checkpoint of the run before its first step (the
+ * weights as drawn, the optimizer's zero state, both random streams), which
+ * --resume continues as this run; --trace: its file, and the columns. */
+static int save_start(trainer *t)
+{
+    const opts *o = t->o;
+    if (o->save_init) {
+        memcpy(t->ts.graph_rng, ag_graph_rng(t->g), sizeof t->ts.graph_rng);
+        if (save_model(&t->m, t->opt, &t->ts, o->save_init)) return 1;
+    }
+    if (!o->trace) return 0;
+    t->trace = fopen(o->trace, "w");
+    if (!t->trace) {
+        fprintf(stderr, "%s: %s: %s\n", prog, o->trace, strerror(errno));
+        return 1;
+    }
+    fprintf(t->trace, "step\tepoch\tlr\tloss\tnorm\ttokens\tpairs\n");
+    return 0;
+}
+
+/* The trace file closed; 1 (with a message) when a write failed. */
+static int close_trace(trainer *t)
+{
+    if (!t->trace) return 0;
+    int bad = ferror(t->trace);
+    bad |= fclose(t->trace) != 0;
+    t->trace = NULL;
+    if (bad) fprintf(stderr, "%s: %s: cannot write the trace\n", prog, t->o->trace);
+    return bad;
+}
+
 /* ---- an epoch ------------------------------------------------------------- */
 
 /* Mean loss per target token over a dataset, dropout off. */
@@ -351,6 +389,15 @@ static ag_status batch_step(trainer *t, double *loss)
     return dist_team_step(t->g, t->m.store, n, cut_part_loss, &c, loss);
 }
 
+/* The --trace line of the step just taken: every number to the bit (%.17g). */
+static void trace_step(const trainer *t, const int *idx, int nb, double loss, double norm)
+{
+    fprintf(t->trace, "%" PRId64 "\t%d\t%.17g\t%.17g\t%.17g\t%d\t", ag_optim_steps(t->opt), t->ts.epoch + 1,
+            ag_optim_lr(t->opt), loss, norm, t->b.tokens);
+    for (int i = 0; i < nb; i++) fprintf(t->trace, "%s%d", i ? "," : "", idx[i]);
+    fputc('\n', t->trace);
+}
+
 /* One step on the nb pairs idx[0..nb): loss and gradient, clip, update. */
 static int train_step(trainer *t, const int *idx, int nb, int k)
 {
@@ -379,6 +426,7 @@ static int train_step(trainer *t, const int *idx, int nb, int k)
     }
     t->ts.loss_sum += loss * b->tokens;
     t->ts.tokens += b->tokens;
+    if (t->trace) trace_step(t, idx, nb, loss, norm);
     if (dist_size() > 1) stop_signal = dist_max(stop_signal); /* all stop after the same step */
     return 0;
 }
@@ -637,7 +685,7 @@ static void trainer_free(trainer *t)
 int cmd_train(const opts *given)
 {
     opts mine = *given; /* under mpirun, process 0 alone prints and writes files */
-    if (dist_rank() > 0) mine.quiet = 1, mine.plot = mine.json = mine.entropy_plot = NULL;
+    if (dist_rank() > 0) mine.quiet = 1, mine.plot = mine.json = mine.entropy_plot = mine.save_init = mine.trace = NULL;
     const opts *o = &mine;
     trainer t = {.o = o};
     int rc = check_flags(o);
@@ -646,8 +694,10 @@ int cmd_train(const opts *given)
     if (!rc) rc = make_batches(&t);
     if (!rc) rc = make_optimizer(&t);
     if (!rc) rc = plan_schedule(&t);
+    if (!rc) rc = save_start(&t);
     if (!rc) catch_stop_signals();
     while (!rc && !stop_signal && t.ts.epoch < t.stop_epoch) rc = train_epoch(&t);
+    if (close_trace(&t) && !rc) rc = 1;
     if (!rc && stop_signal) rc = save_interrupted(&t);
     else if (!rc) {
         if (o->plot) rc = write_plot(&t);

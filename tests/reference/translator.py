@@ -11,6 +11,9 @@ Run with Debian's PyTorch (apt-get install python3-torch), i.e. with
         [--pre-norm|--post-norm] [--qk-norm] [--threads N] [--json FILE] [--out MODEL] [--quiet]
     /usr/bin/python3 tests/reference/translator.py step --model C_CHECKPOINT
         --data FILE --out FIXTURE.safetensors
+    /usr/bin/python3 tests/reference/translator.py lockstep --model C_INIT --data FILE
+        --trace C_TRACE [--dtype float64|float32] [--final C_CHECKPOINT] [--perturb EPS]
+        [the recipe flags of train] [--json FILE]
     /usr/bin/python3 tests/reference/translator.py split --data FILE
         --train TRAIN.tsv --test TEST.tsv [--every 10]
     /usr/bin/python3 tests/reference/translator.py initcheck --model C_CHECKPOINT
@@ -43,7 +46,9 @@ again with torch.nn, so that the C code can be checked against it:
 
 PyTorch cannot draw the C program's random numbers (initial weights, shuffles,
 dropout masks), so `train` agrees with `translate train` statistically, not bit
-for bit.  `step` is the exact comparison: from a checkpoint the C program
+for bit.  `lockstep` takes a C run's own steps: from the checkpoint that
+`translate train --save-init` wrote before step 1, the batches its `--trace`
+lists, dropout off, printing both losses per step.  `step` is the exact comparison: from a checkpoint the C program
 wrote it computes, dropout off, the loss of one fixed batch, its gradients and
 one SGD and one Adam step, in float32 and in float64, and writes them to a
 fixture for tests/test_parity_translator.c.
@@ -611,6 +616,27 @@ def evaluate(torch, model, pairs, sv, tv, L):
 # train
 # ---------------------------------------------------------------------------
 
+def make_optimizer(torch, params, a, n):
+    """translate's optimizer and schedule for a's flags and n training
+    pairs: (optimizer, peak lr, warmup steps, total steps).  A warmup longer
+    than the run is cut to a tenth of it; noam needs at least 1
+    (examples/translate/, ag_lr_schedule)."""
+    adam = a.optimizer == "adam"
+    lr = a.lr if a.lr is not None else (1e-3 if adam else 0.3)
+    momentum = a.momentum if a.momentum is not None else 0.9
+    if adam:
+        opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=a.weight_decay)
+    else:
+        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=a.weight_decay,
+                              nesterov=a.nesterov and momentum > 0)
+    total_steps, warmup = a.epochs * ((n + a.batch - 1) // a.batch), a.warmup
+    if warmup >= total_steps:
+        warmup = total_steps // 10
+    if warmup < 1 and a.schedule == "noam":
+        warmup = 1
+    return opt, lr, warmup, total_steps
+
+
 def cmd_train(torch, a):
     if a.hidden % a.heads:
         sys.exit("translator.py: --hidden %d is not divisible by --heads %d" % (a.hidden, a.heads))
@@ -627,23 +653,8 @@ def cmd_train(torch, a):
     model.train()
     d = Dataset(torch, train_pairs, sv, tv, L)
     dt = Dataset(torch, test_pairs, sv, tv, L) if test_pairs else None
-    adam = a.optimizer == "adam"
-    lr = a.lr if a.lr is not None else (1e-3 if adam else 0.3)
-    momentum = a.momentum if a.momentum is not None else 0.9
     params = list(model.parameters())
-    if adam:
-        opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=a.weight_decay)
-    else:
-        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=a.weight_decay,
-                              nesterov=a.nesterov and momentum > 0)
-    # translate's schedule: a warmup longer than the run is cut to a tenth of
-    # it; noam needs at least 1 (examples/translate/, ag_lr_schedule)
-    nbatches = (d.n + a.batch - 1) // a.batch
-    total_steps, warmup = a.epochs * nbatches, a.warmup
-    if warmup >= total_steps:
-        warmup = total_steps // 10
-    if warmup < 1 and a.schedule == "noam":
-        warmup = 1
+    opt, lr, warmup, total_steps = make_optimizer(torch, params, a, d.n)
     step = 0
     nparams = sum(p.numel() for p in params)
     if not a.quiet:
@@ -771,8 +782,9 @@ def load_c_model(torch, path, dtype):
     with torch.no_grad():
         for name, p in model.named_parameters():
             dt, shape, values = tensors[name]
-            assert dt == "F32" and list(shape) == list(p.shape), (name, dt, shape, p.shape)
-            p.copy_(torch.tensor(values, dtype=torch.float32).reshape(shape).to(dtype))
+            assert dt in ("F32", "F64") and list(shape) == list(p.shape), (name, dt, shape, p.shape)
+            stored = torch.float64 if dt == "F64" else torch.float32
+            p.copy_(torch.tensor(values, dtype=stored).reshape(shape).to(dtype))
     model.eval()  # dropout off
     return model, sv, tv, meta
 
@@ -836,6 +848,145 @@ def cmd_step(torch, a):
         "and with suffix 64 in float64" % (SGD_LR, SGD_MOMENTUM, CLIP, ADAM_LR, ADAM_BETAS, ADAM_EPS, CLIP))
     st_write(a.out, out, meta_out)
     print("wrote %s: %d tensors, %d bytes" % (a.out, len(out), os.path.getsize(a.out)))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# lockstep: the steps of a C run, taken again from its initial weights
+# ---------------------------------------------------------------------------
+
+def read_trace(path):
+    """translate train --trace: a header, then per step (step, epoch, lr,
+    loss, norm, tokens, pair indices)."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0].split("\t") != ["step", "epoch", "lr", "loss", "norm", "tokens", "pairs"]:
+        sys.exit("%s: not a translate --trace file" % path)
+    steps = []
+    for line in lines[1:]:
+        step, epoch, lr, loss, norm, tokens, pairs = line.split("\t")
+        steps.append(dict(step=int(step), epoch=int(epoch), lr=float(lr), loss=float(loss), norm=float(norm),
+                          tokens=int(tokens), pairs=[int(i) for i in pairs.split(",")]))
+    return steps
+
+
+def rel(a, b):
+    """|a - b| relative to |b| (0 when both are 0)."""
+    return abs(a - b) / abs(b) if b else abs(a - b)
+
+
+def param_difference(torch, model, path):
+    """The twin's parameters against the C checkpoint at path: the largest
+    absolute difference of one value, and ||C - twin|| / ||twin|| over all."""
+    tensors, _ = st_read(path)
+    worst, d2, n2 = 0.0, 0.0, 0.0
+    for name, p in model.named_parameters():
+        dt, shape, values = tensors[name]
+        c = torch.tensor(values, dtype=torch.float64).reshape(shape)
+        t = p.detach().to(torch.float64)
+        worst = max(worst, float((c - t).abs().max()))
+        d2 += float(((c - t) ** 2).sum())
+        n2 += float((t ** 2).sum())
+    return worst, math.sqrt(d2 / n2)
+
+
+def replay(torch, model, d, trace, a, path):
+    """The steps of trace on model, with the recipe of a's flags: per step
+    (loss, gradient norm before clipping, lr, target tokens)."""
+    params = list(model.parameters())
+    opt, lr, warmup, total_steps = make_optimizer(torch, params, a, d.n)
+    out = []
+    for k, s in enumerate(trace):
+        if s["step"] != k + 1:
+            sys.exit("%s: line %d is step %d, not %d" % (path, k + 2, s["step"], k + 1))
+        src, svl, tin, tout, tok = d.batch(torch.tensor(s["pairs"], dtype=torch.long))
+        loss = model.loss(src, svl, tin, tout)
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        if a.clip > 0:
+            norm = float(torch.nn.utils.clip_grad_norm_(params, a.clip))
+        else:
+            norm = math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in params))
+        step_lr = lr
+        if a.schedule != "constant" or warmup > 0:
+            step_lr = lr_schedule(lr, k + 1, warmup, total_steps, a.schedule)
+            for group in opt.param_groups:
+                group["lr"] = step_lr
+        opt.step()
+        out.append((float(loss), norm, step_lr, tok))
+    return out
+
+
+def cmd_lockstep(torch, a):
+    """From the checkpoint `translate train --save-init` wrote, the steps its
+    --trace lists, batch for batch (dropout off: the checkpoint's dropout
+    must be 0), with the recipe of the flags; per step the twin's loss and
+    gradient norm beside C's.  --final: C's checkpoint after the last step,
+    compared with the twin's parameters.  --perturb EPS: the same steps
+    again from the twin's weights times (1 + EPS z), z ~ N(0, 1) each: how
+    much the run itself amplifies a difference of that size (rounding's,
+    with EPS = 1e-16 in float64), beside C's difference."""
+    dtype = torch.float64 if a.dtype == "float64" else torch.float32
+    model, sv, tv, meta = load_c_model(torch, a.model, dtype)
+    if float(meta["dropout"]) != 0:
+        sys.exit("%s: dropout %s: lock-step needs a run with --dropout 0" % (a.model, meta["dropout"]))
+    if meta.get("epoch", "0") != "0" or meta.get("optimizer_steps", "0") != "0":
+        sys.exit("%s: not a checkpoint of step 0 (translate train --save-init)" % a.model)
+    pairs, _ = load_pairs(a.data)
+    rsv, rtv = build_vocabs(pairs, int(meta.get("min_freq", 2)))
+    if rsv.tokens != sv.tokens or rtv.tokens != tv.tokens:
+        sys.exit("%s: its vocabularies differ from the checkpoint's" % a.data)
+    d = Dataset(torch, pairs, sv, tv, model.cfg["max_len"])
+    trace = read_trace(a.trace)
+    ours = replay(torch, model, d, trace, a, a.trace)
+    result = {"dtype": a.dtype, "steps": len(trace), "torch": torch.__version__}
+    if a.final:
+        result["param_max_abs"], result["param_rel"] = param_difference(torch, model, a.final)
+    self_ = None
+    if a.perturb:
+        again, *_ = load_c_model(torch, a.model, dtype)
+        gen = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for p in again.parameters():
+                p.mul_(1 + a.perturb * torch.randn(p.shape, generator=gen, dtype=torch.float64).to(dtype))
+        self_ = replay(torch, again, d, trace, a, a.trace)
+    rows = []
+    for k, (s, (loss, norm, lr, tok)) in enumerate(zip(trace, ours)):
+        r = dict(step=k + 1, tokens=tok, c_tokens=s["tokens"], lr=lr, c_lr=s["lr"], loss=loss, c_loss=s["loss"],
+                 norm=norm, c_norm=s["norm"], loss_rel=rel(s["loss"], loss), norm_rel=rel(s["norm"], norm))
+        if self_:
+            r["self_loss_rel"], r["self_norm_rel"] = rel(self_[k][0], loss), rel(self_[k][1], norm)
+        rows.append(r)
+        if not a.quiet and (k < 20 or (k + 1) % 50 == 0 or k + 1 == len(trace)):
+            print("step %4d  loss %.17g  C %.17g  rel %.2e  norm rel %.2e%s"
+                  % (k + 1, loss, s["loss"], r["loss_rel"], r["norm_rel"],
+                     "  perturbed twin: rel %.2e" % r["self_loss_rel"] if self_ else ""), flush=True)
+    n20 = rows[:20]
+    result.update(max_loss_rel_20=max(r["loss_rel"] for r in n20), max_loss_rel=max(r["loss_rel"] for r in rows),
+                  max_norm_rel=max(r["norm_rel"] for r in rows), lr_differs=sum(r["lr"] != r["c_lr"] for r in rows),
+                  tokens_differ=sum(r["tokens"] != r["c_tokens"] for r in rows))
+    # per step, to 3 digits: C's relative loss and gradient-norm differences
+    # from the twin (and the perturbed twin's loss difference)
+    for key in ("loss_rel", "norm_rel") + (("self_loss_rel",) if self_ else ()):
+        result[key] = [float("%.3g" % r[key]) for r in rows]
+    if self_:
+        result["perturb"] = a.perturb
+        result["self_max_loss_rel_20"] = max(r["self_loss_rel"] for r in n20)
+        result["self_max_loss_rel"] = max(r["self_loss_rel"] for r in rows)
+    print("lockstep %s: %d steps, largest relative loss difference %.2e (first 20 steps: %.2e), gradient norm %.2e"
+          % (a.dtype, len(rows), result["max_loss_rel"], result["max_loss_rel_20"], result["max_norm_rel"]))
+    if a.final:
+        print("  parameters after the last step: largest difference %.2e, relative %.2e"
+              % (result["param_max_abs"], result["param_rel"]))
+    if self_:
+        print("  the twin from weights perturbed by %g: largest relative loss difference %.2e (first 20 steps: %.2e)"
+              % (a.perturb, result["self_max_loss_rel"], result["self_max_loss_rel_20"]))
+    if result["lr_differs"] or result["tokens_differ"]:
+        print("  rates differ in %d steps, target tokens in %d" % (result["lr_differs"], result["tokens_differ"]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
     return 0
 
 
@@ -927,23 +1078,29 @@ def cmd_split(a):
 
 # ---------------------------------------------------------------------------
 
-def main(argv):
+def add_recipe_flags(p):
+    """translate train's flags of the optimizer and the schedule, with its defaults."""
+    p.add_argument("--epochs", type=int, default=50, help="the run's planned epochs (the schedule's length)")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
+    p.add_argument("--lr", type=float)
+    p.add_argument("--momentum", type=float)
+    p.add_argument("--nesterov", dest="nesterov", action="store_true", default=True)
+    p.add_argument("--no-nesterov", dest="nesterov", action="store_false")
+    p.add_argument("--schedule", choices=("constant", "linear", "cosine", "noam"), default="cosine")
+    p.add_argument("--warmup", type=int, default=400)
+    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--clip", type=float, default=1.0)
+
+
+def main_parser():
+    """The command line's parser (make_lockstep_fixture.py reads lockstep's flags with it)."""
     p = argparse.ArgumentParser(prog="translator.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train on a TSV file, as `translate train`")
     t.add_argument("--data", required=True)
     t.add_argument("--test")
-    t.add_argument("--epochs", type=int, default=50)
-    t.add_argument("--batch", type=int, default=64)
-    t.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
-    t.add_argument("--lr", type=float)
-    t.add_argument("--momentum", type=float)
-    t.add_argument("--nesterov", dest="nesterov", action="store_true", default=True)
-    t.add_argument("--no-nesterov", dest="nesterov", action="store_false")
-    t.add_argument("--schedule", choices=("constant", "linear", "cosine", "noam"), default="cosine")
-    t.add_argument("--warmup", type=int, default=400)
-    t.add_argument("--weight-decay", type=float, default=0.0)
-    t.add_argument("--clip", type=float, default=1.0)
+    add_recipe_flags(t)
     t.add_argument("--hidden", type=int, default=64)
     t.add_argument("--heads", type=int, default=4)
     t.add_argument("--ffn", type=int, default=128)
@@ -969,6 +1126,17 @@ def main(argv):
     s.add_argument("--out", required=True)
     s.add_argument("--min-freq", type=int, default=2, help="when the checkpoint does not say")
     s.add_argument("--threads", type=int, default=1)
+    k = sub.add_parser("lockstep", help="the steps of translate train --trace, from its --save-init weights")
+    k.add_argument("--model", required=True, help="translate train --save-init's checkpoint")
+    k.add_argument("--data", required=True)
+    k.add_argument("--trace", required=True, help="translate train --trace's file")
+    k.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    k.add_argument("--final", help="C's checkpoint after the last step: its parameters against the twin's")
+    add_recipe_flags(k)
+    k.add_argument("--perturb", type=float, help="also the twin from its weights times (1 + PERTURB z)")
+    k.add_argument("--json")
+    k.add_argument("--quiet", action="store_true")
+    k.add_argument("--threads", type=int, default=1)
     c = sub.add_parser("initcheck", help="compare a C checkpoint's initial weights with the twin's init")
     c.add_argument("--model", required=True)
     c.add_argument("--init", choices=("scaled", "d2l"), help="default: the checkpoint's")
@@ -980,12 +1148,18 @@ def main(argv):
     d.add_argument("--train", required=True)
     d.add_argument("--test", required=True)
     d.add_argument("--every", type=int, default=10, help="every N-th distinct source is held out")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv):
+    a = main_parser().parse_args(argv)
     if a.cmd == "split":
         return cmd_split(a)
     torch = import_torch(a.threads)
     if a.cmd == "initcheck":
         return cmd_initcheck(torch, a)
+    if a.cmd == "lockstep":
+        return cmd_lockstep(torch, a)
     return cmd_train(torch, a) if a.cmd == "train" else cmd_step(torch, a)
 
 

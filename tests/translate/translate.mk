@@ -3,6 +3,11 @@
 translate-test: $(BUILD)/translate
 	bash tests/translate/test_translate.sh $(BUILD)
 test: translate-test
+# and, in double, takes the twin's steps (tests/translate/test_lockstep.sh)
+.PHONY: lockstep-test
+lockstep-test: $(BUILD)/translate $(BUILD)/translate64
+	bash tests/translate/test_lockstep.sh $(BUILD)
+test: lockstep-test
 
 # make asan runs the translator's scripts too, on an ASan + UBSan build of
 # it: ASan's reports (leaks on error paths too) go to files that fail the
@@ -12,9 +17,9 @@ test: translate-test
 TRANSLATE_SAN_LOG := build-asan/translate-san
 .PHONY: translate-asan
 translate-asan:
-	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_CFLAGS)" LDFLAGS="$(SAN)" build-asan/translate
+	$(MAKE) BUILD=build-asan CFLAGS="$(SAN_CFLAGS)" LDFLAGS="$(SAN)" build-asan/translate build-asan/translate64
 	@rm -rf $(TRANSLATE_SAN_LOG) && mkdir -p $(TRANSLATE_SAN_LOG)
-	@set -e; for t in tests/cli/test_cli.sh tests/translate/test_translate.sh; do \
+	@set -e; for t in tests/cli/test_cli.sh tests/translate/test_translate.sh tests/translate/test_lockstep.sh; do \
 	  log=$(TRANSLATE_SAN_LOG)/$$(basename $$t .sh).log; \
 	  SANITIZED=1 ASAN_OPTIONS=detect_leaks=1:exitcode=86:log_path=$(CURDIR)/$(TRANSLATE_SAN_LOG)/asan \
 	    UBSAN_OPTIONS=print_stacktrace=1:exitcode=87 bash $$t build-asan > $$log 2>&1 || { cat $$log; exit 1; }; \

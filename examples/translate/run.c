@@ -10,9 +10,16 @@
  * first AG_PAIRS_MAX_LINE bytes, far more than the model's max_len tokens
  * (which the encoding cuts to anyway), with a warning naming the line.  A
  * line of any length is read as one line, in bounded memory.  Exit 1 when
- * no line was good. */
+ * no line was good.
+ *
+ * The explorer's data (every sentence's attention maps) goes to --html
+ * PAGE.html (the page), --json FILE (the JSON alone; "-": stdout, which
+ * then carries nothing else) and --live PAGE.html (the page that runs this
+ * program, compiled to WebAssembly, on the sentences a learner types: it
+ * holds build/wasm/translate.wasm and the model's weights). */
 #include "translate.h"
 #include "../common/explorer_json.h"
+#include "../common/live_page.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -208,6 +215,7 @@ typedef struct pictures {
     const char *dir;
     FILE *html;
     int inputs;
+    FILE *out; /* the translations: stdout, or NULL when the JSON takes it */
 } pictures;
 
 /* Translate lines[0..n) (UTF-8, checked) in one batch and print one line
@@ -233,8 +241,8 @@ static int run_sentences(const model *m, ag_graph *g, char **lines, int n, pictu
     }
     if (translate_batch(m, g, (const char *const *const *)toks, lens, n, out, olen)) goto free_all;
     for (int i = 0; i < n; i++) {
-        for (int t = 0; t < olen[i]; t++) printf("%s%s", t ? " " : "", out[i][t]);
-        printf("\n");
+        for (int t = 0; pic->out && t < olen[i]; t++) fprintf(pic->out, "%s%s", t ? " " : "", out[i][t]);
+        if (pic->out) fprintf(pic->out, "\n");
     }
     fflush(stdout);
     for (int i = 0; pic->dir && i < n; i++)
@@ -273,7 +281,7 @@ static int run_arguments(const model *m, ag_graph *g, char **sentences, int n, p
         *good += end - at;
         if (end < n) {
             fprintf(stderr, "%s: warning: argument %d: %s; line skipped\n", prog, end + 1, why);
-            printf("\n");
+            if (pic->out) fprintf(pic->out, "\n");
             ++*skipped;
         }
         at = end + 1;
@@ -292,7 +300,7 @@ static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int 
         n = cut_long_line(line, n, where, m->cfg.max_len);
         if (line_problem(line, n, why, sizeof why)) {
             fprintf(stderr, "%s: warning: stdin:%d: %s; line skipped\n", prog, k + 1, why);
-            printf("\n");
+            if (pic->out) fprintf(pic->out, "\n");
             ++*skipped;
             continue;
         }
@@ -305,6 +313,40 @@ static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int 
         return 1;
     }
     return 0;
+}
+
+#define TITLE "attograd explorer: the translator's attention"
+
+/* The live page: the JSON in x, the program, and m's weights (without the
+ * training state a checkpoint may hold: a smaller page), saved beside the
+ * page for as long as it takes to read them back. */
+static int write_live(explorer_out *x, const opts *o, const model *m)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.weights.tmp", o->live);
+    int rc = save_model(m, NULL, NULL, tmp);
+    if (rc) fclose(x->f), free(x->buf);
+    else rc = live_close(x, &(live_spec){"translate", o->argv0, o->wasm, o->live, TITLE, "model.safetensors", tmp});
+    remove(tmp);
+    return rc;
+}
+
+/* The explorer's data (len bytes of JSON) to each output asked for:
+ * --html, --json, --live.  0, or 1 after a message. */
+static int write_outputs(const opts *o, const model *m, const char *json, size_t len)
+{
+    const char *paths[3] = {o->html, o->json, o->live};
+    int rc = 0;
+    for (int k = 0; k < 3 && !rc; k++) {
+        explorer_out x;
+        if (!paths[k]) continue;
+        if (!explorer_open(&x, prog)) return 1;
+        fwrite(json, 1, len, x.f);
+        rc = k == 0 ? explorer_close(&x, prog, paths[k], TITLE)
+             : k == 1 ? explorer_close_json(&x, prog, paths[k])
+                      : write_live(&x, o, m);
+    }
+    return rc;
 }
 
 int cmd_run(const opts *o, char **sentences, int n)
@@ -321,10 +363,10 @@ int cmd_run(const opts *o, char **sentences, int n)
     if (load_model(&m, o->model, NULL)) return 1;
     ag_graph *g = ag_graph_new();
     int rc = 1, good = 0, skipped = 0;
-    pictures pic = {.dir = o->attention};
+    pictures pic = {.dir = o->attention, .out = o->json && !strcmp(o->json, "-") ? NULL : stdout};
     explorer_out page = {0};
     if (!g) fprintf(stderr, "%s: out of memory\n", prog);
-    else if (o->html && !explorer_open(&page, prog)) rc = 1;
+    else if ((o->html || o->json || o->live) && !explorer_open(&page, prog)) rc = 1;
     else {
         if ((pic.html = page.f)) fprintf(page.f, "{\"kind\": \"attention\", \"model\": \"translator\", \"inputs\": [");
         rc = n > 0 ? run_arguments(&m, g, sentences, n, &pic, &good, &skipped)
@@ -337,8 +379,9 @@ int cmd_run(const opts *o, char **sentences, int n)
     }
     if (page.f) {
         fprintf(page.f, "]}\n");
-        if (rc == 0) rc = explorer_close(&page, prog, o->html, "attograd explorer: the translator's attention");
-        else fclose(page.f), free(page.buf);
+        if (fclose(page.f) != 0) fprintf(stderr, "%s: explorer page: %s\n", prog, strerror(errno)), rc = 1;
+        else if (rc == 0) rc = write_outputs(o, &m, page.buf, page.len);
+        free(page.buf);
     }
     ag_graph_free(g);
     model_free(&m);

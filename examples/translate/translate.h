@@ -44,6 +44,7 @@ extern const char *const init_names[];
 
 typedef struct opts {
     const char *data, *test, *out, *model, *resume, *json, *plot, *attention, *train_out, *entropy_plot, *html;
+    const char *live, *wasm, *argv0; /* run's live page, its module, and where the program is */
     int epochs, stop_after, batch, hidden, heads, ffn, layers, max_len, min_freq, threads, nesterov, warmup;
     int init, every; /* AG_SEQ2SEQ_INIT_*; split's every N-th source */
     double lr, momentum, clip, dropout, weight_decay;

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tests/live/test_live.sh BUILD_DIR: the live pages (--live) in a real
+# browser, Debian's chromium, headless, against the native programs.
+#
+# The programs write their pages (holding build/wasm/*.wasm, make wasm);
+# chromium opens each from file:// with a request in the URL, the page runs
+# the program compiled to WebAssembly on it, and check_live.py compares what
+# the page computed and drew with the native program's JSON for the same
+# request (within 1e-5):
+#   - the translator (a small model trained here, as the explorer test
+#     does): the typed sentence "i lost ." -> its translation and every
+#     attention map, weights, scores, q and k;
+#   - the backward tour: the mask edited (query 0 may see key 1, query 3 may
+#     not see key 1) and five training steps taken one by one in the page:
+#     the five losses, P, dP, dS, dQ, dK, dV and their checks;
+# and for every page: no console error in chromium's log, no http(s) URL in
+# it, chromium run with a proxy to nowhere (a fetch would fail); a program
+# that fails in the page (a bad --mask) is a console error (the check is
+# tested).  Screenshots of a typed sentence, a mask edit and a training
+# step, the page sizes and the times the page measured stay in
+# $BUILD/live/.
+#
+# chromium and /usr/bin/python3 are installed with apt-get when missing (as
+# root), else the test is skipped with a message.  Prints 'N passed, N
+# failed'; exits 1 on a failure.
+set -u
+B=${1:-build}
+BIN=$B/translate TIMEOUT=120
+. "$(dirname "$0")/../lib.sh" # tmp, ok, no, finish
+here=$(dirname "$0")
+
+NAME=live
+. "$here/../browser.sh" # need, browse, offline, shot; $PY
+
+# The page's DOM once its runs are done: virtual time lets the page's
+# promises (compile, instantiate, run) go to their end before the dump.
+run_page() { # URL LOG: the DOM on stdout
+    browse "$1" "$2" --virtual-time-budget=60000 --dump-dom
+}
+# check NAME PAGE QUERY MODE NATIVE.json: the page run on QUERY, checked
+check() {
+    local name=$1 page=$2 q=$3 mode=$4 native=$5
+    run_page "file://$(realpath "$page")?$q" "$tmp/$name.log" > "$tmp/$name.dom"
+    if grep -q 'CONSOLE' "$tmp/$name.log"; then no "$name: console: $(grep CONSOLE "$tmp/$name.log" | head -3)"; return; fi
+    if $PY "$here/check_live.py" "$mode" "$tmp/$name.dom" "$native" > "$tmp/$name.out"; then
+        ok; sed "s/^/  $name: /" "$tmp/$name.out"
+    else no "$name: $(tail -n 1 "$tmp/$name.out")"; fi
+    grep -o 'data-live_[a-z_]*="[0-9.]*"' "$tmp/$name.dom" | tr '\n' ' ' | sed "s/^/  $name: times (ms): /; s/$/\n/"
+}
+out=$B/live
+mkdir -p "$out"
+
+# ---- the translator: a typed sentence ------------------------------------------
+head -n 400 examples/data/eng-fra.tsv > "$tmp/train.tsv"
+small=(--hidden 16 --heads 2 --ffn 32 --layers 2 --batch 16 --seed 3 --optimizer adam --lr 0.01)
+if "$B/translate" train --data "$tmp/train.tsv" --out "$tmp/t.safetensors" --epochs 6 "${small[@]}" --quiet \
+    > "$tmp/t.log" 2>&1 && "$B/translate" run --model "$tmp/t.safetensors" --live "$out/translate.html" "go ." \
+    > "$tmp/r.log" 2>&1; then ok
+else no "translate --live: $(tail -n 3 "$tmp/t.log" "$tmp/r.log")"; fi
+"$B/translate" run --model "$tmp/t.safetensors" --json "$tmp/t-native.json" "i lost ." > /dev/null 2>&1 ||
+    no "translate run --json failed"
+check translate "$out/translate.html" "live_sentence=i%20lost%20." attention "$tmp/t-native.json"
+
+# ---- the backward tour: a mask edit, five training steps -------------------------
+"$B/backward_tour" --live "$out/backward_tour.html" > "$tmp/b.log" 2>&1 ||
+    no "backward_tour --live: $(tail -n 3 "$tmp/b.log")"
+"$B/backward_tour" --mask 0,1 --mask 3,1 --steps 5 --json "$tmp/b-native.json" > /dev/null 2>&1 ||
+    no "backward_tour --json failed"
+check tour "$out/backward_tour.html" "live_mask=0,1;3,1&live_steps=5" backward "$tmp/b-native.json"
+
+# ---- every page: offline, its size, and screenshots -------------------------------
+for p in translate backward_tour; do
+    offline "$out/$p.html"
+    echo "  $p.html: $(wc -c < "$out/$p.html") bytes"
+done
+shot "$out/translate.html" "live_sentence=i%20lost%20.&attn=cross&layer=1&head=1&token=1" "$out/translate-typed.png" --virtual-time-budget=60000
+shot "$out/backward_tour.html" "live_mask=0,1;3,1" "$out/tour-mask.png" --virtual-time-budget=60000
+shot "$out/backward_tour.html" "live_mask=0,1;3,1&live_steps=5" "$out/tour-steps.png" --virtual-time-budget=60000
+
+# ---- the console check catches a program that fails in the page ------------------
+run_page "file://$(realpath "$out/backward_tour.html")?live_mask=9,9" "$tmp/bad.log" > "$tmp/bad.dom"
+if grep -q 'CONSOLE.*--mask wants ROW,COL' "$tmp/bad.log" && grep -q 'live-error">backward_tour: --mask' "$tmp/bad.dom"
+then ok; else no "a program failing in the page gave no console error and no message"; fi
+finish live

@@ -13,8 +13,8 @@
  *                 recomputes P, dP, dS, dQ, dK, dV, their checks and the loss
  *
  * The URL's query asks for the same (?live_sentence=go%20. ,
- * ?live_mask=0,1;3,1&live_steps=5), so that a test can drive the page from
- * the command line; the last JSON the program printed is in #live-json, the
+ * ?live_mask=0,1;3,1&live_steps=5: five clicks of "step"; live_count=N: N
+ * steps a click), so that a test can drive the page from the command line; the last JSON the program printed is in #live-json, the
  * times in data-live_* of <body>, data-live="1" when done. */
 #include "viz/viz.h"
 
@@ -225,7 +225,7 @@ const char ag__live_js[] =
     "      '\" data-row=\"' + r + '\" data-col=\"' + c + '\" title=\"query ' + r + \", key \" + c + '\">' + (v ? \"1\" : \"0\") + \"</td>\").join(\"\") + \"</tr>\";\n"
     "  });\n"
     "  s += \"</table>\";\n"
-    "  if (data.losses && data.losses.length) s += chart(\"training loss (SGD, lr \" + data.lr + \")\", [{ name: \"loss\", y: data.losses }], data.losses.length - 1);\n"
+    "  if (data.losses && data.losses.length) s += chart(\"the loss before each training step (SGD, lr \" + data.lr + \")\", [{ name: \"loss\", y: data.losses }], data.losses.length - 1);\n"
     "  const extra = document.getElementById(\"live-extra\");\n"
     "  extra.innerHTML = s;\n"
     "  extra.querySelectorAll(\"#live-mask td\").forEach(td => {\n"
@@ -237,18 +237,26 @@ const char ag__live_js[] =
     "  if (i >= 0) tour.edits.splice(i, 1);\n"
     "  else tour.edits.push(cell);\n"
     "}\n"
+    "const STEPS_MAX = 1000; // backward_tour's\n"
+    "// One click of \"step\": count more steps, the program run again from the start.\n"
+    "async function tourStep() {\n"
+    "  const count = Math.max(1, Math.min(STEPS_MAX, Number(document.getElementById(\"live-count\").value) || 1));\n"
+    "  tour.steps = Math.min(STEPS_MAX, tour.steps + count);\n"
+    "  if (!(await runAndShow(tourArgs()))) return false;\n"
+    "  drawTour();\n"
+    "  return true;\n"
+    "}\n"
     "async function liveBackward() {\n"
-    "  liveFrame('<button id=\"live-step\">take a training step</button><button id=\"live-reset\">reset</button>');\n"
-    "  document.getElementById(\"live-step\").onclick = async () => { tour.steps++; if (await runAndShow(tourArgs())) drawTour(); };\n"
+    "  liveFrame('<label>take <input type=\"number\" id=\"live-count\" value=\"' + pick(\"live_count\", STEPS_MAX + 1, 1) +\n"
+    "    '\" min=\"1\" max=\"' + STEPS_MAX + '\" style=\"width:4em\"> training step(s)</label><button id=\"live-step\">step</button>' +\n"
+    "    '<button id=\"live-reset\">reset</button>');\n"
+    "  document.getElementById(\"live-step\").onclick = tourStep;\n"
     "  document.getElementById(\"live-reset\").onclick = async () => { tour.steps = 0; tour.edits = []; if (await runAndShow(tourArgs())) drawTour(); };\n"
     "  (query.get(\"live_mask\") || \"\").split(\";\").filter(e => e).forEach(toggle);\n"
     "  if (!(await runAndShow(tourArgs()))) return;\n"
     "  drawTour();\n"
-    "  for (let n = pick(\"live_steps\", 1001, 0); n > 0; n--) {\n"
-    "    tour.steps++;\n"
-    "    if (!(await runAndShow(tourArgs()))) return;\n"
-    "    drawTour();\n"
-    "  }\n"
+    "  for (let n = pick(\"live_steps\", STEPS_MAX + 1, 0); n > 0; n--)\n"
+    "    if (!(await tourStep())) return;\n"
     "}\n"
     "\n"
     "const livePages = { attention: liveAttention, backward: liveBackward };\n"

@@ -55,6 +55,7 @@
 #include "backward_tour_html.h"
 #include "common/live_page.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,19 +332,21 @@ static int write_pages(const model *m, const ag_gradcheck_result *res, const dou
                                 res[s].max_abs_err, err[s], ok[s]};
     }
     tour_page pg = {loss, p, N + 1, m->allow, T, losses, steps, lr};
+    static const char *const args[] = {"--json", "-", NULL}; /* the live page adds --steps and --mask */
+    live_spec live = {"backward_tour", o->argv0, o->wasm, o->live, TOUR_TITLE, NULL, NULL, args, NULL};
     explorer_out x;
-    int rc = o->html && tour_html(o->html, &pg);
-    if (o->json && !rc) {
-        if (!explorer_open(&x, "backward_tour")) return 1;
-        tour_json(x.f, &pg);
-        rc = explorer_close_json(&x, "backward_tour", o->json);
+    if (!explorer_open(&x, "backward_tour")) return 1;
+    tour_json(x.f, &pg);
+    if (fclose(x.f) != 0) {
+        fprintf(stderr, "backward_tour: the page's data: %s\n", strerror(errno));
+        free(x.buf);
+        return 1;
     }
-    if (o->live && !rc) {
-        if (!explorer_open(&x, "backward_tour")) return 1;
-        tour_json(x.f, &pg);
-        rc = live_close(&x, &(live_spec){"backward_tour", o->argv0, o->wasm, o->live, TOUR_TITLE, NULL, NULL});
-        if (!rc) fprintf(report, "wrote %s\n", o->live);
-    }
+    int rc = explorer_write("backward_tour", x.buf, x.len,
+                            &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TOUR_TITLE});
+    free(x.buf);
+    if (!rc && o->html) fprintf(report, "wrote %s\n", o->html);
+    if (!rc && o->live) fprintf(report, "wrote %s\n", o->live);
     return rc;
 }
 

@@ -69,15 +69,4 @@ static inline void tour_json(FILE *f, const tour_page *pg)
 
 #define TOUR_TITLE "attograd explorer: attention, backward"
 
-/* The page at path; 0, or 1 after a message. */
-static inline int tour_html(const char *path, const tour_page *pg)
-{
-    explorer_out x;
-    if (!explorer_open(&x, "backward_tour")) return 1;
-    tour_json(x.f, pg);
-    int rc = explorer_close(&x, "backward_tour", path, TOUR_TITLE);
-    if (!rc) printf("wrote %s\n", path);
-    return rc;
-}
-
 #endif

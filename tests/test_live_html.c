@@ -1,12 +1,14 @@
 /* tests/test_live_html.c: ag_html_live (src/viz/live.c), the live page
  * writer; what a browser computes in the pages is tests/live/'s.
  *   - the page holds the caller's JSON as ag_html_explorer does, the module
- *     and the file as base64 that decodes to their bytes, the program's and
- *     the file's names as JSON (a '<' in them escaped), both scripts inline,
+ *     and the file as base64 that decodes to their bytes, the program's
+ *     name, arguments and input and the file's name as JSON (quotes and '<'
+ *     escaped), both scripts inline,
  *     a Content-Security-Policy that adds only 'wasm-unsafe-eval', and no
  *     URL;
- *   - a program without a name or a module, a file name with a '/', and
- *     bad data are refused with a message, and nothing is written. */
+ *   - a program without a name, a module or arguments, a file name with a
+ *     '/', text that is not UTF-8 and bad data are refused with a message,
+ *     and nothing is written. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,13 +54,15 @@ Test(live_html, holds_the_module_and_the_file)
     memcpy(wasm, "\0asm\1\0\0\0", 8);
     for (int i = 8; i < 100; i++) wasm[i] = (unsigned char)(i * 37);
     for (int i = 0; i < 301; i++) file[i] = (unsigned char)(255 - i);
-    ag_live_program prog = {"tr<anslate", wasm, sizeof wasm, "model.safetensors", file, sizeof file};
+    const char *const args[] = {"run", "--json", "-", "{input}", NULL};
+    ag_live_program prog = {"tr<anslate", wasm, sizeof wasm, "model.safetensors", file, sizeof file, args, "i \"lost\""};
     const char *json = "{\"kind\": \"backward\", \"panels\": [], \"note\": \"</script>\"}";
     cr_assert_eq(ag_html_live(path, "a <title>", json, &prog, err, sizeof err), AG_OK, "%s", err);
     char *s = read_file(path, NULL);
     cr_assert(strstr(s, "{\"kind\": \"backward\", \"panels\": [], \"note\": \"\\u003c/script>\"}"), "the JSON");
     cr_assert(strstr(s, "<script type=\"application/json\" id=\"live-program\">{\"name\": \"tr\\u003canslate\", "
-                        "\"file\": \"model.safetensors\", \"wasm_bytes\": 100, \"file_bytes\": 301}</script>"));
+                        "\"file\": \"model.safetensors\", \"args\": [\"run\", \"--json\", \"-\", \"{input}\"], "
+                        "\"input\": \"i \\\"lost\\\"\", \"wasm_bytes\": 100, \"file_bytes\": 301}</script>"));
     long n;
     unsigned char *b = decode_after(s, "id=\"live-wasm\">\n", &n);
     cr_assert(n == 100 && !memcmp(b, wasm, 100), "the module, %ld bytes back", n);
@@ -90,12 +94,16 @@ Test(live_html, refuses_a_bad_program_or_data)
 {
     const unsigned char wasm[8] = {0, 'a', 's', 'm', 1, 0, 0, 0}, elf[8] = {0x7f, 'E', 'L', 'F'};
     const char *json = "{\"kind\": \"backward\", \"panels\": []}";
-    refused(&(ag_live_program){NULL, wasm, 8, NULL, NULL, 0}, json, "a name and a WebAssembly module");
-    refused(&(ag_live_program){"p", elf, 8, NULL, NULL, 0}, json, "a name and a WebAssembly module");
-    refused(&(ag_live_program){"p", wasm, 4, NULL, NULL, 0}, json, "a name and a WebAssembly module");
-    refused(&(ag_live_program){"p", wasm, 8, "a/b", wasm, 8}, json, "a plain name");
-    refused(&(ag_live_program){"p", wasm, 8, "m", NULL, 0}, json, "a plain name and bytes");
-    refused(&(ag_live_program){"p", wasm, 8, NULL, NULL, 0}, "{\"kind\": \"other\"}", "\"kind\"");
+    const char *const args[] = {"--json", "-", NULL}, *const latin1[] = {"caf\xe9", NULL};
+    refused(&(ag_live_program){NULL, wasm, 8, NULL, NULL, 0, args, NULL}, json, "a name and a WebAssembly module");
+    refused(&(ag_live_program){"p", elf, 8, NULL, NULL, 0, args, NULL}, json, "a name and a WebAssembly module");
+    refused(&(ag_live_program){"p", wasm, 4, NULL, NULL, 0, args, NULL}, json, "a name and a WebAssembly module");
+    refused(&(ag_live_program){"p", wasm, 8, "a/b", wasm, 8, args, NULL}, json, "a plain name");
+    refused(&(ag_live_program){"p", wasm, 8, "m", NULL, 0, args, NULL}, json, "a plain name and bytes");
+    refused(&(ag_live_program){"p", wasm, 8, NULL, NULL, 0, NULL, NULL}, json, "arguments are NULL");
+    refused(&(ag_live_program){"p", wasm, 8, NULL, NULL, 0, latin1, NULL}, json, "arguments: not UTF-8");
+    refused(&(ag_live_program){"p", wasm, 8, NULL, NULL, 0, args, "caf\xe9"}, json, "input: not UTF-8");
+    refused(&(ag_live_program){"p", wasm, 8, NULL, NULL, 0, args, NULL}, "{\"kind\": \"other\"}", "\"kind\"");
     char err[256];
     cr_assert_eq(ag_html_live("x.html", NULL, json, NULL, err, sizeof err), AG_ERR_ARG);
     cr_assert(strstr(err, "the program is NULL"), "%s", err);

@@ -1,9 +1,9 @@
 # examples/live/live.mk: `make wasm` builds the programs whose live pages
 # (--live PAGE.html, docs/explorer.md) run them in the browser:
-# build/wasm/translate.wasm and build/wasm/backward_tour.wasm, the same
-# sources as build/translate and build/backward_tour (library, ops and
-# program), compiled by clang for wasm32-wasi against Debian's wasi-libc
-# and linked by lld.  Each is a WASI command: the page runs it as a shell
+# build/wasm/translate.wasm, gpt.wasm and backward_tour.wasm, the same
+# sources as build/translate, build/gpt and build/backward_tour (library,
+# ops and program), compiled by clang for wasm32-wasi against Debian's
+# wasi-libc and linked by lld.  Each is a WASI command: the page runs it as a shell
 # would, with arguments, stdin and stdout (src/viz/live_js.c).
 #
 # What differs from the native build: no threads (src/core/threads.c runs
@@ -28,9 +28,10 @@ WASM_LIBS   := -lwasi-emulated-getpid -lwasi-emulated-signal -lm
 WASM_OBJ32 := $(LIB_SRC:%.c=$(WASM)/f32/%.o)
 WASM_OBJ64 := $(LIB_SRC:%.c=$(WASM)/f64/%.o)
 WASM_TRANSLATE := $(patsubst %.c,$(WASM)/f32/%.o,$(wildcard examples/translate/*.c) examples/common/dist_none.c)
+WASM_GPT := $(patsubst %.c,$(WASM)/f32/%.o,$(wildcard examples/gpt/*.c) examples/common/dist_none.c)
 
 .PHONY: wasm check-wasm
-wasm: $(WASM)/translate.wasm $(WASM)/backward_tour.wasm
+wasm: $(WASM)/translate.wasm $(WASM)/gpt.wasm $(WASM)/backward_tour.wasm
 
 check-wasm:
 	@if ! printf '\043include <stdio.h>\nint main(void){return puts("");}\n' | \
@@ -46,7 +47,7 @@ check-wasm:
 	  fi; \
 	fi
 
-$(WASM_OBJ32) $(WASM_OBJ64) $(WASM_TRANSLATE) $(WASM)/f64/examples/backward_tour.o: | check-wasm
+$(WASM_OBJ32) $(WASM_OBJ64) $(WASM_TRANSLATE) $(WASM_GPT) $(WASM)/f64/examples/backward_tour.o: | check-wasm
 $(WASM)/f32/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(WASM_CC) $(WASM_FLAGS) -c $< -o $@
@@ -62,7 +63,10 @@ $(WASM)/libattograd64.a: $(WASM_OBJ64)
 
 $(WASM)/translate.wasm: $(WASM_TRANSLATE) $(WASM)/libattograd.a
 	$(WASM_CC) $(WASM_LDFLAGS) $^ -o $@ $(WASM_LIBS)
+$(WASM)/gpt.wasm: $(WASM_GPT) $(WASM)/libattograd.a
+	$(WASM_CC) $(WASM_LDFLAGS) $^ -o $@ $(WASM_LIBS)
 $(WASM)/backward_tour.wasm: $(WASM)/f64/examples/backward_tour.o $(WASM)/libattograd64.a
 	$(WASM_CC) $(WASM_LDFLAGS) $^ -o $@ $(WASM_LIBS)
 
--include $(WASM_OBJ32:.o=.d) $(WASM_OBJ64:.o=.d) $(WASM_TRANSLATE:.o=.d) $(WASM)/f64/examples/backward_tour.d
+-include $(WASM_OBJ32:.o=.d) $(WASM_OBJ64:.o=.d) $(WASM_TRANSLATE:.o=.d) $(WASM_GPT:.o=.d) \
+         $(WASM)/f64/examples/backward_tour.d

@@ -317,35 +317,20 @@ static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int 
 
 #define TITLE "attograd explorer: the translator's attention"
 
-/* The live page: the JSON in x, the program, and m's weights (without the
- * training state a checkpoint may hold: a smaller page), saved beside the
- * page for as long as it takes to read them back. */
-static int write_live(explorer_out *x, const opts *o, const model *m)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.weights.tmp", o->live);
-    int rc = save_model(m, NULL, NULL, tmp);
-    if (rc) fclose(x->f), free(x->buf);
-    else rc = live_close(x, &(live_spec){"translate", o->argv0, o->wasm, o->live, TITLE, "model.safetensors", tmp});
-    remove(tmp);
-    return rc;
-}
-
 /* The explorer's data (len bytes of JSON) to each output asked for:
- * --html, --json, --live.  0, or 1 after a message. */
-static int write_outputs(const opts *o, const model *m, const char *json, size_t len)
+ * --html, --json, --live.  The live page gets m's weights, saved without
+ * the training state a checkpoint may hold (a smaller page) beside it for
+ * as long as it takes to read them back, and the command it runs on the
+ * sentence typed.  0, or 1 after a message. */
+static int write_outputs(const opts *o, const model *m, const char *json, size_t len, const char *first)
 {
-    const char *paths[3] = {o->html, o->json, o->live};
-    int rc = 0;
-    for (int k = 0; k < 3 && !rc; k++) {
-        explorer_out x;
-        if (!paths[k]) continue;
-        if (!explorer_open(&x, prog)) return 1;
-        fwrite(json, 1, len, x.f);
-        rc = k == 0 ? explorer_close(&x, prog, paths[k], TITLE)
-             : k == 1 ? explorer_close_json(&x, prog, paths[k])
-                      : write_live(&x, o, m);
-    }
+    static const char *const args[] = {"run", "--model", "/model.safetensors", "--json", "-", "{input}", NULL};
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.weights.tmp", o->live ? o->live : "");
+    live_spec live = {"translate", o->argv0, o->wasm, o->live, TITLE, "model.safetensors", tmp, args, first};
+    if (o->live && save_model(m, NULL, NULL, tmp)) return 1;
+    int rc = explorer_write(prog, json, len, &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TITLE});
+    if (o->live) remove(tmp);
     return rc;
 }
 
@@ -380,7 +365,7 @@ int cmd_run(const opts *o, char **sentences, int n)
     if (page.f) {
         fprintf(page.f, "]}\n");
         if (fclose(page.f) != 0) fprintf(stderr, "%s: explorer page: %s\n", prog, strerror(errno)), rc = 1;
-        else if (rc == 0) rc = write_outputs(o, &m, page.buf, page.len);
+        else if (rc == 0) rc = write_outputs(o, &m, page.buf, page.len, n > 0 ? sentences[0] : NULL);
         free(page.buf);
     }
     ag_graph_free(g);

@@ -11,6 +11,7 @@
  * holds) to inline script and style; no fetch, no other file, so it works
  * from file:// on a machine without network. */
 #include "viz/viz.h"
+#include "io/json.h"
 
 /* n bytes as base64 (RFC 4648, padded), in lines of 76 characters (the
  * page's script ignores the newlines). */
@@ -40,6 +41,8 @@ static void put_json_string(ag__text *t, const char *s)
     ag__text_puts(t, "\"");
 }
 
+static int utf8(const char *s) { return ag__utf8_check((const unsigned char *)s, strlen(s)) == strlen(s); }
+
 ag_status ag_html_live(const char *path, const char *title, const char *data_json, const ag_live_program *prog,
                        char *err, size_t errlen)
 {
@@ -52,6 +55,11 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
     if (prog->file_name && (!*prog->file_name || strchr(prog->file_name, '/') || !prog->file))
         return ag__errf(err, errlen, AG_ERR_ARG, "live page: %s: the program's file needs a plain name and bytes",
                         path);
+    if (!prog->args) return ag__errf(err, errlen, AG_ERR_ARG, "live page: %s: the program's arguments are NULL", path);
+    const char *bad = prog->input && !utf8(prog->input) ? "input" : NULL;
+    for (int i = 0; !bad && prog->args[i]; i++)
+        if (!utf8(prog->args[i])) bad = "arguments";
+    if (bad) return ag__errf(err, errlen, AG_ERR_ARG, "live page: %s: the program's %s: not UTF-8", path, bad);
     ag_status st = ag__explorer_check_json(path, data_json, err, errlen);
     if (st != AG_OK) return st;
     const char *name = title ? title : "attograd explorer";
@@ -75,6 +83,14 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
     put_json_string(&t, prog->name);
     ag__text_puts(&t, ", \"file\": ");
     if (prog->file_name) put_json_string(&t, prog->file_name);
+    else ag__text_puts(&t, "null");
+    ag__text_puts(&t, ", \"args\": [");
+    for (int i = 0; prog->args[i]; i++) {
+        if (i) ag__text_puts(&t, ", ");
+        put_json_string(&t, prog->args[i]);
+    }
+    ag__text_puts(&t, "], \"input\": ");
+    if (prog->input) put_json_string(&t, prog->input);
     else ag__text_puts(&t, "null");
     ag__text_printf(&t, ", \"wasm_bytes\": %zu, \"file_bytes\": %zu}</script>\n", prog->wasm_len,
                     prog->file_name ? prog->file_len : 0);

@@ -6,13 +6,15 @@
  *                 WASI commands): arguments, stdout and stderr kept, a clock,
  *                 random bytes, and one read-only file, the page's model
  *   runProgram()  a fresh instance of the module per run, as a process
- *   liveAttention the translator: type a sentence, `translate run --json -`
- *                 recomputes every attention map of the explorer
+ *   liveAttention the translator or the GPT: type a sentence or a prompt,
+ *                 the program (`translate run --json - TEXT`, `gpt sample
+ *                 --prompt TEXT --json -`: the page's args, "{input}" the
+ *                 text) recomputes every attention map of the explorer
  *   liveBackward  the backward tour: click a cell of the mask, take a
  *                 training step; `backward_tour --json - --steps N --mask R,C`
  *                 recomputes P, dP, dS, dQ, dK, dV, their checks and the loss
  *
- * The URL's query asks for the same (?live_sentence=go%20. ,
+ * The URL's query asks for the same (?live_input=go%20. ,
  * ?live_mask=0,1;3,1&live_steps=5: five clicks of "step"; live_count=N: N
  * steps a click), so that a test can drive the page from the command line; the last JSON the program printed is in #live-json, the
  * times in data-live_* of <body>, data-live="1" when done. */
@@ -190,20 +192,22 @@ const char ag__live_js[] =
     "    '<div id=\"live-extra\"></div><pre id=\"live-json\" hidden></pre>';\n"
     "}\n"
     "\n"
-    "// ---- the translator: type a sentence --------------------------------------------\n"
+    "// ---- the translator or the GPT: type a sentence or a prompt ---------------------\n"
+    "// The program's arguments, \"{input}\" replaced by what is typed.\n"
+    "function withInput(text) { return live.args.map(a => a === \"{input}\" ? text : a); }\n"
     "function liveAttention() {\n"
-    "  liveFrame('<label>sentence <input type=\"text\" id=\"live-sentence\" value=\"' +\n"
-    "    esc(data.inputs.length ? data.inputs[0].name : \"\") + '\"></label><button id=\"live-run\">translate</button>');\n"
-    "  const box = document.getElementById(\"live-sentence\");\n"
+    "  liveFrame('<label>' + (data.model === \"gpt\" ? \"prompt\" : \"sentence\") + ' <input type=\"text\" id=\"live-input\" value=\"' +\n"
+    "    esc(live.input || \"\") + '\"></label><button id=\"live-run\">run</button>');\n"
+    "  const box = document.getElementById(\"live-input\");\n"
     "  const go = async () => {\n"
-    "    if (await runAndShow([\"run\", \"--model\", \"/\" + live.file, \"--json\", \"-\", box.value])) {\n"
+    "    if (await runAndShow(withInput(box.value))) {\n"
     "      state.input = 0;\n"
     "      drawAttention();\n"
     "    }\n"
     "  };\n"
     "  document.getElementById(\"live-run\").onclick = go;\n"
     "  box.onkeydown = e => { if (e.key === \"Enter\") go(); };\n"
-    "  const asked = query.get(\"live_sentence\");\n"
+    "  const asked = query.get(\"live_input\");\n"
     "  if (asked === null) return Promise.resolve();\n"
     "  box.value = asked;\n"
     "  return go();\n"
@@ -212,7 +216,7 @@ const char ag__live_js[] =
     "// ---- the backward tour: a mask cell, a training step ----------------------------\n"
     "const tour = { edits: [], steps: 0 };\n"
     "function tourArgs() {\n"
-    "  const a = [\"--json\", \"-\", \"--steps\", String(tour.steps)];\n"
+    "  const a = live.args.concat([\"--steps\", String(tour.steps)]);\n"
     "  tour.edits.forEach(e => a.push(\"--mask\", e));\n"
     "  return a;\n"
     "}\n"

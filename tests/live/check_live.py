@@ -2,6 +2,7 @@
 native program's JSON for the same request (tests/live/test_live.sh).
 
   check_live.py attention DOM NATIVE.json   a typed sentence (translate run)
+                                            or prompt (gpt sample)
   check_live.py backward DOM NATIVE.json    a mask edit and training steps
                                             (backward_tour)
 
@@ -88,8 +89,8 @@ def main():
        % (mode, TOL, worst[0]))
     if mode == "attention":
         inp = page["inputs"][0]
-        ok("sentence %r -> %r, %d attention maps recomputed" % (inp["name"], " ".join(inp["translation"]),
-                                                               len(inp["maps"])))
+        said = " -> %r" % " ".join(inp["translation"]) if "translation" in inp else ""
+        ok("input %r%s: %d attention maps recomputed" % (inp["name"], said, len(inp["maps"])))
         # the explorer redrew the first map, head 0, query 0 from the page's numbers
         rows = attrs_of(dom, r'<tr data-key="\d+" data-masked="\d" data-score="[^"]*" data-weight="[^"]*">')
         m0 = inp["maps"][0]

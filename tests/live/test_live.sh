@@ -10,6 +10,8 @@
 #   - the translator (a small model trained here, as the explorer test
 #     does): the typed sentence "i lost ." -> its translation and every
 #     attention map, weights, scores, q and k;
+#   - the GPT (trained here too): the typed prompt "We " -> the sample
+#     (the same seed, temperature and top-k) and its attention maps;
 #   - the backward tour: the mask edited (query 0 may see key 1, query 3 may
 #     not see key 1) and five training steps taken one by one in the page:
 #     the five losses, P, dP, dS, dQ, dK, dV and their checks;
@@ -59,7 +61,18 @@ if "$B/translate" train --data "$tmp/train.tsv" --out "$tmp/t.safetensors" --epo
 else no "translate --live: $(tail -n 3 "$tmp/t.log" "$tmp/r.log")"; fi
 "$B/translate" run --model "$tmp/t.safetensors" --json "$tmp/t-native.json" "i lost ." > /dev/null 2>&1 ||
     no "translate run --json failed"
-check translate "$out/translate.html" "live_sentence=i%20lost%20." attention "$tmp/t-native.json"
+check translate "$out/translate.html" "live_input=i%20lost%20." attention "$tmp/t-native.json"
+
+# ---- the GPT: a typed prompt ------------------------------------------------------
+gsmall=(--context 12 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8 --steps 40 --eval-every 10)
+sample=(--length 20 --seed 1 --temperature 0.8 --top-k 5)
+if "$B/gpt" train --data "$tmp/train.tsv" --out "$tmp/g.safetensors" "${gsmall[@]}" --quiet > "$tmp/g.log" 2>&1 &&
+    "$B/gpt" sample --model "$tmp/g.safetensors" --prompt "I " "${sample[@]}" --live "$out/gpt.html" \
+        > "$tmp/s.log" 2>&1; then ok
+else no "gpt --live: $(tail -n 3 "$tmp/g.log" "$tmp/s.log")"; fi
+"$B/gpt" sample --model "$tmp/g.safetensors" --prompt "We " "${sample[@]}" --json "$tmp/g-native.json" \
+    > /dev/null 2>&1 || no "gpt sample --json failed"
+check gpt "$out/gpt.html" "live_input=We%20" attention "$tmp/g-native.json"
 
 # ---- the backward tour: a mask edit, five training steps -------------------------
 "$B/backward_tour" --live "$out/backward_tour.html" > "$tmp/b.log" 2>&1 ||
@@ -69,11 +82,12 @@ check translate "$out/translate.html" "live_sentence=i%20lost%20." attention "$t
 check tour "$out/backward_tour.html" "live_mask=0,1;3,1&live_steps=5" backward "$tmp/b-native.json"
 
 # ---- every page: offline, its size, and screenshots -------------------------------
-for p in translate backward_tour; do
+for p in translate gpt backward_tour; do
     offline "$out/$p.html"
     echo "  $p.html: $(wc -c < "$out/$p.html") bytes"
 done
-shot "$out/translate.html" "live_sentence=i%20lost%20.&attn=cross&layer=1&head=1&token=1" "$out/translate-typed.png" --virtual-time-budget=60000
+shot "$out/translate.html" "live_input=i%20lost%20.&attn=cross&layer=1&head=1&token=1" "$out/translate-typed.png" --virtual-time-budget=60000
+shot "$out/gpt.html" "live_input=We%20&layer=1&head=0&token=6" "$out/gpt-typed.png" --virtual-time-budget=60000
 shot "$out/backward_tour.html" "live_mask=0,1;3,1" "$out/tour-mask.png" --virtual-time-budget=60000
 shot "$out/backward_tour.html" "live_mask=0,1;3,1&live_steps=5" "$out/tour-steps.png" --virtual-time-budget=60000
 

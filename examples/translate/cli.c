@@ -39,7 +39,7 @@ void usage(FILE *f)
             "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--html PAGE.html] [--stop-after N] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
             "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--json FILE] [--live PAGE.html [--wasm FILE]]\n"
-            "                [--threads N] [SENTENCE ...]\n"
+            "                [--head-off encoder|decoder|cross:LAYER:HEAD]... [--threads N] [SENTENCE ...]\n"
             "\n"
             "split: the k-th distinct source (k from 0, in order of first appearance) goes with all its\n"
             "  pairs to HELD_OUT when k %% every == every - 1, the other lines to TRAIN, verbatim.\n"
@@ -60,6 +60,7 @@ void usage(FILE *f)
             "  %d bytes is cut to the words of its first %d, with a warning naming it.  --json FILE: the\n"
             "  explorer's data of --html alone (\"-\": stdout, instead of the translations); --live PAGE.html:\n"
             "  the page that translates what is typed in it (build/wasm/translate.wasm, make wasm).\n"
+            "  --head-off cross:1:0 switches head 0 of layer 1's cross-attention off (its output times 0).\n"
             "Inputs (--data, --test of train, --model, --resume) may be pipes, as <(zcat data.tsv.gz),\n"
             "  or - for stdin (one of them): read to the end, checked as a file.  AG_INPUT_LIMIT=BYTES\n"
             "  bounds every input (4 GiB).\n",
@@ -135,6 +136,10 @@ static int parse_flag(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--attention")) o->attention = v;
     else if (!strcmp(f, "--html")) o->html = v;
     else if (!strcmp(f, "--live")) o->live = v;
+    else if (!strcmp(f, "--head-off")) {
+        if (o->heads_off == HEADS_OFF_MAX) return bad("--head-off: at most %s heads%s", "64", "");
+        o->head_off[o->heads_off++] = v;
+    }
     else if (!strcmp(f, "--wasm")) o->wasm = v;
     else if (!strcmp(f, "--train")) o->train_out = v;
     else if (!strcmp(f, "--every")) rc = parse_int(f, v, 2, INT_MAX, &o->every);

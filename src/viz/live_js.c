@@ -9,12 +9,13 @@
  *   liveAttention the translator or the GPT: type a sentence or a prompt,
  *                 the program (`translate run --json - TEXT`, `gpt sample
  *                 --prompt TEXT --json -`: the page's args, "{input}" the
- *                 text) recomputes every attention map of the explorer
+ *                 text) recomputes every attention map of the explorer;
+ *                 the translator's heads switch off and on (--head-off)
  *   liveBackward  the backward tour: click a cell of the mask, take a
  *                 training step; `backward_tour --json - --steps N --mask R,C`
  *                 recomputes P, dP, dS, dQ, dK, dV, their checks and the loss
  *
- * The URL's query asks for the same (?live_input=go%20. ,
+ * The URL's query asks for the same (?live_input=go%20.&live_head_off=cross:1:0 ,
  * ?live_mask=0,1;3,1&live_steps=5: five clicks of "step"; live_count=N: N
  * steps a click), so that a test can drive the page from the command line; the last JSON the program printed is in #live-json, the
  * times in data-live_* of <body>, data-live="1" when done. */
@@ -193,23 +194,46 @@ const char ag__live_js[] =
     "}\n"
     "\n"
     "// ---- the translator or the GPT: type a sentence or a prompt ---------------------\n"
-    "// The program's arguments, \"{input}\" replaced by what is typed.\n"
-    "function withInput(text) { return live.args.map(a => a === \"{input}\" ? text : a); }\n"
+    "// The program's arguments, \"{input}\" replaced by what is typed, and a\n"
+    "// --head-off for each head switched off (a program whose data lists\n"
+    "// \"heads_off\" takes them: the translator).\n"
+    "const heads = { off: [] };\n"
+    "function withInput(text) {\n"
+    "  const a = live.args.map(x => x === \"{input}\" ? text : x);\n"
+    "  heads.off.forEach(h => a.push(\"--head-off\", h));\n"
+    "  return a;\n"
+    "}\n"
+    "function toggleHead(h) {\n"
+    "  const i = heads.off.indexOf(h);\n"
+    "  if (i >= 0) heads.off.splice(i, 1);\n"
+    "  else heads.off.push(h);\n"
+    "}\n"
     "function liveAttention() {\n"
+    "  const canSwitch = Array.isArray(data.heads_off);\n"
     "  liveFrame('<label>' + (data.model === \"gpt\" ? \"prompt\" : \"sentence\") + ' <input type=\"text\" id=\"live-input\" value=\"' +\n"
-    "    esc(live.input || \"\") + '\"></label><button id=\"live-run\">run</button>');\n"
+    "    esc(live.input || \"\") + '\"></label><button id=\"live-run\">run</button>' +\n"
+    "    (canSwitch ? '<button id=\"live-head\">switch the head shown off / on</button> <span id=\"live-heads\"></span>' : \"\"));\n"
     "  const box = document.getElementById(\"live-input\");\n"
     "  const go = async () => {\n"
     "    if (await runAndShow(withInput(box.value))) {\n"
     "      state.input = 0;\n"
     "      drawAttention();\n"
+    "      if (canSwitch) document.getElementById(\"live-heads\").textContent = \"heads off: \" + (heads.off.join(\", \") || \"none\");\n"
     "    }\n"
     "  };\n"
     "  document.getElementById(\"live-run\").onclick = go;\n"
     "  box.onkeydown = e => { if (e.key === \"Enter\") go(); };\n"
+    "  if (canSwitch) {\n"
+    "    heads.off = data.heads_off.slice();\n"
+    "    document.getElementById(\"live-head\").onclick = () => {\n"
+    "      toggleHead(currentMap().m.kind + \":\" + state.layer + \":\" + state.head);\n"
+    "      go();\n"
+    "    };\n"
+    "    (query.get(\"live_head_off\") || \"\").split(\";\").filter(h => h).forEach(toggleHead);\n"
+    "  }\n"
     "  const asked = query.get(\"live_input\");\n"
-    "  if (asked === null) return Promise.resolve();\n"
-    "  box.value = asked;\n"
+    "  if (asked === null && !query.get(\"live_head_off\")) return Promise.resolve();\n"
+    "  if (asked !== null) box.value = asked;\n"
     "  return go();\n"
     "}\n"
     "\n"

@@ -10,6 +10,7 @@
 #   - the translator (a small model trained here, as the explorer test
 #     does): the typed sentence "i lost ." -> its translation and every
 #     attention map, weights, scores, q and k;
+#     and the same with two heads switched off (--head-off);
 #   - the GPT (trained here too): the typed prompt "We " -> the sample
 #     (the same seed, temperature and top-k) and its attention maps;
 #   - the backward tour: the mask edited (query 0 may see key 1, query 3 may
@@ -62,6 +63,13 @@ else no "translate --live: $(tail -n 3 "$tmp/t.log" "$tmp/r.log")"; fi
 "$B/translate" run --model "$tmp/t.safetensors" --json "$tmp/t-native.json" "i lost ." > /dev/null 2>&1 ||
     no "translate run --json failed"
 check translate "$out/translate.html" "live_input=i%20lost%20." attention "$tmp/t-native.json"
+# two heads switched off: the outputs and the weights after them change, as natively
+off=(--head-off cross:1:0 --head-off encoder:0:1)
+"$B/translate" run --model "$tmp/t.safetensors" "${off[@]}" --json "$tmp/t-off.json" "i lost ." > /dev/null 2>&1 ||
+    no "translate run --head-off --json failed"
+if cmp -s "$tmp/t-off.json" "$tmp/t-native.json"; then no "--head-off changed nothing"; else ok; fi
+check translate-off "$out/translate.html" "live_input=i%20lost%20.&live_head_off=cross:1:0;encoder:0:1" attention \
+    "$tmp/t-off.json"
 
 # ---- the GPT: a typed prompt ------------------------------------------------------
 gsmall=(--context 12 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8 --steps 40 --eval-every 10)

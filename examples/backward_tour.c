@@ -98,6 +98,7 @@ typedef struct model {
     int probes;              /* 1: add each probe to its tensor */
     ag_tensor *t[NSTEP];     /* the last build's tensors (before the probe) */
     ag_real allow[T * T];    /* the mask: causal, unless --mask flipped cells */
+    int edited;              /* --mask flipped a cell */
     ag_tensor *mask;
 } model;
 
@@ -119,7 +120,7 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
 {
     model *m = ctx;
     ag_tensor *x = ag_set_name(ag_tensor_from(g, AG_SHAPE(T, D), X), "X");
-    ag_tensor *mask = m->mask = ag_tensor_from(g, AG_SHAPE(T, T), m->allow);
+    ag_tensor *mask = m->mask = m->edited ? ag_tensor_from(g, AG_SHAPE(T, T), m->allow) : ag_causal_mask(g, T, T);
     /* attention, the textbook way (ag_attention_textbook, written out) */
     ag_tensor *q = at(g, m, Q, ag_set_name(ag_linear_layer_forward(g, &m->wq, x), "Q"));
     ag_tensor *k = at(g, m, K, ag_set_name(ag_linear_layer_forward(g, &m->wk, x), "K"));
@@ -382,6 +383,7 @@ static int flip_mask(model *m, const char *v)
         return 2;
     }
     m->allow[r * T + c] = 1 - m->allow[r * T + c];
+    m->edited = 1;
     return 0;
 }
 

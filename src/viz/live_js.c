@@ -1,5 +1,6 @@
 /* live_js.c: the live page's script (live.c puts it in the page, after
- * the explorer's, explorer_js.c, whose drawing functions it calls).  Plain
+ * the explorer's, explorer_draw_js.c and explorer_js.c, whose draw(),
+ * backwardPage() and drawChart() it calls on the program's data).  Plain
  * JavaScript, no library:
  *
  *   wasi()        the WASI calls the programs make (make wasm builds them as
@@ -217,7 +218,7 @@ const char ag__live_js[] =
     "  const go = async () => {\n"
     "    if (await runAndShow(withInput(box.value))) {\n"
     "      state.input = 0;\n"
-    "      drawAttention();\n"
+    "      draw();\n"
     "      if (canSwitch) document.getElementById(\"live-heads\").textContent = \"heads off: \" + (heads.off.join(\", \") || \"none\");\n"
     "    }\n"
     "  };\n"
@@ -253,7 +254,9 @@ const char ag__live_js[] =
     "      '\" data-row=\"' + r + '\" data-col=\"' + c + '\" title=\"query ' + r + \", key \" + c + '\">' + (v ? \"1\" : \"0\") + \"</td>\").join(\"\") + \"</tr>\";\n"
     "  });\n"
     "  s += \"</table>\";\n"
-    "  if (data.losses && data.losses.length) s += chart(\"the loss before each training step (SGD, lr \" + data.lr + \")\", [{ name: \"loss\", y: data.losses }], data.losses.length - 1);\n"
+    "  if (data.losses && data.losses.length)\n"
+    "    s += drawChart(\"the loss before each training step (SGD, lr \" + data.lr + \")\", [{ name: \"loss\", y: data.losses }],\n"
+    "      { at: data.losses.length - 1, xLabel: \"step\" });\n"
     "  const extra = document.getElementById(\"live-extra\");\n"
     "  extra.innerHTML = s;\n"
     "  extra.querySelectorAll(\"#live-mask td\").forEach(td => {\n"

@@ -29,6 +29,7 @@
 #include "attograd.h"
 #include "../../examples/translate/seq2seq_data.h" /* translate's dataset and batches */
 #include "core/internal.h"
+#include "kernels/kernels.h" /* AG__FLASH_KEYS, for the long-context section */
 
 #include <errno.h>
 #include <malloc.h>
@@ -830,6 +831,7 @@ static void bench_ops(const char *python, int have_torch, double budget)
 #include "gpt.h"
 #include "classifier.h"
 #include "scale.h"
+#include "long.h"
 
 /* ---- main ------------------------------------------------------------------------- */
 
@@ -877,7 +879,7 @@ int main(int argc, char **argv)
 {
     const char *out = NULL, *python = "/usr/bin/python3", *data_path = "examples/data/eng-fra.tsv";
     const char *only = NULL;
-    int threads[8] = {1, 2}, nthreads = 2;
+    int threads[8] = {1, 2}, nthreads = 2, smoke = 0;
     double budget = 0.4;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
@@ -885,6 +887,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--data") && i + 1 < argc) data_path = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) budget = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--smoke")) smoke = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             nthreads = 0;
             for (char *s = argv[++i]; *s && nthreads < 8;) {
@@ -894,8 +897,9 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale] [--seconds S]\n"
-                    "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n");
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long]\n"
+                    "             [--seconds S] [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n"
+                    "             [--smoke: the long section on a toy model]\n");
             return 2;
         }
     }
@@ -942,6 +946,9 @@ int main(int argc, char **argv)
     }
     if (only && !strcmp(only, "scale")) { /* long: only when asked for */
         SECTION(failed, bench_scale(threads, nthreads, python, have_torch, budget));
+    }
+    if (only && !strcmp(only, "long")) { /* longer still */
+        SECTION(failed, bench_long(python, have_torch, budget, smoke));
     }
     if (!only || !strcmp(only, "classifier")) {
         SECTION(failed, bench_classifier(python, have_torch, budget, data_path));

@@ -17,7 +17,8 @@ BENCH_BLAS_CFLAGS := $(if $(BENCH_BLAS_LIBS),-DHAVE_OPENBLAS $(shell pkg-config 
 
 # The classifier's section runs examples/classify's model and data code.
 BENCH_CLASSIFY := examples/classify/model.c examples/classify/data.c
-$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h tests/bench/scale.h examples/translate/seq2seq_data.h \
+$(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h tests/bench/scale.h tests/bench/long.h \
+                examples/translate/seq2seq_data.h \
                 examples/classify/classify.h $(BENCH_CLASSIFY) $(LIB32)
 	$(CC) $(AG_FLAGS) $(CFLAGS) $(BENCH_BLAS_CFLAGS) $< $(BENCH_CLASSIFY) $(LIB32) -o $@ $(BENCH_BLAS_LIBS) $(LDLIBS)
 
@@ -38,3 +39,10 @@ bench: $(BUILD)/bench
 .PHONY: bench-scale
 bench-scale: $(BUILD)/bench
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=$(BENCH_WAIT) $(BUILD)/bench --only scale --out $(BUILD)/bench-scale.md --python $(BENCH_PYTHON) $(BENCH_FLAGS)
+
+# GPT-2 small's body at B 1 and T 512 to 4096, one thread, against the
+# PyTorch twin (tens of minutes: not part of `make bench`).
+# BENCH_FLAGS=--smoke runs the section on a toy model in seconds.
+.PHONY: bench-long
+bench-long: $(BUILD)/bench
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=$(BENCH_WAIT) $(BUILD)/bench --only long --out $(BUILD)/bench-long.md --python $(BENCH_PYTHON) $(BENCH_FLAGS)

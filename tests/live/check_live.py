@@ -101,9 +101,14 @@ def main():
             fail("a gradient check failed in the page: " + ", ".join(p["name"] for p in page["panels"] if not p["ok"]))
         ok("P, dP, dS, dQ, dK, dV: every finite-difference and by-hand check ok in the page")
         ok("%d training steps: losses %s" % (page["steps"], " ".join("%.6f" % x for x in page["losses"])))
-        cells = attrs_of(dom, r'<td [^>]*data-row="\d+" data-col="\d+" data-value="[^"]*"')
-        want = [x for p in page["panels"] for r in p["values"] for x in r]
-        numbers_close([c["data-value"] for c in cells], want, "the panels")
+        # each panel's cells, in its div (the page groups the panels)
+        parts = re.split(r'(?=<div class="panel[^"]*" id="panel-\d+")', dom)
+        for i, p in enumerate(page["panels"]):
+            part = next((x for x in parts if x.startswith('<div class="panel') and 'id="panel-%d"' % i in x[:80]), None)
+            if part is None:
+                fail("panel %s is not drawn" % p["name"])
+            cells = attrs_of(part.split("</table>")[0], r'<td [^>]*data-row="\d+" data-col="\d+" data-value="[^"]*"')
+            numbers_close([c["data-value"] for c in cells], [x for r in p["values"] for x in r], "panel " + p["name"])
         mask = attrs_of(dom, r'<td class="(?:on|off)[^"]*" data-row="\d+" data-col="\d+"')
         if [1 if c["class"].startswith("on") else 0 for c in mask] != [x for r in page["mask"] for x in r]:
             fail("the mask drawn is not the mask the program used")

@@ -36,16 +36,32 @@
  * in the finite-difference check (as build/gradcheck --break does), to
  * watch the check catch it.
  *
- * Usage: backward_tour [--dot FILE] [--html FILE] [--break OP]   (exit 0 when every check
- * passes, 1 when one fails) */
+ * What the live page (--live PAGE.html, docs/explorer.md) asks of it, the
+ * page running this program compiled to WebAssembly:
+ *   --mask R,C   flips cell (R, C) of the causal mask (query R, key C, from
+ *                0): 1 allows the key, 0 forbids it (repeat for more cells)
+ *   --steps N    first N steps of plain SGD (--lr, 0.1 by default) on every
+ *                parameter, from the tour's start; the checks then look at
+ *                the trained model, and the page draws the N losses
+ *   --json FILE  the page's data alone ("-": stdout, the report then going
+ *                to stderr)
+ *   --live PAGE  the live page: the data, and build/wasm/backward_tour.wasm
+ *                (make wasm; --wasm FILE names another) to recompute it
+ *
+ * Usage: backward_tour [--dot FILE] [--html FILE] [--break OP] [--mask R,C]... [--steps N] [--lr X]
+ *                      [--json FILE] [--live PAGE [--wasm FILE]]
+ * (exit 0 when every check passes, 1 when one fails) */
 #include "attograd.h"
 #include "backward_tour_html.h"
+#include "common/live_page.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { T = 4, D = 3, F = 4, V = 5 };
+enum { T = 4, D = 3, F = 4, V = 5, STEPS_MAX = 1000 };
 
 /* The tensors whose gradient the tour prints, in backward order. */
 enum {
@@ -81,6 +97,8 @@ typedef struct model {
     ag_tensor *probe[NSTEP]; /* zeros, the same shape as each step's tensor */
     int probes;              /* 1: add each probe to its tensor */
     ag_tensor *t[NSTEP];     /* the last build's tensors (before the probe) */
+    ag_real allow[T * T];    /* the mask: causal, unless --mask flipped cells */
+    int edited;              /* --mask flipped a cell */
     ag_tensor *mask;
 } model;
 
@@ -102,7 +120,7 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
 {
     model *m = ctx;
     ag_tensor *x = ag_set_name(ag_tensor_from(g, AG_SHAPE(T, D), X), "X");
-    ag_tensor *mask = m->mask = ag_causal_mask(g, T, T);
+    ag_tensor *mask = m->mask = m->edited ? ag_tensor_from(g, AG_SHAPE(T, T), m->allow) : ag_causal_mask(g, T, T);
     /* attention, the textbook way (ag_attention_textbook, written out) */
     ag_tensor *q = at(g, m, Q, ag_set_name(ag_linear_layer_forward(g, &m->wq, x), "Q"));
     ag_tensor *k = at(g, m, K, ag_set_name(ag_linear_layer_forward(g, &m->wk, x), "K"));
@@ -128,6 +146,8 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
 static int model_init(model *m)
 {
     memset(m, 0, sizeof *m);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) m->allow[i * T + j] = j <= i; /* ag_causal_mask's */
     if (!(m->s = ag_store_new())) return 1;
     ag_status st = ag_linear_layer_init(&m->wq, m->s, "w_q", D, D, 0, 1);
     if (st == AG_OK) st = ag_linear_layer_init(&m->wk, m->s, "w_k", D, D, 0, 1);
@@ -265,13 +285,16 @@ static void formulas(const model *m, double err[NSTEP])
 
 /* ---- printing ---------------------------------------------------------------- */
 
+/* Where the report goes: stdout, or stderr when --json - takes stdout. */
+static FILE *report;
+
 static void print_grad(const ag_tensor *t, const ag_real *grad)
 {
     int cols = t->shape[t->ndim - 1], rows = (int)(t->size / (size_t)cols);
     for (int r = 0; r < rows; r++) {
-        printf("   ");
-        for (int c = 0; c < cols; c++) printf(" %9.5f", (double)grad[r * cols + c]);
-        printf("\n");
+        fprintf(report, "   ");
+        for (int c = 0; c < cols; c++) fprintf(report, " %9.5f", (double)grad[r * cols + c]);
+        fprintf(report, "\n");
     }
 }
 
@@ -286,13 +309,19 @@ static int write_picture(model *m, const char *path)
     else snprintf(err, sizeof err, "%s", g ? ag_graph_error(g) : "no memory");
     ag_graph_free(g);
     if (st != AG_OK) fprintf(stderr, "backward_tour: %s\n", err);
-    else printf("wrote %s\n", path);
+    else fprintf(report, "wrote %s\n", path);
     return st != AG_OK;
 }
 
-/* The page's panels: P, then the gradients of attention's steps. */
-static int write_html(const model *m, const ag_gradcheck_result *res, const double *err, const int *ok, double loss,
-                      const char *path)
+/* The outputs that take the page's data: --html, --json, --live. */
+typedef struct outputs {
+    const char *html, *json, *live, *wasm, *argv0;
+} outputs;
+
+/* The page's panels (P, then the gradients of attention's steps) to each
+ * output asked for; 0, or 1 after a message. */
+static int write_pages(const model *m, const ag_gradcheck_result *res, const double *err, const int *ok,
+                       double loss, const double *losses, int steps, double lr, const outputs *o)
 {
     static const struct {
         int step;
@@ -313,29 +342,112 @@ static int write_html(const model *m, const ag_gradcheck_result *res, const doub
         p[i + 1] = (tour_panel){shown[i].name, STEPS[s].formula, STEPS[s].file, m->t[s], m->probe[s]->grad, 0,
                                 res[s].max_abs_err, err[s], ok[s], group[i], m->mask, note[i]};
     }
-    return tour_html(path, loss, p, N + 1);
+    tour_page pg = {loss, p, N + 1, m->allow, T, losses, steps, lr};
+    static const char *const args[] = {"--json", "-", NULL}; /* the live page adds --steps and --mask */
+    live_spec live = {"backward_tour", o->argv0, o->wasm, o->live, TOUR_TITLE, NULL, NULL, args, NULL};
+    explorer_out x;
+    if (!explorer_open(&x, "backward_tour")) return 1;
+    tour_json(x.f, &pg);
+    if (fclose(x.f) != 0) {
+        fprintf(stderr, "backward_tour: the page's data: %s\n", strerror(errno));
+        free(x.buf);
+        return 1;
+    }
+    int rc = explorer_write("backward_tour", x.buf, x.len,
+                            &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TOUR_TITLE});
+    free(x.buf);
+    if (!rc && o->html) fprintf(report, "wrote %s\n", o->html);
+    if (!rc && o->live) fprintf(report, "wrote %s\n", o->live);
+    return rc;
+}
+
+/* steps of SGD (learning rate lr) on every parameter, from where the model
+ * is; losses[i] is the loss before step i.  0, or 1 after a message. */
+static int train(model *m, int steps, double lr, double *losses)
+{
+    ag_graph *g = ag_graph_new();
+    ag_optim *opt = ag_sgd_new(m->s, lr, 0, 0, 0);
+    int rc = !g || !opt;
+    m->probes = 0;
+    for (int i = 0; i < steps && !rc; i++) {
+        ag_graph_reset(g);
+        ag_store_zero_grad(m->s);
+        ag_tensor *loss = forward(g, m);
+        rc = ag_backward(g, loss) != AG_OK;
+        if (!rc) losses[i] = (double)loss->data[0], rc = ag_optim_step(opt) != AG_OK;
+        if (!rc) fprintf(report, "step %d: loss %.6f\n", i + 1, losses[i]);
+    }
+    if (rc) fprintf(stderr, "backward_tour: training: %s\n", !g || !opt ? "no memory" : ag_graph_error(g));
+    ag_optim_free(opt);
+    ag_graph_free(g);
+    return rc;
+}
+
+/* "R,C" with both in [0, T): flip that cell of the mask.  0, or 2 after a
+ * message. */
+static int flip_mask(model *m, const char *v)
+{
+    int r, c, end = 0;
+    if (sscanf(v, "%d,%d%n", &r, &c, &end) != 2 || v[end] || r < 0 || r >= T || c < 0 || c >= T) {
+        fprintf(stderr, "backward_tour: --mask wants ROW,COL with both in 0..%d, got '%s'\n", T - 1, v);
+        return 2;
+    }
+    m->allow[r * T + c] = 1 - m->allow[r * T + c];
+    m->edited = 1;
+    return 0;
+}
+
+static int usage(const char *flag)
+{
+    fprintf(stderr, "backward_tour: unknown flag or missing value '%s'\nusage: backward_tour [--dot FILE] [--html FILE] "
+                    "[--break OP] [--mask R,C]... [--steps N] [--lr X] [--json FILE] [--live PAGE [--wasm FILE]]\n",
+            flag);
+    return 2;
 }
 
 int main(int argc, char **argv)
 {
-    const char *dot = NULL, *html = NULL;
+    const char *dot = NULL;
+    outputs out = {.argv0 = argv[0]};
+    const char *masks[T * T];
+    int nmask = 0, steps = 0;
+    double lr = 0.1;
     ag_gradcheck_opts opts = AG_GRADCHECK_DEFAULTS;
+    report = stdout;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--dot") && i + 1 < argc) dot = argv[++i];
-        else if (!strcmp(argv[i], "--html") && i + 1 < argc) html = argv[++i];
-        else if (!strcmp(argv[i], "--break") && i + 1 < argc) {
-            int op = ag_op_find(argv[++i]);
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end;
+        if (!v) return usage(f);
+        i++;
+        if (!strcmp(f, "--dot")) dot = v;
+        else if (!strcmp(f, "--html")) out.html = v;
+        else if (!strcmp(f, "--json")) out.json = v;
+        else if (!strcmp(f, "--live")) out.live = v;
+        else if (!strcmp(f, "--wasm")) out.wasm = v;
+        else if (!strcmp(f, "--mask") && nmask < T * T) masks[nmask++] = v;
+        else if (!strcmp(f, "--steps")) {
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 0 || n > STEPS_MAX) {
+                fprintf(stderr, "backward_tour: --steps wants a whole number in 0..%d, got '%s'\n", STEPS_MAX, v);
+                return 2;
+            }
+            steps = (int)n;
+        } else if (!strcmp(f, "--lr")) {
+            lr = strtod(v, &end);
+            if (*end || end == v || !(lr > 0 && lr <= 10)) {
+                fprintf(stderr, "backward_tour: --lr wants a number in (0, 10], got '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(f, "--break")) {
+            int op = ag_op_find(v);
             if (op <= 0) {
-                fprintf(stderr, "backward_tour: no op named '%s'\n", argv[i]);
+                fprintf(stderr, "backward_tour: no op named '%s'\n", v);
                 return 2;
             }
             opts.break_op = op, opts.break_factor = 1.01;
-        } else {
-            fprintf(stderr, "backward_tour: unknown flag '%s'\nusage: backward_tour [--dot FILE] [--html FILE] [--break OP]\n",
-                    argv[i]);
-            return 2;
-        }
+        } else return usage(f);
     }
+    if (out.json && !strcmp(out.json, "-")) report = stderr;
 #ifndef AG_DOUBLE
     fprintf(stderr, "backward_tour: build it against the double library (-DAG_DOUBLE, libattograd64.a)\n");
     return 2;
@@ -346,6 +458,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "backward_tour: could not build the model: %s\n", g ? ag_graph_error(g) : "no memory");
         return 1;
     }
+    for (int i = 0; i < nmask; i++)
+        if (flip_mask(&m, masks[i])) return 2;
+    double losses[STEPS_MAX];
+    if (train(&m, steps, lr, losses)) return 1;
     /* 1. finite differences through the probes */
     m.probes = 1;
     ag_gradcheck_result res[NSTEP];
@@ -360,7 +476,7 @@ int main(int argc, char **argv)
     }
     double err[NSTEP];
     formulas(&m, err);
-    printf("loss L = %.6f (mean cross-entropy of 4 tokens, targets 1 2 3 4)\n", (double)loss->data[0]);
+    fprintf(report, "loss L = %.6f (mean cross-entropy of 4 tokens, targets 1 2 3 4)\n", (double)loss->data[0]);
     int bad = fd != AG_OK, oks[NSTEP];
     for (int i = 0; i < NSTEP; i++) {
         const ag_tensor *t = m.t[i];
@@ -370,15 +486,15 @@ int main(int argc, char **argv)
         int same = t->grad && !memcmp(t->grad, grad, t->size * sizeof(ag_real));
         int ok = res[i].failed == 0 && same && err[i] >= 0 && err[i] <= 1e-12;
         bad |= !ok, oks[i] = ok;
-        printf("\nd %s %s   by %s\n  %s\n", STEPS[i].name, ag_shape_str(t, shape, sizeof shape), STEPS[i].file,
-               STEPS[i].formula);
+        fprintf(report, "\nd %s %s   by %s\n  %s\n", STEPS[i].name, ag_shape_str(t, shape, sizeof shape),
+                STEPS[i].file, STEPS[i].formula);
         print_grad(t, grad);
-        printf("  finite differences: max |analytic - numeric| %.1e", res[i].max_abs_err);
-        printf("; the formula by hand: max diff %.1e", err[i]);
-        printf("  %s\n", ok ? "ok" : "FAIL");
+        fprintf(report, "  finite differences: max |analytic - numeric| %.1e", res[i].max_abs_err);
+        fprintf(report, "; the formula by hand: max diff %.1e", err[i]);
+        fprintf(report, "  %s\n", ok ? "ok" : "FAIL");
     }
-    printf("\n%s\n", bad ? "some gradient FAILED its check" : "every gradient matches finite differences");
-    if (html && write_html(&m, res, err, oks, (double)loss->data[0], html)) bad = 1;
+    fprintf(report, "\n%s\n", bad ? "some gradient FAILED its check" : "every gradient matches finite differences");
+    if (write_pages(&m, res, err, oks, (double)loss->data[0], losses, steps, lr, &out)) bad = 1;
     if (dot && write_picture(&m, dot)) bad = 1;
     ag_graph_free(g);
     ag_store_free(m.s);

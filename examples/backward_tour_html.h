@@ -35,17 +35,28 @@ static inline void tour_labels(FILE *f, const char *stem, int n)
     fputc(']', f);
 }
 
-/* The page at path; 0, or 1 after a message. */
-static inline int tour_html(const char *path, double loss, const tour_panel *p, int n)
+/* What the page shows: the panels, the mask the forward used (T x T, 1:
+ * allowed) and the training steps taken before (the loss before each). */
+typedef struct tour_page {
+    double loss;
+    const tour_panel *p;
+    int n;
+    const ag_real *mask;
+    int T;
+    const double *losses;
+    int steps;
+    double lr;
+} tour_page;
+
+/* The page's JSON (docs/explorer.md, kind "backward"). */
+static inline void tour_json(FILE *f, const tour_page *pg)
 {
-    explorer_out x;
-    FILE *f = explorer_open(&x, "backward_tour");
-    if (!f) return 1;
-    fprintf(f, "{\"kind\": \"backward\", \"loss\": "), json_number(f, loss);
+    const tour_panel *p = pg->p;
+    fprintf(f, "{\"kind\": \"backward\", \"loss\": "), json_number(f, pg->loss);
     fprintf(f, ", \"note\": \"The tour's 4 tokens, backward: L = mean cross-entropy = %.6f.  Each gradient is dL/d(the "
                "tensor), checked against central finite differences (eps 1e-6) and against the formula computed "
-               "by hand from the forward values.\", \"panels\": [", loss);
-    for (int i = 0; i < n; i++) {
+               "by hand from the forward values.\", \"panels\": [", pg->loss);
+    for (int i = 0; i < pg->n; i++) {
         const ag_tensor *t = p[i].t;
         int cols = t->shape[t->ndim - 1], rows = (int)(t->size / (size_t)cols);
         char shape[64], check[160];
@@ -77,10 +88,12 @@ static inline int tour_html(const char *path, double loss, const tour_panel *p, 
         if (square && p[i].mask_note) fprintf(f, ", \"mask_note\": "), json_string(f, p[i].mask_note);
         fputc('}', f);
     }
-    fprintf(f, "]}\n");
-    int rc = explorer_close(&x, "backward_tour", path, "attograd explorer: attention, backward");
-    if (!rc) printf("wrote %s\n", path);
-    return rc;
+    fprintf(f, "],\n\"mask\": "), json_matrix(f, pg->mask, pg->T, pg->T);
+    fprintf(f, ",\n\"steps\": %d, \"lr\": ", pg->steps), json_number(f, pg->lr);
+    fprintf(f, ", \"x_label\": \"step\", \"losses\": "), json_doubles(f, pg->losses, pg->steps);
+    fprintf(f, "}\n");
 }
+
+#define TOUR_TITLE "attograd explorer: attention, backward"
 
 #endif

@@ -90,6 +90,31 @@ ag_status ag_svg_line_plot(const char *path, const char *title, const char *xlab
  * data_json is not strict JSON in UTF-8, with where it is not. */
 ag_status ag_html_explorer(const char *path, const char *title, const char *data_json, char *err, size_t errlen);
 
+/* ---- the live page (HTML and WebAssembly) ------------------------------ */
+
+/* A program compiled to WebAssembly (make wasm: a WASI command), the
+ * command the page runs, and one file the page lets it read. */
+typedef struct ag_live_program {
+    const char *name;                       /* its argv[0], "translate" */
+    const unsigned char *wasm;              /* the module's bytes */
+    size_t wasm_len;
+    const char *file_name;                  /* read as "/" file_name, or NULL: no file */
+    const unsigned char *file;
+    size_t file_len;
+    const char *const *args;                /* its arguments, NULL-terminated; "{input}": the text typed */
+    const char *input;                      /* the text the page starts with, or NULL */
+} ag_live_program;
+
+/* The explorer page of data_json (as ag_html_explorer writes it) that also
+ * holds the program and its file (base64) and runs the program in the
+ * page, with args and what its controls add, to draw the JSON the program
+ * prints: a typed sentence or prompt (kind "attention"), a mask cell or a
+ * training step (kind "backward").  Still one file, loading nothing, that works
+ * from file:// (docs/explorer.md).  AG_ERR_ARG for bad data_json (as
+ * ag_html_explorer) or a program without a name or module. */
+ag_status ag_html_live(const char *path, const char *title, const char *data_json, const ag_live_program *prog,
+                       char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

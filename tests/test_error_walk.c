@@ -238,6 +238,7 @@ BAD(ag_svg_heatmap_grid, ag_svg_heatmap_grid(NULL, "t", 1, NULL, 2, 2, NULL, NUL
 BAD(ag_svg_attention, ag_svg_attention(NULL, "t", NULL, 0, NULL, NULL, W->err, sizeof W->err))
 BAD(ag_svg_attention_masked, ag_svg_attention_masked(NULL, "t", NULL, 0, NULL, NULL, NULL, W->err, sizeof W->err))
 BAD(ag_html_explorer, ag_html_explorer(NULL, "t", "{}", W->err, sizeof W->err))
+BAD(ag_html_live, ag_html_live(NULL, "t", "{}", NULL, W->err, sizeof W->err))
 BAD(ag_svg_line_plot, ag_svg_line_plot(NULL, "t", "x", "y", 0, NULL, NULL, NULL, W->err, sizeof W->err))
 
 typedef struct walk {
@@ -282,7 +283,7 @@ static const walk walks[] = {
     E(ag_pairs_load), E(ag_pairs_parse), E(ag_groups_build), E(ag_vocab_build), E(ag_vocab_from_pairs),
     E(ag_vocab_parse),
     E(ag_graph_write_dot), E(ag_svg_heatmaps), E(ag_svg_heatmap), E(ag_svg_heatmap_grid), E(ag_svg_attention),
-    E(ag_svg_attention_masked), E(ag_svg_line_plot), E(ag_html_explorer),
+    E(ag_svg_attention_masked), E(ag_svg_line_plot), E(ag_html_explorer), E(ag_html_live),
 };
 #define NWALKS (sizeof walks / sizeof walks[0])
 

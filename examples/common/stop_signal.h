@@ -30,6 +30,9 @@ static inline void on_stop_signal(int sig)
  * ignores (a shell's background job ignores SIGINT) stays ignored. */
 static inline void catch_stop_signals(void)
 {
+#ifdef __wasi__
+    /* WebAssembly (make wasm): WASI delivers no signal, none to catch */
+#else
     const int sigs[2] = {SIGINT, SIGTERM};
     for (int i = 0; i < 2; i++) {
         struct sigaction sa, old;
@@ -39,6 +42,7 @@ static inline void catch_stop_signals(void)
         sa.sa_flags = SA_RESTART | SA_RESETHAND;
         if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
     }
+#endif
 }
 
 /* "SIGINT" or "SIGTERM", for the message that says where the run stopped. */

@@ -1,5 +1,7 @@
 /* explore.c: `gpt sample --html PAGE`: the explorer page (docs/explorer.md)
- * of the sampled text.  The model reads the last `context` characters of
+ * of the sampled text (--json FILE: its data alone; --live PAGE: the page
+ * that samples again from the prompt typed in it, running this program
+ * compiled to WebAssembly).  The model reads the last `context` characters of
  * the text (prompt and sample) once more, with every block's attention
  * weights kept; for each layer and head the page shows the weights, the
  * scores and the queries and keys they came from (ag_attention_qk); and,
@@ -10,6 +12,7 @@
  * page. */
 #include "gpt.h"
 #include "../common/explorer_json.h"
+#include "../common/live_page.h"
 
 /* A character as a label: itself, or a visible stand-in for a space, a
  * newline or a byte that is not printable ASCII. */
@@ -86,7 +89,29 @@ static int explore_inside(const model *m, ag_graph *g, FILE *f, const int *win, 
     return bad;
 }
 
-int explore_sample(const model *m, const int *ids, int n, const char *path)
+#define TITLE "attograd explorer: inside the GPT"
+
+/* The data (len bytes of JSON) to o's outputs; the live page gets m's
+ * weights (without a checkpoint's training state) and the command that
+ * samples as this one did from the prompt typed.  0, or 1 after a message. */
+static int write_outputs(const model *m, const opts *o, const char *json, size_t len)
+{
+    char tmp[4096], length[16], seed[32], temperature[32], top_k[16];
+    snprintf(tmp, sizeof tmp, "%s.weights.tmp", o->live ? o->live : "");
+    snprintf(length, sizeof length, "%d", o->length), snprintf(top_k, sizeof top_k, "%d", o->top_k);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    snprintf(temperature, sizeof temperature, "%.17g", o->temperature);
+    const char *const args[] = {"sample", "--model", "/model.safetensors", "--prompt", "{input}", "--length", length,
+                                "--seed", seed, "--temperature", temperature, "--top-k", top_k, "--json", "-", NULL};
+    live_spec live = {"gpt", o->argv0, o->wasm, o->live, TITLE, "model.safetensors", tmp, args,
+                      o->prompt ? o->prompt : "\n"};
+    if (o->live && model_save(m, NULL, NULL, tmp)) return 1;
+    int rc = explorer_write(prog, json, len, &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TITLE});
+    if (o->live) remove(tmp);
+    return rc;
+}
+
+int explore_sample(const model *m, const int *ids, int n, const opts *o)
 {
     int T = n < m->cfg.context ? n : m->cfg.context, L = m->cfg.layers, rc = 1;
     const int *win = ids + (n - T);
@@ -126,7 +151,9 @@ int explore_sample(const model *m, const int *ids, int n, const char *path)
         goto done;
     }
     fprintf(x.f, "}]}\n");
-    rc = explorer_close(&x, prog, path, "attograd explorer: inside the GPT");
+    if (fclose(x.f) != 0) fprintf(stderr, "%s: the page's data: %s\n", prog, strerror(errno));
+    else rc = write_outputs(m, o, x.buf, x.len);
+    free(x.buf);
     x.f = NULL;
 done:
     free(buf), free(text), free(lab), free(w);

@@ -27,6 +27,7 @@ extern const char *prog; /* "gpt", for messages */
 
 typedef struct opts {
     const char *data, *out, *model, *resume, *json, *plot, *prompt, *activation, *html;
+    const char *live, *wasm, *argv0; /* sample's live page, its module, and where the program is */
     int steps, batch, context, hidden, heads, ffn, layers, untied, eval_every, threads, parts, length, top_k, quiet,
         all;
     double lr, clip, dropout, temperature;
@@ -119,9 +120,10 @@ ag_status dataset_loss(const model *m, ag_graph *g, const int *ids, size_t n, in
 int cmd_train(const opts *o);
 int cmd_eval(const opts *o);
 int cmd_sample(const opts *o);
-/* The attention page (docs/explorer.md) of the model on ids[0..n): the last
- * `context` of them, every layer and head.  0, or 1 after a message. */
-int explore_sample(const model *m, const int *ids, int n, const char *path);
+/* The attention data (docs/explorer.md) of the model on ids[0..n): the last
+ * `context` of them, every layer and head, to o's --html, --json and
+ * --live.  0, or 1 after a message. */
+int explore_sample(const model *m, const int *ids, int n, const opts *o);
 /* Each layer's attention entropy on the window ids[0..T) (T <= context):
  * the mean over heads and rows of -sum_s P_s log P_s, nats, into out
  * [layers].  0, or 1 after a message. */

@@ -36,7 +36,7 @@ void usage(FILE *f)
             "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--html PAGE.html] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
             "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
-            "                [--seed 0] [--threads N] [--html PAGE.html]\n"
+            "                [--seed 0] [--threads N] [--html PAGE.html] [--json FILE] [--live PAGE.html [--wasm FILE]]\n"
             "\n"
             "train: --parts N splits each batch among N threads (data parallel); under mpirun (make MPI=1)\n"
             "  the processes are the parts, with the same numbers as --parts N.\n"
@@ -89,6 +89,8 @@ static int parse_value(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--json")) o->json = v;
     else if (!strcmp(f, "--plot")) o->plot = v;
     else if (!strcmp(f, "--html")) o->html = v;
+    else if (!strcmp(f, "--live")) o->live = v;
+    else if (!strcmp(f, "--wasm")) o->wasm = v;
     else if (!strcmp(f, "--prompt")) o->prompt = v;
     else if (!strcmp(f, "--steps")) rc = whole(f, v, 1, 10000000, &o->steps);
     else if (!strcmp(f, "--batch")) rc = whole(f, v, 1, 65536, &o->batch);
@@ -174,6 +176,7 @@ static int run(int argc, char **argv)
     opts o;
     int rc = parse(argc, argv, 2, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    o.argv0 = argv[0];
     ag_set_threads(o.threads);
     if (!strcmp(argv[1], "train")) return cmd_train(&o);
     if (!strcmp(argv[1], "eval")) return cmd_eval(&o);

@@ -42,12 +42,13 @@ int cmd_sample(const opts *o)
         free(out);
         goto done;
     }
-    if (o->html && explore_sample(&m, out, (int)np + o->length, o->html)) {
+    if ((o->html || o->json || o->live) && explore_sample(&m, out, (int)np + o->length, o)) {
         free(out);
         goto done;
     }
-    for (size_t i = 0; i < np + (size_t)o->length; i++) putchar(m.voc.chars[out[i]]);
-    if (np + (size_t)o->length > 0 && m.voc.chars[out[np + (size_t)o->length - 1]] != '\n') putchar('\n');
+    int text = !o->json || strcmp(o->json, "-"); /* --json - takes stdout */
+    for (size_t i = 0; text && i < np + (size_t)o->length; i++) putchar(m.voc.chars[out[i]]);
+    if (text && np + (size_t)o->length > 0 && m.voc.chars[out[np + (size_t)o->length - 1]] != '\n') putchar('\n');
     free(out);
     rc = fflush(stdout) == 0 ? 0 : 1;
 done:

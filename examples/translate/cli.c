@@ -39,7 +39,8 @@ void usage(FILE *f)
             "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--html PAGE.html] [--stop-after N] [--quiet]\n"
             "                [--save-init MODEL0] [--trace STEPS.tsv]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
-            "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--threads N] [SENTENCE ...]\n"
+            "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--json FILE] [--live PAGE.html [--wasm FILE]]\n"
+            "                [--head-off encoder|decoder|cross:LAYER:HEAD]... [--threads N] [SENTENCE ...]\n"
             "\n"
             "split: the k-th distinct source (k from 0, in order of first appearance) goes with all its\n"
             "  pairs to HELD_OUT when k %% every == every - 1, the other lines to TRAIN, verbatim.\n"
@@ -59,7 +60,10 @@ void usage(FILE *f)
             "run: with no SENTENCE, translates each line of stdin (any length) to one line of output.\n"
             "  A line the data reader would refuse (a NUL byte, invalid UTF-8) gets a warning naming\n"
             "  its line and an empty output line; exit 1 if no line was good.  A line of more than\n"
-            "  %d bytes is cut to the words of its first %d, with a warning naming it.\n"
+            "  %d bytes is cut to the words of its first %d, with a warning naming it.  --json FILE: the\n"
+            "  explorer's data of --html alone (\"-\": stdout, instead of the translations); --live PAGE.html:\n"
+            "  the page that translates what is typed in it (build/wasm/translate.wasm, make wasm).\n"
+            "  --head-off cross:1:0 switches head 0 of layer 1's cross-attention off (its output times 0).\n"
             "Inputs (--data, --test of train, --model, --resume) may be pipes, as <(zcat data.tsv.gz),\n"
             "  or - for stdin (one of them): read to the end, checked as a file.  AG_INPUT_LIMIT=BYTES\n"
             "  bounds every input (4 GiB).\n",
@@ -136,6 +140,12 @@ static int parse_flag(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--html")) o->html = v;
     else if (!strcmp(f, "--save-init")) o->save_init = v;
     else if (!strcmp(f, "--trace")) o->trace = v;
+    else if (!strcmp(f, "--live")) o->live = v;
+    else if (!strcmp(f, "--head-off")) {
+        if (o->heads_off == HEADS_OFF_MAX) return bad("--head-off: at most %s heads%s", "64", "");
+        o->head_off[o->heads_off++] = v;
+    }
+    else if (!strcmp(f, "--wasm")) o->wasm = v;
     else if (!strcmp(f, "--train")) o->train_out = v;
     else if (!strcmp(f, "--every")) rc = parse_int(f, v, 2, INT_MAX, &o->every);
     else if (!strcmp(f, "--epochs")) rc = parse_int(f, v, 1, EPOCHS_MAX, &o->epochs);
@@ -272,6 +282,7 @@ static int run_command(int argc, char **argv)
         return 1;
     }
     rc = parse(argc, argv, 2, &o, pos, &npos);
+    o.argv0 = argv[0];
     if (rc) rc = rc < 0 ? 0 : rc;
     else if (strcmp(cmd, "run") && npos > 0) rc = bad("unexpected argument '%s' for %s", pos[0], cmd);
     else if (!strcmp(cmd, "split")) rc = cmd_split(&o);

@@ -10,9 +10,21 @@
  * first AG_PAIRS_MAX_LINE bytes, far more than the model's max_len tokens
  * (which the encoding cuts to anyway), with a warning naming the line.  A
  * line of any length is read as one line, in bounded memory.  Exit 1 when
- * no line was good. */
+ * no line was good.
+ *
+ * The explorer's data (every sentence's attention maps) goes to --html
+ * PAGE.html (the page), --json FILE (the JSON alone; "-": stdout, which
+ * then carries nothing else) and --live PAGE.html (the page that runs this
+ * program, compiled to WebAssembly, on the sentences a learner types: it
+ * holds build/wasm/translate.wasm and the model's weights).
+ *
+ * --head-off KIND:LAYER:HEAD switches a head off: its output is multiplied
+ * by 0 before the layer's output map W_o, by setting the head's D columns
+ * of W_o to 0.  Its weights are still computed and drawn; what the layer
+ * passes on no longer holds them, so the translation may change. */
 #include "translate.h"
 #include "../common/explorer_json.h"
+#include "../common/live_page.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -251,6 +263,7 @@ typedef struct pictures {
     const char *dir;
     FILE *html;
     int inputs;
+    FILE *out; /* the translations: stdout, or NULL when the JSON takes it */
 } pictures;
 
 /* Translate lines[0..n) (UTF-8, checked) in one batch and print one line
@@ -276,8 +289,8 @@ static int run_sentences(const model *m, ag_graph *g, char **lines, int n, pictu
     }
     if (translate_batch(m, g, (const char *const *const *)toks, lens, n, out, olen)) goto free_all;
     for (int i = 0; i < n; i++) {
-        for (int t = 0; t < olen[i]; t++) printf("%s%s", t ? " " : "", out[i][t]);
-        printf("\n");
+        for (int t = 0; pic->out && t < olen[i]; t++) fprintf(pic->out, "%s%s", t ? " " : "", out[i][t]);
+        if (pic->out) fprintf(pic->out, "\n");
     }
     fflush(stdout);
     for (int i = 0; pic->dir && i < n; i++)
@@ -316,7 +329,7 @@ static int run_arguments(const model *m, ag_graph *g, char **sentences, int n, p
         *good += end - at;
         if (end < n) {
             fprintf(stderr, "%s: warning: argument %d: %s; line skipped\n", prog, end + 1, why);
-            printf("\n");
+            if (pic->out) fprintf(pic->out, "\n");
             ++*skipped;
         }
         at = end + 1;
@@ -335,7 +348,7 @@ static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int 
         n = cut_long_line(line, n, where, m->cfg.max_len);
         if (line_problem(line, n, why, sizeof why)) {
             fprintf(stderr, "%s: warning: stdin:%d: %s; line skipped\n", prog, k + 1, why);
-            printf("\n");
+            if (pic->out) fprintf(pic->out, "\n");
             ++*skipped;
             continue;
         }
@@ -347,6 +360,45 @@ static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int 
         fprintf(stderr, "%s: stdin: %s\n", prog, strerror(errno));
         return 1;
     }
+    return 0;
+}
+
+#define TITLE "attograd explorer: inside the translator"
+
+/* The explorer's data (len bytes of JSON) to each output asked for:
+ * --html, --json, --live.  The live page gets the weights saved at
+ * `weights` and the command it runs on the sentence typed.  0, or 1 after
+ * a message. */
+static int write_outputs(const opts *o, const char *json, size_t len, const char *first, const char *weights)
+{
+    static const char *const args[] = {"run", "--model", "/model.safetensors", "--json", "-", "{input}", NULL};
+    live_spec live = {"translate", o->argv0, o->wasm, o->live, TITLE, "model.safetensors", weights, args, first};
+    return explorer_write(prog, json, len, &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TITLE});
+}
+
+/* The heads of o->head_off switched off in m, and their names as the
+ * JSON list f gets ("heads_off").  0, or 2 after a message. */
+static int heads_off(const opts *o, model *m, FILE *f)
+{
+    static const char *const kinds[3] = {"encoder", "decoder", "cross"};
+    int H = m->cfg.heads, D = m->cfg.hidden / m->cfg.heads, C = m->cfg.hidden;
+    if (f) fputc('[', f);
+    for (int i = 0; i < o->heads_off; i++) {
+        char kind[16];
+        int layer, head, end = 0, k = 0;
+        if (sscanf(o->head_off[i], "%15[a-z]:%d:%d%n", kind, &layer, &head, &end) != 3 || o->head_off[i][end])
+            k = -1;
+        while (k >= 0 && k < 3 && strcmp(kind, kinds[k])) k++;
+        if (k < 0 || k == 3 || layer < 0 || layer >= m->cfg.layers || head < 0 || head >= H)
+            return bad("--head-off wants encoder|decoder|cross:LAYER:HEAD within the model, got '%s'%s",
+                       o->head_off[i], "");
+        const ag_mha_layer *a = k == 0 ? &m->net.enc[layer].attention
+                                : k == 1 ? &m->net.dec[layer].self_attention : &m->net.dec[layer].cross_attention;
+        for (int r = 0; r < C; r++) /* W_o [C, C]: y = x W_o^T, head h's outputs are x[h D .. h D + D) */
+            memset(a->w_o.weight->data + (size_t)r * C + (size_t)head * D, 0, (size_t)D * sizeof(ag_real));
+        if (f) fprintf(f, "%s\"%s:%d:%d\"", i ? ", " : "", kinds[k], layer, head);
+    }
+    if (f) fputs("], ", f);
     return 0;
 }
 
@@ -362,14 +414,29 @@ int cmd_run(const opts *o, char **sentences, int n)
         return 1;
     }
     if (load_model(&m, o->model, NULL)) return 1;
+    /* the live page's weights: without the training state a checkpoint may
+     * hold (a smaller page), every head on (the page switches them), saved
+     * beside the page for as long as it takes to read them back */
+    char weights[4096] = "";
+    if (o->live) snprintf(weights, sizeof weights, "%s.weights.tmp", o->live);
+    int st = o->live && save_model(&m, NULL, NULL, weights) ? 1 : heads_off(o, &m, NULL);
+    if (st) {
+        if (*weights) remove(weights);
+        model_free(&m);
+        return st;
+    }
     ag_graph *g = ag_graph_new();
     int rc = 1, good = 0, skipped = 0;
-    pictures pic = {.dir = o->attention};
+    pictures pic = {.dir = o->attention, .out = o->json && !strcmp(o->json, "-") ? NULL : stdout};
     explorer_out page = {0};
     if (!g) fprintf(stderr, "%s: out of memory\n", prog);
-    else if (o->html && !explorer_open(&page, prog)) rc = 1;
+    else if ((o->html || o->json || o->live) && !explorer_open(&page, prog)) rc = 1;
     else {
-        if ((pic.html = page.f)) fprintf(page.f, "{\"kind\": \"attention\", \"model\": \"translator\", \"inputs\": [");
+        if ((pic.html = page.f)) {
+            fprintf(page.f, "{\"kind\": \"attention\", \"model\": \"translator\", \"heads_off\": ");
+            heads_off(o, &m, page.f); /* checked above: the names only (zeros again) */
+            fprintf(page.f, "\"inputs\": [");
+        }
         rc = n > 0 ? run_arguments(&m, g, sentences, n, &pic, &good, &skipped)
                    : run_stdin(&m, g, &pic, &good, &skipped);
     }
@@ -380,9 +447,11 @@ int cmd_run(const opts *o, char **sentences, int n)
     }
     if (page.f) {
         fprintf(page.f, "]}\n");
-        if (rc == 0) rc = explorer_close(&page, prog, o->html, "attograd explorer: inside the translator");
-        else fclose(page.f), free(page.buf);
+        if (fclose(page.f) != 0) fprintf(stderr, "%s: explorer page: %s\n", prog, strerror(errno)), rc = 1;
+        else if (rc == 0) rc = write_outputs(o, page.buf, page.len, n > 0 ? sentences[0] : NULL, weights);
+        free(page.buf);
     }
+    if (*weights) remove(weights);
     ag_graph_free(g);
     model_free(&m);
     return rc;

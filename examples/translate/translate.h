@@ -27,7 +27,7 @@
  * hostile file cannot ask for a model that takes hours to build. */
 enum {
     HIDDEN_MAX = 4096, HEADS_MAX = 256, FFN_MAX = 16384, LAYERS_MAX = 64,
-    MAX_LEN_MIN = 2, MAX_LEN_MAX = 512, EPOCHS_MAX = 100000, MIN_FREQ_MAX = 1000000,
+    MAX_LEN_MIN = 2, MAX_LEN_MAX = 512, EPOCHS_MAX = 100000, MIN_FREQ_MAX = 1000000, HEADS_OFF_MAX = 64,
 };
 
 /* ---- cli.c ------------------------------------------------------------ */
@@ -45,6 +45,7 @@ extern const char *const init_names[];
 typedef struct opts {
     const char *data, *test, *out, *model, *resume, *json, *plot, *attention, *train_out, *entropy_plot, *html;
     const char *save_init, *trace; /* train: the checkpoint before step 1; a line per step */
+    const char *live, *wasm, *argv0; /* run's live page, its module, and where the program is */
     int epochs, stop_after, batch, hidden, heads, ffn, layers, max_len, min_freq, threads, nesterov, warmup;
     int init, every; /* AG_SEQ2SEQ_INIT_*; split's every N-th source */
     double lr, momentum, clip, dropout, weight_decay;
@@ -54,6 +55,8 @@ typedef struct opts {
     int pre_norm, qk_norm; /* ag_seq2seq_config's */
     unsigned given; /* GIVEN_* */
     int stdin_uses; /* input flags given "-" (stdin) */
+    const char *head_off[HEADS_OFF_MAX]; /* run's --head-off KIND:LAYER:HEAD, each */
+    int heads_off;
 } opts;
 
 extern const char *prog;

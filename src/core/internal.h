@@ -413,6 +413,13 @@ extern size_t ag__thread_min_work; /* below it, one thread (src/core/threads.c) 
  * make each i's work independent of which thread does it, so the results
  * are the same for every nt (src/core/threads.c). */
 typedef void (*ag_loop_fn)(void *ctx, size_t i);
+/* 1 where there are no threads at all (WebAssembly built for wasm32-wasi,
+ * make wasm): every loop runs on the calling thread. */
+#if defined(__wasi__) && !defined(_REENTRANT)
+#define AG_NO_THREADS 1
+#else
+#define AG_NO_THREADS 0
+#endif
 void ag__parallel_for(size_t n, int nt, ag_loop_fn body, void *ctx);
 /* Tests set it to run every loop on the calling thread, i in order (an
  * allocation sweep needs the k-th allocation to be the same every run). */

@@ -16,6 +16,12 @@
  * from it (a lower threshold: docs/benchmarks.md).  (A team of one would
  * even call malloc.)
  *
+ * Built for WebAssembly without threads (wasm32-wasi: make wasm, the live
+ * pages of docs/explorer.md) there is neither: the blocks of a loop run one
+ * after another on the calling thread, in the order t = 0, 1, ..., which
+ * gives the same numbers (each output element is computed the same way
+ * whatever the count).
+ *
  * On a machine shared with other busy programs, run with
  * OMP_WAIT_POLICY=passive: a thread that has finished its share then sleeps
  * instead of spinning on a core its partner may need. */
@@ -23,7 +29,7 @@
 
 #ifdef _OPENMP
 #include <omp.h>
-#else
+#elif !AG_NO_THREADS
 #include <pthread.h>
 #endif
 
@@ -72,6 +78,14 @@ static void run_blocks(const loop *l)
     /* schedule(static) gives each thread one contiguous block of t */
 #pragma omp parallel for schedule(static) num_threads(l->nt)
     for (int t = 0; t < l->nt; t++) run_block(l, t);
+}
+#elif AG_NO_THREADS
+static void run_blocks(const loop *l)
+{
+    int was = inside;
+    inside = 1;
+    for (int t = 0; t < l->nt; t++) run_block(l, t);
+    inside = was;
 }
 #else
 typedef struct block {

@@ -247,13 +247,18 @@ static ag_status check_target(const saving *s)
                    kind_of(sb.st_mode));
 }
 
-/* 64 random bits: the kernel's, or (where getrandom is unavailable) the
- * clock, a counter and an address mixed by splitmix64.  Uniqueness does
- * not rest on them: O_EXCL refuses a name that exists. */
+/* 64 random bits: the kernel's (WASI's getentropy under WebAssembly), or
+ * (where getrandom is unavailable) the clock, a counter and an address
+ * mixed by splitmix64.  Uniqueness does not rest on them: O_EXCL refuses a
+ * name that exists. */
 static uint64_t random_bits(void)
 {
     uint64_t x;
+#ifdef __wasi__
+    if (getentropy(&x, sizeof x) == 0) return x;
+#else
     if (getrandom(&x, sizeof x, GRND_NONBLOCK) == (ssize_t)sizeof x) return x;
+#endif
     static _Atomic uint64_t counter;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

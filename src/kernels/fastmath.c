@@ -235,16 +235,18 @@ AG_INLINE gelu_pair gelu_pair_f(float x, int fma)
     return (gelu_pair){x * cdf, cdf + x * pdf};
 }
 AG_INLINE gelu_pair gelu_pair_base_f(float x) { return gelu_pair_f(x, BASE_FMA); }
-AG_INLINE gelu_pair gelu_pair_fma_f(float x) { return gelu_pair_f(x, 1); }
 AG_INLINE float gelu_f(float x) { return gelu_pair_f(x, BASE_FMA).y; }
-AG_INLINE float gelu_fma_f(float x) { return gelu_pair_f(x, 1).y; }
 
 AG_INLINE void gelu_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_f); }
-AG_INLINE void gelu_fma_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_fma_f); }
 AG_INLINE void gelu_slope_loop AG_MAP2_PARAMS { simd_map2(n, x, y, s, gelu_pair_base_f); }
+#if AG_X86_KERNELS /* the fused loops exist for the AVX2 and AVX-512 clones only */
+AG_INLINE gelu_pair gelu_pair_fma_f(float x) { return gelu_pair_f(x, 1); }
+AG_INLINE float gelu_fma_f(float x) { return gelu_pair_f(x, 1).y; }
+AG_INLINE void gelu_fma_loop AG_MAP_PARAMS { simd_map(n, x, y, gelu_fma_f); }
 AG_INLINE void gelu_slope_fma_loop AG_MAP2_PARAMS { simd_map2(n, x, y, s, gelu_pair_fma_f); }
 AG_ISA_CLONES(void, gelu_fma_loop, AG_MAP_PARAMS, gelu_fma_loop(n, x, y))
 AG_ISA_CLONES(void, gelu_slope_fma_loop, AG_MAP2_PARAMS, gelu_slope_fma_loop(n, x, y, s))
+#endif
 
 void ag__gelu_floats(size_t n, const float *x, float *y)
 {

@@ -2,8 +2,10 @@
  * thread (kernels/gemm.c packs B's panels and A's edge rows into them). */
 #include "kernels/gemm.h"
 
-#include <pthread.h>
 #include <stdint.h>
+#if !AG_NO_THREADS
+#include <pthread.h>
+#endif
 
 /* Packing buffers, grown once and kept (a training step after the first
  * allocates nothing).  Each thread packs into its own pair, held in a slot
@@ -18,6 +20,16 @@ typedef struct pack_slot {
     int used;
 } pack_slot;
 static pack_slot slots[PACK_SLOTS];
+#if AG_NO_THREADS
+/* One thread, one slot (index `from` is the only thread's, whichever it
+ * is: slot 0). */
+static pack_slot *claim_slot(int from)
+{
+    (void)from;
+    slots[0].used = 1;
+    return &slots[0];
+}
+#else
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
@@ -50,6 +62,7 @@ static pack_slot *claim_slot(int from)
     }
     return sl;
 }
+#endif
 
 static pack_slot *my_slot(void) { return claim_slot(0); }
 

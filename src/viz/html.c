@@ -11,7 +11,7 @@
 #include "viz/viz.h"
 #include "io/json.h"
 
-static const char CSS[] =
+const char ag__explorer_css[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222;background:#fff}\n"
     "h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:12px 0 4px}h3{font-size:14px;margin:14px 0 4px}\n"
     ".controls label{margin-right:14px}.controls select{font:inherit}\n"
@@ -54,7 +54,7 @@ static const char CSS[] =
 
 /* A JSON object whose "kind" is one the script draws: the checked text, or
  * a message. */
-static ag_status check_json(const char *path, const char *json, char *err, size_t errlen)
+ag_status ag__explorer_check_json(const char *path, const char *json, char *err, size_t errlen)
 {
     size_t n = strlen(json), bad = ag__utf8_check((const unsigned char *)json, n);
     if (bad < n)
@@ -79,7 +79,7 @@ static ag_status check_json(const char *path, const char *json, char *err, size_
 }
 
 /* json with each '<' as \u003c (only inside strings in valid JSON) */
-static void put_json(ag__text *t, const char *json)
+void ag__explorer_put_json(ag__text *t, const char *json)
 {
     for (const char *p = json; *p;) {
         size_t run = strcspn(p, "<"), k = run < (1u << 30) ? run : (1u << 30);
@@ -92,17 +92,17 @@ ag_status ag_html_explorer(const char *path, const char *title, const char *data
 {
     if (!path || !data_json)
         return ag__errf(err, errlen, AG_ERR_ARG, "explorer: %s is NULL", path ? "the data" : "the path");
-    ag_status st = check_json(path, data_json, err, errlen);
+    ag_status st = ag__explorer_check_json(path, data_json, err, errlen);
     if (st != AG_OK) return st;
     ag__text t = {0};
     ag__text_puts(&t, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                       "script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n<title>");
     ag__text_xml(&t, title ? title : "attograd explorer", 0);
-    ag__text_printf(&t, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", CSS);
+    ag__text_printf(&t, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", ag__explorer_css);
     ag__text_xml(&t, title ? title : "attograd explorer", 0);
     ag__text_puts(&t, "</h1>\n<div id=\"app\"></div>\n<script type=\"application/json\" id=\"data\">\n");
-    put_json(&t, data_json);
+    ag__explorer_put_json(&t, data_json);
     ag__text_printf(&t, "\n</script>\n<script>\n%s\n%s</script>\n</body>\n</html>\n", ag__explorer_draw_js,
                     ag__explorer_js);
     st = ag__text_save(&t, "explorer", path, err, errlen);

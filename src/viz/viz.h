@@ -70,5 +70,14 @@ int ag__svg_step_decimals(double step);
  * functions (explorer_draw_js.c), then the page (explorer_js.c). */
 extern const char ag__explorer_draw_js[];
 extern const char ag__explorer_js[];
+/* What the explorer page and the live page (live.c) share, from html.c:
+ * the style; the check of the data (strict UTF-8 JSON, an object whose
+ * "kind" the script draws), AG_ERR_ARG naming path; the JSON put in the
+ * page with each '<' as \u003c. */
+extern const char ag__explorer_css[];
+ag_status ag__explorer_check_json(const char *path, const char *json, char *err, size_t errlen);
+void ag__explorer_put_json(ag__text *t, const char *json);
+/* The live page's script (live_js.c), after the explorer's. */
+extern const char ag__live_js[];
 
 #endif

@@ -40,36 +40,9 @@ BIN=$B/translate TIMEOUT=120
 . "$(dirname "$0")/../lib.sh" # tmp, ok, no, finish
 here=$(dirname "$0")
 
-need() { # command, Debian package
-    command -v "$1" > /dev/null && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
-        echo "explorer: $1 missing: installing $2 with apt-get"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" > /dev/null
-    fi
-    command -v "$1" > /dev/null
-}
-if ! need chromium chromium; then
-    echo "skip explorer: chromium is not installed and cannot be (run as root with apt-get, or: sudo apt-get install chromium)"
-    echo "explorer: 0 passed, 0 failed (skipped)"
-    exit 0
-fi
-PY=/usr/bin/python3
-if [ ! -x $PY ] && ! need python3 python3; then
-    echo "skip explorer: no $PY to read the pages (sudo apt-get install python3)"
-    echo "explorer: 0 passed, 0 failed (skipped)"
-    exit 0
-fi
+NAME=explorer
+. "$here/../browser.sh" # need, browse, offline, shot; $PY
 
-# chromium URL LOG [flags]: the page's DOM on stdout, chromium's log in LOG
-browse() {
-    local url=$1 log=$2 profile
-    shift 2
-    profile=$(mktemp -d "$tmp/profile.XXXX")
-    timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-        --disable-background-networking --disable-component-update --disable-sync --disable-extensions \
-        --proxy-server=127.0.0.1:9 --user-data-dir="$profile" --enable-logging=stderr --v=0 \
-        --window-size=1200,1400 "$@" "$url" 2> "$log"
-}
 # check NAME PAGE QUERY MODE ARGS...: open PAGE?QUERY, no console error, the DOM checked
 check() {
     local name=$1 page=$2 q=$3 mode=$4
@@ -80,14 +53,6 @@ check() {
     if $PY "$here/check_page.py" "$mode" "$page" "$tmp/$name.dom" "$@" > "$tmp/$name.out"; then
         ok; sed "s/^/  $name: /" "$tmp/$name.out"
     else no "$name: $(tail -n 1 "$tmp/$name.out")"; fi
-}
-offline() { # PAGE: nothing to fetch in it
-    if grep -qiE 'https?://' "$1"; then no "$1 names a URL: $(grep -oiE 'https?://[^"<> ]*' "$1" | head -3)"
-    else ok; fi
-}
-shot() { # PAGE QUERY PNG
-    browse "file://$(realpath "$1")?$2" "$tmp/shot.log" --screenshot="$3" > /dev/null
-    if [ -s "$3" ]; then ok; else no "no screenshot of $1"; fi
 }
 out=$B/explorer
 mkdir -p "$out"

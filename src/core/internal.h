@@ -332,7 +332,8 @@ ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
 /* Where row r of a tensor of `shape` (rows along its last axis) finds its
  * mask values, for a mask that broadcasts to that shape: the mask's stride
- * along each leading axis and along the row (0 where it is stretched). */
+ * along each leading axis and along the row (0 where it is stretched).
+ * Used by the ops with a mask and by their kernels (src/core/mask_map.c). */
 typedef struct ag__mask_map {
     int nd;                  /* leading axes */
     int shape[AG_MAX_DIMS];  /* their sizes */

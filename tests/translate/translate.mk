@@ -2,7 +2,7 @@
 .PHONY: translate-test
 translate-test: $(BUILD)/translate
 	bash tests/translate/test_translate.sh $(BUILD)
-test: translate-test
+TEST_SUITES += translate-test
 
 # make asan runs the translator's scripts too, on an ASan + UBSan build of
 # it: ASan's reports (leaks on error paths too) go to files that fail the

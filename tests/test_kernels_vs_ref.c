@@ -165,17 +165,29 @@ static void compare(const char *op, const ag_op_case *c, const tol *t, uint64_t 
     compare_modes(op, c, t, seed, AG_KERNELS_REFERENCE, AG_KERNELS_REFERENCE);
 }
 
+/* The ops to walk: all of them, or the one AG_CHECK_OP names (make
+ * check-op OP=<name>, the quick loop for one op). */
+static int first_op(void)
+{
+    const char *only = getenv("AG_CHECK_OP");
+    if (!only || !only[0]) return 1;
+    int op = ag_op_find(only);
+    cr_assert_gt(op, 0, "AG_CHECK_OP=%s is no op of the table", only);
+    return op;
+}
+static int end_op(int first) { return getenv("AG_CHECK_OP") && getenv("AG_CHECK_OP")[0] ? first + 1 : AG_OP_COUNT; }
+
 Test(kernels_vs_ref, every_op_of_the_table_on_its_gradcheck_cases)
 {
-    int ops = 0, cases = 0;
-    for (int op = 1; op < AG_OP_COUNT; op++) {
+    int ops = 0, cases = 0, first = first_op();
+    for (int op = first; op < end_op(first); op++) {
         const char *name = ag_op_name(op);
         const tol *t = tol_of(name);
         cr_assert_gt(ag_op_case_count(op), 0, "op %s has no cases to compare its kernels on", name);
         for (int i = 0; i < ag_op_case_count(op); i++, cases++) compare(name, &ag_op_table[op]->cases[i], t, 7 + i);
         ops++;
     }
-    cr_assert_eq(ops, AG_OP_COUNT - 1);
+    cr_assert_eq(ops, end_op(first) - first);
     cr_log_info("kernels_vs_ref: %d ops, %d cases, fast against reference", ops, cases);
 }
 
@@ -184,7 +196,8 @@ Test(kernels_vs_ref, every_op_of_the_table_on_its_gradcheck_cases)
  * op's tolerance. */
 Test(kernels_vs_ref, a_forward_in_one_mode_and_its_backward_in_the_other)
 {
-    for (int op = 1; op < AG_OP_COUNT; op++) {
+    int first = first_op();
+    for (int op = first; op < end_op(first); op++) {
         const char *name = ag_op_name(op);
         const tol *t = tol_of(name);
         for (int i = 0; i < ag_op_case_count(op); i++) {

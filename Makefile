@@ -72,8 +72,8 @@ $(BUILD)/gradcheck: $(BUILD)/f64/examples/gradcheck.o $(LIB64)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/backward_tour: $(BUILD)/f64/examples/backward_tour.o $(LIB64)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
-# attention_demo is three files: attention_paths.c and attention_walk.c beside it.
-$(BUILD)/attention_demo: $(addprefix $(BUILD)/f32/examples/attention_,demo.o paths.o walk.o) $(LIB32)
+# attention_demo is four files: attention_paths.c, attention_walk.c and attention_tiles.c beside it.
+$(BUILD)/attention_demo: $(addprefix $(BUILD)/f32/examples/attention_,demo.o paths.o walk.o tiles.o) $(LIB32)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/%: $(BUILD)/f32/examples/%.o $(LIB32)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)

@@ -21,7 +21,8 @@
  * tutorial_heads.svg (the 8 heads of example 1), d2l_masked.svg (example
  * 2's padding mask), causal.svg (example 3, with and without the causal
  * mask), mask.svg (the masks themselves), positions.svg and
- * position_curves.svg (example 4's encodings).  Every heatmap of weights
+ * position_curves.svg (example 4's encodings), and flash_tiles.svg (the
+ * tiles causal attention at long rows skips).  Every heatmap of weights
  * uses the colour scale 0..1, and draws a cell masked where the mask is 0.
  *
  * Usage: attention_demo [--seed N] [--svg DIR] */
@@ -329,5 +330,6 @@ int main(int argc, char **argv)
     rc |= decoder(seed, svg_dir);
     rc |= demo_walk(seed, svg_dir);
     rc |= demo_masked_row();
+    rc |= demo_tiles(svg_dir);
     return rc;
 }

@@ -18,6 +18,10 @@ int demo_walk(uint64_t seed, const char *svg_dir);
 int demo_masked_row(void);
 void demo_wavelengths(void);
 
+/* attention_tiles.c: with a DIR, flash_tiles.svg, the tiles of causal
+ * attention at long rows that the kernel computes and skips. */
+int demo_tiles(const char *svg_dir);
+
 /* attention_demo.c: DIR/name, or name in the current directory (NULL when
  * the path is too long); DIR/name only with a DIR (svg_path). */
 const char *demo_out_path(const char *dir, const char *name, char *buf, size_t len);

@@ -119,7 +119,7 @@ static ag_tensor *inputs(ag_graph *g, ag_tensor **xq, ag_tensor **xkv)
     return ag_padding_mask(g, valid, B, 0, T, S);
 }
 
-/* Rows 1, 3, 4, 5: ag_mha_layer_forward(_textbook) on its own. */
+/* Rows 1, 4, 5, 6: ag_mha_layer_forward(_textbook) on its own. */
 static int mha_row(ag_store *s, const char *path, const char *when, int textbook, int want_weights, double p)
 {
     ag_mha_layer m;
@@ -132,6 +132,24 @@ static int mha_row(ag_store *s, const char *path, const char *when, int textbook
     else ag_mha_layer_forward(g, &m, xq, xkv, mask, AG_MASK_NEG_INF, want_weights ? &w : NULL);
     int lo, hi, rc = ag_graph_status(g) != AG_OK || block_range(g, n0, &lo, &hi);
     if (!rc) print_row(path, when, g, lo, hi);
+    ag_graph_free(g);
+    return rc;
+}
+
+/* Row 3: ag_attention alone, on q [B, T, D], k and v [B, S, D]: scaled
+ * dot-product attention with no heads to fuse over. */
+static int attention_row(void)
+{
+    enum { D = C / H };
+    ag_graph *g = ag_graph_new();
+    if (!g) return 1;
+    ag_tensor *q = ag_tensor_new(g, AG_SHAPE(B, T, D)), *k = ag_tensor_new(g, AG_SHAPE(B, S, D));
+    ag_tensor *v = ag_tensor_new(g, AG_SHAPE(B, S, D));
+    int n0 = ag_graph_node_count(g);
+    ag_attention(g, q, k, v, NULL, AG_MASK_NEG_INF, 0, NULL);
+    int rc = ag_graph_status(g) != AG_OK || ag_graph_node_count(g) <= n0;
+    if (!rc) print_row("`ag_attention`", "`ag_attention(g, q, k, v, mask, fill, 0, NULL)`: attention alone, no "
+                       "projections", g, n0, ag_graph_node_count(g) - 1);
     ag_graph_free(g);
     return rc;
 }
@@ -152,7 +170,7 @@ static int textbook_block_row(ag_store *s)
     return rc;
 }
 
-/* Rows 6 and 7: the GPT's training step, and one token of cached decoding
+/* Rows 7 and 8: the GPT's training step, and one token of cached decoding
  * (recorded with grad mode on, so that the tape holds what runs). */
 static int gpt_rows(ag_store *s)
 {
@@ -193,6 +211,7 @@ int demo_paths(void)
            "backward by hand | their files |\n|---|---|---|---|---|\n");
     int rc = mha_row(s, "textbook", "`ag_mha_layer_forward_textbook`, or `.textbook = 1`", 1, 0, 0);
     rc |= textbook_block_row(s);
+    rc |= attention_row();
     rc |= mha_row(s, "fast, weights returned", "`ag_mha_layer_forward(..., &w)`", 0, 1, 0);
     rc |= mha_row(s, "fast, dropout", "training with `dropout > 0`", 0, 0, 0.1);
     rc |= mha_row(s, "fast, default", "`ag_mha_layer_forward(..., NULL)`, no dropout", 0, 0, 0);

@@ -161,7 +161,10 @@ static int model_init(model *m)
 static double max_diff(const ag_real *a, const double *b, int n)
 {
     double w = 0;
-    for (int i = 0; i < n; i++) w = fmax(w, fabs((double)a[i] - b[i]));
+    for (int i = 0; i < n; i++) { /* a NaN is the largest difference, never dropped */
+        double d = fabs((double)a[i] - b[i]);
+        w = isnan(d) || isnan(w) ? NAN : fmax(w, d);
+    }
     return w;
 }
 
@@ -296,12 +299,19 @@ static int write_html(const model *m, const ag_gradcheck_result *res, const doub
         const char *name;
     } shown[] = {{P, "dP"}, {SM, "dS"}, {Q, "dQ"}, {K, "dK"}, {VV, "dV"}};
     enum { N = sizeof shown / sizeof shown[0] };
-    tour_panel p[N + 1] = {
-        {"P", "P = softmax(S + M), row by row", "ops/softmax.c", m->t[P], m->t[P]->data, 1, -1, -1, 1}};
+    static const char *const group[N] = {"dP and dS: one colour scale", "dP and dS: one colour scale",
+                                         "dQ, dK and dV: one colour scale", "dQ, dK and dV: one colour scale",
+                                         "dQ, dK and dV: one colour scale"};
+    static const char *const note[N] = {
+        "A masked cell of dP is a gradient that reaches no score: P is 0 there, and dS = P * (...) is 0.",
+        "A masked cell of dS is 0 by the mask: masked_fill's backward passes nothing there."};
+    tour_panel p[N + 1] = {{"P", "P = softmax(S + M), row by row", "ops/softmax.c", m->t[P], m->t[P]->data, 1,
+                            -1, -1, 1, "P: the attention weights, 0 to the largest", m->mask,
+                            "A masked cell of P is a weight the softmax never gave: exp(-1e9) is 0."}};
     for (int i = 0; i < N; i++) {
         int s = shown[i].step;
         p[i + 1] = (tour_panel){shown[i].name, STEPS[s].formula, STEPS[s].file, m->t[s], m->probe[s]->grad, 0,
-                                res[s].max_abs_err, err[s], ok[s]};
+                                res[s].max_abs_err, err[s], ok[s], group[i], m->mask, note[i]};
     }
     return tour_html(path, loss, p, N + 1);
 }

@@ -2,7 +2,10 @@
  * (docs/explorer.md) of the tour's attention backward: each tensor (P and
  * the gradients dP, dS, dQ, dK, dV) as a heatmap, side by side, with its
  * formula, the op file whose backward computed it and its two checks
- * (finite differences, the formula by hand). */
+ * (finite differences, the formula by hand).  Rows are the tour's tokens;
+ * columns are keys (T x T) or dimensions (T x D); the panels of one group
+ * share a colour scale; the causal mask goes with the T x T panels, so
+ * that the page draws masked cells as masked, not as zeros. */
 #ifndef BACKWARD_TOUR_HTML_H
 #define BACKWARD_TOUR_HTML_H
 
@@ -19,7 +22,18 @@ typedef struct tour_panel {
     double fd_err;         /* max |analytic - numeric|, or < 0: no check */
     double formula_err;    /* max |by hand - backward|, or < 0 */
     int ok;
+    const char *group;     /* panels of one group share a colour scale */
+    const ag_tensor *mask; /* T x T, 0 where masked, or NULL */
+    const char *mask_note; /* what a masked cell of this panel means */
 } tour_panel;
+
+/* ["token 0", ...] or ["d0", ...] */
+static inline void tour_labels(FILE *f, const char *stem, int n)
+{
+    fputc('[', f);
+    for (int i = 0; i < n; i++) fprintf(f, "%s\"%s%d\"", i ? ", " : "", stem, i);
+    fputc(']', f);
+}
 
 /* The page at path; 0, or 1 after a message. */
 static inline int tour_html(const char *path, double loss, const tour_panel *p, int n)
@@ -48,6 +62,19 @@ static inline int tour_html(const char *path, double loss, const tour_panel *p, 
         json_string(f, check);
         fprintf(f, ", \"fd_err\": "), json_number(f, p[i].fd_err), fprintf(f, ", \"values\": ");
         json_matrix(f, p[i].values, rows, cols);
+        int square = p[i].mask && (int)p[i].mask->size == rows * cols && rows == cols;
+        fprintf(f, ", \"group\": "), json_string(f, p[i].group);
+        fprintf(f, ", \"row_axis\": \"token (query)\", \"rows\": "), tour_labels(f, "token ", rows);
+        fprintf(f, ", \"col_axis\": \"%s\", \"cols\": ", rows == cols ? "token (key)" : "dimension");
+        tour_labels(f, rows == cols ? "token " : "d", cols);
+        fprintf(f, ", \"mask\": ");
+        if (!square) fputs("null", f);
+        for (int r = 0; square && r < rows; r++) {
+            fputs(r ? ", [" : "[[", f);
+            for (int c = 0; c < cols; c++) fprintf(f, "%s%d", c ? ", " : "", p[i].mask->data[r * cols + c] != 0);
+            fputs(r == rows - 1 ? "]]" : "]", f);
+        }
+        if (square && p[i].mask_note) fprintf(f, ", \"mask_note\": "), json_string(f, p[i].mask_note);
         fputc('}', f);
     }
     fprintf(f, "]}\n");

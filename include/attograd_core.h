@@ -370,27 +370,36 @@ typedef ag_tensor *(*ag_build_fn)(ag_graph *g, void *ctx);
 
 typedef struct ag_gradcheck_result {
     const ag_tensor *input; /* which input */
-    double max_abs_err;     /* worst |analytic - numeric| */
+    double max_abs_err;     /* worst |analytic - numeric| (NaN when one is NaN) */
     double max_rel_err;     /* worst |analytic - numeric| / max(|numeric|, abs_tol) */
     size_t worst_index;     /* element of the worst violation (or error) */
-    size_t failed;          /* elements that broke the tolerance */
+    size_t failed;          /* elements that failed either stage */
+    /* the strict stage (strict_step > 0): */
+    size_t strict_failed;   /* elements beyond their derived tolerance */
+    size_t rough;           /* elements where L is not smooth within the step */
+    double strict_worst;    /* worst |analytic - numeric| / tolerance: <= 1 passes */
+    double noise;           /* the loss's rounding noise, measured */
 } ag_gradcheck_result;
 
 typedef struct ag_gradcheck_opts {
     double eps;     /* central-difference step: 1e-6 */
     double abs_tol; /* pass if |a - n| <= abs_tol + rel_tol * |n|: 1e-5 */
     double rel_tol; /* 1e-3 */
-    /* testing the checker: op break_op's backward (0: none) sees its
-     * incoming gradient times break_factor */
+    /* testing the checker: op break_op's backward (0: none) gives its
+     * inputs their gradients times break_factor */
     int break_op;
     double break_factor;
+    /* the strict stage's largest step h (h, h/2, h/4: Richardson), with a
+     * tolerance derived from the error it measures: 1e-3; 0: off */
+    double strict_step;
 } ag_gradcheck_opts;
-#define AG_GRADCHECK_DEFAULTS {1e-6, 1e-5, 1e-3, 0, 1}
+#define AG_GRADCHECK_DEFAULTS {1e-6, 1e-5, 1e-3, 0, 1, 1e-3}
 
 /* Analytic d loss / d inputs[i] (store-owned) against (L(x+eps) - L(x-eps))
- * / (2 eps) element by element, g's stream rewound per build; fills
- * results[0..n).  AG_ERR_NUMERIC (g's error names the worst element), the
- * build's error, or AG_ERR_STATE in the float build (double only). */
+ * / (2 eps), then the strict stage (docs/testing.md), element by element,
+ * g's stream rewound per build; fills results[0..n).  AG_ERR_NUMERIC (g's
+ * error names the worst element), the build's error, or AG_ERR_STATE in the
+ * float build (double only). */
 ag_status ag_gradcheck(ag_graph *g, ag_build_fn build, void *ctx,
                        ag_tensor *const *inputs, int n,
                        const ag_gradcheck_opts *opts,

@@ -17,9 +17,13 @@
  *
  * It equals the three nodes it replaces, matmul_heads(q, k^T),
  * masked_softmax and matmul_heads(., v) (tests/test_fusion.c).  Only P is
- * saved for the backward.  The fast code is kernels/attention.c.
+ * saved for the backward.  The fast code is kernels/attention.c; for rows
+ * of more than AG__FLASH_KEYS keys it keeps no P, only each row's
+ * log-sum-exp, and recomputes P in its backward
+ * (kernels/attention_flash.c, docs/attention_long.md).
  *
- * src = {q, k, v}; aux = the heads' description (ag__attn) and P;
+ * src = {q, k, v}; aux = the heads' description (ag__attn) and P (or the
+ * rows' maxima and sums);
  * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked. */
 #include "core/heads.h"
 #include "core/internal.h"
@@ -27,7 +31,8 @@
 
 #include <math.h>
 
-typedef struct saved { ag__attn a; ag_real *p; } saved; /* the heads (mask: data, as ids are), P [B, H, T, S] */
+typedef struct saved { ag__attn a; ag_real *p; } saved; /* the heads (mask: data, as ids are), P [B, H, T, S]
+                                                          * (a.flash: each row's max and sum [B, H, T, 2]) */
 
 /* Element (t, c) of head h of sentence b of x stored [B, rows, H, cols]. */
 static size_t at(const ag__attn *a, int b, int h, int t, int rows, int cols, int c)
@@ -102,7 +107,9 @@ ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tenso
     ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, (int[]){a.B, a.T, a.H, a.Dv}, 3, (ag_tensor *[]){q, k, v});
     if (!y) return NULL;
     ag__impl(y)->farg[0] = scale, ag__impl(y)->farg[1] = fill, ag__impl(y)->iarg[0] = mask != NULL;
-    size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)a.S, head = (sizeof(saved) + 63) / 64 * 64;
+    a.flash = ag__fast() && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
+    size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
+    size_t head = (sizeof(saved) + 63) / 64 * 64;
     saved *sv = ag__save(g, head + np * sizeof(ag_real)); /* P at the arena's 64-byte alignment */
     if (!sv) return NULL;
     *sv = (saved){a, (ag_real *)((char *)sv + head)};
@@ -121,7 +128,8 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     const saved *sv = ag__impl(y)->aux;
     const ag__attn *a = &sv->a;
     bool empty = y->size == 0 || a->T == 0 || a->S == 0; /* the reference's loops give 0 */
-    if (!empty && ag__fast() && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->grad)) return;
+    bool kernel = a->flash || (!empty && ag__fast()); /* no P (a.flash): the kernel recomputes it */
+    if (kernel && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->data, y->grad)) return;
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
     for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;
     if (ag_graph_status(g) != AG_OK) return;

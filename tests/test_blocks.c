@@ -93,7 +93,7 @@ static void gradcheck_inputs(ag_build_fn build, void *p, ag_tensor **in, int n, 
     ag_graph *g = ag_graph_new();
     ag_status st = ag_gradcheck(g, build, p, in, n, NULL, r);
     for (int i = 0; i < n; i++) {
-        if (r[i].max_abs_err > *worst) *worst = r[i].max_abs_err;
+        *worst = worse_of(*worst, r[i].max_abs_err);
         cr_expect_eq(r[i].failed, 0, "%s: %zu elements fail (max abs %.3g, rel %.3g)", r[i].input->name, r[i].failed,
                      r[i].max_abs_err, r[i].max_rel_err);
     }
@@ -433,7 +433,7 @@ static double largest_log_gap(const ag_tensor *w)
             double l = log((double)w->data[r * QK_S + s]);
             lo = fmin(lo, l), hi = fmax(hi, l);
         }
-        worst = fmax(worst, hi - lo);
+        worst = worse_of(worst, hi - lo);
     }
     return worst;
 }

@@ -64,7 +64,7 @@ Test(embedding, gradient_accumulates_into_a_parameter)
  * bits on every level: repeated ids, rows of vectors and a tail (C = 37). */
 Test(embedding, scatter_add_is_the_plain_loop_on_every_level)
 {
-    static const char *const levels[] = {"baseline", "avx2", "avx512"};
+    static const char *const levels[] = {"baseline", "avx2", "avx512", "neon"};
     enum { V = 5, C = 37, N = 40 };
     int ids[N];
     ag_real dy[N * C], want[V * C] = {0};
@@ -74,7 +74,7 @@ Test(embedding, scatter_add_is_the_plain_loop_on_every_level)
     for (int i = 0; i < N * C; i++) dy[i] = (ag_real)(2 * ag_rng_uniform(&r) - 1);
     for (int p = 0; p < N; p++)
         for (int c = 0; c < C; c++) want[ids[p] * C + c] += dy[p * C + c];
-    for (int l = 0; l < 3; l++) {
+    for (int l = 0; l < 4; l++) {
         if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
         ag_graph *g = ag_graph_new();
         ag_tensor *w = ag_tensor_new(g, AG_SHAPE(V, C));

@@ -8,6 +8,7 @@
  *   attention       = matmul_heads(masked_softmax(matmul_heads(q, k^T)), v) */
 #include "common.h"
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 #include <string.h>
 
@@ -616,6 +617,105 @@ Test(fusion, attention_keeps_a_nan_query_to_its_row)
                 }
     ag_graph_free(g);
     ag_store_free(s);
+}
+
+/* The op decides by the rows' length: up to AG__FLASH_KEYS keys it keeps
+ * P [B, H, T, S] (and, with the kernels and no mask, equals the three
+ * nodes to the bit); past it, with the kernels, it keeps a max and a sum
+ * per row and equals them within rounding.  The reference mode keeps P at
+ * any length.  Returns the bytes the node took of the arena, at one
+ * thread: besides P or the rows' two values, the output and a tile's
+ * scratch. */
+static size_t attention_saves(int T, int S, ag_tensor *(*mask_of)(ag_graph *), double fill)
+{
+    enum { B = 1, H = 2, D = 8 };
+    ag_store *s = ag_store_new();
+    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 41), *k = param(s, "k", AG_SHAPE(B, S, H, D), 42);
+    ag_tensor *v = param(s, "v", AG_SHAPE(B, S, H, D), 43);
+    bool below = S <= AG__FLASH_KEYS;
+    attention_compare(s, q, k, v, mask_of, fill, below && !mask_of, below ? "at the seam" : "past it");
+    int threads = ag_get_threads();
+    ag_set_threads(1);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *mask = mask_of ? mask_of(g) : NULL;
+    size_t before = ag_graph_arena_used(g);
+    cr_assert_not_null(ag__attention_heads(g, q, k, v, 0.3, mask, fill), "%s", ag_graph_error(g));
+    size_t used = ag_graph_arena_used(g) - before;
+    ag_set_threads(threads);
+    ag_graph_free(g);
+    ag_store_free(s);
+    return used;
+}
+static ag_tensor *causal_seam(ag_graph *g) { return ag_causal_mask(g, AG__FLASH_KEYS, AG__FLASH_KEYS); }
+static ag_tensor *causal_past(ag_graph *g) { return ag_causal_mask(g, AG__FLASH_KEYS + 1, AG__FLASH_KEYS + 1); }
+static ag_tensor *causal_600(ag_graph *g) { return ag_causal_mask(g, 600, 600); }
+
+Test(fusion, attention_keeps_p_up_to_the_seam_and_not_past_it)
+{
+    enum { K = AG__FLASH_KEYS, B = 1, H = 2 };
+    bool fast = ag_get_kernels() == AG_KERNELS_FAST;
+    size_t p_at = B * H * (size_t)K * K * sizeof(ag_real);
+    size_t p_past = B * H * (size_t)(K + 1) * (K + 1) * sizeof(ag_real);
+    size_t at = attention_saves(K, K, causal_seam, -INFINITY);
+    size_t past = attention_saves(K + 1, K + 1, causal_past, -INFINITY);
+    cr_assert_geq(at, p_at, "causal, S = %d: %zu bytes, P alone is %zu", K, at, p_at);
+    if (fast) cr_assert_lt(past, p_past / 2, "causal, S = %d: %zu bytes, P would be %zu", K + 1, past, p_past);
+    else cr_assert_geq(past, p_past, "reference, causal, S = %d: %zu bytes", K + 1, past);
+    at = attention_saves(40, K, NULL, 0); /* no mask, T < S: P's bits; and past the seam within rounding */
+    cr_assert_geq(at, p_at * 40 / K, "no mask, S = %d: %zu bytes", K, at);
+    attention_saves(40, K + 1, NULL, 0);
+    size_t p_600 = B * H * (size_t)600 * 600 * sizeof(ag_real);
+    size_t long_rows = attention_saves(600, 600, causal_600, -INFINITY);
+    if (fast) cr_assert_lt(long_rows, p_600 / 8, "causal, S = 600: %zu bytes, P would be %zu", long_rows, p_600);
+}
+
+/* A causal mask's tiles above the diagonal are never computed, forward or
+ * backward: NaNs where only such a tile would read them stay out of the
+ * results, which any product over the tile would spread (0 * NaN is
+ * NaN).  late: NaN keys and values from 64 on, which the first block of
+ * 64 queries may not see: its outputs and dQ stay finite.  Otherwise: NaN
+ * queries and output gradients in that block: the later keys' dK and dV
+ * stay finite. */
+static void causal_skips(int T, bool late)
+{
+    enum { B = 1, H = 2, D = 8, QB = 64 };
+    ag_store *s = ag_store_new();
+    ag_tensor *q = param(s, "q", AG_SHAPE(B, T, H, D), 51), *k = param(s, "k", AG_SHAPE(B, T, H, D), 52);
+    ag_tensor *v = param(s, "v", AG_SHAPE(B, T, H, D), 53);
+    ag_real *dy = malloc((size_t)T * H * D * sizeof *dy);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < H * D; i++) {
+            size_t at = (size_t)t * H * D + (size_t)i;
+            dy[at] = 1;
+            if (late && t >= QB) k->data[at] = v->data[at] = NAN;
+            if (!late && t < QB) q->data[at] = dy[at] = NAN;
+        }
+    ag_graph *g = ag_graph_new();
+    ag_tensor *y = ag__attention_heads(g, q, k, v, 0.3, ag_causal_mask(g, T, T), -INFINITY);
+    cr_assert_not_null(y, "%s", ag_graph_error(g));
+    cr_assert_eq(ag_backward_from(g, y, dy), AG_OK, "%s", ag_graph_error(g));
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < H * D; i++) {
+            size_t at = (size_t)t * H * D + (size_t)i;
+            if (late && t < QB)
+                cr_assert(isfinite(y->data[at]) && isfinite(q->grad[at]), "T %d: y, dq [%d, %d] = %g, %g", T, t, i,
+                          y->data[at], q->grad[at]);
+            if (!late && t >= QB)
+                cr_assert(isfinite(k->grad[at]) && isfinite(v->grad[at]), "T %d: dk, dv [%d, %d] = %g, %g", T, t, i,
+                          k->grad[at], v->grad[at]);
+        }
+    free(dy);
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+Test(fusion, attention_never_computes_the_tiles_above_a_causal_diagonal)
+{
+    if (ag_get_kernels() != AG_KERNELS_FAST) return; /* the reference computes every score, as its math says */
+    for (int late = 0; late < 2; late++) {
+        causal_skips(AG__FLASH_KEYS + 44, late); /* the flash kernel */
+        causal_skips(200, late);                 /* P kept */
+    }
 }
 
 Test(fusion, attention_reports_bad_shapes)

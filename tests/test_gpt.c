@@ -190,7 +190,7 @@ static void gradcheck_model(int untied, ag_activation act)
     ag_status st = ag_gradcheck(g, build_loss, &t, in, n, NULL, r);
     double worst = 0;
     for (int i = 0; i < n; i++) {
-        worst = fmax(worst, r[i].max_abs_err);
+        worst = worse_of(worst, r[i].max_abs_err);
         cr_expect_eq(r[i].failed, 0, "%s: %zu elements fail (max abs %.3g)", r[i].input->name, r[i].failed,
                      r[i].max_abs_err);
     }

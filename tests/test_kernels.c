@@ -2,11 +2,12 @@
  * reference loops, the portable baseline included.
  *
  * Each test runs once per level the CPU has (ag__isa_force): on x86-64
- * "baseline", "avx2" and "avx512", elsewhere (arm64) the baseline alone, so
+ * "baseline", "avx2" and "avx512", on arm64 "baseline" and "neon", so
  * the portable code is checked on every machine.  Where a kernel promises
  * an order of operations the reference follows it and the comparison is
  * bit for bit: gemm's tiles (k ascending per depth block, one rounding per
- * multiply and add, or one fused multiply-add on the FMA levels), the
+ * multiply and add, or one fused multiply-add on the FMA levels: every
+ * level but the baseline), the
  * dropout draws and the row max.  exp, whose float polynomial may fuse
  * where the instruction set can, is checked against double within its
  * error bound.  The element-wise ops (exp, log, tanh, sqrt, GELU in both
@@ -21,7 +22,7 @@
 #include "common.h"
 #include "core/internal.h"
 
-static const char *const levels[] = {"baseline", "avx2", "avx512"};
+static const char *const levels[] = {"baseline", "avx2", "avx512", "neon"};
 enum { NLEVELS = sizeof levels / sizeof levels[0] };
 
 /* Force level l; false when the CPU lacks it. */

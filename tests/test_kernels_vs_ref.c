@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 /* |fast - ref| <= abs + rel |ref| for every value (NaN against NaN, and
  * an infinity against the same one, agree).  0, 0: to the bit, where both
@@ -263,6 +264,137 @@ static ag_tensor *attention_causal(ag_graph *g, ag_tensor *const *in)
 static ag_tensor *attention(ag_graph *g, ag_tensor *const *in)
 {
     return ag__attention_heads(g, in[0], in[1], in[2], 0.3, NULL, 0);
+}
+
+/* ---- long rows: the flash kernel (more than AG__FLASH_KEYS keys) ----------
+ * Masks of every kind, made from the inputs' shapes q [B, T, H, D],
+ * k [B, S, H, D]: causal; padding by valid lengths per sentence and per
+ * query, one sentence or query with none; scattered 0s, 1s and NaNs per
+ * head with whole rows 0; one value per query stretched over the keys
+ * ([T, 1]); one row of keys per head ([1, H, 1, S]); keys up to t + 200
+ * (cross-attention over a longer source); queries before 40 that see
+ * nothing.  fill -inf (whose tiles past the last key seen are skipped) or
+ * -1e9 (a row with every key masked is uniform). */
+enum { FK = AG__FLASH_KEYS };
+
+static ag_tensor *heads_with(ag_graph *g, ag_tensor *const *in, ag_tensor *mask, double fill)
+{
+    return ag__attention_heads(g, in[0], in[1], in[2], 1 / sqrt((double)in[0]->shape[3]), mask, fill);
+}
+static ag_tensor *mask_padding(ag_graph *g, ag_tensor *const *in, int per_query)
+{
+    int B = in[0]->shape[0], T = in[0]->shape[1], S = in[1]->shape[1], n = per_query ? B * T : B;
+    int *len = malloc((size_t)n * sizeof *len);
+    for (int i = 0; i < n; i++) len[i] = i == 1 ? 0 : S - 7 * i % S; /* entry 1: no key */
+    ag_tensor *m = ag_padding_mask(g, len, B, per_query, T, S);
+    free(len);
+    return m;
+}
+static ag_tensor *mask_scattered(ag_graph *g, ag_tensor *const *in)
+{
+    int B = in[0]->shape[0], T = in[0]->shape[1], H = in[0]->shape[2], S = in[1]->shape[1];
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(B, H, T, S));
+    ag_rng r;
+    ag_rng_seed(&r, 77);
+    for (size_t i = 0; i < m->size; i++) {
+        uint64_t x = ag_rng_next(&r) % 16;
+        size_t t = i / (size_t)S % (size_t)T;
+        m->data[i] = t % 9 == 4 ? 0 : x < 7 ? 0 : x == 7 ? NAN : 1; /* NaN is not 0: kept */
+    }
+    return m;
+}
+static ag_tensor *mask_per_query(ag_graph *g, ag_tensor *const *in)
+{
+    int T = in[0]->shape[1];
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(T, 1));
+    for (int t = 0; t < T; t++) m->data[t] = t % 5 != 2;
+    return m;
+}
+static ag_tensor *mask_keys_per_head(ag_graph *g, ag_tensor *const *in)
+{
+    int H = in[0]->shape[2], S = in[1]->shape[1];
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(1, H, 1, S));
+    for (int h = 0; h < H; h++)
+        for (int s = 0; s < S; s++) m->data[h * S + s] = (s + 3 * h) % 4 != 0 && s < S - 20 * h;
+    return m;
+}
+static ag_tensor *mask_shifted(ag_graph *g, ag_tensor *const *in, int shift)
+{
+    int T = in[0]->shape[1], S = in[1]->shape[1];
+    ag_tensor *m = ag_tensor_new(g, AG_SHAPE(T, S));
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < S && s <= t + shift; s++) m->data[(size_t)t * S + s] = 1;
+    return m;
+}
+/* a case's build: the heads with `mask` (made from g and in) and `fill` */
+#define LONG_BUILD(name, mask, fill) \
+    static ag_tensor *name(ag_graph *g, ag_tensor *const *in) { return heads_with(g, in, mask, fill); }
+#define CAUSAL ag_causal_mask(g, in[0]->shape[1], in[1]->shape[1])
+LONG_BUILD(long_causal, CAUSAL, -INFINITY)
+LONG_BUILD(long_causal_1e9, CAUSAL, -1e9)
+LONG_BUILD(long_plain, NULL, 0)
+LONG_BUILD(long_padding, mask_padding(g, in, 0), -INFINITY)
+LONG_BUILD(long_padding_1e9, mask_padding(g, in, 0), -1e9)
+LONG_BUILD(long_padding_rows, mask_padding(g, in, 1), -INFINITY)
+LONG_BUILD(long_scattered, mask_scattered(g, in), -INFINITY)
+LONG_BUILD(long_scattered_1e9, mask_scattered(g, in), -1e9)
+LONG_BUILD(long_per_query, mask_per_query(g, in), -INFINITY)
+LONG_BUILD(long_keys_per_head, mask_keys_per_head(g, in), -INFINITY)
+LONG_BUILD(long_shifted, mask_shifted(g, in, 200), -INFINITY)
+LONG_BUILD(long_late, mask_shifted(g, in, -40), -INFINITY)
+LONG_BUILD(long_late_1e9, mask_shifted(g, in, -40), -1e9)
+
+/* q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv]; S = FK + 44: two
+ * tiles of 128 keys and a rest (FK + 1 and FK: either side of the seam);
+ * T = 70 or S: a block of 64 queries and a rest. */
+#define LONG(label, B, T, S, H, D, Dv, fn)                                                                      \
+    {                                                                                                             \
+        "attention", { label, 3, {4, 4, 4}, {{B, T, H, D}, {B, S, H, D}, {B, S, H, Dv}}, -1, 1, 0, fn }        \
+    }
+static const struct {
+    const char *op;
+    ag_op_case c;
+} longs[] = {
+    LONG("long rows: causal, T = S = FK + 44, D 8, Dv 5", 1, FK + 44, FK + 44, 2, 8, 5, long_causal),
+    LONG("long rows: causal, fill -1e9", 1, FK + 44, FK + 44, 2, 8, 5, long_causal_1e9),
+    LONG("long rows: no mask, S = FK + 1 (above the seam)", 2, 70, FK + 1, 2, 12, 12, long_plain),
+    LONG("rows at the seam: no mask, S = FK (the kernel with P)", 2, 70, FK, 2, 12, 12, long_plain),
+    LONG("rows at the seam: causal, S = FK", 1, 70, FK, 2, 8, 8, long_causal),
+    LONG("long rows: padding [B, 1, 1, S], a sentence with no key", 3, 70, FK + 44, 2, 8, 8, long_padding),
+    LONG("long rows: padding, fill -1e9 (uniform rows)", 3, 70, FK + 44, 2, 8, 8, long_padding_1e9),
+    LONG("long rows: padding per query [B, 1, T, S]", 2, 70, FK + 44, 2, 8, 8, long_padding_rows),
+    LONG("long rows: scattered 0, 1, NaN [B, H, T, S], rows all 0", 2, 70, FK + 44, 2, 8, 6, long_scattered),
+    LONG("long rows: scattered, fill -1e9", 2, 70, FK + 44, 2, 8, 6, long_scattered_1e9),
+    LONG("long rows: a mask per query [T, 1] stretched over the keys", 2, 70, FK + 44, 2, 8, 8, long_per_query),
+    LONG("long rows: keys per head [1, H, 1, S]", 2, 70, FK + 44, 3, 8, 8, long_keys_per_head),
+    LONG("long rows: keys up to t + 200 (T 70 < S)", 2, 70, FK + 44, 2, 8, 8, long_shifted),
+    LONG("long rows: queries before 40 see no key", 1, 140, FK + 1, 2, 8, 8, long_late),
+    LONG("long rows: queries before 40 see no key, fill -1e9", 1, 140, FK + 1, 2, 8, 8, long_late_1e9),
+};
+
+/* Each in both modes, and forward in one, backward in the other (whose
+ * backward, after a forward that kept no P, is the kernel's either way). */
+Test(kernels_vs_ref, long_rows_every_mask)
+{
+    for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++) {
+        const tol *t = tol_of(longs[i].op);
+        compare(longs[i].op, &longs[i].c, t, 700 + i);
+        compare_modes(longs[i].op, &longs[i].c, t, 700 + i, AG_KERNELS_REFERENCE, AG_KERNELS_FAST);
+        compare_modes(longs[i].op, &longs[i].c, t, 700 + i, AG_KERNELS_FAST, AG_KERNELS_REFERENCE);
+    }
+}
+
+/* The same on every instruction set the CPU has (the tiles' fill, max,
+ * exps and products each have a clone per level). */
+Test(kernels_vs_ref, long_rows_on_every_level)
+{
+    static const char *const levels[] = {"baseline", "avx2", "avx512"};
+    for (int l = 0; l < 3; l++) {
+        if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
+        for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++)
+            compare(longs[i].op, &longs[i].c, tol_of(longs[i].op), 800 + i);
+    }
+    ag__isa_force(NULL);
 }
 
 typedef struct wide {

@@ -237,7 +237,7 @@ Test(reduce, ops_on_a_graph_in_error_do_nothing)
  * values, with and without a remainder. */
 Test(reduce, sum_rows_give_the_baselines_bits_on_every_level)
 {
-    static const char *const levels[] = {"baseline", "avx2", "avx512"};
+    static const char *const levels[] = {"baseline", "avx2", "avx512", "neon"};
     static const int lengths[] = {1, 5, 16, 17, 32, 63, 128, 300};
     for (size_t k = 0; k < sizeof lengths / sizeof *lengths; k++) {
         int n = lengths[k], rows = 3;
@@ -247,7 +247,7 @@ Test(reduce, sum_rows_give_the_baselines_bits_on_every_level)
         ag_real base[3];
         cr_assert_str_eq(ag__isa_force("baseline"), "baseline");
         memcpy(base, ag_sum(g, x, -1, 0)->data, sizeof base);
-        for (int l = 1; l < 3; l++) {
+        for (int l = 1; l < 4; l++) {
             if (strcmp(ag__isa_force(levels[l]), levels[l]) != 0) continue; /* the CPU lacks it */
             ag_tensor *y = ag_sum(g, x, -1, 0);
             cr_assert_not_null(y, "%s", ag_graph_error(g));

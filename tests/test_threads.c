@@ -93,10 +93,10 @@ enum { NSHAPES = sizeof kernel_shapes / sizeof kernel_shapes[0] };
 
 Test(threads, every_gemm_kernel_agrees_within_rounding)
 {
-    const char *kernels[] = {"avx512", "avx2", "baseline"};
+    const char *kernels[] = {"avx512", "avx2", "neon", "baseline"};
     const char *best = ag__gemm_kernel(NULL);
     ag_real *first[NSHAPES][8] = {{0}};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         const char *got = ag__gemm_kernel(kernels[k]);
         if (strcmp(got, kernels[k])) continue; /* the CPU lacks it */
         for (int s = 0; s < NSHAPES; s++)

@@ -1,7 +1,8 @@
-/* exercises.h: ten exercises, each a function to write in its own file
- * (01_causal_mask.c ... 10_warmup.c).  Each file holds a stub that does
- * nothing useful; `make exercise N=3` builds the checker against the files
- * as they are and says what is wrong, or that exercise 3 passes.  Worked
+/* exercises.h: eleven exercises, each a function to write in its own file
+ * (01_causal_mask.c ... 11_window_weights.c).  Each file holds a stub that
+ * does nothing useful; `make exercise N=3` builds the checker against the
+ * files as they are and reports every output of exercise 3, right or
+ * wrong, with a hint for each wrong one, or says that it passes.  Worked
  * answers: docs/answers.md.  The exercises build in double
  * (libattograd64.a), so that gradients can be checked by finite
  * differences. */
@@ -61,5 +62,12 @@ double ex_clip_grad_norm(ag_store *s, double max_norm);
  *     for step <= warmup, then base_lr * (1 + cos(pi * p)) / 2 with
  *     p = (step - warmup) / (total - warmup); steps count from 1. */
 double ex_warmup_cosine(double base_lr, long step, long warmup, long total);
+
+/* 11. Attention weights predicted by hand: the tour's four tokens
+ *     (examples/README.md, steps 1 to 5: Q = K = V = X, scores
+ *     Q K^T / sqrt(3)) under a window mask, each token seeing itself and
+ *     the token before it (mask[t][s] = 1 for t - 1 <= s <= t).  Returns
+ *     P [4, 4], row by row, to 4 decimals. */
+const double *ex_window_weights(void);
 
 #endif

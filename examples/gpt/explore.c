@@ -1,10 +1,13 @@
 /* explore.c: `gpt sample --html PAGE`: the explorer page (docs/explorer.md)
- * of the sampled text's attention.  The model reads the last `context`
- * characters of the text (prompt and sample) once more, with every block's
- * attention weights kept; for each layer and head the page shows
- * the weights, the scores and the queries and keys they came from
- * (ag_attention_qk).  `gpt train --html` gets from here each layer's
- * attention entropy at each evaluation, and writes the training page. */
+ * of the sampled text.  The model reads the last `context` characters of
+ * the text (prompt and sample) once more, with every block's attention
+ * weights kept; for each layer and head the page shows the weights, the
+ * scores and the queries and keys they came from (ag_attention_qk); and,
+ * from the same graph, the embeddings, each block's feed-forward hidden
+ * units and, from ag_gpt_forward on the same window, the top 5 next
+ * characters at each position.  `gpt train --html` gets from here each
+ * layer's attention entropy at each evaluation, and writes the training
+ * page. */
 #include "gpt.h"
 #include "../common/explorer_json.h"
 
@@ -51,6 +54,38 @@ int attention_entropy(const model *m, const int *ids, int T, double *out)
     return rc;
 }
 
+/* The embeddings, the feed-forward layers and the next character's
+ * distribution of window win[0..T) (labels lab), after blocks() on g: the
+ * page's "embeddings", "ffn" and "output".  Row t predicts character
+ * t + 1. */
+static int explore_inside(const model *m, ag_graph *g, FILE *f, const int *win, int T, const char *const *lab)
+{
+    int V = m->voc.V, bad = 0, *next = malloc((size_t)T * sizeof *next);
+    char (*vbuf)[8] = malloc((size_t)V * sizeof *vbuf), name[32];
+    const char **vocab = malloc((size_t)V * sizeof *vocab);
+    ag_tensor *logits = ag_gpt_forward(g, &m->net, win, 1, T), *probs = ag_softmax(g, logits);
+    if (!next || !vbuf || !vocab || !probs) {
+        fprintf(stderr, "%s: --html: %s\n", prog, probs ? "out of memory" : ag_graph_error(g));
+        free(next), free(vbuf), free(vocab);
+        return 1;
+    }
+    for (int v = 0; v < V; v++) label(m->voc.chars[v], vbuf[v]), vocab[v] = vbuf[v];
+    for (int t = 0; t < T; t++) next[t] = t + 1 < T ? win[t + 1] : -1;
+    fprintf(f, ",\n\"embeddings\": [");
+    bad |= json_embedding(f, g, m->net.embedding.tokens, "the characters' embeddings", lab, T, "token embedding",
+                          "learned position");
+    fprintf(f, "],\n\"ffn\": [");
+    for (int l = 0; l < m->cfg.layers; l++) {
+        snprintf(name, sizeof name, "block %d", l);
+        fprintf(f, "%s\n", l ? "," : ""), bad |= json_ffn(f, g, &m->net.blocks[l].ffn, name, l, lab, T);
+    }
+    fprintf(f, "],\n\"output\": ");
+    json_output(f, logits->data, probs->data, T, V, vocab, lab, next, "the text");
+    if (bad) fprintf(stderr, "%s: --html: the embeddings or a feed-forward layer are not on the graph\n", prog);
+    free(next), free(vbuf), free(vocab);
+    return bad;
+}
+
 int explore_sample(const model *m, const int *ids, int n, const char *path)
 {
     int T = n < m->cfg.context ? n : m->cfg.context, L = m->cfg.layers, rc = 1;
@@ -85,8 +120,13 @@ int explore_sample(const model *m, const int *ids, int n, const char *path)
             goto done;
         }
     }
-    fprintf(x.f, "]}]}\n");
-    rc = explorer_close(&x, prog, path, "attograd explorer: the GPT's attention");
+    fprintf(x.f, "]");
+    if (explore_inside(m, g, x.f, win, T, lab)) {
+        fclose(x.f), free(x.buf), x.f = NULL;
+        goto done;
+    }
+    fprintf(x.f, "}]}\n");
+    rc = explorer_close(&x, prog, path, "attograd explorer: inside the GPT");
     x.f = NULL;
 done:
     free(buf), free(text), free(lab), free(w);

@@ -35,8 +35,10 @@ static ag_status layer_init(ladder_layer *l, ag_store *s, const ladder_config *c
     return st;
 }
 
-/* One init for every rung, GPT-2's: matrices N(0, 0.02), biases 0, norms
- * gain 1 and bias 0; so that two rungs differ in their idea alone. */
+/* One init for every rung: matrices N(0, 0.02), biases 0, norms gain 1 and
+ * bias 0; so that two rungs differ in their idea alone.  These are GPT-2's
+ * distributions without its 1/sqrt(2 L) on the residual projections, which
+ * rungs 3 to 5, having no residual path, could not share. */
 static void init_all(ag_store *s, uint64_t seed)
 {
     for (int i = 0; i < ag_store_count(s); i++) {

@@ -108,6 +108,7 @@ typedef struct traced {
     int S, T;
     const char *src_lab[MAX_LEN_MAX], *tgt_lab[MAX_LEN_MAX];
     ag_seq2seq_weights w;
+    ag_tensor *logits; /* [1, T, Vt] */
 } traced;
 
 static int trace_sentence(const model *m, ag_graph *g, const char *const *src, int ns, const char *const *out, int no,
@@ -122,7 +123,7 @@ static int trace_sentence(const model *m, ag_graph *g, const char *const *src, i
     tr->tgt_lab[0] = "<bos>";
     for (int t = 1; t < tr->T; t++) tin[t] = ag_vocab_id(m->tv, out[t - 1]), tr->tgt_lab[t] = out[t - 1];
     ag_graph_reset(g);
-    ag_seq2seq_trace(g, &m->net, ids, &valid, 1, tr->S, tin, tr->T, &tr->w);
+    tr->logits = ag_seq2seq_trace(g, &m->net, ids, &valid, 1, tr->S, tin, tr->T, &tr->w);
     if (ag_graph_status(g) != AG_OK) {
         fprintf(stderr, "%s: attention: %s\n", prog, ag_graph_error(g));
         return 1;
@@ -172,9 +173,49 @@ static int write_attention(const model *m, ag_graph *g, const char *dir, int ind
 }
 
 
-/* Sentence index's maps for the explorer page (--html): every layer's
+/* The embeddings, the feed-forward layers and the output of a traced
+ * sentence (on g), for the explorer's other views: "embeddings", "ffn",
+ * "output".  Row t of the decoder predicts target token t + 1: the
+ * translation's, then <eos> (greedy decoding stops there, or at max_len). */
+static int explore_inside(const model *m, ag_graph *g, FILE *f, const traced *tr, const char *const *out, int no)
+{
+    int S = tr->S, T = tr->T, V = ag_vocab_size(m->tv), next[MAX_LEN_MAX], bad = 0;
+    char name[64];
+    const char **vocab = malloc((size_t)V * sizeof *vocab);
+    ag_tensor *probs = ag_softmax(g, tr->logits);
+    if (!vocab || !probs) {
+        free(vocab);
+        fprintf(stderr, "%s: --html: %s\n", prog, vocab ? ag_graph_error(g) : "out of memory");
+        return 1;
+    }
+    for (int v = 0; v < V; v++) vocab[v] = ag_vocab_token(m->tv, v);
+    for (int t = 0; t < T; t++) next[t] = t < no ? ag_vocab_id(m->tv, out[t]) : AG_EOS;
+    fprintf(f, ",\n\"embeddings\": [");
+    bad |= json_embedding(f, g, m->net.src_embedding, "encoder input (source)", tr->src_lab, S, "E[token] * sqrt(C)",
+                          "sinusoidal position");
+    fprintf(f, ",\n");
+    bad |= json_embedding(f, g, m->net.tgt_embedding, "decoder input (target)", tr->tgt_lab, T, "E[token] * sqrt(C)",
+                          "sinusoidal position");
+    fprintf(f, "],\n\"ffn\": [");
+    for (int l = 0; l < m->cfg.layers; l++) {
+        snprintf(name, sizeof name, "encoder layer %d", l);
+        fprintf(f, "%s\n", l ? "," : ""), bad |= json_ffn(f, g, &m->net.enc[l].ffn, name, l, tr->src_lab, S);
+    }
+    for (int l = 0; l < m->cfg.layers; l++) {
+        snprintf(name, sizeof name, "decoder layer %d", l);
+        fprintf(f, ",\n"), bad |= json_ffn(f, g, &m->net.dec[l].ffn, name, l, tr->tgt_lab, T);
+    }
+    fprintf(f, "],\n\"output\": ");
+    json_output(f, tr->logits->data, probs->data, T, V, vocab, tr->tgt_lab, next, "the translation, then <eos>");
+    free(vocab);
+    if (bad) fprintf(stderr, "%s: --html: the embeddings or a feed-forward layer are not on the graph\n", prog);
+    return bad;
+}
+
+/* Sentence index's views for the explorer page (--html): every layer's
  * encoder self-attention, decoder causal self-attention and
- * cross-attention, each head's weights, scores, q and k. */
+ * cross-attention, each head's weights, scores, q and k; the embeddings,
+ * the feed-forward layers, the output distribution. */
 static int explore_sentence(const model *m, ag_graph *g, FILE *f, int index, const char *line,
                             const char *const *src, int ns, const char *const *out, int no)
 {
@@ -196,7 +237,9 @@ static int explore_sentence(const model *m, ag_graph *g, FILE *f, int index, con
             }
         }
     }
-    fprintf(f, "]}");
+    fprintf(f, "]");
+    if (explore_inside(m, g, f, &tr, out, no)) return 1;
+    fprintf(f, "}");
     return 0;
 }
 
@@ -337,7 +380,7 @@ int cmd_run(const opts *o, char **sentences, int n)
     }
     if (page.f) {
         fprintf(page.f, "]}\n");
-        if (rc == 0) rc = explorer_close(&page, prog, o->html, "attograd explorer: the translator's attention");
+        if (rc == 0) rc = explorer_close(&page, prog, o->html, "attograd explorer: inside the translator");
         else fclose(page.f), free(page.buf);
     }
     ag_graph_free(g);

@@ -119,13 +119,17 @@ static void maybe_share(ag_graph *g, ag_tensor *t, uint32_t pass)
         n0->own = ag__impl(t)->own, ag__impl(t)->own = NULL;
 }
 
-/* The gradient checker's test of itself: the broken op's backward sees its
- * incoming gradient scaled by the factor. */
+/* The gradient checker's test of itself: the broken op's backward gives its
+ * inputs their gradients times the factor.  A backward is linear in dy, so
+ * it runs on dy times the factor; dy is put back afterwards, unless y lent
+ * its buffer to src[0] (maybe_share): the buffer is then src[0]'s gradient,
+ * which must keep the factor. */
 static void broken_backward(ag_graph *g, ag_tensor *y)
 {
     ag_real f = (ag_real)g->broken_factor;
     for (size_t j = 0; j < y->size; j++) y->grad[j] *= f;
     g->broken_real->backward(g, y);
+    if (ag__impl(y)->lent) return;
     for (size_t j = 0; j < y->size; j++) y->grad[j] /= f;
 }
 

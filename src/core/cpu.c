@@ -2,7 +2,9 @@
  *
  * A few kernels (gemm's micro-kernels; exp, max and softmax over rows; the
  * dropout draws) are compiled more than once: a portable baseline, and on
- * x86-64 an AVX2 and an AVX-512 variant of the same source.  Each is an
+ * x86-64 an AVX2 and an AVX-512 variant of the same source.  On arm64 the
+ * portable code is NEON code already; the NEON level adds gemm's
+ * micro-kernel with fused multiply-adds and a tile for 32 registers.  Each is an
  * ordinary function whose entry point switches on ag__isa(): no ifunc
  * resolvers, so gcc and clang (and Mach-O, which has no ifuncs) all build
  * it the same way.
@@ -18,6 +20,7 @@ static const char *const names[AG_ISA_COUNT] = {
     [AG_ISA_BASE] = "baseline",
     [AG_ISA_AVX2] = "avx2",
     [AG_ISA_AVX512] = "avx512",
+    [AG_ISA_NEON] = "neon",
 };
 
 /* -1 until read; then the level in use (read inline by ag__isa) */
@@ -30,7 +33,17 @@ static int best(void)
     if (__builtin_cpu_supports("avx512f")) return AG_ISA_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return AG_ISA_AVX2;
 #endif
+#if AG_NEON_KERNELS
+    return AG_ISA_NEON; /* Advanced SIMD and its FMA: part of every arm64 CPU */
+#endif
     return AG_ISA_BASE;
+}
+
+/* Whether the CPU, whose best level is `best`, has level l: the baseline,
+ * its best, and on x86-64 AVX2 below AVX-512. */
+static bool has(int l, int best)
+{
+    return l == AG_ISA_BASE || l == best || (l == AG_ISA_AVX2 && best == AG_ISA_AVX512);
 }
 
 int ag__isa_read(void)
@@ -42,9 +55,9 @@ int ag__isa_read(void)
 
 const char *ag__isa_force(const char *name)
 {
-    int want = best();
-    for (int l = 0; name && l < want; l++)
-        if (!strcmp(name, names[l])) want = l; /* only a level the CPU has */
+    int top = best(), want = top;
+    for (int l = 0; name && l < AG_ISA_COUNT; l++)
+        if (!strcmp(name, names[l]) && has(l, top)) want = l;
     atomic_store_explicit(&ag__isa_level, want, memory_order_relaxed);
     return names[want];
 }

@@ -432,11 +432,19 @@ extern bool ag__threads_off;
 
 /* ---- kernels compiled per instruction set (src/core/cpu.c) ---------------- */
 
-enum { AG_ISA_BASE, AG_ISA_AVX2, AG_ISA_AVX512, AG_ISA_COUNT };
+/* x86-64's levels in order (each has the one before), and arm64's one
+ * above the baseline: NEON with its fused multiply-add (every arm64 CPU
+ * has both). */
+enum { AG_ISA_BASE, AG_ISA_AVX2, AG_ISA_AVX512, AG_ISA_NEON, AG_ISA_COUNT };
 #if defined(__GNUC__) && defined(__x86_64__)
 #define AG_X86_KERNELS 1
 #else
 #define AG_X86_KERNELS 0
+#endif
+#if defined(__GNUC__) && defined(__aarch64__) && defined(__ARM_NEON)
+#define AG_NEON_KERNELS 1
+#else
+#define AG_NEON_KERNELS 0
 #endif
 /* The level in use: the CPU's best, read once, unless forced lower.  Every
  * dispatch asks, so the common path is one load, inlined (-1: not read
@@ -448,7 +456,7 @@ static inline int ag__isa(void)
     int l = atomic_load_explicit(&ag__isa_level, memory_order_relaxed);
     return l >= 0 ? l : ag__isa_read();
 }
-/* Force "baseline", "avx2" or "avx512" (only a level the CPU has; NULL or
+/* Force "baseline", "avx2", "avx512" or "neon" (only a level the CPU has; NULL or
  * an unknown name: the CPU's best); returns the name now in use.  For
  * tests and benchmarks, while no kernel runs. */
 const char *ag__isa_force(const char *name);
@@ -458,7 +466,12 @@ const char *ag__isa_force(const char *name);
  * name_avx512, each the statement `call` (which calls the body) compiled
  * for its instruction set, and AG_ISA_CALL(name, args) calls the one that
  * ag__isa() picks (the body itself for the baseline, or off x86).  The
- * AVX2 level includes FMA (cpu.c asks for both). */
+ * AVX2 level includes FMA (cpu.c asks for both).  On arm64 there are no
+ * clones: the portable body, compiled for arm64, is already NEON code (its
+ * 16-byte vectors are NEON's width, and between AG_FUSED_BEGIN and
+ * AG_FUSED_END its multiply-adds fuse), so the NEON level runs the
+ * baseline's body everywhere except where a kernel says otherwise (gemm's
+ * micro-kernel, src/kernels/gemm.c). */
 #define AG_ALWAYS_INLINE __attribute__((always_inline))
 #if AG_X86_KERNELS
 #define AG_ISA_CLONES(ret, name, params, call)                                                        \
@@ -484,7 +497,7 @@ const char *ag__isa_force(const char *name);
 #define AG_FUSED_BEGIN
 #define AG_FUSED_END
 #endif
-/* The gemm kernel in use: "avx512", "avx2" or "baseline"; force one by name
+/* The gemm kernel in use: "avx512", "avx2", "neon" or "baseline"; force one by name
  * (for tests and benchmarks), NULL keeps the CPU's choice.  The same as
  * ag__isa_force: every kernel follows (src/kernels/gemm.c). */
 const char *ag__gemm_kernel(const char *force);

@@ -56,22 +56,25 @@ const char *ag_op_case_label(int op, int i)
     return ag_op_table[op]->cases[i].label;
 }
 
+/* The worse of two errors: NaN beats any number (no quiet NaN in a summary). */
+static double worse(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
+
 /* Fold the results of one gradient check (n inputs) into *worst: the
- * input with the largest absolute error (NaN the largest), the failures of all, the largest
- * relative error of all. */
+ * input and element of the largest absolute error (NaN the largest), the
+ * failures of all, the largest of every other error. */
 static void worst_of(ag_gradcheck_result *worst, const ag_gradcheck_result *res, int n)
 {
     for (int k = 0; k < n; k++) {
-        if (res[k].max_abs_err >= worst->max_abs_err || (isnan(res[k].max_abs_err) && !isnan(worst->max_abs_err))) {
-            size_t failed = worst->failed;
-            double rel = worst->max_rel_err;
-            *worst = res[k];
-            worst->failed += failed;
-            if (rel > worst->max_rel_err) worst->max_rel_err = rel;
-        } else {
-            worst->failed += res[k].failed;
-            if (res[k].max_rel_err > worst->max_rel_err) worst->max_rel_err = res[k].max_rel_err;
-        }
+        const ag_gradcheck_result *r = &res[k];
+        if (isnan(r->max_abs_err) ? !isnan(worst->max_abs_err) : r->max_abs_err >= worst->max_abs_err)
+            worst->input = r->input, worst->worst_index = r->worst_index;
+        worst->max_abs_err = worse(worst->max_abs_err, r->max_abs_err);
+        worst->max_rel_err = worse(worst->max_rel_err, r->max_rel_err);
+        worst->strict_worst = worse(worst->strict_worst, r->strict_worst);
+        worst->noise = worse(worst->noise, r->noise);
+        worst->failed += r->failed;
+        worst->strict_failed += r->strict_failed;
+        worst->rough += r->rough;
     }
 }
 
@@ -109,8 +112,17 @@ ag_status ag_op_check(int op, int i, uint64_t seed, const ag_gradcheck_opts *opt
         cx.via = via;
         ag_graph_seed(g, seed);
         st = ag_gradcheck(g, build, &cx, cx.in, c->n_in, opts, res);
-        if (st != AG_OK && st != AG_ERR_NUMERIC && err) snprintf(err, errlen, "%s", ag_graph_error(g));
-        if (worst && (st == AG_OK || st == AG_ERR_NUMERIC)) worst_of(worst, res, c->n_in);
+        if (st != AG_OK && err) snprintf(err, errlen, "%s", ag_graph_error(g));
+        if (st != AG_OK && st != AG_ERR_NUMERIC) break;
+        if (worst) worst_of(worst, res, c->n_in);
+        size_t rough = 0;
+        for (int k = 0; k < c->n_in; k++) rough += res[k].rough;
+        /* a case is built off kinks: a rough element is the case's bug */
+        if (st == AG_OK && rough) {
+            st = AG_ERR_NUMERIC;
+            if (err) snprintf(err, errlen, "%s: %zu elements where the loss is not smooth within the strict "
+                              "step: move the case's values off the kink", c->label, rough);
+        }
     }
 done:
     if (st == AG_ERR_NOMEM && err && !err[0]) snprintf(err, errlen, "opcheck: out of memory");

@@ -23,6 +23,9 @@
  *     per head, the softmax's steps in registers for 8 rows at a time, and
  *     the next head's rows asked of the cache ahead; the same operations
  *     in the same order, so the same bits.
+ * Rows of more than AG__FLASH_KEYS keys take the flash kernel instead
+ * (kernels/attention_flash.c): no P, each row's log-sum-exp (as its max
+ * and sum), the blocks' keys as here.
  * Besides P (the op's), the forward saves for the backward the keys each
  * block of queries sees (a plan, below). */
 #include "kernels/attention.h"
@@ -37,7 +40,7 @@
  * 16 rows when a head's products take gemm.c's kernel for toy heads
  * (N <= 32), which packs nothing; of 64 otherwise, so that packing K^T or
  * dO for the blocked product repays itself. */
-static int block_rows(int S) { return S <= 32 ? 16 : 64; }
+static int block_rows(int S) { return S <= 32 ? 16 : AG__ATT_BLOCK; }
 
 /* The keys the blocks see, made by the forward for its backward too. */
 typedef struct plan {
@@ -150,6 +153,10 @@ static void forward_block(void *ctx, size_t t)
 {
     const ag__att_job *j = ctx;
     for (size_t bh = j->heads * t / j->nt; bh < j->heads * (t + 1) / j->nt; bh++) {
+        if (j->ml) {
+            ag__flash_forward(j, bh, j->scratch + t * j->scratch_stride);
+            continue;
+        }
 #ifdef AG_HAVE_HEAD512
         if (j->head512) {
             ag__head512_forward(j, bh);
@@ -165,6 +172,10 @@ static void backward_block(void *ctx, size_t t)
     const ag__att_job *j = ctx;
     ag_real *da = j->scratch + t * j->scratch_stride;
     for (size_t bh = j->heads * t / j->nt; bh < j->heads * (t + 1) / j->nt; bh++) {
+        if (j->ml) {
+            ag__flash_backward(j, bh, da);
+            continue;
+        }
 #ifdef AG_HAVE_HEAD512
         if (j->head512) {
             ag__head512_backward(j, bh, da);
@@ -208,9 +219,23 @@ static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, s
     if (a->mask) ag__mask_map_init(mm, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
     size_t heads = (size_t)a->B * (size_t)a->H;
     int nt = ag__threads_for(heads * (size_t)a->T * (size_t)a->S * (size_t)(a->D + a->Dv) / work);
+    nt = heads && (size_t)nt > heads ? (int)heads : nt; /* a block of threads has a head at least */
     return (ag__att_job){.T = a->T, .S = a->S, .H = a->H, .D = a->D, .Dv = a->Dv, .heads = heads,
                          .nt = (size_t)nt, .mm = mm, .mask = a->mask, .kend = pl->kend, .tfirst = pl->tfirst,
                          .last = pl->last, .scale = (ag_real)a->scale, .fill = (ag_real)a->fill};
+}
+
+/* Long rows: P [T, S] per head would be the largest thing a step keeps;
+ * shorter ones keep it, which saves the backward its recomputation (and
+ * keeps the toy heads' bits).  Empty heads (D or Dv 0) take the general
+ * path. */
+bool ag__k_attention_flash(const ag__attn *a) { return a->S > AG__FLASH_KEYS && a->D > 0 && a->Dv > 0; }
+
+/* Each block of threads' scratch, n values a cache line apart. */
+static ag_real *scratch_of(ag_graph *g, ag__att_job *j, size_t n)
+{
+    j->scratch_stride = (n + 15) / 16 * 16;
+    return j->scratch = ag__alloc(g, j->nt * j->scratch_stride * sizeof(ag_real));
 }
 
 bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
@@ -221,27 +246,41 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
     a->plan = pl;
     ag__mask_map mm;
     ag__att_job j = job_of(a, &mm, pl, 16);
-    j.q = q, j.k = k, j.v = v, j.y = y, j.p = p;
-    j.head512 = ag__head512_plan(&j);
+    j.q = q, j.k = k, j.v = v, j.y = y;
+    if (a->flash) {
+        j.ml = p;
+        if (!scratch_of(g, &j, ag__flash_scratch(false))) return true;
+    } else {
+        j.p = p;
+        j.head512 = ag__head512_plan(&j);
+    }
     ag__parallel_for(j.nt, (int)j.nt, forward_block, &j);
     return true;
 }
 
 bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_tensor *k, ag_tensor *v,
-                              const ag_real *p, const ag_real *dy)
+                              const ag_real *p, const ag_real *y, const ag_real *dy)
 {
     const plan *pl = a->plan ? a->plan : make_plan(g, a, false);
     if (!pl) return true;
     ag__mask_map mm;
     ag__att_job j = job_of(a, &mm, pl, 8);
-    j.q = q->data, j.k = k->data, j.v = v->data, j.dy = dy, j.p = (ag_real *)(uintptr_t)p;
-    j.dq = grad_of(g, q, q != k && q != v, &j.beta_q);
-    j.dk = grad_of(g, k, k != q && k != v, &j.beta_k);
-    j.dv = grad_of(g, v, v != q && v != k, &j.beta_v);
+    j.q = q->data, j.k = k->data, j.v = v->data, j.dy = dy;
+    /* the flash kernel adds each tile's share: into zeros when fresh */
+    bool once = !a->flash;
+    j.dq = grad_of(g, q, once && q != k && q != v, &j.beta_q);
+    j.dk = grad_of(g, k, once && k != q && k != v, &j.beta_k);
+    j.dv = grad_of(g, v, once && v != q && v != k, &j.beta_v);
     if ((q->requires_grad && !j.dq) || (k->requires_grad && !j.dk) || (v->requires_grad && !j.dv)) return true;
+    if (a->flash) {
+        j.ml = (ag_real *)(uintptr_t)p, j.y = (ag_real *)(uintptr_t)y;
+        if (!scratch_of(g, &j, ag__flash_scratch(true))) return true;
+        ag__parallel_for(j.nt, (int)j.nt, backward_block, &j);
+        return true;
+    }
+    j.p = (ag_real *)(uintptr_t)p;
     j.head512 = ag__head512_plan(&j);
-    j.scratch_stride = ((size_t)a->T * (size_t)a->S + 15) / 16 * 16; /* a cache line apart */
-    j.scratch = ag__alloc(g, j.nt * j.scratch_stride * sizeof(ag_real));
+    scratch_of(g, &j, (size_t)a->T * (size_t)a->S);
     if (!j.scratch) return true;
     ag__parallel_for(j.nt, (int)j.nt, backward_block, &j);
     return true;

@@ -22,6 +22,7 @@ typedef struct ag__att_job {
     const int *kend, *tfirst, *last; /* kernels/attention.c's seen_keys' */
     const ag_real *q, *k, *v, *dy;
     ag_real *y, *p, *dq, *dk, *dv, *scratch;
+    ag_real *ml; /* the flash kernel's: each row's max m and sum l [B H T][2], in P's place */
     size_t scratch_stride;
     ag_real scale, fill, beta_q, beta_k, beta_v;
     bool head512;     /* the heads fit head512's registers (ag__head512_plan) */
@@ -37,6 +38,18 @@ static inline size_t ag__att_at(const ag__att_job *j, size_t bh, int rows, int c
     size_t b = bh / (size_t)j->H, h = bh % (size_t)j->H;
     return (b * (size_t)rows * (size_t)j->H + h) * (size_t)cols;
 }
+
+/* Queries per block on the general path when S > 32 (kernels/attention.c's
+ * block_rows), whose kend the plan holds; the flash kernel's blocks too. */
+enum { AG__ATT_BLOCK = 64 };
+
+/* The flash kernel (kernels/attention_flash.c), for rows of more than
+ * AG__FLASH_KEYS keys: head bh forward (y and j->ml) or backward (dQ, dK,
+ * dV added to: their buffers hold zeros or earlier gradients), in the
+ * caller's scratch of ag__flash_scratch() values. */
+void ag__flash_forward(const ag__att_job *j, size_t bh, ag_real *scratch);
+void ag__flash_backward(const ag__att_job *j, size_t bh, ag_real *scratch);
+size_t ag__flash_scratch(bool backward);
 
 /* Whether j's heads fit the kernel for toy heads (S <= 32 keys, a
  * multiple of 8; D, Dv <= 16; T <= 64; on AVX-512, in float); if they do,

@@ -19,13 +19,13 @@
  * Packing B pays only when many row panels reuse it: for a product of a
  * few rows the kernel reads B (not transposed) in place too.
  *
- * The kernel is written with intrinsics for AVX-512 and AVX2+FMA and with
- * GCC vector extensions for a portable baseline; the CPU picks at run time
- * (ag__gemm_kernel forces one).  Every variant adds the same products in
- * the same order (k ascending in each KC block, one accumulator per output
- * element, blocks added to C in order), so the FMA variants agree to the
- * last bit and the baseline (no FMA: a rounding per multiply) agrees within
- * float rounding.
+ * The kernel is written with intrinsics for AVX-512, AVX2+FMA and arm64's
+ * NEON and with GCC vector extensions for a portable baseline; the CPU
+ * picks at run time (ag__gemm_kernel forces one).  Every variant adds the
+ * same products in the same order (k ascending in each KC block, one
+ * accumulator per output element, blocks added to C in order), so the FMA
+ * variants, x86's and arm64's, agree to the last bit and the baseline (no
+ * FMA: a rounding per multiply) agrees within float rounding.
  *
  * Threads (ag_set_threads): C is cut into one contiguous share of row
  * panels or of column panels per thread, and each thread computes its
@@ -44,6 +44,10 @@
 #include <stdint.h>
 #if defined(__SSE__) && !defined(AG_DOUBLE)
 #include <xmmintrin.h>
+#define HAVE_TRANSPOSE4 1
+#elif defined(__aarch64__) && defined(__ARM_NEON) && !defined(AG_DOUBLE)
+#include <arm_neon.h>
+#define HAVE_TRANSPOSE4 1
 #endif
 
 /* Block sizes, measured on AMD Zen 5 (48 KiB L1, 1 MiB L2) and sane
@@ -80,6 +84,30 @@ static void pack_a_edge(ag_real *dst, const ag_real *A, int ta, int lda, int i0,
     }
 }
 
+#ifdef HAVE_TRANSPOSE4
+/* Four rows of B (4 values each, row stride ldb) to four rows of the
+ * panel (stride w), transposed in registers: 4 loads and 4 stores instead
+ * of 16 scattered single ones. */
+static inline void transpose4(const float *b, size_t ldb, float *d, size_t w)
+{
+#if defined(__SSE__)
+    __m128 r0 = _mm_loadu_ps(b), r1 = _mm_loadu_ps(b + ldb), r2 = _mm_loadu_ps(b + 2 * ldb),
+           r3 = _mm_loadu_ps(b + 3 * ldb);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps(d, r0), _mm_storeu_ps(d + w, r1), _mm_storeu_ps(d + 2 * w, r2), _mm_storeu_ps(d + 3 * w, r3);
+#else
+    float32x4_t r0 = vld1q_f32(b), r1 = vld1q_f32(b + ldb), r2 = vld1q_f32(b + 2 * ldb), r3 = vld1q_f32(b + 3 * ldb);
+    /* pairs within rows, then halves across them: t0 = a0 b0 a2 b2, ... */
+    float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1)), t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
+    float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3)), t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+    vst1q_f32(d, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
+    vst1q_f32(d + w, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+    vst1q_f32(d + 2 * w, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+    vst1q_f32(d + 3 * w, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+#endif
+}
+#endif
+
 /* A panel of op(B) w columns wide: columns [j0, j0+nr), zero columns up to
  * w, depth [p0, p0+kc): dst[k][w]. */
 static void pack_b_panel(ag_real *dst, int w, const ag_real *B, int tb, int ldb, int j0, int nr, int p0, int kc)
@@ -90,21 +118,12 @@ static void pack_b_panel(ag_real *dst, int w, const ag_real *B, int tb, int ldb,
     }
     if (tb) { /* B stored [N, K]: read its rows in order, write columns */
         int j0done = 0;
-#if defined(__SSE__) && !defined(AG_DOUBLE)
-        /* 4 x 4 blocks, transposed in registers: four rows of B in, four
-         * rows of the panel out, instead of 16 scattered single stores */
+#ifdef HAVE_TRANSPOSE4
+        /* 4 x 4 blocks, transposed in registers */
         int kc4 = kc / 4 * 4;
         for (; j0done + 4 <= nr; j0done += 4) {
             const float *b0 = B + (size_t)(j0 + j0done) * ldb + p0;
-            for (int k = 0; k < kc4; k += 4) {
-                __m128 r0 = _mm_loadu_ps(b0 + k), r1 = _mm_loadu_ps(b0 + ldb + k);
-                __m128 r2 = _mm_loadu_ps(b0 + 2 * (size_t)ldb + k), r3 = _mm_loadu_ps(b0 + 3 * (size_t)ldb + k);
-                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-                _mm_storeu_ps(dst + (size_t)k * w + j0done, r0);
-                _mm_storeu_ps(dst + (size_t)(k + 1) * w + j0done, r1);
-                _mm_storeu_ps(dst + (size_t)(k + 2) * w + j0done, r2);
-                _mm_storeu_ps(dst + (size_t)(k + 3) * w + j0done, r3);
-            }
+            for (int k = 0; k < kc4; k += 4) transpose4(b0 + k, (size_t)ldb, dst + (size_t)k * w + j0done, (size_t)w);
             for (int k = kc4; k < kc; k++)
                 for (int c = 0; c < 4; c++) dst[(size_t)k * w + j0done + c] = b0[(size_t)c * ldb + k];
         }
@@ -177,6 +196,25 @@ static void add_bias_res(int M, int N, const ag_real *bias, const ag_real *res, 
 
 /* ---- micro-kernels ------------------------------------------------------ */
 
+/* How the kernel reaches element (i, k) of A, a[i rsa + k csa] (ROWS, the
+ * last argument of KERNEL_BODY): STRIDED indexes from a, which steps by
+ * csa; ROWPTR keeps one pointer a row, each stepping by csa.  The
+ * compilers turn STRIDED's six rows into one address register stepped
+ * six times a k on arm64 (clang: six dependent post-incremented loads), a
+ * chain as long as the FMAs' whole issue time; ROWPTR's pointers are made
+ * opaque once (the empty asm), so that they stay six independent ones. */
+#define STRIDED_INIT
+#define STRIDED_AT(i) a[(i) * rsa]
+#define STRIDED_STEP(i)
+#define ROWPTR_INIT                                                                                            \
+    const ag_real *ar[MR];                                                                                     \
+    _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                                     \
+        ar[i] = a + (size_t)i * rsa;                                                                           \
+        __asm__("" : "+r"(ar[i]));                                                                             \
+    }
+#define ROWPTR_AT(i) ar[i][0]
+#define ROWPTR_STEP(i) ar[i] += csa;
+
 /* The body shared by every variant.  V is the vector type holding VL reals;
  * the tile is MR rows of NV vectors (NV VL columns): acc[i][v] holds
  * columns [v VL, (v+1) VL) of row i.  Element (i, k) of A is a[i rsa +
@@ -187,17 +225,19 @@ static void add_bias_res(int M, int N, const ag_real *bias, const ag_real *res, 
  * Every loop over acc is unrolled, the edge's too: one indexed by a
  * variable makes the compiler keep acc on the stack, and every tile then
  * stores its 24 vectors there twice and loads them once. */
-#define KERNEL_BODY(V, VL, NV, ZERO, LOAD, STORE, SET1, FMA, ADD)                                             \
+#define KERNEL_BODY(V, VL, NV, ZERO, LOAD, STORE, SET1, FMA, ADD, ROWS)                                       \
     {                                                                                                          \
         V acc[MR][NV];                                                                                         \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                                   \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = ZERO;                             \
+        ROWS##_INIT                                                                                            \
         for (int k = 0; k < kc; k++) {                                                                         \
             V bv[NV];                                                                                          \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bv[v] = LOAD(b + v * VL);                     \
             _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) {                                             \
-                V ai = SET1(a[i * rsa]);                                                                       \
+                V ai = SET1(ROWS##_AT(i));                                                                     \
                 _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[i][v] = FMA(ai, bv[v], acc[i][v]);    \
+                ROWS##_STEP(i)                                                                                 \
             }                                                                                                  \
             a += csa;                                                                                          \
             b += ldbk;                                                                                         \
@@ -262,16 +302,16 @@ typedef void (*add_tile_fn)(ADD_TILE_ARGS);
 #include <immintrin.h>
 #ifdef AG_DOUBLE
 #define K512(NV) KERNEL_BODY(__m512d, 8, NV, _mm512_setzero_pd(), _mm512_loadu_pd, _mm512_storeu_pd, \
-                             _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd)
+                             _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, STRIDED)
 #define K256(NV) KERNEL_BODY(__m256d, 4, NV, _mm256_setzero_pd(), _mm256_loadu_pd, _mm256_storeu_pd, \
-                             _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd)
+                             _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, STRIDED)
 #define A512 ADD_TILE_BODY(__m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_add_pd)
 #define A256 ADD_TILE_BODY(__m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd)
 #else
 #define K512(NV) KERNEL_BODY(__m512, 16, NV, _mm512_setzero_ps(), _mm512_loadu_ps, _mm512_storeu_ps, \
-                             _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+                             _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, STRIDED)
 #define K256(NV) KERNEL_BODY(__m256, 8, NV, _mm256_setzero_ps(), _mm256_loadu_ps, _mm256_storeu_ps, \
-                             _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
+                             _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, STRIDED)
 #define A512 ADD_TILE_BODY(__m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps)
 #define A256 ADD_TILE_BODY(__m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps)
 #endif
@@ -283,6 +323,39 @@ __attribute__((target("avx512f"))) static void k512_add(ADD_TILE_ARGS) A512
  * accumulators), so the 3- and 4-vector tiles spill and are never picked. */
 KERNELS(k256_, __attribute__((target("avx2,fma"))), K256)
 __attribute__((target("avx2"))) static void k256_add(ADD_TILE_ARGS) A256
+#endif
+
+#if AG_NEON_KERNELS
+#define HAVE_NEON 1
+#include <arm_neon.h>
+/* NEON: 32 registers of 16 bytes, and a fused multiply-add (vfmaq) on
+ * every arm64 CPU.  The widest tile, 6 x 4 vectors (6 x 16 floats, 6 x 8
+ * doubles), is AVX-512's shape: 24 accumulators, 4 vectors of B and a
+ * broadcast of A, 29 registers; per step of k, 4 loads of B and 6 of A
+ * feed 24 FMAs (an 8 x 12 tile: 3 and 8 for the same 24).  One MR for
+ * every level keeps the blocking above the same. */
+#ifdef AG_DOUBLE
+typedef float64x2_t vneon;
+#define VN(f) f##_f64 /* vfmaq_f64 ... */
+#else
+typedef float32x4_t vneon;
+#define VN(f) f##_f32
+#endif
+enum { VL_NEON = 16 / (int)sizeof(ag_real) };
+static inline vneon vn_zero(void) { return VN(vdupq_n)(0); }
+static inline vneon vn_fma(vneon a, vneon b, vneon c) { return VN(vfmaq)(c, a, b); } /* a b + c, one rounding */
+#define KNEON(NV) KERNEL_BODY(vneon, VL_NEON, NV, vn_zero(), VN(vld1q), VN(vst1q), VN(vdupq_n), vn_fma, VN(vaddq), ROWPTR)
+/* GCC's scheduler, run before registers are allocated, hoists the six
+ * loads of A above the FMAs, and 24 + 4 + 6 vectors do not fit in 32: it
+ * spills accumulators in the loop.  Without that pass it keeps the source
+ * order, one broadcast of A live at a time (clang does so anyway). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NEON_SCHED __attribute__((optimize("no-schedule-insns")))
+#else
+#define NEON_SCHED
+#endif
+KERNELS(kneon_, NEON_SCHED, KNEON)
+static void kneon_add(ADD_TILE_ARGS) ADD_TILE_BODY(vneon, VL_NEON, VN(vld1q), VN(vst1q), VN(vaddq))
 #endif
 
 /* Portable: 16-byte vectors of the compiler's choosing, multiply then add. */
@@ -298,7 +371,7 @@ static inline void vb_store(ag_real *p, vbase v) { memcpy(p, &v, sizeof v); }
 static inline vbase vb_set1(ag_real x) { return (vbase){0} + x; }
 static inline vbase vb_fma(vbase a, vbase b, vbase c) { return a * b + c; }
 static inline vbase vb_add(vbase a, vbase b) { return a + b; }
-#define KBASE(NV) KERNEL_BODY(vbase, VL_BASE, NV, (vbase){0}, vb_load, vb_store, vb_set1, vb_fma, vb_add)
+#define KBASE(NV) KERNEL_BODY(vbase, VL_BASE, NV, (vbase){0}, vb_load, vb_store, vb_set1, vb_fma, vb_add, STRIDED)
 KERNELS(kbase_, , KBASE)
 static void kbase_add(ADD_TILE_ARGS) ADD_TILE_BODY(vbase, VL_BASE, vb_load, vb_store, vb_add)
 
@@ -316,6 +389,9 @@ static const isa isa_avx512 = {{NULL, k512_1, k512_2, k512_3, k512_4}, k512_add,
 static const isa isa_avx2 = {{NULL, k256_1, k256_2, k256_3, k256_4}, k256_add, 32 / (int)sizeof(ag_real), 2,
                               "avx2"};
 #endif
+#ifdef HAVE_NEON
+static const isa isa_neon = {{NULL, kneon_1, kneon_2, kneon_3, kneon_4}, kneon_add, VL_NEON, 4, "neon"};
+#endif
 
 /* The kernel set in use: the instruction set ag__isa picks. */
 static const isa *current(void)
@@ -323,6 +399,8 @@ static const isa *current(void)
 #ifdef HAVE_X86
     static const isa *const by_level[AG_ISA_COUNT] = {&isa_base, &isa_avx2, &isa_avx512};
     return by_level[ag__isa()];
+#elif defined(HAVE_NEON)
+    return ag__isa() == AG_ISA_NEON ? &isa_neon : &isa_base;
 #else
     return &isa_base;
 #endif

@@ -81,19 +81,29 @@ bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_
 
 /* ops/attention.c: every head of q [B, T, H, D], k [B, S, H, D],
  * v [B, S, H, Dv] (heads layout) with the mask broadcast to [B, H, T, S]
- * (or NULL); P [B, H, T, S] is the op's, saved.  plan: the kernel's own
- * state, made by its forward (NULL until then), kept by the op for the
- * backward (kernels/attention.c). */
+ * (or NULL); P [B, H, T, S] is the op's, saved (for long rows, each row's
+ * log-sum-exp instead, as its max and sum).  plan: the kernel's own state, made by its
+ * forward (NULL until then), kept by the op for the backward
+ * (kernels/attention.c). */
 typedef struct ag__attn {
     int B, T, S, H, D, Dv;
     const ag_tensor *mask;
     double scale, fill;
     void *plan;
+    bool flash; /* the kernel keeps no P: p holds each row's max and sum [B, H, T, 2] */
 } ag__attn;
+/* Rows of more than this many keys take the flash kernel
+ * (kernels/attention_flash.c), which keeps no P: the op asks
+ * ag__k_attention_flash before it saves anything, and a forward that took
+ * it has its backward by the kernel in either mode (P is not there for the
+ * reference to read). */
+enum { AG__FLASH_KEYS = 256 };
+bool ag__k_attention_flash(const ag__attn *a);
 bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
                              ag_real *p, ag_real *y);
+/* y: the forward's output, which the flash kernel reads. */
 bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_tensor *k, ag_tensor *v,
-                              const ag_real *p, const ag_real *dy);
+                              const ag_real *p, const ag_real *y, const ag_real *dy);
 
 /* ops/softmax.c: rows of n values; dx stored when fresh, else added
  * (kernels/softmax.c). */

@@ -5,9 +5,10 @@
  *             place (ag__matmul_heads, ops/matmul_heads.c) and the scale, mask
  *             and softmax are one op (ag__masked_softmax,
  *             ops/masked_softmax.c, whose backward is written by hand);
- *             without dropout and with nobody asking for the weights, the
- *             three are one node over every head (ag__attention_heads,
- *             ops/attention.c, the same values and gradients);
+ *             in ag_mha_layer_forward, without dropout and with nobody
+ *             asking for the weights, the three are one node over every
+ *             head (ag__attention_heads, ops/attention.c, the same values
+ *             and gradients); ag_attention, with no heads, stays three;
  *   textbook  ag_attention_textbook, ag_mha_layer_forward_textbook (or an ag_mha_layer
  *             with .textbook = 1): the tutorials' formula, one public op per
  *             step: matmul, transpose, scale, masked_fill, softmax, matmul;

@@ -66,7 +66,9 @@ void ag__svg_viridis_stops(ag__text *t);
 double ag__svg_nice_step(double range, int target);
 int ag__svg_step_decimals(double step);
 
-/* The explorer page's script (explorer_js.c), written into it by html.c. */
+/* The explorer page's scripts, written into it by html.c: the drawing
+ * functions (explorer_draw_js.c), then the page (explorer_js.c). */
+extern const char ag__explorer_draw_js[];
 extern const char ag__explorer_js[];
 
 #endif

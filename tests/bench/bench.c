@@ -29,6 +29,7 @@
 #include "attograd.h"
 #include "../../examples/translate/seq2seq_data.h" /* translate's dataset and batches */
 #include "core/internal.h"
+#include "kernels/kernels.h" /* AG__FLASH_KEYS, for the long-context section */
 
 #include <errno.h>
 #include <malloc.h>
@@ -830,6 +831,8 @@ static void bench_ops(const char *python, int have_torch, double budget)
 #include "gpt.h"
 #include "classifier.h"
 #include "scale.h"
+#include "long.h"
+#include "peak.h"
 
 /* ---- main ------------------------------------------------------------------------- */
 
@@ -854,6 +857,49 @@ static void bench_ops(const char *python, int have_torch, double budget)
         }                                                                                                  \
     } while (0)
 
+/* --isa NAME: attograd, PyTorch and OpenBLAS at one instruction-set level,
+ * so that one machine reports the tables of the levels below its own.
+ * attograd's level is forced here (every section is a fork of this
+ * process); PyTorch's through the environment its runs inherit (ATen's
+ * kernels, and oneDNN's, which ATEN_CPU_CAPABILITY does not reach);
+ * OpenBLAS picks its kernels when it is loaded, before main, so its core
+ * type comes from the command line (make bench ISA=..., bench.mk) and is
+ * checked here. */
+typedef struct isa_level {
+    const char *name, *aten, *onednn, *openblas;
+} isa_level;
+static const isa_level isa_levels[] = {
+    {"avx512", "avx512", "AVX512_CORE", "SkylakeX"},
+    {"avx2", "avx2", "AVX2", "Haswell"},
+    {"baseline", "default", "SSE41", "Nehalem"}, /* 16-byte vectors, no FMA */
+};
+static const isa_level *isa_forced; /* NULL: every library at its best */
+
+/* Force level `name`: false (with the reason) when it is not one or the
+ * CPU lacks it. */
+static bool force_isa(const char *name)
+{
+    for (size_t i = 0; i < sizeof isa_levels / sizeof isa_levels[0]; i++)
+        if (!strcmp(name, isa_levels[i].name)) isa_forced = &isa_levels[i];
+    if (!isa_forced) {
+        fprintf(stderr, "bench: --isa %s: not a level (avx512, avx2 or baseline)\n", name);
+        return false;
+    }
+    const char *got = ag__isa_force(name);
+    if (strcmp(got, name)) {
+        fprintf(stderr, "bench: --isa %s: this CPU lacks it (its best: %s)\n", name, ag__isa_force(NULL));
+        return false;
+    }
+    setenv("ATEN_CPU_CAPABILITY", isa_forced->aten, 1);
+    setenv("ONEDNN_MAX_CPU_ISA", isa_forced->onednn, 1);
+    setenv("DNNL_MAX_CPU_ISA", isa_forced->onednn, 1);
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    if (!core || strcmp(core, isa_forced->openblas))
+        fprintf(stderr, "bench: OpenBLAS runs its own choice of kernels: for level %s run with OPENBLAS_CORETYPE=%s "
+                        "(make bench BENCH_ISA=%s sets it)\n", name, isa_forced->openblas, name);
+    return true;
+}
+
 static void machine(void)
 {
     char model[256] = "unknown";
@@ -868,23 +914,30 @@ static void machine(void)
         }
     if (f) fclose(f);
     const char *wait = getenv("OMP_WAIT_POLICY");
-    emit("CPU: %s, %ld cores online; gemm micro-kernel: %s; %s; OMP_WAIT_POLICY=%s.\n", model,
-         sysconf(_SC_NPROCESSORS_ONLN), ag__gemm_kernel(NULL), sizeof(ag_real) == 4 ? "float32" : "float64",
+    /* (ag__gemm_kernel(NULL) would undo a forced level: it names the CPU's) */
+    const char *level = isa_forced ? isa_forced->name : ag__gemm_kernel(NULL);
+    emit("CPU: %s, %ld cores online; gemm micro-kernel: %s%s; %s; OMP_WAIT_POLICY=%s.\n", model,
+         sysconf(_SC_NPROCESSORS_ONLN), level, isa_forced ? " (forced)" : "", sizeof(ag_real) == 4 ? "float32" : "float64",
          wait ? wait : "(unset)");
+#ifdef HAVE_OPENBLAS
+    emit("OpenBLAS kernels: %s.\n", openblas_get_corename());
+#endif
 }
 
 int main(int argc, char **argv)
 {
     const char *out = NULL, *python = "/usr/bin/python3", *data_path = "examples/data/eng-fra.tsv";
-    const char *only = NULL;
-    int threads[8] = {1, 2}, nthreads = 2;
+    const char *only = NULL, *isa = NULL;
+    int threads[8] = {1, 2}, nthreads = 2, smoke = 0;
     double budget = 0.4;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--python") && i + 1 < argc) python = argv[++i];
         else if (!strcmp(argv[i], "--data") && i + 1 < argc) data_path = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) budget = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--smoke")) smoke = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             nthreads = 0;
             for (char *s = argv[++i]; *s && nthreads < 8;) {
@@ -894,11 +947,16 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale] [--seconds S]\n"
-                    "             [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n");
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long|peak]
+"
+                    "             [--seconds S] [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]
+"
+                    "             [--isa avx512|avx2|baseline] [--smoke: the long section on a toy model]
+");
             return 2;
         }
     }
+    if (isa && !force_isa(isa)) return 2;
     if (out && !(out_file = fopen(out, "w"))) {
         fprintf(stderr, "bench: %s: %s\n", out, strerror(errno));
         return 1;
@@ -909,9 +967,13 @@ int main(int argc, char **argv)
     emit("## Benchmark\n\n");
     machine();
     if (have_torch) {
-        snprintf(cmd, sizeof cmd, "%s -c 'import torch; print(torch.__version__)' 2>/dev/null", python);
+        snprintf(cmd, sizeof cmd,
+                 "%s -c 'import torch; c = [l.split(\": \")[-1] for l in torch.__config__.show().splitlines() "
+                 "if \"capability\" in l]; print(torch.__version__ + \", CPU capability \" + (c[0] if c else \"?\"))' "
+                 "2>/dev/null",
+                 python);
         FILE *f = popen(cmd, "r");
-        char version[64] = "?";
+        char version[128] = "?";
         if (f && fgets(version, sizeof version, f)) version[strcspn(version, "\n")] = 0;
         if (f) pclose(f);
         emit("PyTorch %s (%s).\n", version, python);
@@ -942,6 +1004,12 @@ int main(int argc, char **argv)
     }
     if (only && !strcmp(only, "scale")) { /* long: only when asked for */
         SECTION(failed, bench_scale(threads, nthreads, python, have_torch, budget));
+    }
+    if (only && !strcmp(only, "long")) { /* longer still */
+        SECTION(failed, bench_long(python, have_torch, budget, smoke));
+    }
+    if (only && !strcmp(only, "peak")) { /* for docs/kernels.md (tests/bench/mca.sh): only when asked for */
+        SECTION(failed, bench_peak(isa, budget));
     }
     if (!only || !strcmp(only, "classifier")) {
         SECTION(failed, bench_classifier(python, have_torch, budget, data_path));

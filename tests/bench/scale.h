@@ -24,11 +24,6 @@ static const scale_size scale_sizes[] = {
     {"M", 65, 128, 256, 4, 8, 1024, 16},
     {"XL", 65, 128, 768, 12, 12, 3072, 4},
 };
-/* the memory table's long contexts, one sequence, one thread */
-static const scale_size scale_long[] = {
-    {"XL, T 512, B 1", 65, 512, 768, 12, 12, 3072, 1},
-    {"XL, T 1024, B 1", 65, 1024, 768, 12, 12, 3072, 1},
-};
 enum { SCALE_PARTS = 8 };
 
 typedef struct scale_run {
@@ -124,6 +119,7 @@ static double scale_time(const scale_size *z, int threads, double budget, double
 typedef struct scale_result {
     double ms, rss_mb; /* 0: did not run */
     double act_bytes;  /* attograd: one forward's arena; PyTorch: its saved tensors */
+    bool oom;          /* PyTorch: it ran out of memory */
 } scale_result;
 
 /* attograd's step of size z at `threads`, in a child process. */
@@ -153,19 +149,31 @@ static scale_result scale_attograd(const scale_size *z, int threads, double budg
     return res;
 }
 
+/* The PyTorch twin's step of size z.  Its address space is capped at three
+ * quarters of the machine's memory (ulimit -v), so that a size it cannot
+ * hold fails with an allocation error, reported as out of memory
+ * (res.oom), instead of swapping. */
 static scale_result scale_torch(const char *python, const scale_size *z, int threads, double budget)
 {
     scale_result res = {0};
-    char cmd[1024], line[1024] = "";
+    char cmd[1200], line[1024] = "", out[1024] = "";
+    long long kb = (long long)sysconf(_SC_PHYS_PAGES) * (sysconf(_SC_PAGE_SIZE) / 1024) / 4 * 3;
     snprintf(cmd, sizeof cmd,
-             "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d MKL_NUM_THREADS=%d %s tests/reference/gpt.py bench "
-             "--threads %d --seconds %g --new '' --vocab %d --batch %d --context %d --hidden %d --heads %d "
-             "--ffn %d --layers %d",
-             threads, threads, threads, python, threads, budget, z->V, z->B, z->T, z->C, z->H, z->F, z->L);
+             "ulimit -v %lld 2>/dev/null; OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d MKL_NUM_THREADS=%d %s "
+             "tests/reference/gpt.py bench --threads %d --seconds %g --new '' --vocab %d --batch %d --context %d "
+             "--hidden %d --heads %d --ffn %d --layers %d 2>&1",
+             kb > 0 ? kb : 0, threads, threads, threads, python, threads, budget, z->V, z->B, z->T, z->C, z->H,
+             z->F, z->L);
     FILE *f = popen(cmd, "r");
     if (!f) return res;
-    if (!fgets(line, sizeof line, f)) line[0] = 0;
-    pclose(f);
+    while (fgets(line, sizeof line, f)) { /* the JSON line, or a traceback */
+        if (line[0] == '{') snprintf(out, sizeof out, "%s", line);
+        if (strstr(line, "can't allocate memory") || strstr(line, "out of memory") || strstr(line, "MemoryError"))
+            res.oom = true;
+    }
+    int st = pclose(f);
+    if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 128 + 9) res.oom = true; /* killed: the kernel's OOM killer */
+    snprintf(line, sizeof line, "%s", out);
     const char *p;
     if ((p = strstr(line, "\"step_ms\":"))) res.ms = strtod(p + 10, NULL);
     if ((p = strstr(line, "\"peak_rss_mb\":"))) res.rss_mb = strtod(p + 14, NULL);
@@ -199,7 +207,7 @@ static void bench_scale(const int *threads, int nthreads, const char *python, in
 #else
     int have_ref = have_torch && access("tests/reference/gpt.py", R_OK) == 0;
     double peak = gemm_peak(budget);
-    enum { NSIZES = sizeof scale_sizes / sizeof scale_sizes[0], NLONG = sizeof scale_long / sizeof scale_long[0] };
+    enum { NSIZES = sizeof scale_sizes / sizeof scale_sizes[0] };
     scale_result one[NSIZES][2] = {{{0}}}; /* [size][attograd, PyTorch] at one thread */
     emit("\n### Scale: the GPT's training step from the toy to GPT-2 small's body\n\n");
     emit("ag_gpt through the public API (random ids, forward, backward with keep_grads off, clip 1 and Adam 1e-3 in one pass with the zeroing: ag_optim_step_clip_zero) "
@@ -232,10 +240,6 @@ static void bench_scale(const int *threads, int nthreads, const char *python, in
          "PyTorch peak RSS MB | ratio |\n|---|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 1; i < NSIZES; i++)
         if (one[i][0].ms > 0) scale_memory_row(&scale_sizes[i], one[i][0], one[i][1]);
-    for (size_t i = 0; i < NLONG; i++) {
-        const scale_size *z = &scale_long[i];
-        scale_result torch = have_ref ? scale_torch(python, z, 1, 0) : (scale_result){0};
-        scale_memory_row(z, scale_attograd(z, 1, 0), torch);
-    }
+    emit("\nLong contexts: `make bench-long`.\n");
 #endif
 }

@@ -27,3 +27,10 @@ TEST_SUITES += docs-test
 op-guide-test:
 	CC="$(CC)" bash tests/docs/check_op_guide.sh
 TEST_SUITES += op-guide-test
+
+# Every relative link of the docs leads to a file, and to a heading of it
+# when it names one (docs/start.md's path is links into the tour).
+.PHONY: links-test
+links-test:
+	perl tests/docs/check_links.pl README.md examples/README.md docs/*.md
+TEST_SUITES += links-test

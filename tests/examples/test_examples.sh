@@ -2,7 +2,8 @@
 # tests/examples/test_examples.sh BUILD_DIR: the example programs as a user
 # runs them.
 #   - build/gradcheck passes every op in double and exits 0; with one op's
-#     backward deliberately broken it reports that op and exits 1;
+#     backward deliberately broken it reports that op and exits 1, also when
+#     broken by only 1e-4 (the strict stage); a NaN summary says nan;
 #   - build/attention_demo prints the tutorials' shapes and writes an
 #     attention.dot that Graphviz accepts; its --paths table puts one
 #     attention node on the default path; its shape walk equals
@@ -28,6 +29,21 @@ rc=$?
 if [ "$rc" = 1 ] && grep -q '^| layer_norm .* FAIL |' "$tmp/broken.txt" && ! grep -q '^| softmax .* FAIL |' "$tmp/broken.txt"
 then ok "gradcheck --break layer_norm: exit 1, layer_norm fails, the others pass"
 else no "gradcheck --break layer_norm: exit $rc"; fi
+
+# the strict stage sees 1e-4: layer_norm's backward scaled by 1.0001 fails
+# every layer_norm case there while passing stage one's 1e-3
+"$B/gradcheck" --op layer_norm --break layer_norm --by 1.0001 > "$tmp/strict.txt" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && [ "$(grep -c '^| layer_norm ' "$tmp/strict.txt")" -gt 0 ] && ! grep -q '^| layer_norm .* pass |' "$tmp/strict.txt"
+then ok "gradcheck --break layer_norm --by 1.0001: every layer_norm case fails"
+else no "gradcheck --break layer_norm --by 1.0001: exit $rc, $(grep -c ' pass |' "$tmp/strict.txt") cases pass"; fi
+
+# no quiet NaN: with every gradient NaN the summary's worst errors are nan
+"$B/gradcheck" --op layer_norm --break layer_norm --by nan > "$tmp/nan.txt" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && tail -n 1 "$tmp/nan.txt" | grep -q 'worst nan of its tolerance; worst abs error nan, worst rel error nan$'
+then ok "gradcheck --by nan: the summary's worst errors are nan"
+else no "gradcheck --by nan: exit $rc, '$(tail -n 1 "$tmp/nan.txt")'"; fi
 
 "$B/gradcheck" --op nosuchop > /dev/null 2>&1
 rc=$?

@@ -11,14 +11,14 @@ EX_SRC := $(sort $(wildcard examples/exercises/*.c))
 EX_OBJ := $(EX_SRC:%.c=$(BUILD)/f64/%.o)
 EX_CHECK_OBJ := $(BUILD)/f64/tests/exercises/check.o
 $(EX_CHECK_OBJ): AG_FLAGS += -Iexamples/exercises
-$(EX_CHECK_OBJ): tests/exercises/checks_math.h tests/exercises/checks_graph.h
+$(EX_CHECK_OBJ): tests/exercises/checks_math.h tests/exercises/checks_graph.h tests/exercises/report.h
 
 $(BUILD)/exercise-check: $(EX_CHECK_OBJ) $(EX_OBJ) $(LIB64)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 .PHONY: exercise exercises-test
 exercise: $(BUILD)/exercise-check
-	@if [ -z "$(N)" ]; then echo "usage: make exercise N=1 (1 to 10; docs/answers.md has the answers)"; exit 2; fi
+	@if [ -z "$(N)" ]; then echo "usage: make exercise N=1 (1 to $(words $(EX_SRC)); docs/answers.md has the answers)"; exit 2; fi
 	$(BUILD)/exercise-check $(N)
 
 exercises-test: $(EX_CHECK_OBJ) $(LIB64)

@@ -12,9 +12,18 @@
 #     shown masked with weight 0; softmax(scores) = weights; the neuron
 #     view's sum_d q[d] k[d] times the scale = the model's score; the heatmap's
 #     columns are the keys (source tokens for cross-attention); the row as
-#     --attention's SVG drew it;
+#     --attention's SVG drew it; the legend's range that of every head of the
+#     layer; masked cells hatched exactly where the mask is 0; decoder rows
+#     predicting the next token; 32 tokens fit the window (the grid scrolls);
+#   - embeddings: token, position and sum as the program wrote them, sum =
+#     token + position, the positions those of the model file (GPT) or
+#     the sinusoids (translator), the legend's range the data's;
+#   - ffn: the hidden units as written, within the activation's range;
+#   - output: the top 5 per position as written, p = exp(logit - lse) (the
+#     softmax), the top token the one greedy decoding printed;
 #   - backward (backward_tour): P dP dS dQ dK dV, every check ok, every cell
 #     the program's number, dS = P (dP - rowsum(dP P)) from the page's P, dP;
+#     rows labelled, the mask hatched, one legend per group of panels;
 #   - training (translate train, gpt train): every value the program's;
 #     entropies as train --json recorded them, held-out losses as gpt's.
 # And for every page: no http(s) URL in it; no console error in chromium's
@@ -91,13 +100,17 @@ if "$B/translate" train --data "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$t
     "${small[@]}" --html "$out/translate-train.html" --json "$tmp/t.json" > "$tmp/t.log" 2>&1; then ok
 else no "translate train --html: $(tail -n 3 "$tmp/t.log")"; fi
 "$B/translate" run --model "$tmp/t.safetensors" --html "$out/translate-run.html" --attention "$tmp/svg" \
-    "i lost ." "he's calm ." > "$tmp/r.log" 2>&1 || no "translate run --html: $(tail -n 3 "$tmp/r.log")"
+    "i lost ." "he's calm ." > "$tmp/r.out" 2> "$tmp/r.log" || no "translate run --html: $(tail -n 3 "$tmp/r.log")"
 check t-cross "$out/translate-run.html" "sentence=1&attn=cross&layer=1&head=1&token=1" attention 1 cross 1 1 1 \
     "$tmp/svg/1-cross-1.svg"
 check t-decoder "$out/translate-run.html" "attn=decoder&layer=0&head=0&token=0" attention 0 decoder 0 0 0 \
     "$tmp/svg/0-decoder-0.svg"
 check t-encoder "$out/translate-run.html" "attn=encoder&layer=1&head=1&token=2" attention 0 encoder 1 1 2 \
     "$tmp/svg/0-encoder-1.svg"
+check t-emb "$out/translate-run.html" "sentence=1&view=embeddings&emb=0" embeddings 1 0
+check t-emb-target "$out/translate-run.html" "view=embeddings&emb=1" embeddings 0 1
+check t-ffn "$out/translate-run.html" "sentence=1&view=ffn&ffn=3" ffn 1 3
+check t-output "$out/translate-run.html" "sentence=1&view=output" output 1 translation "$tmp/r.out"
 check t-train "$out/translate-train.html" "epoch=4" training 4 "$tmp/t.json" translate
 # the page changes nothing: the same model without --html
 "$B/translate" train --data "$tmp/train.tsv" --test "$tmp/test.tsv" --out "$tmp/t0.safetensors" --epochs 6 \
@@ -105,13 +118,22 @@ check t-train "$out/translate-train.html" "epoch=4" training 4 "$tmp/t.json" tra
 if cmp -s "$tmp/t.safetensors" "$tmp/t0.safetensors"; then ok; else no "translate train --html wrote another model"; fi
 
 # ---- the GPT: train (a page), sample (a page) ---------------------------------
-gsmall=(--context 12 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8 --steps 40 --eval-every 10)
+gsmall=(--context 32 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8 --steps 40 --eval-every 10)
 if "$B/gpt" train --data "$tmp/train.tsv" --out "$tmp/g.safetensors" "${gsmall[@]}" --quiet \
     --html "$out/gpt-train.html" --json "$tmp/g.json" > "$tmp/g.log" 2>&1 &&
-    "$B/gpt" sample --model "$tmp/g.safetensors" --prompt "I " --length 20 --seed 1 \
-        --html "$out/gpt-sample.html" > "$tmp/s.log" 2>&1; then ok
+    "$B/gpt" sample --model "$tmp/g.safetensors" --prompt "I " --length 40 --seed 1 \
+        --html "$out/gpt-sample.html" > "$tmp/s.log" 2>&1 &&
+    "$B/gpt" sample --model "$tmp/g.safetensors" --prompt "I " --length 20 --temperature 0 \
+        --html "$out/gpt-greedy.html" > "$tmp/greedy.out" 2> "$tmp/s.log"; then ok
 else no "gpt --html: $(tail -n 3 "$tmp/g.log" "$tmp/s.log")"; fi
 check g-sample "$out/gpt-sample.html" "layer=1&head=1&token=4" attention 0 self 1 1 4
+# 32 tokens: the grid scrolls in its frame, labels kept (scroll_probe.js scrolls it)
+$PY -c 'import sys; page, js = (open(f).read() for f in sys.argv[1:]); print(page.replace("</body>", "<script>\n" + js + "</script>\n</body>"), end="")' \
+    "$out/gpt-sample.html" "$here/scroll_probe.js" > "$tmp/scroll.html"
+check g-scroll "$tmp/scroll.html" "layer=1&head=0&token=31" scroll
+check g-emb "$out/gpt-greedy.html" "view=embeddings" embeddings 0 0 "$tmp/g.safetensors"
+check g-ffn "$out/gpt-greedy.html" "view=ffn&ffn=1" ffn 0 1
+check g-output "$out/gpt-greedy.html" "view=output" output 0 greedy "$tmp/greedy.out" 2
 check g-train "$out/gpt-train.html" "epoch=2" training 2 "$tmp/g.json" gpt
 "$B/gpt" train --data "$tmp/train.tsv" --out "$tmp/g0.safetensors" "${gsmall[@]}" --quiet > /dev/null 2>&1
 if cmp -s "$tmp/g.safetensors" "$tmp/g0.safetensors"; then ok; else no "gpt train --html wrote another model"; fi
@@ -120,10 +142,19 @@ if cmp -s "$tmp/g.safetensors" "$tmp/g0.safetensors"; then ok; else no "gpt trai
 "$B/backward_tour" --html "$out/backward.html" > "$tmp/b.log" 2>&1 || no "backward_tour --html: $(tail -n 3 "$tmp/b.log")"
 check backward "$out/backward.html" "panel=dS" backward dS
 
-# ---- every page: offline, and a screenshot --------------------------------------
-for p in translate-run translate-train gpt-sample gpt-train backward; do offline "$out/$p.html"; done
+# ---- every page: offline, masked cells hatched, and a screenshot of each view -----
+for p in translate-run translate-train gpt-sample gpt-greedy gpt-train backward; do offline "$out/$p.html"; done
+if grep -q 'td\.masked[^{]*{background:repeating-linear-gradient' "$out/backward.html"; then ok
+else no "the page's style draws no hatching for masked cells"; fi
 shot "$out/translate-run.html" "sentence=1&attn=cross&layer=1&head=1&token=1" "$out/translate-run.png"
-shot "$out/gpt-sample.html" "layer=1&head=0&token=6" "$out/gpt-sample.png"
+shot "$out/translate-run.html" "sentence=1&attn=decoder&layer=1&head=0&token=2" "$out/translate-decoder.png"
+shot "$out/translate-run.html" "sentence=1&view=embeddings" "$out/translate-embeddings.png"
+shot "$out/translate-run.html" "sentence=1&view=ffn&ffn=2" "$out/translate-ffn.png"
+shot "$out/translate-run.html" "sentence=1&view=output" "$out/translate-output.png"
+shot "$out/gpt-sample.html" "layer=1&head=0&token=20" "$out/gpt-sample.png"
+shot "$out/gpt-greedy.html" "view=embeddings" "$out/gpt-embeddings.png"
+shot "$out/gpt-greedy.html" "view=ffn&ffn=1" "$out/gpt-ffn.png"
+shot "$out/gpt-greedy.html" "view=output" "$out/gpt-output.png"
 shot "$out/backward.html" "panel=dS" "$out/backward.png"
 shot "$out/translate-train.html" "" "$out/translate-train.png"
 

@@ -64,7 +64,7 @@ omp-parity:
 # assertions (tests/port/runner.c): the portable kernels against their
 # reference loops, the cross-architecture losses and gemm; plus gradcheck
 # over every op.  `make subset-test` runs the same programs natively.
-PORT_SUITES := tests/test_kernels.c tests/test_losses.c tests/test_gemm.c
+PORT_SUITES := tests/test_kernels.c tests/test_losses.c tests/test_gemm.c tests/test_kernels_vs_ref.c
 PORT_DEPS   := $(PORT_SUITES) tests/port/runner.c tests/port/criterion/criterion.h tests/common.h
 PORT_FLAGS   = $(filter-out -MMD -MP,$(AG_FLAGS)) -Itests/port
 

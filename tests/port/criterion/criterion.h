@@ -45,5 +45,7 @@ _Noreturn void mc_fail(const char *file, int line, const char *expr, const char 
 #define cr_assert_null(p, ...) cr_assert((p) == NULL, "" __VA_ARGS__)
 #define cr_assert_not_null(p, ...) cr_assert((p) != NULL, "" __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...) cr_assert(strcmp((a), (b)) == 0, "" __VA_ARGS__)
+/* cr_log_info("format", args...): a line of the test's output */
+#define cr_log_info(...) (printf("[----] " __VA_ARGS__), printf("\n"))
 
 #endif

@@ -1,0 +1,39 @@
+/* gradcheck.h: what the gradient checker's two files share: evaluating the
+ * loss (gradcheck.c) and the strict stage (gradcheck_strict.c). */
+#ifndef AG_CORE_GRADCHECK_H
+#define AG_CORE_GRADCHECK_H
+
+#include "core/internal.h"
+
+/* How to evaluate L: g reset, its stream rewound to rng0 (the same dropout
+ * mask every time), build called. */
+typedef struct ag__probe {
+    ag_graph *g;
+    ag_build_fn build;
+    void *ctx;
+    const ag_rng *rng0;
+} ag__probe;
+
+/* L at the inputs' current values. */
+ag_status ag__probe_loss(const ag__probe *p, double *loss);
+/* L with element i of x set to v; x's element is restored afterwards. */
+ag_status ag__probe_loss_at(const ag__probe *p, ag_tensor *x, size_t i, ag_real v, double *loss);
+
+/* The rounding noise of L near the inputs' values: the standard deviation
+ * of the error of one evaluation, measured.  `keep` holds room for every
+ * element of the n inputs (their values are restored from it). */
+ag_status ag__loss_noise(const ag__probe *p, ag_tensor *const *in, int n, ag_real *keep, double *sigma);
+
+/* The strict stage's verdict material for element i of x. */
+typedef struct ag__strict {
+    double numeric; /* dL/dx_i by Richardson extrapolation */
+    double tol;     /* a bound on |numeric - dL/dx_i|, from the errors measured */
+    bool rough;     /* L is not smooth within the step: no verdict */
+} ag__strict;
+
+/* Steps h, h/2, h/4 around x_i; d_eps is stage one's central difference
+ * (step eps) at the same element, sigma the noise of ag__loss_noise. */
+ag_status ag__strict_element(const ag__probe *p, ag_tensor *x, size_t i, double h, double sigma,
+                             double d_eps, double eps, ag__strict *out);
+
+#endif

@@ -1,0 +1,204 @@
+/* kernels/attention_flash.c: the attention op's heads (ops/attention.c)
+ * when their rows are long (more than AG__FLASH_KEYS keys): no P [T, S]
+ * is kept, only each row's log-sum-exp L = m + log l (FlashAttention-2's
+ * forward and backward; docs/attention_long.md derives them).  Queries go
+ * in blocks of QB, keys in tiles of KB; for row t of a block, tile after
+ * tile:
+ *
+ * forward:  z  = mask ? scale q_t k_s : fill        (the tile's keys s)
+ *           m' = max(m, max_s z_s),   c = exp(m - m')
+ *           l  = c l + sum_s exp(z_s - m')
+ *           o  = c o + sum_s exp(z_s - m') v_s
+ *           then y_t = o / l, and m and l are saved: L = m + log l
+ *           as its two parts, since in float m + log l is m when |m| is
+ *           large (a row that a fill of -1e9 makes uniform);
+ * backward: P_ts = exp(z_s - m_t) / l_t, the forward's weight, recomputed
+ *           Dl_t = dO_t . y_t   (= sum_s P_ts dP_ts, the whole row's)
+ *           dV  += P^T dO,   dP = dO V^T
+ *           dA   = mask ? scale P (dP - Dl) : 0
+ *           dQ  += dA K,     dK += dA^T Q
+ *
+ * Each tile's products are gemm's; its rows go through rows.c's max and
+ * exps.  A row that sees no key (all -inf) gives y = 0 and l = 0, whose
+ * weights are 0 in the backward: the reference's zeros.  A NaN or
+ * +inf score makes its row NaN, as in the reference.
+ * Invariant: with fill -inf, a tile of keys that no query of its block may
+ * see (past the block's kend, kernels/attention.c's seen_keys: the tiles
+ * above a causal mask's diagonal) is never computed, forward or backward;
+ * the others are computed whole, their masked weights exactly 0. */
+#include "kernels/attention.h"
+#include "kernels/kernels.h"
+
+/* The selects below (mask ? a : b) as vector blends: nothing here reads
+ * the floating-point exception flags (as kernels/masked_softmax.c). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+#include <math.h>
+
+/* Queries per block: kernels/attention.c's blocks of rows (block_rows),
+ * whose kend the plan holds.  Keys per tile: a tile's scores and their
+ * gradient, 2 QB KB values, stay in the cache. */
+enum { QB = AG__ATT_BLOCK, KB = 128 };
+
+/* Where the mask's row for query t0 + i of head bh starts, for i < n
+ * (none without a mask). */
+static void mask_rows(const ag__att_job *j, size_t bh, int t0, int n, const ag_real **mr)
+{
+    for (int i = 0; i < n; i++)
+        mr[i] = j->mask ? j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T + (size_t)(t0 + i)) : NULL;
+}
+
+/* z = mask ? scale z : fill over rows [0, n) of a tile (kb keys from s0,
+ * rows ld apart); mr[i] is row i's mask (stride along), or NULL. */
+static inline AG_ALWAYS_INLINE void fill_tile(int n, int kb, ag_real *z, int ld, const ag_real *const *mr,
+                                              size_t along, int s0, ag_real scale, ag_real fill)
+{
+    for (int i = 0; i < n; i++) {
+        ag_real *zr = z + (size_t)i * (size_t)ld;
+        const ag_real *m = mr[i] ? mr[i] + (size_t)s0 * along : NULL;
+        if (m && along == 1) {
+#pragma omp simd
+            for (int s = 0; s < kb; s++) zr[s] = m[s] != 0 ? scale * zr[s] : fill;
+        } else if (m) {
+            for (int s = 0; s < kb; s++) zr[s] = m[(size_t)s * along] != 0 ? scale * zr[s] : fill;
+        } else {
+#pragma omp simd
+            for (int s = 0; s < kb; s++) zr[s] *= scale;
+        }
+    }
+}
+#define FILL_PARAMS \
+    (int n, int kb, ag_real *z, int ld, const ag_real *const *mr, size_t along, int s0, ag_real scale, ag_real fill)
+#define FILL_ARGS (n, kb, z, ld, mr, along, s0, scale, fill)
+AG_ISA_CLONES(void, fill_tile, FILL_PARAMS, fill_tile FILL_ARGS)
+
+/* The backward's dA = mask ? scale P (dP - Dl) : 0, in dP's place. */
+static inline AG_ALWAYS_INLINE void dscores_tile(int n, int kb, const ag_real *p, ag_real *dp, int ld,
+                                                 const ag_real *dl, const ag_real *const *mr, size_t along, int s0,
+                                                 ag_real scale)
+{
+    for (int i = 0; i < n; i++) {
+        const ag_real *pr = p + (size_t)i * (size_t)ld, *m = mr[i] ? mr[i] + (size_t)s0 * along : NULL;
+        ag_real *d = dp + (size_t)i * (size_t)ld, dli = dl[i];
+        if (m && along == 1) {
+#pragma omp simd
+            for (int s = 0; s < kb; s++) d[s] = m[s] != 0 ? scale * (pr[s] * (d[s] - dli)) : 0;
+        } else if (m) {
+            for (int s = 0; s < kb; s++) d[s] = m[(size_t)s * along] != 0 ? scale * (pr[s] * (d[s] - dli)) : 0;
+        } else {
+#pragma omp simd
+            for (int s = 0; s < kb; s++) d[s] = scale * (pr[s] * (d[s] - dli));
+        }
+    }
+}
+#define DSCORES_PARAMS \
+    (int n, int kb, const ag_real *p, ag_real *dp, int ld, const ag_real *dl, const ag_real *const *mr, size_t along, \
+     int s0, ag_real scale)
+#define DSCORES_ARGS (n, kb, p, dp, ld, dl, mr, along, s0, scale)
+AG_ISA_CLONES(void, dscores_tile, DSCORES_PARAMS, dscores_tile DSCORES_ARGS)
+
+/* Row i of a tile's scores z (kb keys, after fill) into exp(z - m'), m and
+ * l carried on (the online softmax above); c, what o must be multiplied
+ * by, is returned.  A row that has seen nothing above -inf stays at
+ * m = -inf, l = 0, its weights 0. */
+static ag_real online_row(int kb, ag_real *z, ag_real *m, ag_real *l)
+{
+    ag_real mt = ag__row_max((size_t)kb, z), mn = isnan(*m) || isnan(mt) ? NAN : mt > *m ? mt : *m;
+    if (mn == -INFINITY) {
+        memset(z, 0, (size_t)kb * sizeof *z);
+        return 1;
+    }
+    ag_real c = mn == *m ? 1 : (ag_real)exp((double)(*m - mn)); /* m = -inf: c = 0 */
+    *l = c * *l + ag__exp_sum((size_t)kb, z, mn, z);
+    *m = mn;
+    return c;
+}
+
+/* Rows [t0, t0 + n) of head bh: y, and each row's m and l. */
+static void forward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_real *z, ag_real *m, ag_real *l)
+{
+    const int T = j->T, D = j->D, Dv = j->Dv, ld = j->H * D, ldv = j->H * Dv, e = j->kend[t0 / QB];
+    const ag_real *q = j->q + ag__att_at(j, bh, T, D) + (size_t)t0 * ld, *k = j->k + ag__att_at(j, bh, j->S, D);
+    const ag_real *v = j->v + ag__att_at(j, bh, j->S, Dv);
+    ag_real *y = j->y + ag__att_at(j, bh, T, Dv) + (size_t)t0 * ldv, *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
+    const ag_real *mr[QB];
+    mask_rows(j, bh, t0, n, mr);
+    for (int i = 0; i < n; i++) m[i] = -INFINITY, l[i] = 0;
+    for (int s0 = 0; s0 < e; s0 += KB) { /* keys [s0, s0 + kb): the tiles below kend only */
+        int kb = e - s0 < KB ? e - s0 : KB;
+        /* z = mask ? scale Q K^T : fill */
+        ag__gemm(0, 1, n, kb, D, q, ld, k + (size_t)s0 * ld, ld, 0, z, KB);
+        AG_ISA_CALL(fill_tile, (n, kb, z, KB, mr, j->mm->along, s0, j->scale, j->fill));
+        for (int i = 0; i < n; i++) { /* z = exp(z - m'); o = c o */
+            ag_real c = online_row(kb, z + (size_t)i * KB, &m[i], &l[i]);
+            if (s0 > 0 && c != 1)
+                for (int d = 0; d < Dv; d++) y[(size_t)i * ldv + d] *= c;
+        }
+        /* o += exp(z - m') V */
+        ag__gemm(0, 0, n, Dv, kb, z, KB, v + (size_t)s0 * ldv, ldv, s0 > 0 ? 1 : 0, y, ldv);
+    }
+    for (int i = 0; i < n; i++) { /* y = o / l; no key seen: 0 */
+        ag_real *yr = y + (size_t)i * ldv, inv = 1 / l[i];
+        for (int d = 0; d < Dv; d++) yr[d] = l[i] == 0 ? 0 : yr[d] * inv;
+        ml[2 * i] = m[i], ml[2 * i + 1] = l[i];
+    }
+}
+
+void ag__flash_forward(const ag__att_job *j, size_t bh, ag_real *scratch)
+{
+    ag_real *z = scratch, *m = z + QB * KB, *l = m + QB;
+    for (int t0 = 0; t0 < j->T; t0 += QB) forward_block(j, bh, t0, j->T - t0 < QB ? j->T - t0 : QB, z, m, l);
+}
+
+/* Rows [t0, t0 + n) of head bh: their share of dQ, dK and dV. */
+static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_real *p, ag_real *dp, ag_real *dl)
+{
+    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, ld = j->H * D, ldv = j->H * Dv, e = j->kend[t0 / QB];
+    const ag_real *q = j->q + ag__att_at(j, bh, T, D) + (size_t)t0 * ld, *k = j->k + ag__att_at(j, bh, S, D);
+    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv), *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
+    const ag_real *y = j->y + ag__att_at(j, bh, T, Dv) + (size_t)t0 * ldv;
+    const ag_real *dy = j->dy + ag__att_at(j, bh, T, Dv) + (size_t)t0 * ldv;
+    ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D) + (size_t)t0 * ld : NULL;
+    ag_real *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D) : NULL, *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv) : NULL;
+    const ag_real *mr[QB];
+    mask_rows(j, bh, t0, n, mr);
+    for (int i = 0; i < n; i++) { /* Dl = dO . y, for the whole row */
+        ag_real s = 0;
+        for (int d = 0; d < Dv; d++) s += dy[(size_t)i * ldv + d] * y[(size_t)i * ldv + d];
+        dl[i] = s;
+    }
+    for (int s0 = 0; s0 < e; s0 += KB) { /* keys [s0, s0 + kb): the forward's tiles */
+        int kb = e - s0 < KB ? e - s0 : KB;
+        /* P = exp((mask ? scale Q K^T : fill) - m) / l, the forward's weights */
+        ag__gemm(0, 1, n, kb, D, q, ld, k + (size_t)s0 * ld, ld, 0, p, KB);
+        AG_ISA_CALL(fill_tile, (n, kb, p, KB, mr, j->mm->along, s0, j->scale, j->fill));
+        for (int i = 0; i < n; i++) {
+            ag_real *pr = p + (size_t)i * KB, inv = 1 / ml[2 * i + 1];
+            if (ml[2 * i + 1] == 0) { /* no key seen: no weight */
+                memset(pr, 0, (size_t)kb * sizeof *pr);
+                continue;
+            }
+            (void)ag__exp_sum((size_t)kb, pr, ml[2 * i], pr);
+            for (int s = 0; s < kb; s++) pr[s] *= inv;
+        }
+        /* O = P V:  dV += P^T dO  [kb, n] x [n, Dv] */
+        if (dv) ag__gemm(1, 0, kb, Dv, n, p, KB, dy, ldv, 1, dv + (size_t)s0 * ldv, ldv);
+        if (!dq && !dk) continue;
+        /* dP = dO V^T  [n, Dv] x [Dv, kb];  dA = mask ? scale P (dP - Dl) : 0 */
+        ag__gemm(0, 1, n, kb, Dv, dy, ldv, v + (size_t)s0 * ldv, ldv, 0, dp, KB);
+        AG_ISA_CALL(dscores_tile, (n, kb, p, dp, KB, dl, mr, j->mm->along, s0, j->scale));
+        /* A = Q K^T:  dQ += dA K  [n, kb] x [kb, D],  dK += dA^T Q  [kb, n] x [n, D] */
+        if (dq) ag__gemm(0, 0, n, D, kb, dp, KB, k + (size_t)s0 * ld, ld, 1, dq, ld);
+        if (dk) ag__gemm(1, 0, kb, D, n, dp, KB, q, ld, 1, dk + (size_t)s0 * ld, ld);
+    }
+}
+
+void ag__flash_backward(const ag__att_job *j, size_t bh, ag_real *scratch)
+{
+    ag_real *p = scratch, *dp = p + QB * KB, *dl = dp + QB * KB;
+    for (int t0 = 0; t0 < j->T; t0 += QB) backward_block(j, bh, t0, j->T - t0 < QB ? j->T - t0 : QB, p, dp, dl);
+}
+
+size_t ag__flash_scratch(bool backward) { return backward ? 2 * QB * KB + QB : QB * KB + 2 * QB; }

@@ -1,5 +1,5 @@
 # attograd: `make` builds the libraries and examples into build/;
-# `make test` runs the Criterion suite (installing Criterion when missing);
+# `make test` runs every test suite (installing Criterion when missing);
 # `make run` runs the main job; `make asan` runs the suite under ASan+UBSan.
 
 BUILD    ?= build
@@ -109,9 +109,27 @@ $(BUILD)/test_f64: $(TOBJ64) $(LIB64)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcriterion $(LDLIBS)
 $(TOBJ32) $(TOBJ64): | check-criterion
 
-test: check-criterion all $(BUILD)/test_f32 $(BUILD)/test_f64
+# make test runs every suite to its end, even when one fails, and closes
+# with one line, 'make test: N passed, N failed' and the names of those that
+# failed (it then exits 1).  A suite is a target that passes or fails on
+# its own: the build (all), the two Criterion suites, and the target each
+# tests/*/*.mk adds with `TEST_SUITES += <name>-test`.  They run under
+# make -k (a failure stops only what needs it) and in parallel under -j;
+# each one that passes leaves a mark in $(BUILD)/passed/.
+TEST_SUITES := all criterion-f64 criterion-f32
+.PHONY: criterion-f64 criterion-f32 test-suites
+criterion-f64: check-criterion $(BUILD)/test_f64
 	$(BUILD)/test_f64
+criterion-f32: check-criterion $(BUILD)/test_f32
 	$(BUILD)/test_f32
+test: check-criterion
+	@rm -rf $(BUILD)/passed
+	@$(MAKE) --no-print-directory -k test-suites; st=$$?; pass=0; failed=; \
+	for s in $(TEST_SUITES); do \
+	  if [ -f $(BUILD)/passed/$$s ]; then pass=$$((pass + 1)); else failed="$$failed $$s"; fi; \
+	done; \
+	echo "make test: $$pass passed, $$(echo $$failed | wc -w) failed$${failed:+ (failed:$$failed)}"; \
+	[ -z "$$failed" ] && [ $$st = 0 ]
 
 # ---- sanitizers: a report of any kind (leaks too) fails the target ------
 # A checking build (-DAG_CHECKS): every fresh gradient buffer is handed to
@@ -254,3 +272,10 @@ clean:
 # Targets that live beside their code (tests/bench/bench.mk, tests/fuzz/fuzz.mk,
 # examples/translate/translate.mk, ...).
 -include $(wildcard tests/*/*.mk examples/*/*.mk)
+
+# The marks of make test: one per suite that passed (TEST_SUITES is complete
+# once the files above are read).
+TEST_MARKS := $(TEST_SUITES:%=$(BUILD)/passed/%)
+test-suites: $(TEST_MARKS)
+$(TEST_MARKS): $(BUILD)/passed/%: %
+	@mkdir -p $(@D) && touch $@

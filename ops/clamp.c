@@ -57,6 +57,7 @@ static void clamp_backward(ag_graph *g, ag_tensor *y)
  * step. */
 static ag_tensor *off_bounds(ag_graph *g, ag_tensor *x)
 {
+    if (!x) return NULL; /* the op then says that its x is missing */
     ag_tensor *c = ag_tensor_new(g, x->ndim, x->shape);
     if (!c) return NULL;
     for (size_t j = 0; j < c->size; j++) c->data[j] = (ag_real)(0.25 * (double)((j * 3) % 5));

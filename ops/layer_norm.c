@@ -14,6 +14,7 @@
  *   dgain_i += dy_i * xhat_i
  *   dxhat_i  = dy_i * gain_i
  *   dx_i    += rstd * (dxhat_i - mean_j dxhat_j - xhat_i * mean_j (dxhat_j xhat_j))
+ *              (= where dx is fresh: the rule of backward_ref below)
  *   (the two means are the paths through mean and through rstd: every x_j
  *   moves the row's mean and variance, so each dx_i sees the whole row)
  *
@@ -44,9 +45,22 @@ static void forward_ref(size_t rows, size_t C, const ag_real *x, const ag_real *
     }
 }
 
-/* The reference backward, adding into dx, dgain, dbias (each may be NULL). */
+/* The reference backward (dx, dgain, dbias may each be NULL), by the rule
+ * of every backward (docs/contributing.md, core/internal.h):
+ *
+ * Store where fresh, add everywhere else.  A backward that writes every
+ * element of an input's gradient takes the buffer from
+ * ag__grad_fresh(g, x, &fresh): where fresh, nothing has been written there
+ * yet and the buffer holds garbage, so it stores (dx[i] = ...); otherwise
+ * the buffer holds other contributions (x is used twice, or is a
+ * parameter) and it adds (dx[i] += ...).  A backward that writes only some
+ * elements takes ag__grad(g, x), zero-filled, and adds.
+ *
+ * dx is written whole, so it is stored when fresh; dgain and dbias, sums
+ * over the rows, come zero-filled and are added into. */
 static void backward_ref(size_t rows, size_t C, const ag_real *x, const ag_real *gain, const ag_real *mean,
-                         const ag_real *rstd, const ag_real *dy, ag_real *dx, ag_real *dgain, ag_real *dbias)
+                         const ag_real *rstd, const ag_real *dy, ag_real *dx, bool fresh, ag_real *dgain,
+                         ag_real *dbias)
 {
     for (size_t r = 0; r < rows; r++) {
         const ag_real *xr = x + r * C, *dyr = dy + r * C, m = mean[r], s = rstd[r];
@@ -59,8 +73,9 @@ static void backward_ref(size_t rows, size_t C, const ag_real *x, const ag_real 
         }
         a /= (ag_real)C, b /= (ag_real)C;
         for (size_t i = 0; dx && i < C; i++) {
-            ag_real xhat = (xr[i] - m) * s;
-            dx[r * C + i] += s * (dyr[i] * (gain ? gain[i] : 1) - a - xhat * b);
+            ag_real xhat = (xr[i] - m) * s, d = s * (dyr[i] * (gain ? gain[i] : 1) - a - xhat * b);
+            if (fresh) dx[r * C + i] = d; /* nothing there yet: the buffer holds garbage */
+            else dx[r * C + i] += d;      /* x's other contributions are there: add */
         }
     }
 }
@@ -108,14 +123,14 @@ static void layer_norm_backward(ag_graph *g, ag_tensor *y)
 {
     ag_tensor *x = y->src[0], *gain = y->src[1], *bias = y->src[2];
     bool fresh = false, fast = ag__fast();
-    ag_real *dx = !x->requires_grad ? NULL : fast ? ag__grad_fresh(g, x, &fresh) : ag__grad(g, x);
+    ag_real *dx = x->requires_grad ? ag__grad_fresh(g, x, &fresh) : NULL;
     ag_real *dgain = gain && gain->requires_grad ? ag__grad(g, gain) : NULL;
     ag_real *dbias = bias && bias->requires_grad ? ag__grad(g, bias) : NULL;
     if (ag_graph_status(g) != AG_OK || y->size == 0) return;
     size_t C = (size_t)y->shape[y->ndim - 1], rows = y->size / C;
     const ag_real *mean = ag__impl(y)->aux, *rstd = mean + rows, *gd = gain ? gain->data : NULL;
     if (!(fast && ag__k_layer_norm_backward(g, rows, C, x->data, gd, mean, rstd, y->grad, dx, fresh, dgain, dbias)))
-        backward_ref(rows, C, x->data, gd, mean, rstd, y->grad, dx, dgain, dbias);
+        backward_ref(rows, C, x->data, gd, mean, rstd, y->grad, dx, fresh, dgain, dbias);
 }
 
 static ag_tensor *case_affine(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 1e-5); }

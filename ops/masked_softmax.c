@@ -23,32 +23,6 @@
 #include <math.h>
 #include <stdio.h>
 
-/* Where row r of x (rows of S values) starts in the mask, and the mask's
- * stride along a row (0 when the mask is stretched there): ag__mask_map,
- * internal.h.  x has ndim axes of the given shape. */
-void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask)
-{
-    size_t s = 1;
-    mm->nd = ndim - 1;
-    for (int k = ndim - 1; k >= 0; k--) {
-        int km = mask->ndim - ndim + k;
-        int dm = km >= 0 ? mask->shape[km] : 1;
-        size_t stride = (dm == 1 && shape[k] != 1) ? 0 : s;
-        if (k == ndim - 1) mm->along = stride;
-        else mm->st[k] = stride, mm->shape[k] = shape[k];
-        s *= (size_t)dm;
-    }
-}
-
-size_t ag__mask_row(const ag__mask_map *mm, size_t r)
-{
-    size_t off = 0;
-    for (int k = mm->nd - 1; k >= 0; k--) {
-        off += (r % (size_t)mm->shape[k]) * mm->st[k];
-        r /= (size_t)mm->shape[k];
-    }
-    return off;
-}
 /* Whether row r of x keeps value j (no mask: every one). */
 static bool kept(const ag_tensor *mask, const ag__mask_map *mm, size_t r, size_t j)
 {

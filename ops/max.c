@@ -87,6 +87,7 @@ static void max_backward(ag_graph *g, ag_tensor *y)
  * the maximum never changes hands within a finite-difference step. */
 static ag_tensor *distinct(ag_graph *g, ag_tensor *x)
 {
+    if (!x) return NULL; /* the op then says that its x is missing */
     ag_tensor *c = ag_tensor_new(g, x->ndim, x->shape);
     if (!c) return NULL;
     for (size_t j = 0; j < c->size; j++) c->data[j] = (ag_real)(0.25 * (double)((j * 7919) % c->size));

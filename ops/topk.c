@@ -110,6 +110,7 @@ static void topk_backward(ag_graph *g, ag_tensor *y)
  * changes within a finite-difference step (the strict stage's is 1e-3). */
 static ag_tensor *spaced(ag_graph *g, ag_tensor *x)
 {
+    if (!x) return NULL; /* the op then says that its x is missing */
     ag_tensor *c = ag_tensor_new(g, x->ndim, x->shape);
     if (!c) return NULL;
     for (size_t j = 0; j < c->size; j++) c->data[j] = (ag_real)(0.25 * (double)((j * 7919) % c->size));

@@ -45,8 +45,19 @@ static inline ag__tensor_impl *ag__impl(const ag_tensor *t) { return (ag__tensor
 /* ---- one descriptor per op --------------------------------------------- */
 
 /* backward(g, y): y->grad holds d loss / d y.  For every input x = y->src[i]
- * with x->requires_grad, add d loss / d x into ag__grad(g, x).  Never
- * overwrite: a tensor used twice gets both contributions. */
+ * with x->requires_grad, it puts d loss / d x into x's gradient buffer, by
+ * the one rule of docs/contributing.md (shown in plain code by
+ * ops/layer_norm.c's reference backward):
+ *
+ * Store where fresh, add everywhere else.  A backward that writes every
+ * element of an input's gradient takes the buffer from
+ * ag__grad_fresh(g, x, &fresh): where fresh, nothing has been written there
+ * yet and the buffer holds garbage, so it stores (dx[i] = ...); otherwise
+ * the buffer holds other contributions (x is used twice, or is a
+ * parameter) and it adds (dx[i] += ...).  A backward that writes only some
+ * elements takes ag__grad(g, x), zero-filled, and adds.
+ *
+ * So a tensor used twice gets both contributions. */
 typedef struct ag_op_case ag_op_case;
 typedef struct ag_op_desc {
     const char *name;
@@ -332,7 +343,8 @@ ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor
 ag_tensor *ag__masked_softmax(ag_graph *g, ag_tensor *x, double scale, ag_tensor *mask, double fill);
 /* Where row r of a tensor of `shape` (rows along its last axis) finds its
  * mask values, for a mask that broadcasts to that shape: the mask's stride
- * along each leading axis and along the row (0 where it is stretched). */
+ * along each leading axis and along the row (0 where it is stretched).
+ * Used by the ops with a mask and by their kernels (src/core/mask_map.c). */
 typedef struct ag__mask_map {
     int nd;                  /* leading axes */
     int shape[AG_MAX_DIMS];  /* their sizes */

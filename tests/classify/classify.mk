@@ -4,4 +4,4 @@
 .PHONY: classify-test
 classify-test: $(BUILD)/classify
 	bash tests/classify/test_classify.sh $(BUILD) $(DOCS_REFERENCE)
-test: classify-test
+TEST_SUITES += classify-test

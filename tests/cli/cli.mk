@@ -3,4 +3,4 @@
 .PHONY: cli-test
 cli-test: $(BUILD)/translate
 	bash tests/cli/test_cli.sh $(BUILD)
-test: cli-test
+TEST_SUITES += cli-test

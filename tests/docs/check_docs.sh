@@ -15,7 +15,8 @@
 #     attograd.h, math.h, stdio.h and stdlib.h (its variables must be
 #     declared in it);
 #   - a block whose first line names a file of the tree (/* ops/NAME.c: ...,
-#     or /* FILE, above|below|in place of the line with "TEXT" */) is a
+#     /* tests/test_NAME.c: ..., or /* FILE, above|below|in place of the
+#     line with "TEXT" */) is a
 #     piece of the library: tests/docs/check_op_guide.sh builds it into a
 #     copy of the tree (docs/contributing.md's op);
 #   - any other block is file-scope code (declarations, functions): it is
@@ -52,7 +53,7 @@ for md in "${files[@]}"; do
     [ -f "$d/list" ] || continue
     while read -r id line; do
         src="$d/$id.c" where="$md:$line"
-        if sed -n 2p "$src" | grep -Eq '^/\* (ops/[a-z_0-9]+\.c:|[a-z_/0-9]+\.[ch], (above|below|in place of) the line with ")'; then
+        if sed -n 2p "$src" | grep -Eq '^/\* ((ops|tests)/[a-z_0-9]+\.c:|[a-z_/0-9]+\.[ch], (above|below|in place of) the line with ")'; then
             ok "$where: a piece of the tree (built by tests/docs/check_op_guide.sh)"
         elif grep -q '^[a-z ]*main *(' "$src"; then
             lib=("$B/libattograd.a")

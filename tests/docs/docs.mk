@@ -19,18 +19,18 @@ docs-test: $(DOCS_PROGRAMS)
 	perl tests/docs/quotes.pl --check $(DOCS_REFERENCE) $(BUILD) $(QUOTED_DOCS)
 docs: $(DOCS_PROGRAMS)
 	perl tests/docs/quotes.pl --write $(DOCS_REFERENCE) $(BUILD) $(QUOTED_DOCS)
-test: docs-test
+TEST_SUITES += docs-test
 
 # docs/contributing.md's op, added to a copy of the tree as the guide says,
 # passes its checks; the guide's wrong backward fails them.
 .PHONY: op-guide-test
 op-guide-test:
 	CC="$(CC)" bash tests/docs/check_op_guide.sh
-test: op-guide-test
+TEST_SUITES += op-guide-test
 
 # Every relative link of the docs leads to a file, and to a heading of it
 # when it names one (docs/start.md's path is links into the tour).
 .PHONY: links-test
 links-test:
 	perl tests/docs/check_links.pl README.md examples/README.md docs/*.md
-test: links-test
+TEST_SUITES += links-test

@@ -2,4 +2,4 @@
 .PHONY: examples-test
 examples-test: $(BUILD)/gradcheck $(BUILD)/attention_demo $(BUILD)/backward_tour
 	bash tests/examples/test_examples.sh $(BUILD)
-test: examples-test
+TEST_SUITES += examples-test

@@ -23,6 +23,6 @@ exercise: $(BUILD)/exercise-check
 
 exercises-test: $(EX_CHECK_OBJ) $(LIB64)
 	CC="$(CC)" bash tests/exercises/test_exercises.sh $(BUILD)
-test: exercises-test
+TEST_SUITES += exercises-test
 
 -include $(EX_CHECK_OBJ:.o=.d) $(EX_OBJ:.o=.d)

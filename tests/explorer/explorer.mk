@@ -5,4 +5,4 @@
 .PHONY: explorer-test
 explorer-test: $(BUILD)/translate $(BUILD)/gpt $(BUILD)/backward_tour
 	bash tests/explorer/test_explorer.sh $(BUILD)
-test: explorer-test
+TEST_SUITES += explorer-test

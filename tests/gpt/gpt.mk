@@ -3,5 +3,5 @@
 .PHONY: gpt-test
 gpt-test: $(BUILD)/gpt
 	bash tests/gpt/test_gpt_cli.sh $(BUILD)
-test: gpt-test
+TEST_SUITES += gpt-test
 

@@ -6,4 +6,4 @@
 headers-test:
 	bash tests/headers/ratio.sh .
 	bash tests/headers/test_compat.sh "$(CC)"
-test: headers-test
+TEST_SUITES += headers-test

@@ -4,4 +4,4 @@
 .PHONY: install-test
 install-test: $(LIB32) $(LIB64) $(SO32) $(SO64)
 	MAKE="$(MAKE)" CC="$(CC)" bash tests/install/test_install.sh $(BUILD)
-test: install-test
+TEST_SUITES += install-test

@@ -4,4 +4,4 @@
 .PHONY: ladder-test
 ladder-test: $(BUILD)/ladder
 	bash tests/ladder/test_ladder.sh $(BUILD) $(DOCS_REFERENCE)
-test: ladder-test
+TEST_SUITES += ladder-test

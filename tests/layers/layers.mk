@@ -3,4 +3,4 @@
 .PHONY: layers-test
 layers-test:
 	bash tests/layers/check_layers.sh .
-test: layers-test
+TEST_SUITES += layers-test

@@ -4,4 +4,4 @@
 .PHONY: link-test
 link-test: $(LIB32) $(LIB64)
 	bash tests/link/test_link.sh $(BUILD) "$(CC)"
-test: link-test
+TEST_SUITES += link-test

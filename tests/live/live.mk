@@ -6,4 +6,4 @@
 .PHONY: live-test
 live-test: $(BUILD)/translate $(BUILD)/gpt $(BUILD)/backward_tour wasm
 	bash tests/live/test_live.sh $(BUILD)
-test: live-test
+TEST_SUITES += live-test

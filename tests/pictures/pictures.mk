@@ -23,4 +23,4 @@ check-rsvg:
 	fi
 pictures-test: check-rsvg $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate
 	bash tests/pictures/check_pictures.sh $(BUILD) $(PICTURES_TRAINED)
-test: pictures-test
+TEST_SUITES += pictures-test

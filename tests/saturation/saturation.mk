@@ -3,4 +3,4 @@
 .PHONY: saturation-test
 saturation-test:
 	bash tests/saturation/check_saturation.sh
-test: saturation-test
+TEST_SUITES += saturation-test

@@ -2,12 +2,12 @@
 .PHONY: translate-test
 translate-test: $(BUILD)/translate
 	bash tests/translate/test_translate.sh $(BUILD)
-test: translate-test
+TEST_SUITES += translate-test
 # and, in double, takes the twin's steps (tests/translate/test_lockstep.sh)
 .PHONY: lockstep-test
 lockstep-test: $(BUILD)/translate $(BUILD)/translate64
 	bash tests/translate/test_lockstep.sh $(BUILD)
-test: lockstep-test
+TEST_SUITES += lockstep-test
 
 # make asan runs the translator's scripts too, on an ASan + UBSan build of
 # it: ASan's reports (leaks on error paths too) go to files that fail the

@@ -110,8 +110,8 @@ $(BUILD)/test_f64: $(TOBJ64) $(LIB64)
 $(TOBJ32) $(TOBJ64): | check-criterion
 
 # make test runs every suite to its end, even when one fails, and closes
-# with one line, 'make test: N passed, N failed' and the names of those that
-# failed (it then exits 1).  A suite is a target that passes or fails on
+# with one line, 'suites: N passed, N failed', after a line naming those
+# that failed (it then exits 1).  A suite is a target that passes or fails on
 # its own: the build (all), the two Criterion suites, and the target each
 # tests/*/*.mk adds with `TEST_SUITES += <name>-test`.  They run under
 # make -k (a failure stops only what needs it) and in parallel under -j;
@@ -128,7 +128,8 @@ test: check-criterion
 	for s in $(TEST_SUITES); do \
 	  if [ -f $(BUILD)/passed/$$s ]; then pass=$$((pass + 1)); else failed="$$failed $$s"; fi; \
 	done; \
-	echo "make test: $$pass passed, $$(echo $$failed | wc -w) failed$${failed:+ (failed:$$failed)}"; \
+	[ -z "$$failed" ] || echo "make test: failed:$$failed"; \
+	echo "suites: $$pass passed, $$(echo $$failed | wc -w) failed"; \
 	[ -z "$$failed" ] && [ $$st = 0 ]
 
 # ---- sanitizers: a report of any kind (leaks too) fails the target ------

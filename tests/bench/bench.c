@@ -947,12 +947,9 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long|peak]
-"
-                    "             [--seconds S] [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]
-"
-                    "             [--isa avx512|avx2|baseline] [--smoke: the long section on a toy model]
-");
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long|peak]\n"
+                    "             [--seconds S] [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n"
+                    "             [--isa avx512|avx2|baseline] [--smoke: the long section on a toy model]\n");
             return 2;
         }
     }

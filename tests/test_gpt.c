@@ -265,6 +265,39 @@ Test(gpt, changing_a_later_token_leaves_earlier_logits_unchanged)
     ag_store_free(t.s);
 }
 
+/* The causal masks on g: how many, and whether each is 1 exactly where s <= t. */
+static int causal_masks(ag_graph *g, int T)
+{
+    int n = 0;
+    for (int i = 0; i < ag_graph_node_count(g); i++) {
+        const ag_tensor *t = ag_graph_node(g, i);
+        if (strcmp(t->name, "causal_mask") != 0) continue;
+        n++;
+        cr_assert(t->ndim == 2 && t->shape[0] == T && t->shape[1] == T, "mask %d", n);
+        for (int q = 0; q < T; q++)
+            for (int k = 0; k < T; k++) cr_assert_eq(t->data[q * T + k], k <= q, "mask [%d, %d]", q, k);
+    }
+    return n;
+}
+
+Test(gpt, the_layers_of_a_graph_share_one_causal_mask)
+{
+    tiny t = {.s = ag_store_new()};
+    ag_gpt_config cfg = {.vocab = 5, .context = 4, .hidden = 8, .heads = 2, .ffn = 8, .layers = 3};
+    cr_assert_eq(ag_gpt_init(&t.m, t.s, &cfg, 4), AG_OK);
+    ag_graph *g = ag_graph_new();
+    static const int ids[4] = {1, 2, 3, 4};
+    cr_assert_not_null(ag_gpt_forward(g, &t.m, ids, 1, 4), "%s", ag_graph_error(g));
+    cr_assert_not_null(ag_gpt_forward(g, &t.m, ids, 1, 4), "%s", ag_graph_error(g));
+    cr_assert_eq(causal_masks(g, 4), 1, "3 layers, 2 forwards: one mask");
+    ag_graph_reset(g); /* the next forward makes its own */
+    cr_assert_not_null(ag_gpt_forward(g, &t.m, ids, 1, 3), "%s", ag_graph_error(g));
+    cr_assert_eq(causal_masks(g, 3), 1);
+    ag_graph_free(g);
+    ag_gpt_free(&t.m);
+    ag_store_free(t.s);
+}
+
 /* ---- sampling -------------------------------------------------------------------- */
 
 Test(gpt, sample_logits_greedy_top_k_and_its_distribution)

@@ -50,9 +50,12 @@ void ag_graph_reset(ag_graph *g)
     ag__arena_reset(g->heads);
     g->count = 0;
     g->nspare = 0;
+    g->causal = NULL;
     g->status = AG_OK;
     g->err[0] = '\0';
 }
+
+ag_tensor **ag__graph_causal(ag_graph *g) { return &g->causal; }
 
 ag_status ag_graph_status(const ag_graph *g) { return g ? g->status : AG_ERR_ARG; }
 const char *ag_graph_error(const ag_graph *g) { return g ? g->err : "graph is NULL"; }

@@ -39,6 +39,7 @@ struct ag_graph {
     const ag_op_desc *broken_real; /* the op it wraps */
     double broken_factor;
     bool poison;       /* fill fresh gradient buffers with NaN (ag__graph_poison) */
+    ag_tensor *causal; /* the causal mask the layers share until the reset (ag__causal_shared) */
 };
 
 /* " 'name'" when t has a name, else "" (graph.c). */

@@ -136,6 +136,10 @@ void *ag__alloc(ag_graph *g, size_t bytes);
  * ag__alloc, or in no-grad mode scratch that the next node reuses. */
 void *ag__save(ag_graph *g, size_t bytes);
 
+/* The slot of the causal mask that g's layers share until the reset
+ * (nn/attention.c): NULL after ag_graph_reset. */
+ag_tensor **ag__graph_causal(ag_graph *g);
+
 /* ---- building nodes ------------------------------------------------------ */
 
 /* true when g has no error and each of the n inputs is usable (a NULL or

@@ -253,6 +253,16 @@ static int mha_input_ok(const ag_tensor *x, const ag__rows *r, int C)
     return x->ndim == 3 && x->shape[2] == C;
 }
 
+/* The causal mask [T, S] that the layers of one graph share: made by the
+ * first layer that asks, found by the next (one mask per layer would keep
+ * L T S values: 768 MB at GPT-2 small's 12 layers and T 4096). */
+static ag_tensor *causal_shared(ag_graph *g, int T, int S)
+{
+    ag_tensor **slot = ag__graph_causal(g), *m = *slot;
+    if (m && m->shape[0] == T && m->shape[1] == S) return m;
+    return *slot = ag_causal_mask(g, T, S);
+}
+
 static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
                            const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
 {
@@ -276,7 +286,7 @@ static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, c
     /* causal: key s is allowed for query t when s <= t, with the caller's
      * mask too (both 0/1: their product allows what both allow) */
     if (m->causal && q && k) {
-        ag_tensor *causal = ag_causal_mask(g, q->shape[1], k->shape[1]);
+        ag_tensor *causal = causal_shared(g, q->shape[1], k->shape[1]);
         mask = mask ? ag_mul(g, mask, causal) : causal;
     }
     /* split the heads, attend in every head at once (one batched matmul over

@@ -38,6 +38,7 @@ static const char *fused_file(int op)
     case AG_OP_LINEAR: return "ops/linear.c";
     case AG_OP_LINEAR_ADD: return "ops/linear_add.c";
     case AG_OP_LINEAR_GELU: return "ops/linear_gelu.c";
+    case AG_OP_GELU_LINEAR_ADD: return "ops/gelu_linear_add.c";
     case AG_OP_MASKED_SOFTMAX: return "ops/masked_softmax.c";
     case AG_OP_ATTENTION: return "ops/attention.c, src/kernels/attention.c";
     default: return NULL;

@@ -101,6 +101,7 @@ typedef enum ag_op_id {
     AG_OP_WHERE,
     AG_OP_CLAMP,
     AG_OP_LINEAR_GELU,
+    AG_OP_GELU_LINEAR_ADD,
     AG_OP_COUNT
 } ag_op_id;
 

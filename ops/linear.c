@@ -48,6 +48,12 @@ static void backward_ref(int N, int I, int O, const ag_real *dy, const ag_real *
         }
 }
 
+void ag__dense_rows(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
+                    const ag_real *r, ag_real *y)
+{
+    if (!(ag__fast() && ag__k_linear_forward(g, N, I, O, x, w, b, r, y))) forward_ref(N, I, O, x, w, b, r, y);
+}
+
 ag_tensor *ag__dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_tensor *x, ag_tensor *w, ag_tensor *b,
                           ag_tensor *r)
 {
@@ -57,11 +63,8 @@ ag_tensor *ag__dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_ten
     ag_tensor *y = ag__node(g, op, x->ndim, shape, nsrc, src);
     if (!y) return NULL;
     int N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
-    const ag_real *bd = b ? b->data : NULL, *rd = r ? r->data : NULL;
-    if (ag__fast() && ag__k_linear_forward(g, N, I, O, x->data, w->data, bd, rd, y->data))
-        return ag_graph_status(g) == AG_OK ? y : NULL;
-    forward_ref(N, I, O, x->data, w->data, bd, rd, y->data);
-    return y;
+    ag__dense_rows(g, N, I, O, x->data, w->data, b ? b->data : NULL, r ? r->data : NULL, y->data);
+    return ag_graph_status(g) == AG_OK ? y : NULL;
 }
 
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
@@ -71,16 +74,23 @@ ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
     return ag__dense_node(g, AG_OP_LINEAR, 3, src, x, w, b, NULL);
 }
 
-void ag__dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b)
+void ag__dense_grads(ag_graph *g, int N, const ag_real *dy, const ag_real *x, ag_tensor *w, ag_tensor *b, ag_real *dx,
+                     bool fresh)
 {
-    bool fresh = false, fast = ag__fast(); /* fresh: dx holds nothing yet, the product overwrites it */
-    ag_real *dx = !x->requires_grad ? NULL : fast ? ag__grad_fresh(g, x, &fresh) : ag__grad(g, x);
     ag_real *dw = w->requires_grad ? ag__grad(g, w) : NULL;
     ag_real *db = b && b->requires_grad ? ag__grad(g, b) : NULL;
     if (ag_graph_status(g) != AG_OK) return;
-    int I = w->shape[1], O = w->shape[0], N = (int)ag__numel(x->ndim - 1, x->shape); /* rows */
-    if (!(fast && ag__k_linear_backward(N, I, O, dy, x->data, w->data, dx, fresh, dw, db)))
-        backward_ref(N, I, O, dy, x->data, w->data, dx, dw, db);
+    int I = w->shape[1], O = w->shape[0];
+    if (!(ag__fast() && ag__k_linear_backward(N, I, O, dy, x, w->data, dx, fresh, dw, db)))
+        backward_ref(N, I, O, dy, x, w->data, dx, dw, db);
+}
+
+void ag__dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b)
+{
+    bool fresh = false; /* fresh: dx holds nothing yet, the product overwrites it */
+    ag_real *dx = !x->requires_grad ? NULL : ag__fast() ? ag__grad_fresh(g, x, &fresh) : ag__grad(g, x);
+    if (ag_graph_status(g) != AG_OK) return;
+    ag__dense_grads(g, (int)ag__numel(x->ndim - 1, x->shape), dy, x->data, w, b, dx, fresh);
 }
 
 static void linear_backward(ag_graph *g, ag_tensor *y)

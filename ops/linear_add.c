@@ -25,20 +25,24 @@ ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b,
     return ag__dense_node(g, AG_OP_LINEAR_ADD, 4, src, x, w, b, r);
 }
 
+bool ag__residual_grad(ag_graph *g, ag_tensor *r, const ag_tensor *y)
+{
+    /* y = ... + r:  dr += dy.  Nothing to do when r took dy's buffer. */
+    if (!r->requires_grad || r->grad == y->grad) return true;
+    bool fresh = false, fast = ag__fast();
+    ag_real *dr = fast ? ag__grad_fresh(g, r, &fresh) : ag__grad(g, r);
+    if (!dr) return false;
+    if (fast) ag__grad_pass(y->size, y->grad, dr, fresh);
+    else
+        for (size_t i = 0; i < y->size; i++) dr[i] += y->grad[i];
+    return true;
+}
+
+/* dr first, as add's backward runs before linear's, then linear's */
 static void linear_add_backward(ag_graph *g, ag_tensor *y)
 {
-    ag_tensor *r = y->src[0];
-    /* y = ... + r:  dr += dy, before the rest, as add's backward runs
-     * before linear's.  Nothing to do when r took dy's buffer. */
-    if (r->requires_grad && r->grad != y->grad) {
-        bool fresh = false, fast = ag__fast();
-        ag_real *dr = fast ? ag__grad_fresh(g, r, &fresh) : ag__grad(g, r);
-        if (!dr) return;
-        if (fast) ag__grad_pass(y->size, y->grad, dr, fresh);
-        else
-            for (size_t i = 0; i < y->size; i++) dr[i] += y->grad[i];
-    }
-    ag__dense_backward(g, y->grad, y->src[1], y->src[2], y->src[3]);
+    if (ag__residual_grad(g, y->src[0], y))
+        ag__dense_backward(g, y->grad, y->src[1], y->src[2], y->src[3]);
 }
 
 /* inputs {x, W, b, r}, {x, W, r}, or {x, W, b} with r = x or r = W */

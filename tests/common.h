@@ -10,6 +10,8 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "attograd.h"
 
@@ -65,6 +67,33 @@ static inline void expect_op_gradcheck(const char *name)
                      name, ag_op_case_label(op, c), err, r.max_abs_err, r.max_rel_err, r.strict_worst, r.failed,
                      r.worst_index);
     }
+}
+
+/* A fused op's test against the composition it replaces: y and every
+ * store gradient after one backward of build's loss (fused 0 or 1, the
+ * graph keeping intermediates' gradients or not), as one array of *n
+ * values to free; *forward_bytes, what the forward took of the arena. */
+typedef ag_tensor *(*fused_build_fn)(ag_graph *g, ag_store *s, int fused, ag_tensor **y);
+static inline ag_real *fused_outcome(ag_store *s, fused_build_fn build, int fused, int keep, size_t *n,
+                                     size_t *forward_bytes)
+{
+    ag_graph *g = ag_graph_new();
+    ag_graph_set_keep_grads(g, keep);
+    ag_store_zero_grad(s);
+    size_t before = ag_graph_arena_used(g);
+    ag_tensor *y, *loss = build(g, s, fused, &y);
+    *forward_bytes = ag_graph_arena_used(g) - before;
+    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
+    *n = y->size + ag_store_numel(s);
+    ag_real *out = malloc(*n * sizeof *out), *at = out + y->size;
+    cr_assert_not_null(out);
+    memcpy(out, y->data, y->size * sizeof *out);
+    for (int i = 0; i < ag_store_count(s); i++) {
+        const ag_tensor *t = ag_store_at(s, i);
+        memcpy(at, t->grad, t->size * sizeof *out), at += t->size;
+    }
+    ag_graph_free(g);
+    return out;
 }
 
 #endif

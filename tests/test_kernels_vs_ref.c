@@ -64,6 +64,7 @@ static const tol tols[] = {
     {"attention", 1e-13, 1e-12, 2e-5, 1e-4},
     {"linear_add", 1e-13, 1e-13, 2e-5, 2e-5},
     {"linear_gelu", 1e-13, 1e-13, 2e-5, 2e-5},
+    {"gelu_linear_add", 1e-13, 1e-13, 2e-5, 2e-5},
 };
 
 /* An op with no row: to the bit.  The ops without a kernel (expand,
@@ -219,6 +220,10 @@ static ag_tensor *linear_add(ag_graph *g, ag_tensor *const *in)
     return ag__linear_add(g, in[0], in[1], in[2], in[3]);
 }
 static ag_tensor *linear_gelu(ag_graph *g, ag_tensor *const *in) { return ag__linear_gelu(g, in[0], in[1], in[2]); }
+static ag_tensor *gelu_linear_add(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__gelu_linear_add(g, in[0], in[1], in[2], in[3]);
+}
 static ag_tensor *norm(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], in[1], in[2], 1e-5); }
 static ag_tensor *norm_plain(ag_graph *g, ag_tensor *const *in) { return ag_layer_norm(g, in[0], NULL, NULL, 1e-5); }
 static ag_tensor *softmax(ag_graph *g, ag_tensor *const *in) { return ag_softmax(g, in[0]); }
@@ -412,6 +417,9 @@ static const wide wides[] = {
       linear_add}},
     {"linear_gelu", {"x [2, 33, 70], w [300, 70], b [300]", 3, {3, 2, 1}, {{2, 33, 70}, {300, 70}, {300}}, -1, 1, 0,
                      linear_gelu}},
+    {"gelu_linear_add",
+     {"h [2, 33, 300], w [70, 300], b [70], r", 4, {3, 2, 1, 3}, {{2, 33, 300}, {70, 300}, {70}, {2, 33, 70}}, -1.5,
+      1.5, 0, gelu_linear_add}},
     {"layer_norm", {"[67, 64] blocks of 16 and a rest", 3, {2, 1, 1}, {{67, 64}, {64}, {64}}, -2, 2, 0, norm}},
     {"layer_norm", {"[50, 130] edge lanes", 3, {2, 1, 1}, {{50, 130}, {130}, {130}}, -2, 2, 0, norm}},
     {"layer_norm", {"[5, 3, 7] no gain, no bias", 1, {3}, {{5, 3, 7}}, -2, 2, 0, norm_plain}},

@@ -41,27 +41,6 @@ static ag_tensor *build(ag_graph *g, ag_store *s, int fused, ag_tensor **y)
     return ag_add(g, ag_sum_all(g, ag_mul(g, *y, wt)), before);
 }
 
-/* Values and every store gradient, after one backward with keep_grads. */
-static ag_real *outcome(ag_store *s, int fused, int keep, size_t *n, size_t *forward_bytes)
-{
-    ag_graph *g = ag_graph_new();
-    ag_graph_set_keep_grads(g, keep);
-    ag_store_zero_grad(s);
-    size_t before = ag_graph_arena_used(g);
-    ag_tensor *y, *loss = build(g, s, fused, &y);
-    *forward_bytes = ag_graph_arena_used(g) - before;
-    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
-    *n = y->size + ag_store_numel(s);
-    ag_real *out = malloc(*n * sizeof *out), *at = out + y->size;
-    memcpy(out, y->data, y->size * sizeof *out);
-    for (int i = 0; i < ag_store_count(s); i++) {
-        const ag_tensor *t = ag_store_at(s, i);
-        memcpy(at, t->grad, t->size * sizeof *out), at += t->size;
-    }
-    ag_graph_free(g);
-    return out;
-}
-
 static void same_as_the_pair(int ndim, const int *xshape, int O, int bias)
 {
     int I = xshape[ndim - 1];
@@ -71,7 +50,7 @@ static void same_as_the_pair(int ndim, const int *xshape, int O, int bias)
     if (bias) ag_init_uniform(ag_param(s, "b", AG_SHAPE(O)), -1, 1, 3);
     size_t n0, n1, b0, b1;
     for (int keep = 0; keep < 2; keep++) {
-        ag_real *pair = outcome(s, 0, keep, &n0, &b0), *fused = outcome(s, 1, keep, &n1, &b1);
+        ag_real *pair = fused_outcome(s, build, 0, keep, &n0, &b0), *fused = fused_outcome(s, build, 1, keep, &n1, &b1);
         cr_assert_eq(n0, n1);
         for (size_t i = 0; i < n0; i++)
             cr_assert(memcmp(&pair[i], &fused[i], sizeof *pair) == 0, "keep %d: value %zu of %zu: %a, the pair %a",

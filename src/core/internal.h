@@ -310,7 +310,7 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 
-/* ---- fused ops (ops/linear.c, linear_add.c, linear_gelu.c, masked_softmax.c) ---- */
+/* ---- fused ops (ops/linear*.c, gelu_linear_add.c, masked_softmax.c) ---- */
 
 /* y = x W^T + b: x [..., in], W [out, in], b [out] or NULL -> [..., out]. */
 ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
@@ -320,6 +320,12 @@ ag_tensor *ag__linear_add(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b,
 /* y = gelu(x W^T + b): linear and then gelu as one op (an MLP's first
  * half), with the same bits, keeping GELU's slope but not its input. */
 ag_tensor *ag__linear_gelu(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b);
+/* y = (gelu(h) W^T + b) + r: gelu, linear and add as one op (a pre-norm
+ * MLP's second half), with the same bits, keeping only h. */
+ag_tensor *ag__gelu_linear_add(ag_graph *g, ag_tensor *h, ag_tensor *w, ag_tensor *b, ag_tensor *r);
+/* linear_add's first step back, dr (+)= dy (ops/linear_add.c): false when
+ * it failed (recorded on g). */
+bool ag__residual_grad(ag_graph *g, ag_tensor *r, const ag_tensor *y);
 /* GELU's value x Phi(x) and slope Phi(x) + x phi(x) (ops/gelu.c's math). */
 ag_real ag__gelu_value(ag_real x);
 ag_real ag__gelu_slope(ag_real x);
@@ -329,6 +335,13 @@ ag_real ag__gelu_slope(ag_real x);
 ag_tensor *ag__dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_tensor *x, ag_tensor *w, ag_tensor *b,
                           ag_tensor *r);
 void ag__dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b);
+/* The same on N rows of raw values (gelu_linear_add's, whose x is no
+ * node): y = x W^T + b (+ r); and dW, db added, dx stored when fresh, else
+ * added (NULL: not wanted). */
+void ag__dense_rows(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
+                    const ag_real *r, ag_real *y);
+void ag__dense_grads(ag_graph *g, int N, const ag_real *dy, const ag_real *x, ag_tensor *w, ag_tensor *b, ag_real *dx,
+                     bool fresh);
 /* d (+)= dy over n values, a gradient passed on unchanged (add's,
  * reshape's, the residual's of linear_add): a fresh d is a copy of dy;
  * else dy is added, compiled once per instruction set (the kernel room's:

@@ -48,6 +48,7 @@
     X(where, WHERE) \
     X(clamp, CLAMP) \
     X(linear_gelu, LINEAR_GELU) \
+    X(gelu_linear_add, GELU_LINEAR_ADD) \
     /* the end of the list */
 
 #define DECLARE(name, ID) extern const ag_op_desc ag_op_##name;

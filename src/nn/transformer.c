@@ -66,13 +66,23 @@ static ag_tensor *dense1_act(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x)
 }
 
 /* dense2(act(dense1(x))), plus res (x's shape) when given: res added by
- * dense2 itself (linear_add, the bits of add(res, ffn(x))). */
+ * dense2 itself (linear_add, the bits of add(res, ffn(x))).  With GELU and
+ * a residual, GELU joins dense2 instead (gelu_linear_add: the same bits,
+ * keeping dense1's output alone for the backward, not GELU's value and
+ * slope). */
 static ag_tensor *ffn_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_tensor *res)
 {
     if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
     bool ok = ag_graph_status(g) == AG_OK;
-    ag_tensor *h = dense1_act(g, f, x);
-    h = res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res) : ag_linear_layer_forward(g, &f->dense2, h);
+    ag_tensor *h;
+    if (res && f->activation == AG_ACT_GELU) {
+        h = ag_linear_layer_forward(g, &f->dense1, x);
+        h = ag__gelu_linear_add(g, h, f->dense2.weight, f->dense2.bias, res);
+    } else {
+        h = dense1_act(g, f, x);
+        h = res ? ag__linear_add(g, h, f->dense2.weight, f->dense2.bias, res)
+                : ag_linear_layer_forward(g, &f->dense2, h);
+    }
     return ag__layer_done(g, ok, f->dense1.weight, 2, h);
 }
 

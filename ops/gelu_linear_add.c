@@ -14,7 +14,7 @@
  * the MLP) keep a and s, two [..., I] buffers, for their backward; this op
  * keeps only its input h, which the dense layer before it made anyway, and
  * recomputes a and s in one pass over h in its backward (a and s live in
- * scratch buffers for the length of the call).  At GPT-2 small's width
+ * the graph's scratch buffer, ag__temp, for the length of the call).  At GPT-2 small's width
  * (I = 4 C) that is 8 C of the 18 C values a layer keeps per token.  It
  * rounds as gelu, linear and add do, in that order, so it gives their bits.
  *
@@ -40,12 +40,11 @@ ag_tensor *ag__gelu_linear_add(ag_graph *g, ag_tensor *h, ag_tensor *w, ag_tenso
     if (!ag__ok(g, "gelu_linear_add", 3, h, w, r) || !ag__linear_fits(g, "gelu_linear_add", h, w, b, r)) return NULL;
     ag_tensor *src[4] = {r, h, w, b};
     ag_tensor *y = ag__node(g, AG_OP_GELU_LINEAR_ADD, r->ndim, r->shape, 4, src);
-    ag_real *a = y ? ag__malloc((h->size ? h->size : 1) * sizeof *a) : NULL;
-    if (!a) return y ? (ag_graph_fail(g, AG_ERR_NOMEM, "gelu_linear_add: no memory for gelu(h)"), NULL) : NULL;
+    ag_real *a = y ? ag__temp(g, (h->size ? h->size : 1) * sizeof *a) : NULL; /* a = gelu(h), not kept */
+    if (!a) return NULL;
     int N = (int)ag__numel(h->ndim - 1, h->shape); /* rows */
     gelu_rows(h->size, h->data, a, NULL);
     ag__dense_rows(g, N, w->shape[1], w->shape[0], a, w->data, b ? b->data : NULL, r->data, y->data);
-    ag__free(a);
     return ag_graph_status(g) == AG_OK ? y : NULL;
 }
 
@@ -58,21 +57,16 @@ static void gelu_linear_add_backward(ag_graph *g, ag_tensor *y)
     size_t n = h->size ? h->size : 1;
     bool fresh = false, fast = ag__fast();
     ag_real *dh = !h->requires_grad ? NULL : fast ? ag__grad_fresh(g, h, &fresh) : ag__grad(g, h);
-    ag_real *a = ag__malloc(n * sizeof *a), *s = ag__malloc(n * sizeof *s);
-    ag_real *da = !dh || fresh ? dh : ag__calloc(n, sizeof *da);
-    if (ag_graph_status(g) != AG_OK) goto done;
-    if (!a || !s || (dh && !da)) {
-        ag_graph_fail(g, AG_ERR_NOMEM, "gelu_linear_add: no memory for its backward");
-        goto done;
-    }
+    bool own_da = dh && !fresh; /* da in a buffer of its own, or in dh's */
+    ag_real *a = ag_graph_status(g) == AG_OK ? ag__temp(g, (own_da ? 3 : 2) * n * sizeof *a) : NULL;
+    if (!a) return;
+    ag_real *s = a + n, *da = own_da ? s + n : dh; /* a, s (and da): n values each */
+    if (own_da) memset(da, 0, n * sizeof *da);    /* the reference adds into it */
     gelu_rows(h->size, h->data, a, s);
     ag__dense_grads(g, (int)ag__numel(h->ndim - 1, h->shape), y->grad, a, w, b, da, true);
     if (dh && fast) ag__k_slope_mul(h->size, da, s, dh, fresh);
     else if (dh)
         for (size_t i = 0; i < h->size; i++) dh[i] += da[i] * s[i];
-done:
-    if (da != dh) ag__free(da);
-    ag__free(a), ag__free(s);
 }
 
 /* inputs {h, W, b, r}, {h, W, r} */

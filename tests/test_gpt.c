@@ -298,6 +298,38 @@ Test(gpt, the_layers_of_a_graph_share_one_causal_mask)
     ag_store_free(t.s);
 }
 
+/* How many nodes of op g holds. */
+static int count_op(const ag_graph *g, int op)
+{
+    int n = 0;
+    for (int i = 0; i < ag_graph_node_count(g); i++) n += ag_graph_node(g, i)->op == op;
+    return n;
+}
+
+/* Up to 256 positions the GELU layers keep GELU's value and slope
+ * (linear_gelu, linear_add); past it they keep only dense1's output
+ * (linear, gelu_linear_add), one per layer: the seam, on both sides. */
+Test(gpt, long_sequences_keep_less_for_gelu_and_the_seam_is_at_256)
+{
+    tiny t = {.s = ag_store_new()};
+    ag_gpt_config cfg = {.vocab = 5, .context = 257, .hidden = 8, .heads = 2, .ffn = 16, .layers = 2,
+                         .activation = AG_ACT_GELU};
+    cr_assert_eq(ag_gpt_init(&t.m, t.s, &cfg, 4), AG_OK);
+    int ids[257];
+    for (int i = 0; i < 257; i++) ids[i] = i % 5;
+    ag_graph *g = ag_graph_new();
+    static const int Ts[2] = {256, 257};
+    for (int k = 0; k < 2; k++) {
+        ag_graph_reset(g);
+        cr_assert_not_null(ag_gpt_forward(g, &t.m, ids, 1, Ts[k]), "%s", ag_graph_error(g));
+        cr_assert_eq(count_op(g, AG_OP_GELU_LINEAR_ADD), k ? 2 : 0, "T %d", Ts[k]);
+        cr_assert_eq(count_op(g, AG_OP_LINEAR_GELU), k ? 0 : 2, "T %d", Ts[k]);
+    }
+    ag_graph_free(g);
+    ag_gpt_free(&t.m);
+    ag_store_free(t.s);
+}
+
 /* ---- sampling -------------------------------------------------------------------- */
 
 Test(gpt, sample_logits_greedy_top_k_and_its_distribution)

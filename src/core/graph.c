@@ -34,6 +34,7 @@ void ag_graph_free(ag_graph *g)
     ag__arena_free(g->arena);
     ag__arena_free(g->heads);
     ag__arena_free(g->scratch);
+    ag__free(g->temp);
     ag__free(g->nodes);
     ag__free(g->spare);
     ag__free(g);
@@ -56,6 +57,22 @@ void ag_graph_reset(ag_graph *g)
 }
 
 ag_tensor **ag__graph_causal(ag_graph *g) { return &g->causal; }
+
+/* Kept across calls and resets, and grown only: a new buffer each call
+ * would map fresh pages and fault each of them in, every step. */
+void *ag__temp(ag_graph *g, size_t bytes)
+{
+    if (bytes > g->temp_cap) {
+        ag__free(g->temp);
+        g->temp_cap = 0;
+        if (!(g->temp = ag__malloc(bytes))) {
+            ag_graph_fail(g, AG_ERR_NOMEM, "no memory for a scratch buffer of %zu bytes", bytes);
+            return NULL;
+        }
+        g->temp_cap = bytes;
+    }
+    return g->temp;
+}
 
 ag_status ag_graph_status(const ag_graph *g) { return g ? g->status : AG_ERR_ARG; }
 const char *ag_graph_error(const ag_graph *g) { return g ? g->err : "graph is NULL"; }

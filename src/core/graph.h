@@ -40,6 +40,8 @@ struct ag_graph {
     double broken_factor;
     bool poison;       /* fill fresh gradient buffers with NaN (ag__graph_poison) */
     ag_tensor *causal; /* the causal mask the layers share until the reset (ag__causal_shared) */
+    void *temp;        /* ag__temp's buffer, kept across resets */
+    size_t temp_cap;
 };
 
 /* " 'name'" when t has a name, else "" (graph.c). */

@@ -136,6 +136,11 @@ void *ag__alloc(ag_graph *g, size_t bytes);
  * ag__alloc, or in no-grad mode scratch that the next node reuses. */
 void *ag__save(ag_graph *g, size_t bytes);
 
+/* A scratch buffer of at least `bytes` for the length of one op's call
+ * (its forward or its backward), g's own: the next call may reuse it.
+ * NULL, with AG_ERR_NOMEM on g, when out of memory. */
+void *ag__temp(ag_graph *g, size_t bytes);
+
 /* The slot of the causal mask that g's layers share until the reset
  * (nn/attention.c): NULL after ag_graph_reset. */
 ag_tensor **ag__graph_causal(ag_graph *g);

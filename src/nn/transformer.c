@@ -65,17 +65,23 @@ static ag_tensor *dense1_act(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x)
     }
 }
 
+/* Sequences longer than this keep less for the GELU feed-forward layer's
+ * backward, at the cost of one more GELU pass (gelu_linear_add); the seam
+ * of the attention kernel that keeps no [T, T] matrix (AG__FLASH_KEYS). */
+enum { LONG_T = 256 };
+
 /* dense2(act(dense1(x))), plus res (x's shape) when given: res added by
- * dense2 itself (linear_add, the bits of add(res, ffn(x))).  With GELU and
- * a residual, GELU joins dense2 instead (gelu_linear_add: the same bits,
- * keeping dense1's output alone for the backward, not GELU's value and
- * slope). */
+ * dense2 itself (linear_add, the bits of add(res, ffn(x))).  With GELU, a
+ * residual and a long sequence x [B, T, C], GELU joins dense2 instead
+ * (gelu_linear_add: the same bits, keeping dense1's output alone for the
+ * backward, not GELU's value and slope: 8 C fewer values per token, and
+ * 2-4% more time at T 128, where memory is not what runs out). */
 static ag_tensor *ffn_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_tensor *res)
 {
     if (!ag__given(g, "ffn_forward", "layer", f)) return NULL;
     bool ok = ag_graph_status(g) == AG_OK;
     ag_tensor *h;
-    if (res && f->activation == AG_ACT_GELU) {
+    if (res && f->activation == AG_ACT_GELU && x && x->ndim >= 3 && x->shape[x->ndim - 2] > LONG_T) {
         h = ag_linear_layer_forward(g, &f->dense1, x);
         h = ag__gelu_linear_add(g, h, f->dense2.weight, f->dense2.bias, res);
     } else {

@@ -18,8 +18,10 @@
  *
  * The URL's query asks for the same (?live_input=go%20.&live_head_off=cross:1:0 ,
  * ?live_mask=0,1;3,1&live_steps=5: five clicks of "step"; live_count=N: N
- * steps a click), so that a test can drive the page from the command line; the last JSON the program printed is in #live-json, the
- * times in data-live_* of <body>, data-live="1" when done. */
+ * steps a click; live_still=1: no time shown, for a screenshot), so that a
+ * test can drive the page from the command line; the last JSON the program
+ * printed is in #live-json, the times in data-live_* of <body>,
+ * data-live="1" when done. */
 #include "viz/viz.h"
 
 const char ag__live_js[] =
@@ -185,7 +187,9 @@ const char ag__live_js[] =
     "  for (const k of Object.keys(data)) delete data[k];\n"
     "  Object.assign(data, fresh);\n"
     "  document.getElementById(\"live-json\").textContent = r.stdout;\n"
-    "  status.textContent = \"computed in the page by \" + live.name + \" (WebAssembly) in \" + liveTimes.last_run.toFixed(1) + \" ms\";\n"
+    "  // ?live_still=1: no time shown, so that a screenshot is the same at every run (make pictures)\n"
+    "  status.textContent = \"computed in the page by \" + live.name + \" (WebAssembly)\" +\n"
+    "    (query.get(\"live_still\") ? \"\" : \" in \" + liveTimes.last_run.toFixed(1) + \" ms\");\n"
     "  return true;\n"
     "}\n"
     "\n"

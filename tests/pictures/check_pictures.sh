@@ -5,6 +5,7 @@
 # AVX-512 machine, below); the .svg that Graphviz renders from a .dot only when
 # the installed Graphviz is the version that rendered the committed one
 # (its output differs between versions), the .dot itself always.
+# The live pages' screenshots (.png) are compared by check_live_pictures.sh.
 # Then every picture, committed and made now, is checked for text that the
 # picture would clip: measured (check_text.pl) and rendered by rsvg-convert
 # (check_render.pl; skipped, with a note, when rsvg-convert is missing).
@@ -46,6 +47,12 @@ else
             no "$name is stale: run  make pictures  (diff: $(diff "$pics/$name" "$f" | head -n 2 | tr '\n' ' '))"
         fi
     done
+fi
+# the live pages' screenshots (make_live_pictures.sh), by their numbers and pixels
+if [ -f "$tmp/live_pictures.txt" ]; then
+    while IFS= read -r line; do
+        case $line in ok*) ok "${line#ok   }" ;; FAIL*) no "${line#FAIL }" ;; esac
+    done < <(bash "$root/tests/pictures/check_live_pictures.sh" "$tmp" "$pics")
 fi
 # text inside the picture: the pictures made now and the committed ones
 svgs=("$tmp"/*.svg "$pics"/*.svg)

@@ -4,6 +4,6 @@
 # (tests/live/test_live.sh; about a minute, the wasm build aside).  The
 # pages and their screenshots stay in $(BUILD)/live/.
 .PHONY: live-test
-live-test: $(BUILD)/translate $(BUILD)/gpt $(BUILD)/backward_tour wasm
+live-test: $(BUILD)/translate $(BUILD)/gpt $(BUILD)/backward_tour $(BUILD)/ladder wasm
 	bash tests/live/test_live.sh $(BUILD)
 TEST_SUITES += live-test

@@ -305,6 +305,7 @@ const char ag__live_js[] =
     "  const t0 = performance.now();\n"
     "  await (livePages[data.kind] || (() => Promise.resolve()))();\n"
     "  liveTimes.ready = performance.now() - t0;\n"
+    "  liveTimes.done = performance.now(); // from the start of the page's loading: the first picture, when one run was asked\n"
     "  for (const k in liveTimes) document.body.dataset[\"live_\" + k] = liveTimes[k].toFixed(1);\n"
     "  document.body.dataset.live = \"1\";\n"
     "})().catch(e => { console.error(String(e)); document.body.dataset.live = \"error\"; });\n";

@@ -14,7 +14,9 @@
 # training too (a small model, as tests/live/test_live.sh trains, run by
 # node as a WASI command: wasi_run.js).  The pages are asked not to show
 # their times (live_still=1).  chromium and node are installed with apt-get
-# when missing (as root).  Exits non-zero when something fails.
+# when missing (as root), else nothing is made (a note says so, and
+# check_pictures.sh then compares no live picture).  Exits non-zero when
+# something fails.
 set -eu
 B=$(cd "$1" && pwd)
 mkdir -p "$2"
@@ -27,7 +29,7 @@ for c in chromium:chromium node:nodejs; do
     command -v "${c%%:*}" > /dev/null && continue
     if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${c#*:}" > /dev/null
-    else echo "${c%%:*} is missing: sudo apt-get install ${c#*:}" >&2; exit 1; fi
+    else echo "note: ${c%%:*} is missing (sudo apt-get install ${c#*:}): the live pictures are not made" >&2; exit 0; fi
 done
 
 # A screenshot of PAGE?QUERY once its runs are done (virtual time lets the

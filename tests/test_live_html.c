@@ -73,7 +73,7 @@ Test(live_html, holds_the_module_and_the_file)
     cr_assert(strstr(s, "content=\"default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; "
                         "style-src 'unsafe-inline'\""));
     cr_assert(strstr(s, "const data = JSON.parse("), "the explorer's script");
-    cr_assert(strstr(s, "WebAssembly.compile(bytesOf(\"live-wasm\"))"), "the live script");
+    cr_assert(strstr(s, "new WebAssembly.Module(bytesOf(\"live-wasm\"))"), "the live script");
     cr_assert_eq(strstr(s, "http:"), NULL);
     cr_assert_eq(strstr(s, "https:"), NULL);
     cr_assert_eq(strstr(s, " src="), NULL, "nothing loaded from a file");

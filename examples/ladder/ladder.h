@@ -19,6 +19,7 @@
  *   model.c  the model at any rung: its parameters and its forward
  *   train.c  training, held-out bits per character, attention pictures
  *   tasks.c  copy and reverse: tasks where attention must do something visible
+ *   explore.c  the explorer page of a rung (--html, --json, --live)
  *   main.c   the command line */
 #ifndef LADDER_EXAMPLE_H
 #define LADDER_EXAMPLE_H
@@ -107,5 +108,19 @@ int draw_attention(const ladder_model *m, const int *ids, int T, const char *con
 /* "copy" or "reverse": train a two-layer pre-norm model on seeded random
  * digit strings, print its held-out accuracy, draw its attention. */
 int run_task(const char *task, const train_opts *o, const char *svg_prefix);
+
+/* ---- explore.c ----------------------------------------------------------------- */
+
+typedef struct explore_opts {
+    const char *html, *json, *live; /* the pages and the data, NULL when not asked for */
+    const char *wasm, *argv0;       /* the module (NULL: beside the program) */
+    const char *input, *data;       /* the line read; the text file, put in the live page */
+    int steps;                      /* how the rung was trained */
+    uint64_t seed;
+} explore_opts;
+
+/* The explorer's attention page of m (a rung from ONE_HEAD on, trained on
+ * t) reading o->input.  0, or 1 after a message. */
+int explore_rung(const ladder_model *m, const text *t, const explore_opts *o);
 
 #endif

@@ -2,12 +2,15 @@
  * them), and two tasks where attention must do something visible.
  *
  *   ladder [all | RUNG ...] [--data FILE] [--steps 2000] [--seed 0] [--svg PREFIX] [--quiet]
+ *   ladder RUNG [...] [--input LINE] [--html PAGE] [--json FILE] [--live PAGE [--wasm FILE]]
  *   ladder copy | reverse [--steps 1500] [--seed 0] [--svg PREFIX] [--quiet]
  *
  * Each rung trains on the English side of the pairs file, one thread, the
  * same steps and seed, and prints its held-out bits per character and the
  * seconds it took; --svg PREFIX draws each attention layer's weights on a
  * held-out line to PREFIX_rung<N>_layer<L>.svg (the tasks: PREFIX_layer<L>.svg).
+ * --html, --json and --live (one rung, 3 to 8) write the explorer's page of
+ * the rung reading LINE (explore.c); `--json -` prints the data alone.
  * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
 #include "ladder.h"
 #include "../common/whole_number.h"
@@ -24,15 +27,17 @@ typedef struct opts {
     const char *data, *svg, *task;
     int rungs[NRUNGS], nrungs;
     train_opts train;
+    explore_opts page;
 } opts;
 
 static int usage(void)
 {
     fprintf(stderr, "usage: %s [all | RUNG ...] [--data FILE] [--steps 2000] [--seed 0] [--svg PREFIX] [--quiet]\n"
+                    "       %s RUNG [...] [--input LINE] [--html PAGE] [--json FILE] [--live PAGE [--wasm FILE]]\n"
                     "       %s copy | reverse [--steps 1500] [--seed 0] [--svg PREFIX] [--quiet]\n"
                     "rungs: 1 bigram, 2 positions, 3 one head, 4 heads, 5 feed-forward, 6 residual,\n"
                     "       7 post-norm, 8 pre-norm\n",
-            prog, prog);
+            prog, prog, prog);
     return 2;
 }
 
@@ -44,7 +49,8 @@ static int whole(const char *what, const char *s, long lo, long hi, long *out)
 static int parse(int argc, char **argv, opts *o)
 {
     long v;
-    *o = (opts){.data = "examples/data/eng-fra.tsv", .train = {.steps = 0, .batch = 32, .lr = 1e-3}};
+    *o = (opts){.data = "examples/data/eng-fra.tsv", .train = {.steps = 0, .batch = 32, .lr = 1e-3},
+                .page = {.argv0 = argv[0], .input = "I lost my keys."}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--quiet")) o->train.quiet = 1;
@@ -58,6 +64,11 @@ static int parse(int argc, char **argv, opts *o)
             return usage();
         } else if (!strcmp(a, "--data")) o->data = argv[++i];
         else if (!strcmp(a, "--svg")) o->svg = argv[++i];
+        else if (!strcmp(a, "--html")) o->page.html = argv[++i];
+        else if (!strcmp(a, "--json")) o->page.json = argv[++i];
+        else if (!strcmp(a, "--live")) o->page.live = argv[++i];
+        else if (!strcmp(a, "--wasm")) o->page.wasm = argv[++i];
+        else if (!strcmp(a, "--input")) o->page.input = argv[++i];
         else if (!strcmp(a, "--steps")) {
             if (whole(a, argv[++i], 1, 1000000, &v)) return 2;
             o->train.steps = (int)v;
@@ -75,8 +86,21 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (!o->task && !o->nrungs) return usage();
     if (!o->train.steps) o->train.steps = o->task ? 1500 : 2000;
+    if ((o->page.html || o->page.json || o->page.live) && (o->task || o->nrungs != 1)) {
+        fprintf(stderr, "%s: --html, --json and --live show one rung\n", prog);
+        return usage();
+    }
+    if ((o->page.html || o->page.json || o->page.live) && o->rungs[0] < ONE_HEAD) {
+        fprintf(stderr, "%s: rung %d has no attention to show (rungs %d to %d have)\n", prog, o->rungs[0], ONE_HEAD,
+                NRUNGS);
+        return 2;
+    }
+    if (o->page.json && !strcmp(o->page.json, "-")) o->train.quiet = 1; /* stdout is the data's */
+    o->page.data = o->data, o->page.steps = o->train.steps, o->page.seed = o->train.seed;
     return 0;
 }
+
+static int to_stdout(const opts *o) { return o->page.json && !strcmp(o->page.json, "-"); }
 
 static double seconds(void)
 {
@@ -85,7 +109,8 @@ static double seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Train rung r on t; print its row of the table; draw its attention. */
+/* Train rung r on t; print its row of the table (not when the data goes to
+ * stdout); draw its attention; write its explorer page. */
 static int run_rung(const opts *o, const text *t, int r)
 {
     ladder_config cfg = {.rung = r, .V = t->V, .context = 32, .hidden = 64, .heads = 4, .ffn = 256, .layers = 2};
@@ -95,11 +120,12 @@ static int run_rung(const opts *o, const text *t, int r)
     int rc = 1;
     if (!s || ladder_init(&m, s, &cfg, o->train.seed) != AG_OK)
         fprintf(stderr, "%s: %s\n", prog, s ? ag_store_error(s) : "out of memory");
-    else if (train(&m, s, &o->train, text_loss, (void *)t) == AG_OK && held_out_bits(&m, t, &bits) == AG_OK) {
-        printf("| %d | %-15s | %6.3f | %5.1f |\n", r, rung_idea[r], bits, seconds() - t0);
+    else if (train(&m, s, &o->train, text_loss, (void *)t) == AG_OK &&
+             (to_stdout(o) || held_out_bits(&m, t, &bits) == AG_OK)) {
+        if (!to_stdout(o)) printf("| %d | %-15s | %6.3f | %5.1f |\n", r, rung_idea[r], bits, seconds() - t0);
         fflush(stdout);
-        rc = 0;
-        if (o->svg && r >= ONE_HEAD) {
+        rc = o->page.html || o->page.json || o->page.live ? explore_rung(&m, t, &o->page) : 0;
+        if (!rc && o->svg && r >= ONE_HEAD) {
             const char *labels[32];
             static char chars[32][2];
             for (int i = 0; i < 32; i++) {
@@ -124,9 +150,11 @@ int main(int argc, char **argv)
     if (o.task) return run_task(o.task, &o.train, o.svg);
     text t;
     if (text_load(&t, o.data, 32)) return 1;
-    printf("%zu characters (%d distinct), the last %zu held out; %d steps of %d windows of 32, one thread\n\n", t.n,
-           t.V, t.n - t.split, o.train.steps, o.train.batch);
-    printf("| rung | idea | held-out bits/char | seconds |\n|---:|---|---:|---:|\n");
+    if (!to_stdout(&o)) {
+        printf("%zu characters (%d distinct), the last %zu held out; %d steps of %d windows of 32, one thread\n\n",
+               t.n, t.V, t.n - t.split, o.train.steps, o.train.batch);
+        printf("| rung | idea | held-out bits/char | seconds |\n|---:|---|---:|---:|\n");
+    }
     for (int i = 0; i < o.nrungs && !rc; i++) rc = run_rung(&o, &t, o.rungs[i]);
     text_free(&t);
     return rc;

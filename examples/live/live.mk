@@ -1,7 +1,8 @@
 # examples/live/live.mk: `make wasm` builds the programs whose live pages
 # (--live PAGE.html, docs/explorer.md) run them in the browser:
-# build/wasm/translate.wasm, gpt.wasm and backward_tour.wasm, the same
-# sources as build/translate, build/gpt and build/backward_tour (library,
+# build/wasm/translate.wasm, gpt.wasm, backward_tour.wasm and ladder.wasm,
+# the same sources as build/translate, build/gpt, build/backward_tour and
+# build/ladder (library,
 # ops and program), compiled by clang for wasm32-wasi against Debian's
 # wasi-libc and linked by lld.  Each is a WASI command: the page runs it as a shell
 # would, with arguments, stdin and stdout (src/viz/live_js.c).
@@ -29,9 +30,10 @@ WASM_OBJ32 := $(LIB_SRC:%.c=$(WASM)/f32/%.o)
 WASM_OBJ64 := $(LIB_SRC:%.c=$(WASM)/f64/%.o)
 WASM_TRANSLATE := $(patsubst %.c,$(WASM)/f32/%.o,$(wildcard examples/translate/*.c) examples/common/dist_none.c)
 WASM_GPT := $(patsubst %.c,$(WASM)/f32/%.o,$(wildcard examples/gpt/*.c) examples/common/dist_none.c)
+WASM_LADDER := $(patsubst %.c,$(WASM)/f32/%.o,$(wildcard examples/ladder/*.c))
 
 .PHONY: wasm check-wasm
-wasm: $(WASM)/translate.wasm $(WASM)/gpt.wasm $(WASM)/backward_tour.wasm
+wasm: $(WASM)/translate.wasm $(WASM)/gpt.wasm $(WASM)/backward_tour.wasm $(WASM)/ladder.wasm
 
 check-wasm:
 	@if ! printf '\043include <stdio.h>\nint main(void){return puts("");}\n' | \
@@ -47,7 +49,7 @@ check-wasm:
 	  fi; \
 	fi
 
-$(WASM_OBJ32) $(WASM_OBJ64) $(WASM_TRANSLATE) $(WASM_GPT) $(WASM)/f64/examples/backward_tour.o: | check-wasm
+$(WASM_OBJ32) $(WASM_OBJ64) $(WASM_TRANSLATE) $(WASM_GPT) $(WASM_LADDER) $(WASM)/f64/examples/backward_tour.o: | check-wasm
 $(WASM)/f32/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(WASM_CC) $(WASM_FLAGS) -c $< -o $@
@@ -65,8 +67,10 @@ $(WASM)/translate.wasm: $(WASM_TRANSLATE) $(WASM)/libattograd.a
 	$(WASM_CC) $(WASM_LDFLAGS) $^ -o $@ $(WASM_LIBS)
 $(WASM)/gpt.wasm: $(WASM_GPT) $(WASM)/libattograd.a
 	$(WASM_CC) $(WASM_LDFLAGS) $^ -o $@ $(WASM_LIBS)
+$(WASM)/ladder.wasm: $(WASM_LADDER) $(WASM)/libattograd.a
+	$(WASM_CC) $(WASM_LDFLAGS) $^ -o $@ $(WASM_LIBS)
 $(WASM)/backward_tour.wasm: $(WASM)/f64/examples/backward_tour.o $(WASM)/libattograd64.a
 	$(WASM_CC) $(WASM_LDFLAGS) $^ -o $@ $(WASM_LIBS)
 
--include $(WASM_OBJ32:.o=.d) $(WASM_OBJ64:.o=.d) $(WASM_TRANSLATE:.o=.d) $(WASM_GPT:.o=.d) \
+-include $(WASM_OBJ32:.o=.d) $(WASM_OBJ64:.o=.d) $(WASM_TRANSLATE:.o=.d) $(WASM_GPT:.o=.d) $(WASM_LADDER:.o=.d) \
          $(WASM)/f64/examples/backward_tour.d

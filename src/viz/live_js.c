@@ -7,19 +7,23 @@
  *                 WASI commands): arguments, stdout and stderr kept, a clock,
  *                 random bytes, and one read-only file, the page's model
  *   runProgram()  a fresh instance of the module per run, as a process
- *   liveAttention the translator or the GPT: type a sentence or a prompt,
- *                 the program (`translate run --json - TEXT`, `gpt sample
- *                 --prompt TEXT --json -`: the page's args, "{input}" the
- *                 text) recomputes every attention map of the explorer;
- *                 the translator's heads switch off and on (--head-off)
+ *   liveAttention the translator, the GPT or the ladder: type a sentence,
+ *                 a prompt or a line, the program (`translate run --json -
+ *                 TEXT`, `gpt sample --prompt TEXT --json -`, `ladder RUNG
+ *                 --steps N --input TEXT --json -`: the page's args,
+ *                 "{input}" the text, "{steps}" the training steps asked)
+ *                 recomputes every attention map of the explorer; the
+ *                 translator's heads switch off and on (--head-off)
  *   liveBackward  the backward tour: click a cell of the mask, take a
  *                 training step; `backward_tour --json - --steps N --mask R,C`
  *                 recomputes P, dP, dS, dQ, dK, dV, their checks and the loss
  *
  * The URL's query asks for the same (?live_input=go%20.&live_head_off=cross:1:0 ,
- * ?live_mask=0,1;3,1&live_steps=5: five clicks of "step"; live_count=N: N
- * steps a click), so that a test can drive the page from the command line; the last JSON the program printed is in #live-json, the
- * times in data-live_* of <body>, data-live="1" when done. */
+ * &live_train=20: the ladder trained 20 steps, ?live_mask=0,1;3,1&live_steps=5: five clicks of "step"; live_count=N: N
+ * steps a click; live_still=1: no time shown, for a screenshot), so that a
+ * test can drive the page from the command line; the last JSON the program
+ * printed is in #live-json, the times in data-live_* of <body>,
+ * data-live="1" when done. */
 #include "viz/viz.h"
 
 const char ag__live_js[] =
@@ -144,18 +148,21 @@ const char ag__live_js[] =
     "}\n"
     "\n"
     "// The program with args: { status, stdout, stderr }.  The module is compiled\n"
-    "// once; each run is a fresh instance (fresh memory), as a process is.\n"
+    "// once; each run is a fresh instance (fresh memory), as a process is.  Both\n"
+    "// are synchronous (the module is small): the\n"
+    "// page is never idle between a request and its picture, so that headless\n"
+    "// chromium's virtual time cannot run out in between, however loaded the machine.\n"
     "let liveModule = null;\n"
     "async function runProgram(args) {\n"
     "  if (!liveModule) {\n"
     "    const t0 = performance.now();\n"
-    "    liveModule = await WebAssembly.compile(bytesOf(\"live-wasm\"));\n"
+    "    liveModule = new WebAssembly.Module(bytesOf(\"live-wasm\"));\n"
     "    liveTimes.compile = performance.now() - t0;\n"
     "  }\n"
     "  const out = { 1: [], 2: [] }, w = wasi([live.name].concat(args), out);\n"
     "  for (const im of WebAssembly.Module.imports(liveModule)) // a call not provided: \"not supported\"\n"
     "    if (im.module === \"wasi_snapshot_preview1\" && !(im.name in w.imports)) w.imports[im.name] = () => WASI_E.NOSYS;\n"
-    "  const inst = await WebAssembly.instantiate(liveModule, { wasi_snapshot_preview1: w.imports });\n"
+    "  const inst = new WebAssembly.Instance(liveModule, { wasi_snapshot_preview1: w.imports });\n"
     "  w.bind(inst.exports.memory);\n"
     "  let status = 0;\n"
     "  const t0 = performance.now();\n"
@@ -185,7 +192,9 @@ const char ag__live_js[] =
     "  for (const k of Object.keys(data)) delete data[k];\n"
     "  Object.assign(data, fresh);\n"
     "  document.getElementById(\"live-json\").textContent = r.stdout;\n"
-    "  status.textContent = \"computed in the page by \" + live.name + \" (WebAssembly) in \" + liveTimes.last_run.toFixed(1) + \" ms\";\n"
+    "  // ?live_still=1: no time shown, so that a screenshot is the same at every run (make pictures)\n"
+    "  status.textContent = \"computed in the page by \" + live.name + \" (WebAssembly)\" +\n"
+    "    (query.get(\"live_still\") ? \"\" : \" in \" + liveTimes.last_run.toFixed(1) + \" ms\");\n"
     "  return true;\n"
     "}\n"
     "\n"
@@ -200,7 +209,8 @@ const char ag__live_js[] =
     "// \"heads_off\" takes them: the translator).\n"
     "const heads = { off: [] };\n"
     "function withInput(text) {\n"
-    "  const a = live.args.map(x => x === \"{input}\" ? text : x);\n"
+    "  const steps = document.getElementById(\"live-train\");\n"
+    "  const a = live.args.map(x => x === \"{input}\" ? text : x === \"{steps}\" ? String(steps.value) : x);\n"
     "  heads.off.forEach(h => a.push(\"--head-off\", h));\n"
     "  return a;\n"
     "}\n"
@@ -210,9 +220,12 @@ const char ag__live_js[] =
     "  else heads.off.push(h);\n"
     "}\n"
     "function liveAttention() {\n"
-    "  const canSwitch = Array.isArray(data.heads_off);\n"
-    "  liveFrame('<label>' + (data.model === \"gpt\" ? \"prompt\" : \"sentence\") + ' <input type=\"text\" id=\"live-input\" value=\"' +\n"
-    "    esc(live.input || \"\") + '\"></label><button id=\"live-run\">run</button>' +\n"
+    "  const canSwitch = Array.isArray(data.heads_off), trains = live.args.includes(\"{steps}\");\n"
+    "  const what = { gpt: \"prompt\", ladder: \"line\" }[data.model] || \"sentence\";\n"
+    "  liveFrame('<label>' + what + ' <input type=\"text\" id=\"live-input\" value=\"' + esc(live.input || \"\") + '\"></label>' +\n"
+    "    // a program that trains in the page (the ladder): how many steps, from its start\n"
+    "    (trains ? ' <label>after <input type=\"number\" id=\"live-train\" min=\"1\" max=\"1000000\" style=\"width:6em\" value=\"' +\n"
+    "      pick(\"live_train\", 1000001, data.steps) + '\"> training steps</label>' : \"\") + '<button id=\"live-run\">run</button>' +\n"
     "    (canSwitch ? '<button id=\"live-head\">switch the head shown off / on</button> <span id=\"live-heads\"></span>' : \"\"));\n"
     "  const box = document.getElementById(\"live-input\");\n"
     "  const go = async () => {\n"
@@ -233,7 +246,7 @@ const char ag__live_js[] =
     "    (query.get(\"live_head_off\") || \"\").split(\";\").filter(h => h).forEach(toggleHead);\n"
     "  }\n"
     "  const asked = query.get(\"live_input\");\n"
-    "  if (asked === null && !query.get(\"live_head_off\")) return Promise.resolve();\n"
+    "  if (asked === null && !query.get(\"live_head_off\") && !query.get(\"live_train\")) return Promise.resolve();\n"
     "  if (asked !== null) box.value = asked;\n"
     "  return go();\n"
     "}\n"
@@ -295,6 +308,7 @@ const char ag__live_js[] =
     "  const t0 = performance.now();\n"
     "  await (livePages[data.kind] || (() => Promise.resolve()))();\n"
     "  liveTimes.ready = performance.now() - t0;\n"
+    "  liveTimes.done = performance.now(); // from the start of the page's loading: the first picture, when one run was asked\n"
     "  for (const k in liveTimes) document.body.dataset[\"live_\" + k] = liveTimes[k].toFixed(1);\n"
     "  document.body.dataset.live = \"1\";\n"
     "})().catch(e => { console.error(String(e)); document.body.dataset.live = \"error\"; });\n";

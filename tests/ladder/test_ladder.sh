@@ -4,6 +4,9 @@
 #   - bad flags: exit 2 and a message naming the problem;
 #   - copy and reverse: every held-out answer right, and the lines
 #     docs/ladder.md quotes are what the program prints;
+#   - the explorer page of a rung (--html, --json, --json -): the page holds
+#     the data --json writes, stdout holds it alone; refused for two rungs,
+#     a rung without attention, a character the text never uses;
 #   - every rung: the table docs/ladder.md quotes is what `ladder all`
 #     prints, but for its last column, the seconds, which depend on the
 #     machine and its load (the bits per character are the same for the
@@ -27,6 +30,23 @@ usage "a rung out of range" 9
 run "a task and rungs" 2 "a task (copy) or rungs, not both" copy 3
 run "steps not a number" 2 "--steps needs a whole number" 1 --steps many
 run "a missing file" 1 "$tmp/none.tsv" 1 --data "$tmp/none.tsv"
+
+# the explorer page of a rung: the same data in the page, in the file, on stdout
+run "a page of two rungs" 2 "--html, --json and --live show one rung" 3 4 --html "$tmp/p.html"
+run "a page of a rung without attention" 2 "rung 2 has no attention to show" 2 --steps 2 --html "$tmp/p.html"
+if [ -s "$tmp/out" ]; then no "a page of a rung without attention: trained first ($(head -c 200 "$tmp/out"))"; else ok; fi
+run "a character the text never uses" 1 "the text never uses the character '~'" 3 --steps 2 --input "a~" --json -
+run "--html and --json" 0 "" 8 --steps 5 --input "We go." --html "$tmp/p.html" --json "$tmp/p.json"
+run "--json -" 0 "" 8 --steps 5 --input "We go." --json -
+if python3 - "$tmp/p.html" "$tmp/p.json" "$tmp/out" << 'PY'
+import json, re, sys
+page = re.search(r'<script type="application/json" id="data">(.*?)</script>', open(sys.argv[1]).read(), re.S)
+data, out = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+maps = data["inputs"][0]["maps"]
+sys.exit(not (page and json.loads(page.group(1)) == data == out and data["model"] == "ladder" and len(maps) == 2
+              and data["inputs"][0]["name"] == "We go." and len(maps[0]["heads"]) == 4))
+PY
+then ok; else no "ladder --html, --json and --json - do not hold the same data of 2 layers, 4 heads"; fi
 
 # The lines of docs/ladder.md's ```text block that follows the line holding MARK.
 quoted() { awk -v mark="$1" 'index($0, mark) { on = 1; next } on && /^```/ { if (in_block) exit; in_block = 1; next } in_block' docs/ladder.md; }

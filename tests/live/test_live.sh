@@ -13,6 +13,8 @@
 #     and the same with two heads switched off (--head-off);
 #   - the GPT (trained here too): the typed prompt "We " -> the sample
 #     (the same seed, temperature and top-k) and its attention maps;
+#   - the ladder: rung 8 (pre-norm) trained for 10 steps in the page, the
+#     typed line "We go." -> its attention maps and next characters;
 #   - the backward tour: the mask edited (query 0 may see key 1, query 3 may
 #     not see key 1) and five training steps taken one by one in the page:
 #     the five losses, P, dP, dS, dQ, dK, dV and their checks;
@@ -88,10 +90,17 @@ check gpt "$out/gpt.html" "live_input=We%20" attention "$tmp/g-native.json"
     no "backward_tour --json failed"
 check tour "$out/backward_tour.html" "live_mask=0,1;3,1&live_steps=5" backward "$tmp/b-native.json"
 
+# ---- the ladder: a rung trained in the page, a typed line --------------------------
+# the page made after 5 steps, asked in it for 10: the same weights as 10 natively (more steps, more
+# of the native kernels' rounding in the weights: 3e-6 at 10 steps, 4e-6 at 20)
+"$B/ladder" 8 --steps 5 --live "$out/ladder.html" > "$tmp/l.log" 2>&1 || no "ladder --live: $(tail -n 3 "$tmp/l.log")"
+"$B/ladder" 8 --steps 10 --input "We go." --json "$tmp/l-native.json" > /dev/null 2>&1 || no "ladder --json failed"
+check ladder "$out/ladder.html" "live_input=We%20go.&live_train=10" attention "$tmp/l-native.json"
+
 # ---- every page: offline, its size, and screenshots -------------------------------
 # (in real time, 5 s each, so that the times the page shows are real: in
 # virtual time a run takes 0 ms)
-for p in translate gpt backward_tour; do
+for p in translate gpt backward_tour ladder; do
     offline "$out/$p.html"
     echo "  $p.html: $(wc -c < "$out/$p.html") bytes"
 done

@@ -5,6 +5,7 @@
 # AVX-512 machine, below); the .svg that Graphviz renders from a .dot only when
 # the installed Graphviz is the version that rendered the committed one
 # (its output differs between versions), the .dot itself always.
+# The live pages' screenshots (.png) are compared by check_live_pictures.sh.
 # Then every picture, committed and made now, is checked for text that the
 # picture would clip: measured (check_text.pl) and rendered by rsvg-convert
 # (check_render.pl; skipped, with a note, when rsvg-convert is missing).
@@ -47,6 +48,12 @@ else
         fi
     done
 fi
+# the live pages' screenshots (make_live_pictures.sh), by their numbers and pixels
+if [ -f "$tmp/live_pictures.txt" ]; then
+    while IFS= read -r line; do
+        case $line in ok*) ok "${line#ok   }" ;; FAIL*) no "${line#FAIL }" ;; esac
+    done < <(bash "$root/tests/pictures/check_live_pictures.sh" "$tmp" "$pics")
+else echo "note: the live pages' screenshots were not made (chromium or node missing): not compared"; fi
 # text inside the picture: the pictures made now and the committed ones
 svgs=("$tmp"/*.svg "$pics"/*.svg)
 while IFS= read -r line; do

@@ -6,6 +6,9 @@
 #                       graphs attention.dot and decoder.dot), backward_tour
 #                       --dot backward.dot; each .dot rendered to .svg with
 #                       Graphviz's dot when it is installed
+#   live (ten seconds):  the live pages' screenshots, live_*.png, and
+#                       live_pictures.txt (make_live_pictures.sh: make wasm,
+#                       chromium, node)
 #   --trained (about a minute and a half on 2 cores): trains the translator
 #                       as `make run` does (a tenth of the distinct English
 #                       sources held out, the default 50 epochs, pre-norm,
@@ -29,6 +32,8 @@ export OMP_NUM_THREADS=1
 if command -v dot > /dev/null; then
     for d in attention decoder backward; do dot -Tsvg "$out/$d.dot" -o "$out/$d.svg"; done
 fi
+
+bash "$root/tests/pictures/make_live_pictures.sh" "$B" "$out"
 
 if [ "${3:-}" = --trained ]; then
     tmp=$(mktemp -d)

@@ -1,10 +1,11 @@
 # `make pictures` makes every picture of examples/pictures again: the cheap
-# ones (a second) and those of a trained translator (three training runs:
+# ones (a second), the live pages' screenshots (ten seconds, after make
+# wasm) and those of a trained translator (three training runs:
 # the default (pre-norm), --post-norm and --post-norm --qk-norm, each about
 # twenty seconds to a minute and a half on 2 cores).  `make test` checks
 # that they are up to date (tests/pictures/check_pictures.sh).
 .PHONY: pictures pictures-test
-pictures: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate
+pictures: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate wasm
 	bash tests/pictures/make_pictures.sh $(BUILD) examples/pictures --trained
 # The trained pictures were made by gcc's build with the default CFLAGS:
 # compared only in such a build.
@@ -21,6 +22,6 @@ check-rsvg:
 	    echo "rsvg-convert is missing: the pictures will not be rendered (sudo apt-get install librsvg2-bin)"; \
 	  fi; \
 	fi
-pictures-test: check-rsvg $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate
+pictures-test: check-rsvg $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate wasm
 	bash tests/pictures/check_pictures.sh $(BUILD) $(PICTURES_TRAINED)
 TEST_SUITES += pictures-test

@@ -91,27 +91,35 @@ static int explore_inside(const model *m, ag_graph *g, FILE *f, const int *win, 
 
 #define TITLE "attograd explorer: inside the GPT"
 
-/* The data (len bytes of JSON) to o's outputs; the live page gets m's
- * weights (without a checkpoint's training state) and the command that
- * samples as this one did from the prompt typed.  0, or 1 after a message. */
-static int write_outputs(const model *m, const opts *o, const char *json, size_t len)
+/* The data (len bytes of JSON) to o's outputs; the live page gets the
+ * weights saved at `weights` and the command that samples as this one did
+ * from the prompt typed (the page adds the heads it switches off).  0, or 1
+ * after a message. */
+static int write_outputs(const opts *o, const char *json, size_t len, const char *weights)
 {
-    char tmp[4096], length[16], seed[32], temperature[32], top_k[16];
-    snprintf(tmp, sizeof tmp, "%s.weights.tmp", o->live ? o->live : "");
+    char length[16], seed[32], temperature[32], top_k[16];
     snprintf(length, sizeof length, "%d", o->length), snprintf(top_k, sizeof top_k, "%d", o->top_k);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     snprintf(temperature, sizeof temperature, "%.17g", o->temperature);
     const char *const args[] = {"sample", "--model", "/model.safetensors", "--prompt", "{input}", "--length", length,
                                 "--seed", seed, "--temperature", temperature, "--top-k", top_k, "--json", "-", NULL};
-    live_spec live = {"gpt", o->argv0, o->wasm, o->live, TITLE, "model.safetensors", tmp, args,
+    live_spec live = {"gpt", o->argv0, o->wasm, o->live, TITLE, "model.safetensors", weights, args,
                       o->prompt ? o->prompt : "\n"};
-    if (o->live && model_save(m, NULL, NULL, tmp)) return 1;
-    int rc = explorer_write(prog, json, len, &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TITLE});
-    if (o->live) remove(tmp);
-    return rc;
+    return explorer_write(prog, json, len, &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TITLE});
 }
 
-int explore_sample(const model *m, const int *ids, int n, const opts *o)
+/* The heads switched off (o's --head-off, checked by cmd_sample) as the
+ * JSON list f gets: the live page shows its head switch when it has one. */
+static void json_heads_off(FILE *f, const model *m, const opts *o)
+{
+    fprintf(f, "\"heads_off\": [");
+    for (int i = 0, layer, head; i < o->heads_off; i++)
+        if (!head_off_parse(o->head_off[i], m, &layer, &head))
+            fprintf(f, "%s\"self:%d:%d\"", i ? ", " : "", layer, head);
+    fprintf(f, "], ");
+}
+
+int explore_sample(const model *m, const int *ids, int n, const opts *o, const char *weights)
 {
     int T = n < m->cfg.context ? n : m->cfg.context, L = m->cfg.layers, rc = 1;
     const int *win = ids + (n - T);
@@ -134,7 +142,8 @@ int explore_sample(const model *m, const int *ids, int n, const opts *o)
         goto done;
     }
     if (!explorer_open(&x, prog)) goto done;
-    fprintf(x.f, "{\"kind\": \"attention\", \"model\": \"gpt\", \"inputs\": [{\"name\": "), json_string(x.f, text);
+    fprintf(x.f, "{\"kind\": \"attention\", \"model\": \"gpt\", "), json_heads_off(x.f, m, o);
+    fprintf(x.f, "\"inputs\": [{\"name\": "), json_string(x.f, text);
     fprintf(x.f, ", \"maps\": [");
     for (int l = 0; l < L; l++) {
         explorer_map map = {"causal self-attention", "self", l, "character (query)", "character (key)", lab, lab};
@@ -152,7 +161,7 @@ int explore_sample(const model *m, const int *ids, int n, const opts *o)
     }
     fprintf(x.f, "}]}\n");
     if (fclose(x.f) != 0) fprintf(stderr, "%s: the page's data: %s\n", prog, strerror(errno));
-    else rc = write_outputs(m, o, x.buf, x.len);
+    else rc = write_outputs(o, x.buf, x.len, weights);
     free(x.buf);
     x.f = NULL;
 done:

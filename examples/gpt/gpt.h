@@ -6,7 +6,7 @@
  *   train.c       `gpt train`: batches, Adam steps, held-out loss, plot, JSON
  *   parts.c       a step's batch in parts: threads (--parts) or mpirun's processes
  *   eval.c        `gpt eval`: loss and bits per character on a file
- *   sample.c      `gpt sample`: seeded text from a prompt
+ *   sample.c      `gpt sample`: seeded text from a prompt, heads switched off
  *   explore.c     --html: the explorer page of a sample's attention
  *
  * Exit status everywhere: 0 ok, 1 a file or the data is bad, 2 bad usage;
@@ -25,6 +25,8 @@
 
 extern const char *prog; /* "gpt", for messages */
 
+#define HEADS_OFF_MAX 64 /* --head-off given at most this often */
+
 typedef struct opts {
     const char *data, *out, *model, *resume, *json, *plot, *prompt, *activation, *html;
     const char *live, *wasm, *argv0; /* sample's live page, its module, and where the program is */
@@ -33,6 +35,8 @@ typedef struct opts {
     double lr, clip, dropout, temperature;
     uint64_t seed;
     int stdin_uses; /* input flags given "-" (stdin) */
+    const char *head_off[HEADS_OFF_MAX]; /* sample's --head-off self:LAYER:HEAD, each */
+    int heads_off;
 } opts;
 
 void usage(FILE *f);
@@ -120,10 +124,16 @@ ag_status dataset_loss(const model *m, ag_graph *g, const int *ids, size_t n, in
 int cmd_train(const opts *o);
 int cmd_eval(const opts *o);
 int cmd_sample(const opts *o);
+/* --head-off's value s, "self:LAYER:HEAD" (the kind of the page's GPT
+ * maps) with LAYER and HEAD within m, into *layer and *head.  0, or 2
+ * after a message naming s. */
+int head_off_parse(const char *s, const model *m, int *layer, int *head);
 /* The attention data (docs/explorer.md) of the model on ids[0..n): the last
- * `context` of them, every layer and head, to o's --html, --json and
- * --live.  0, or 1 after a message. */
-int explore_sample(const model *m, const int *ids, int n, const opts *o);
+ * `context` of them, every layer and head, and the heads switched off
+ * (o's --head-off), to o's --html, --json and --live; the live page gets
+ * the weights saved at `weights` (every head on: the page switches them).
+ * 0, or 1 after a message. */
+int explore_sample(const model *m, const int *ids, int n, const opts *o, const char *weights);
 /* Each layer's attention entropy on the window ids[0..T) (T <= context):
  * the mean over heads and rows of -sum_s P_s log P_s, nats, into out
  * [layers].  0, or 1 after a message. */

@@ -4,7 +4,7 @@
  *   gpt train  --data FILE --out MODEL [options]      (--resume MODEL continues)
  *   gpt eval   --model MODEL --data FILE [--all] [--json FILE]
  *   gpt sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1]
- *              [--top-k 0] [--seed 0]
+ *              [--top-k 0] [--seed 0] [--head-off self:LAYER:HEAD]...
  *
  * The model is ag_gpt (src/nn/gpt.c): pre-LayerNorm decoder-only blocks,
  * learned positions, a GELU MLP, the output layer tied to the character
@@ -37,14 +37,17 @@ void usage(FILE *f)
             "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
             "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
             "                [--seed 0] [--threads N] [--html PAGE.html] [--json FILE] [--live PAGE.html [--wasm FILE]]\n"
+            "                [--head-off self:LAYER:HEAD]...\n"
             "\n"
+            "sample: --head-off self:1:0 switches head 0 of layer 1's self-attention off (its output times 0),\n"
+            "  at most %d times.\n"
             "train: --parts N splits each batch among N threads (data parallel); under mpirun (make MPI=1)\n"
             "  the processes are the parts, with the same numbers as --parts N.\n"
             "train: SIGINT or SIGTERM (Ctrl-C) ends the current step, saves a checkpoint to --out that\n"
             "  --resume continues bit for bit, and exits 130 or 143; a second signal stops at once.\n"
             "Inputs (--data, --model, --resume) may be pipes, as <(zcat text.gz), or - for stdin (one\n"
             "  of them): read to the end, checked as a file.  AG_INPUT_LIMIT=BYTES bounds every input.\n",
-            prog, prog, prog);
+            prog, prog, prog, HEADS_OFF_MAX);
 }
 
 static int bad_value(const char *flag, const char *want, const char *got)
@@ -92,6 +95,13 @@ static int parse_value(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--live")) o->live = v;
     else if (!strcmp(f, "--wasm")) o->wasm = v;
     else if (!strcmp(f, "--prompt")) o->prompt = v;
+    else if (!strcmp(f, "--head-off")) {
+        if (o->heads_off == HEADS_OFF_MAX) {
+            fprintf(stderr, "%s: --head-off: at most %d heads, got '%s' more\n", prog, HEADS_OFF_MAX, v);
+            return 2;
+        }
+        o->head_off[o->heads_off++] = v;
+    }
     else if (!strcmp(f, "--steps")) rc = whole(f, v, 1, 10000000, &o->steps);
     else if (!strcmp(f, "--batch")) rc = whole(f, v, 1, 65536, &o->batch);
     else if (!strcmp(f, "--context")) rc = whole(f, v, 1, 4096, &o->context);
@@ -178,6 +188,10 @@ static int run(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     o.argv0 = argv[0];
     ag_set_threads(o.threads);
+    if (o.heads_off && strcmp(argv[1], "sample")) {
+        fprintf(stderr, "%s: --head-off is a flag of sample only\n", prog);
+        return 2;
+    }
     if (!strcmp(argv[1], "train")) return cmd_train(&o);
     if (!strcmp(argv[1], "eval")) return cmd_eval(&o);
     if (!strcmp(argv[1], "sample")) return cmd_sample(&o);

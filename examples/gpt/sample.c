@@ -1,10 +1,38 @@
 /* sample.c: `gpt sample`: text from a trained model, one character at a
  * time (ag_gpt_sample): temperature, top-k and a seed, so the same seed
- * gives the same text. */
+ * gives the same text.  --head-off self:LAYER:HEAD switches a head off
+ * before sampling: its D columns of the block's W_o are zeroed, so its
+ * output is multiplied by 0 (the translator's --head-off, on the GPT's
+ * self-attention). */
 #include "gpt.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+int head_off_parse(const char *s, const model *m, int *layer, int *head)
+{
+    int end = 0;
+    if (sscanf(s, "self:%d:%d%n", layer, head, &end) == 2 && !s[end] && *layer >= 0 && *layer < m->cfg.layers &&
+        *head >= 0 && *head < m->cfg.heads)
+        return 0;
+    fprintf(stderr, "%s: --head-off wants self:LAYER:HEAD with LAYER in 0..%d and HEAD in 0..%d, got '%s'\n", prog,
+            m->cfg.layers - 1, m->cfg.heads - 1, s);
+    return 2;
+}
+
+/* The heads of o->head_off switched off in m.  0, or 2 after a message. */
+static int switch_heads_off(const opts *o, model *m)
+{
+    int C = m->cfg.hidden, D = C / m->cfg.heads;
+    for (int i = 0; i < o->heads_off; i++) {
+        int layer, head;
+        if (head_off_parse(o->head_off[i], m, &layer, &head)) return 2;
+        ag_tensor *w_o = m->net.blocks[layer].attention.w_o.weight;
+        for (int r = 0; r < C; r++) /* W_o [C, C]: y = x W_o^T, head h's outputs are x[h D .. h D + D) */
+            memset(w_o->data + (size_t)r * C + (size_t)head * D, 0, (size_t)D * sizeof(ag_real));
+    }
+    return 0;
+}
 
 int cmd_sample(const opts *o)
 {
@@ -15,6 +43,16 @@ int cmd_sample(const opts *o)
     }
     model m;
     if (model_load(&m, o->model, NULL)) return 1;
+    /* the live page's weights: without a checkpoint's training state, every
+     * head on (the page switches them), beside the page until it is written */
+    char weights[4096] = "";
+    if (o->live) snprintf(weights, sizeof weights, "%s.weights.tmp", o->live);
+    int st = o->live && model_save(&m, NULL, NULL, weights) ? 1 : switch_heads_off(o, &m);
+    if (st) {
+        if (*weights) remove(weights);
+        model_free(&m);
+        return st;
+    }
     /* the prompt, or a newline (the start of a sentence) when none is given */
     const char *prompt = o->prompt ? o->prompt : "\n";
     size_t np = strlen(prompt);
@@ -42,7 +80,7 @@ int cmd_sample(const opts *o)
         free(out);
         goto done;
     }
-    if ((o->html || o->json || o->live) && explore_sample(&m, out, (int)np + o->length, o)) {
+    if ((o->html || o->json || o->live) && explore_sample(&m, out, (int)np + o->length, o, weights)) {
         free(out);
         goto done;
     }
@@ -52,6 +90,7 @@ int cmd_sample(const opts *o)
     free(out);
     rc = fflush(stdout) == 0 ? 0 : 1;
 done:
+    if (*weights) remove(weights);
     free(ids);
     ag_graph_free(g);
     model_free(&m);

@@ -13,7 +13,8 @@
  *                 --steps N --input TEXT --json -`: the page's args,
  *                 "{input}" the text, "{steps}" the training steps asked)
  *                 recomputes every attention map of the explorer; the
- *                 translator's heads switch off and on (--head-off)
+ *                 translator's and the GPT's heads switch off and on
+ *                 (--head-off)
  *   liveBackward  the backward tour: click a cell of the mask, take a
  *                 training step; `backward_tour --json - --steps N --mask R,C`
  *                 recomputes P, dP, dS, dQ, dK, dV, their checks and the loss
@@ -206,7 +207,7 @@ const char ag__live_js[] =
     "// ---- the translator or the GPT: type a sentence or a prompt ---------------------\n"
     "// The program's arguments, \"{input}\" replaced by what is typed, and a\n"
     "// --head-off for each head switched off (a program whose data lists\n"
-    "// \"heads_off\" takes them: the translator).\n"
+    "// \"heads_off\" takes them: the translator, the GPT).\n"
     "const heads = { off: [] };\n"
     "function withInput(text) {\n"
     "  const steps = document.getElementById(\"live-train\");\n"

@@ -8,6 +8,9 @@
 #     gives the held-out loss train printed, --json and --plot are written;
 #   - sample with the same seed gives the same text, another seed other text,
 #     temperature 0 ignores the seed;
+#   - sample --head-off: a value outside the model or of another kind is
+#     exit 2 naming it; a head switched off is listed in --json's
+#     "heads_off" and changes the next characters' log-sum-exp;
 #   - --resume: 12 steps, then 12 more from the checkpoint, give the same
 #     checkpoint, byte for byte, as 24 steps in one run;
 #   - --parts 2 (the batch on two threads): the same file every run and
@@ -83,6 +86,21 @@ run "greedy, another seed" 0 "" sample --model "$tmp/m.safetensors" --length 40 
 if cmp -s "$tmp/g1" "$tmp/out"; then ok; else no "temperature 0 depends on the seed"; fi
 run "top-k 1 is greedy" 0 "" sample --model "$tmp/m.safetensors" --length 40 --top-k 1 --seed 3
 if cmp -s "$tmp/g1" "$tmp/out"; then ok; else no "top-k 1 differs from greedy"; fi
+
+# ---- --head-off: checked against the model; a head off changes the numbers ---------
+for v in self:2:0 self:0:2 self:-1:0 cross:0:0 self:0 self:0:0x; do
+    run "--head-off $v" 2 "--head-off wants self:LAYER:HEAD with LAYER in 0..1 and HEAD in 0..1, got '$v'" \
+        sample --model "$tmp/m.safetensors" --length 5 --head-off "$v"
+done
+run "--head-off on train" 2 "--head-off is a flag of sample only" "${train[@]}" --head-off self:0:0
+sample=(sample --model "$tmp/m.safetensors" --prompt "I " --length 20 --seed 5)
+run "every head on" 0 "" "${sample[@]}" --json "$tmp/on.json"
+run "a head off" 0 "" "${sample[@]}" --head-off self:1:0 --json "$tmp/off.json"
+if grep -qF '"heads_off": [], ' "$tmp/on.json" && grep -qF '"heads_off": ["self:1:0"], ' "$tmp/off.json"; then ok
+else no "--json does not list the heads off: $(grep -o '"heads_off": [^]]*]' "$tmp/on.json" "$tmp/off.json")"; fi
+lse_on=$(grep -o '"lse": \[[^]]*\]' "$tmp/on.json") lse_off=$(grep -o '"lse": \[[^]]*\]' "$tmp/off.json")
+if [ -n "$lse_on" ] && [ -n "$lse_off" ] && [ "$lse_on" != "$lse_off" ]; then ok
+else no "switching head 1:0 off left the log-sum-exp as it was: ${lse_off:0:80}"; fi
 
 # ---- resume: 12 + 12 steps = 24 steps, byte for byte ------------------------------
 run "24 steps" 0 "" train --data "$tmp/data.tsv" --out "$tmp/r24.safetensors" "${small[@]}" --steps 24 --quiet

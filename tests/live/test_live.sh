@@ -13,6 +13,7 @@
 #     and the same with two heads switched off (--head-off);
 #   - the GPT (trained here too): the typed prompt "We " -> the sample
 #     (the same seed, temperature and top-k) and its attention maps;
+#     and the same with a head switched off (--head-off self:0:0);
 #   - the ladder: rung 8 (pre-norm) trained for 10 steps in the page, the
 #     typed line "We go." -> its attention maps and next characters;
 #   - the backward tour: the mask edited (query 0 may see key 1, query 3 may
@@ -82,6 +83,11 @@ else no "gpt --live: $(tail -n 3 "$tmp/g.log" "$tmp/s.log")"; fi
 "$B/gpt" sample --model "$tmp/g.safetensors" --prompt "We " "${sample[@]}" --json "$tmp/g-native.json" \
     > /dev/null 2>&1 || no "gpt sample --json failed"
 check gpt "$out/gpt.html" "live_input=We%20" attention "$tmp/g-native.json"
+# a head switched off, as the page's button names it (the maps' kind "self")
+"$B/gpt" sample --model "$tmp/g.safetensors" --prompt "We " "${sample[@]}" --head-off self:0:0 \
+    --json "$tmp/g-off.json" > /dev/null 2>&1 || no "gpt sample --head-off --json failed"
+if cmp -s "$tmp/g-off.json" "$tmp/g-native.json"; then no "gpt --head-off changed nothing"; else ok; fi
+check gpt-off "$out/gpt.html" "live_input=We%20&live_head_off=self:0:0" attention "$tmp/g-off.json"
 
 # ---- the backward tour: a mask edit, five training steps -------------------------
 "$B/backward_tour" --live "$out/backward_tour.html" > "$tmp/b.log" 2>&1 ||

@@ -78,11 +78,13 @@ Test(kernels, every_gemm_kernel_is_the_reference_loop_bit_for_bit)
     /* products past gemm's plain loops (M N K >= 256): full and edge tiles,
      * a depth across KC, narrow heads (the AVX-512 head kernel's shapes, its
      * blocks of 16 rows among them), and B read in place (few rows, or rows
-     * up to 4 panels wide, the last panel partial); each without and with
-     * a bias added in the store (ag__gemm_bias_res) */
+     * up to 4 panels wide, the last panel partial), A^T packed (more than 4
+     * panels wide: 70 columns and more on AVX2, 300 on AVX-512; 80 rows: two
+     * row blocks, the last tile reaching back into the first); each without
+     * and with a bias added in the store (ag__gemm_bias_res) */
     static const int shapes[][3] = {{37, 70, 300}, {6, 32, 64}, {10, 10, 16}, {10, 16, 10}, {13, 17, 40},
                                     {7, 129, 800}, {64, 64, 64}, {2, 100, 50},  {50, 3, 20},  {1, 64, 16},
-                                    {40, 200, 400}, {16, 16, 32}, {28, 9, 20}};
+                                    {40, 200, 400}, {16, 16, 32}, {28, 9, 20}, {80, 300, 420}};
     int tested = 0;
     for (int l = 0; l < NLEVELS; l++) {
         if (!use_level(l)) continue;

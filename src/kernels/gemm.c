@@ -13,9 +13,10 @@
  *   jr, ir:   the micro-kernel: an MR x NR tile of C held in vector
  *             registers while k walks a panel of B and MR rows of A:
  *               acc[i][:] += A(i, k) * b[k][:]   (one broadcast, NR/VL FMAs)
- * A needs no packing: the kernel broadcasts one element of A at a time, so
- * it reads A in place through two strides (row, depth) whatever the
- * transpose; only an edge of fewer than MR rows is copied, zero-padded.
+ * A needs little packing: the kernel broadcasts one element of A at a
+ * time, so it reads A in place through two strides (row, depth) whatever
+ * the transpose.  Only an edge of fewer than MR rows is copied,
+ * zero-padded, and A^T when its rows lie far apart (pack_a_block).
  * Packing B pays only when many row panels reuse it: for a product of a
  * few rows the kernel reads B (not transposed) in place too.
  *
@@ -64,9 +65,22 @@
 #endif
 
 
-/* MR rows [i0, i0+mr) of op(A), zero rows up to MR, depth [p0, p0+kc):
- * dst[k][MR].  Only for the edge of fewer than MR rows: whole panels are
- * read in place. */
+/* The row panel at i0 of a product whose rows end at m1: returns its
+ * first row; *mr: how many of its MR rows are real, *skip: how many at its
+ * top are stored already.  Whole panels are MR rows.  The last, of fewer,
+ * is the whole tile that ends at row m1 when the product has MR rows or
+ * more (its first rows, computed already by this thread or another, are
+ * not stored again), else its mr rows, zero-padded. */
+static inline int panel_at(int i0, int m1, int *mr, int *skip)
+{
+    *mr = m1 - i0 < MR ? m1 - i0 : MR, *skip = 0;
+    if (*mr < MR && i0 + *mr >= MR) *skip = MR - *mr, *mr = MR;
+    return i0 - *skip;
+}
+
+/* mr < MR rows [i0, i0+mr) of op(A), zero rows up to MR, depth [p0,
+ * p0+kc): dst[k][MR].  Only for a product of fewer than MR rows read in
+ * place: whole panels are. */
 static void pack_a_edge(ag_real *dst, const ag_real *A, int ta, int lda, int i0, int mr, int p0, int kc)
 {
     for (int k = 0; k < kc; k++)
@@ -80,6 +94,29 @@ static void pack_a_edge(ag_real *dst, const ag_real *A, int ta, int lda, int i0,
         for (int i = 0; i < mr; i++) {
             const ag_real *a = A + (size_t)(i0 + i) * lda + p0;
             for (int k = 0; k < kc; k++) dst[(size_t)k * MR + i] = a[k];
+        }
+    }
+}
+
+/* Rows [ic, ic+mc) (of a product ending at row m1) of op(A) = A^T, A stored
+ * [K, M], depth [p0, p0+kc): the row panels of panel_at, panel p at dst +
+ * p MR kc, [kc][MR].  op(A)'s rows are A's columns: read in place, each
+ * step of k would be a row of A away, a new page every step or two (the
+ * TLB missing all the way: a seventh of dW = dY^T X's time).  Copied row
+ * by row of A, each read once, in order. */
+static void pack_a_block(ag_real *dst, const ag_real *A, int lda, int ic, int mc, int m1, int p0, int kc)
+{
+    int start[MC / MR], rows[MC / MR], np = 0, skip;
+    for (int i0 = ic; i0 < ic + mc; i0 += MR, np++) start[np] = panel_at(i0, m1, &rows[np], &skip);
+    for (int k = 0; k < kc; k++) {
+        const ag_real *a = A + (size_t)(p0 + k) * lda;
+        if (k + 8 < kc)
+            for (int i = 0; i < mc; i += 64 / (int)sizeof(ag_real)) __builtin_prefetch(a + (size_t)8 * lda + start[0] + i);
+        for (int p = 0; p < np; p++) {
+            ag_real *d = dst + ((size_t)p * kc + k) * MR;
+            if (rows[p] == MR) memcpy(d, a + start[p], MR * sizeof(ag_real));
+            else
+                for (int i = 0; i < MR; i++) d[i] = i < rows[p] ? a[start[p] + i] : 0;
         }
     }
 }
@@ -141,6 +178,24 @@ static void pack_b_panel(ag_real *dst, int w, const ag_real *B, int tb, int ldb,
         ag_real *d = dst + (size_t)k * w;
         for (int j = 0; j < nr; j++) d[j] = src[j];
         for (int j = nr; j < w; j++) d[j] = 0;
+    }
+}
+
+/* Columns [j0, j0+nc) of op(B) = B, stored [K, N], depth [p0, p0+kc), as
+ * the panels pack_b_panel makes: panel p (columns j0 + p NR on, nr of
+ * them, w = nr rounded up to VL) at dst + p NR kc, [kc][w], zero past nr.
+ * Row by row of B, each read once, in order: panel by panel, each step of
+ * k would be a row of B away. */
+static void pack_b_block(ag_real *dst, int NR, int VL, const ag_real *B, int ldb, int j0, int nc, int p0, int kc)
+{
+    for (int k = 0; k < kc; k++) {
+        const ag_real *b = B + (size_t)(p0 + k) * ldb + j0;
+        for (int j = 0; j < nc; j += NR) {
+            int nr = nc - j < NR ? nc - j : NR, w = (nr + VL - 1) / VL * VL;
+            ag_real *d = dst + (size_t)j * kc + (size_t)k * w;
+            memcpy(d, b + j, (size_t)nr * sizeof(ag_real));
+            for (int c = nr; c < w; c++) d[c] = 0;
+        }
     }
 }
 
@@ -558,21 +613,63 @@ typedef struct job {
     int nshares, by_rows; /* C cut in nshares shares of row (or column) panels */
 } job;
 
+/* The tiles of rows [ic, ic+mc) and columns [jc, jc+nc) over one depth
+ * block [pc, pc+kc): B's panels are in bpack (or, direct, read in place
+ * where whole), A's in apack when packed (pack_a), else read in place.
+ * bias and res: only with the last depth block. */
+static void gemm_block(const job *jb, int ic, int mc, int m1, int jc, int nc, int pc, int kc, const ag_real *apack,
+                       bool pack_a, const ag_real *bpack, bool direct, const ag_real *bias, const ag_real *res)
+{
+    const isa *is = jb->isa;
+    const int VL = is->vl, NR = is->nv * VL, overwrite = pc == 0 && jb->beta == 0;
+    ag_real *edge = (ag_real *)apack; /* a product of fewer than MR rows, read in place */
+    for (int j0 = jc; j0 < jc + nc; j0 += NR) {
+        int nr = jc + nc - j0 < NR ? jc + nc - j0 : NR, w = (nr + VL - 1) / VL * VL, ldbk = w;
+        kernel_fn kern = is->kernel[w / VL];
+        const ag_real *bp = bpack + (size_t)(j0 - jc) * kc, *bj = bias ? bias + j0 : NULL;
+        if (direct && nr == w) bp = jb->B + (size_t)pc * jb->ldb + j0, ldbk = jb->ldb;
+        for (int i0 = ic; i0 < ic + mc; i0 += MR) {
+            int mr, skip, i = panel_at(i0, m1, &mr, &skip);
+            ag_real *c = jb->C + (size_t)i * jb->ldc + j0;
+            if (pack_a)
+                kern(kc, apack + (size_t)(i0 - ic) * kc, 1, MR, bp, ldbk, c, jb->ldc, mr, nr, overwrite, skip, bj);
+            else if (mr < MR) { /* a zero-padded copy, once per depth block */
+                if (j0 == jc) pack_a_edge(edge, jb->A, jb->ta, jb->lda, i, mr, pc, kc);
+                kern(kc, edge, 1, MR, bp, ldbk, c, jb->ldc, mr, nr, overwrite, 0, bj);
+            } else if (jb->ta) /* A stored [K, M]: element (i, k) at A[k lda + i] */
+                kern(kc, jb->A + (size_t)pc * jb->lda + i, 1, jb->lda, bp, ldbk, c, jb->ldc, mr, nr, overwrite, skip,
+                     bj);
+            else /* A stored [M, K]: element (i, k) at A[i lda + k] */
+                kern(kc, jb->A + (size_t)i * jb->lda + pc, jb->lda, 1, bp, ldbk, c, jb->ldc, mr, nr, overwrite,
+                     skip, bj);
+            if (res) /* + R, while the tile is in L1 */
+                is->add_tile(mr - skip, nr, res + (size_t)i0 * jb->ldc + j0, c + (size_t)skip * jb->ldc, jb->ldc);
+        }
+    }
+}
+
 /* C[m0:m1, n0:n1] of the product, on the calling thread with its own
- * packing buffers.  Panels of B are NR = nv VL columns wide; the last one
- * only as many vectors wide as it needs.  A is read in place (the kernel
- * takes its strides); only an edge of fewer than MR rows is copied,
- * zero-padded.  Without memory for the buffers, the plain loops do it. */
+ * packing buffers: the loops jc, pc, ic of the blocked design, packing B's
+ * block once per (jc, pc) and A's once per (pc, ic) when it is packed.
+ * Panels of B are NR = nv VL columns wide; the last one only as many
+ * vectors wide as it needs.  A is read in place (the kernel takes its
+ * strides) but for an edge of fewer than MR rows and a wide A^T
+ * (pack_a).  Without memory for the buffers, the plain loops do it. */
 static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
 {
     const isa *is = jb->isa;
     const int VL = is->vl, NR = is->nv * VL, K = jb->K;
     int ncmax = n1 - n0 < NC ? n1 - n0 : NC, kcmax = K < KC ? K : KC;
+    /* A stored [K, M] is packed when more than 4 panels of B read the copy
+     * (dW = dY^T X of a 512-wide layer: 1.12x); for fewer, the copy costs
+     * as much as it saves (a 64-wide layer's: 0.97x). */
+    bool pack_a = jb->ta && n1 - n0 > 4 * NR;
     ag_real *apack, *bpack;
-    if (!ag__gemm_buffers((size_t)MR * kcmax, (size_t)((ncmax + NR - 1) / NR) * NR * kcmax, &apack, &bpack)) {
+    if (!ag__gemm_buffers((size_t)(pack_a ? MC : MR) * kcmax, (size_t)((ncmax + NR - 1) / NR) * NR * kcmax, &apack,
+                          &bpack)) {
         ag_real *c = jb->C + (size_t)m0 * jb->ldc + n0;
         ag__gemm_small(jb->ta, jb->tb, m1 - m0, n1 - n0, K, jb->A + (size_t)m0 * (jb->ta ? 1 : jb->lda), jb->lda,
-                   jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->beta, c, jb->ldc);
+                       jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->beta, c, jb->ldc);
         add_bias_res(m1 - m0, n1 - n0, jb->bias ? jb->bias + n0 : NULL,
                      jb->res ? jb->res + (size_t)m0 * jb->ldc + n0 : NULL, c, jb->ldc);
         return;
@@ -584,56 +681,26 @@ static void gemm_part(const job *jb, int m0, int m1, int n0, int n1)
      * when they are up to 4 panels wide: a panel's rows, a few cache lines
      * apart, stream as well from L2 as packed ones, and the copy is saved
      * (dW = dY^T X of a 256-wide layer); and, however wide, for up to 16
-     * row panels (96 rows), too few to repay the copy.  Either way the kernel adds the same products in the same
-     * order: the same bits. */
+     * row panels (96 rows), too few to repay the copy.  Either way the
+     * kernel adds the same products in the same order: the same bits. */
     bool direct = !jb->tb && (m1 - m0 <= 16 * MR || jb->ldb <= 4 * NR);
     for (int jc = n0; jc < n1; jc += NC) {
-        int nc = n1 - jc < NC ? n1 - jc : NC, npanels = (nc + NR - 1) / NR;
+        int nc = n1 - jc < NC ? n1 - jc : NC;
         for (int pc = 0; pc < K; pc += KC) {
             int kc = K - pc < KC ? K - pc : KC;
-            int overwrite = pc == 0 && jb->beta == 0;
             bool last = pc + kc == K; /* the bias and R are added once, after the last block */
-            const ag_real *bias = last ? jb->bias : NULL, *res = last ? jb->res : NULL;
-            for (int jp = 0; jp < npanels; jp++) {
-                int j0 = jc + jp * NR, nr = jc + nc - j0 < NR ? jc + nc - j0 : NR;
-                int w = (nr + VL - 1) / VL * VL;
-                if (!(direct && nr == w))
-                    pack_b_panel(bpack + (size_t)jp * NR * kc, w, jb->B, jb->tb, jb->ldb, j0, nr, pc, kc);
-            }
+            if (!jb->tb && !direct) pack_b_block(bpack, NR, VL, jb->B, jb->ldb, jc, nc, pc, kc);
+            else
+                for (int j0 = jc; j0 < jc + nc; j0 += NR) {
+                    int nr = jc + nc - j0 < NR ? jc + nc - j0 : NR, w = (nr + VL - 1) / VL * VL;
+                    if (!(direct && nr == w))
+                        pack_b_panel(bpack + (size_t)(j0 - jc) * kc, w, jb->B, jb->tb, jb->ldb, j0, nr, pc, kc);
+                }
             for (int ic = m0; ic < m1; ic += MC) {
                 int mc = m1 - ic < MC ? m1 - ic : MC;
-                for (int jp = 0; jp < npanels; jp++) {
-                    int j0 = jc + jp * NR, nr = jc + nc - j0 < NR ? jc + nc - j0 : NR;
-                    int w = (nr + VL - 1) / VL * VL, ldbk = w;
-                    kernel_fn kern = is->kernel[w / VL];
-                    const ag_real *bp = bpack + (size_t)jp * NR * kc, *bj = bias ? bias + j0 : NULL;
-                    if (direct && nr == w) bp = jb->B + (size_t)pc * jb->ldb + j0, ldbk = jb->ldb;
-                    for (int i0 = ic; i0 < ic + mc; i0 += MR) {
-                        int mr = m1 - i0 < MR ? m1 - i0 : MR, skip = 0;
-                        if (mr < MR && i0 + mr >= MR) {
-                            /* the edge of a product of MR rows or more: a whole
-                             * tile ending at the last row, whose first
-                             * MR - mr rows (computed already, by this
-                             * thread or another) are not stored again */
-                            skip = MR - mr, i0 -= skip, mr = MR;
-                        }
-                        ag_real *c = jb->C + (size_t)i0 * jb->ldc + j0;
-                        if (mr < MR) { /* a product of fewer rows: a zero-padded copy, once per depth block */
-                            if (jp == 0) pack_a_edge(apack, jb->A, jb->ta, jb->lda, i0, mr, pc, kc);
-                            kern(kc, apack, 1, MR, bp, ldbk, c, jb->ldc, mr, nr, overwrite, 0, bj);
-                        } else if (jb->ta) { /* A stored [K, M]: element (i, k) at A[k lda + i] */
-                            kern(kc, jb->A + (size_t)pc * jb->lda + i0, 1, jb->lda, bp, ldbk, c, jb->ldc, mr, nr,
-                                 overwrite, skip, bj);
-                        } else { /* A stored [M, K]: element (i, k) at A[i lda + k] */
-                            kern(kc, jb->A + (size_t)i0 * jb->lda + pc, jb->lda, 1, bp, ldbk, c, jb->ldc, mr, nr,
-                                 overwrite, skip, bj);
-                        }
-                        if (res) /* + R, while the tile is in L1 */
-                            is->add_tile(mr - skip, nr, res + (size_t)(i0 + skip) * jb->ldc + j0,
-                                         c + (size_t)skip * jb->ldc, jb->ldc);
-                        i0 += skip;
-                    }
-                }
+                if (pack_a) pack_a_block(apack, jb->A, jb->lda, ic, mc, m1, pc, kc);
+                gemm_block(jb, ic, mc, m1, jc, nc, pc, kc, apack, pack_a, bpack, direct, last ? jb->bias : NULL,
+                           last ? jb->res : NULL);
             }
         }
     }

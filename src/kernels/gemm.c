@@ -34,11 +34,11 @@
  * a tile never changes how it is computed, so the result does not depend
  * on the thread count at all.
  *
- * On AVX-512 the products of a toy attention head (N <= 32, K <= 64,
- * M <= 64) take a kernel of their own with no packing or blocking
- * (gemm_head512; the same bits as the blocked kernel).  Elsewhere, products
- * too small to repay any of this (M N K < 256) take plain, vectorised loops
- * instead. */
+ * On AVX-512 and AVX2 the products of a toy attention head (N <= 32,
+ * K <= 64, M <= 64) take a kernel of their own with no packing or blocking
+ * (kernels/gemm_head.c; the same bits as the blocked kernel).  Elsewhere,
+ * products too small to repay any of this (M N K < 256) take plain,
+ * vectorised loops instead. */
 #include "core/internal.h"
 #include "kernels/gemm.h"
 
@@ -463,143 +463,6 @@ static const isa *current(void)
 
 const char *ag__gemm_kernel(const char *force) { return ag__isa_force(force); }
 
-/* ---- a toy attention head's products (AVX-512, float) -------------------- */
-
-#if defined(HAVE_X86) && !defined(AG_DOUBLE)
-#include "core/transpose.h"
-
-/* C = beta C + op(A) op(B) for N <= 32, K <= 64, M <= 64 (beta 0 or 1):
- * the products of one head of a toy model, thousands of them a step.
- * op(B)'s rows are one or two vectors (N <= 16 or 32), zero beyond
- * column N: B's own rows, read in place by masked loads, or (B
- * transposed) a buffer of at most 64 rows, filled by 16 x 16 blocks
- * transposed in registers.  Then 12 rows of C at a time (the last block
- * 4, 8 or 12; 13 to 16 rows as 8 and 8, or, one vector wide, 16 at once:
- * a toy head's block of 16 queries): one FMA per row, vector and k, with
- * A's element broadcast.  No packing buffers, no
- * blocking: at these sizes the blocked product's bookkeeping costs more
- * than the arithmetic.  Each element of C is the same chain of FMAs (k
- * ascending, then + C when beta is 1) as in the blocked product: the
- * results are identical to the bit. */
-enum { HR = 12 }; /* rows of C at a time: a toy head's 10 in one go, 12 (or 24) accumulators;
-                    16 rows of one vector: 16 accumulators */
-
-/* mr <= R rows of C from R rows of A (a[i] = a0 + i rs; rows past mr
- * repeat row 0, computed and not stored): R NV accumulators in registers.
- * Columns 16 v .. 16 v + 15 of op(B)'s row k are at b + k ldbk + 16 v, the
- * lanes of mb[v] (the others read as 0); mn[v]: the columns of C. */
-__attribute__((target("avx512f,fma"), always_inline)) static inline void
-head_rows(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, const __mmask16 *mb, int K, int mr,
-          const __mmask16 *mn, float beta, float *c0, int ldc, const int R, const int NV)
-{
-    const float *a[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < R; i++) a[i] = a0 + (size_t)(i < mr ? i : 0) * rs;
-    __m512 acc[16][2];
-#pragma GCC unroll 16
-    for (int i = 0; i < R; i++)
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
-    /* 16 whole rows along which k runs (cs 1): row 4 j + m at q[j] + m rs,
-     * m < 4, q[j] stepping with k: 4 pointers and the offsets (rs, 3 rs)
-     * in registers, where 16 pointers, one per row, spill to the stack */
-    const float *q[4] = {a0, a0 + 4 * rs, a0 + 8 * rs, a0 + 12 * rs};
-    for (int k = 0; k < K; k++) {
-        __m512 bv[2];
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(mb[v], b + (size_t)k * ldbk + 16 * v);
-#pragma GCC unroll 16
-        for (int i = 0; i < R; i++) {
-            __m512 ak = R == 16 && cs == 1 ? _mm512_set1_ps(q[i / 4][(size_t)(i % 4) * rs])
-                                           : _mm512_set1_ps(a[i][(size_t)k * cs]);
-#pragma GCC unroll 2
-            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ak, bv[v], acc[i][v]);
-        }
-        if (R == 16 && cs == 1) q[0]++, q[1]++, q[2]++, q[3]++;
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < R; i++) { /* unrolled, so that acc stays in registers */
-        if (i >= mr) break;
-        float *c = c0 + (size_t)i * ldc;
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; v++) {
-            __m512 r = acc[i][v];
-            if (beta != 0) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mn[v], c + 16 * v));
-            _mm512_mask_storeu_ps(c + 16 * v, mn[v], r);
-        }
-    }
-}
-
-/* All M rows of C, in blocks of head_rows: 12 rows at a time, the last
- * block of 4, 8 or 12; 13 to 16 rows as 8 and 8, or, one vector wide, 16
- * at once (a toy head's block of 16 queries). */
-__attribute__((target("avx512f,fma"), always_inline)) static inline void
-head_blocks(const float *A, size_t rs, size_t cs, const float *b, size_t ldbk, const __mmask16 *mb, int M, int K,
-            const __mmask16 *mn, float beta, float *C, int ldc, const int NV)
-{
-    for (int i0 = 0, mr; i0 < M; i0 += mr) {
-        mr = M - i0 < HR ? M - i0 : HR;
-        if (M - i0 > HR && M - i0 <= HR + 4) mr = 8; /* 13 to 16 rows: 8 then 8, not 12 then 4 */
-        const float *a0 = A + (size_t)i0 * rs;
-        float *c0 = C + (size_t)i0 * ldc;
-        if (NV == 1 && M - i0 == 16) { /* 16 accumulators: one block */
-            head_rows(a0, rs, cs, b, ldbk, mb, K, 16, mn, beta, c0, ldc, 16, NV);
-            break;
-        }
-        if (mr <= 4) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 4, NV);
-        else if (mr <= 8) head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, 8, NV);
-        else head_rows(a0, rs, cs, b, ldbk, mb, K, mr, mn, beta, c0, ldc, HR, NV);
-    }
-}
-
-/* The kernel for NV = 1 (N <= 16) or 2 (N <= 32) vectors of C per row. */
-__attribute__((target("avx512f,fma"), always_inline)) static inline void
-gemm_head(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
-          int ldc, const int NV)
-{
-    __m512 bk[64 * 2];
-    __mmask16 mn[2], all[2] = {0xFFFF, 0xFFFF};
-    for (int v = 0; v < NV; v++) {
-        int w = N - 16 * v; /* 1..16 for v < NV */
-        mn[v] = (__mmask16)(w >= 16 ? 0xFFFFu : (1u << w) - 1);
-    }
-    /* op(B)'s rows: B's own, read in place (masked past column N), or the
-     * transpose, in bk */
-    const float *b = B;
-    size_t ldbk = (size_t)ldb;
-    const __mmask16 *mb = mn;
-    if (tb) {
-        b = (const float *)bk, ldbk = 16 * (size_t)NV, mb = all;
-        for (int k0 = 0; k0 < K; k0 += 16) { /* B stored [N, K]: its rows are columns of op(B) */
-            int kk = K - k0 < 16 ? K - k0 : 16;
-            __mmask16 mk = (__mmask16)((1u << kk) - 1);
-            for (int v = 0; v < NV; v++) {
-                __m512 r[16];
-#pragma GCC unroll 16
-                for (int j = 0; j < 16; j++)
-                    r[j] = 16 * v + j < N ? _mm512_maskz_loadu_ps(mk, B + (size_t)(16 * v + j) * ldb + k0)
-                                          : _mm512_setzero_ps();
-                /* columns k0 .. k0 + 15 (zero past K, inside bk as K <= 64)
-                 * to vector v of bk's rows */
-                transpose16(r, bk + k0 * NV + v, NV);
-            }
-        }
-    }
-    /* element (i, k) of op(A): A[i rs + k cs]; one of the two strides is 1,
-     * known to the compiler: the rows' addresses take fewer registers */
-    if (ta) head_blocks(A, 1, (size_t)lda, b, ldbk, mb, M, K, mn, beta, C, ldc, NV);
-    else head_blocks(A, (size_t)lda, 1, b, ldbk, mb, M, K, mn, beta, C, ldc, NV);
-}
-
-__attribute__((target("avx512f,fma"))) static void gemm_head512(int ta, int tb, int M, int N, int K, const float *A,
-                                                                  int lda, const float *B, int ldb, float beta,
-                                                                  float *C, int ldc)
-{
-    if (N <= 16) gemm_head(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 1);
-    else gemm_head(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, 2);
-}
-#endif
-
 /* ---- the blocked product -------------------------------------------------- */
 
 typedef struct job {
@@ -762,13 +625,17 @@ __attribute__((noinline)) static void gemm_small_bias(int ta, int tb, int M, int
 }
 
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
-/* A toy head's product, for the head kernel (AVX-512, float).  The level
- * is read as stored, without reading the CPU when it is not yet known (the
- * first product then takes gemm_general, which reads it): no call here. */
-static inline bool head_product(int M, int N, int K, ag_real beta)
+/* A toy head's product, for the head kernels (kernels/gemm_head.c):
+ * returns the one that takes it, or NULL.  The level is read as stored,
+ * without reading the CPU when it is not yet known (the first product
+ * then takes gemm_general, which reads it): no call here. */
+typedef void (*head_fn)(int, int, int, int, int, const float *, int, const float *, int, float, float *, int);
+static inline head_fn head_product(int M, int N, int K, ag_real beta)
 {
-    return (unsigned)M - 1 < 64 && (unsigned)N - 1 < 32 && (unsigned)K - 1 < 64 && (beta == 0 || beta == 1) &&
-           atomic_load_explicit(&ag__isa_level, memory_order_relaxed) == AG_ISA_AVX512;
+    if (!((unsigned)M - 1 < 64 && (unsigned)N - 1 < 32 && (unsigned)K - 1 < 64 && (beta == 0 || beta == 1)))
+        return NULL;
+    int level = atomic_load_explicit(&ag__isa_level, memory_order_relaxed);
+    return level == AG_ISA_AVX512 ? ag__gemm_head512 : level == AG_ISA_AVX2 ? ag__gemm_head256 : NULL;
 }
 #endif
 
@@ -782,8 +649,9 @@ __attribute__((noinline)) static void gemm_general(int ta, int tb, int M, int N,
 {
     (void)ag__isa(); /* reads the CPU the first time */
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
-    if (head_product(M, N, K, beta)) {
-        gemm_head512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    head_fn head = head_product(M, N, K, beta);
+    if (head) {
+        head(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         add_bias_res(M, N, bias, res, C, ldc);
         return;
     }
@@ -814,8 +682,9 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, co
               ag_real beta, ag_real *C, int ldc)
 {
 #if defined(HAVE_X86) && !defined(AG_DOUBLE)
-    if (head_product(M, N, K, beta)) {
-        gemm_head512(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    head_fn head = head_product(M, N, K, beta);
+    if (head) {
+        head(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
         return;
     }
 #endif

@@ -150,7 +150,9 @@ __attribute__((target("avx2"), always_inline)) static inline void transpose8(con
     __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(m), lanes);
     __m256 x[8], t[8], u[8];
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) x[i] = i < n ? _mm256_maskload_ps(r + (size_t)i * ld, mk) : _mm256_setzero_ps();
+    for (int i = 0; i < 8; i++) /* masked loads only past the end of a row: slower on AMD's cores */
+        x[i] = i >= n ? _mm256_setzero_ps() : m == 8 ? _mm256_loadu_ps(r + (size_t)i * ld)
+                                                     : _mm256_maskload_ps(r + (size_t)i * ld, mk);
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) { /* rows 2i, 2i+1 interleaved */
         t[2 * i] = _mm256_unpacklo_ps(x[2 * i], x[2 * i + 1]);
@@ -173,11 +175,11 @@ __attribute__((target("avx2"), always_inline)) static inline void transpose8(con
 /* mr <= R rows of C from R rows of A (element (i, k) at a0[i rs + k cs];
  * rows past mr repeat row 0, computed and not stored): R NV accumulators,
  * R NV <= 12, with NV vectors of B and a broadcast of A 15 registers.
- * op(B)'s row k: NV vectors at b + k ldbk, zero past column N; mask: the
- * last vector's columns of C. */
+ * op(B)'s row k: NV vectors at b + k ldbk, zero past column N; the last
+ * vector holds rem columns of C (mask: those lanes). */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-rows256(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, int K, int mr, __m256i mask, float beta,
-        float *c0, int ldc, const int R, const int NV)
+rows256(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, int K, int mr, __m256i mask, int rem,
+        float beta, float *c0, int ldc, const int R, const int NV)
 {
     __m256 acc[12][4];
     size_t off[12];
@@ -206,12 +208,14 @@ rows256(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, int 
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             __m256 r = acc[i][v];
-            if (v < NV - 1) {
+            if (v < NV - 1 || rem == 8) {
                 if (beta != 0) r = _mm256_add_ps(r, _mm256_loadu_ps(c + 8 * v));
                 _mm256_storeu_ps(c + 8 * v, r);
-            } else {
+            } else { /* the last rem < 8 columns: a masked store is slow on AMD's cores */
+                float t[8];
                 if (beta != 0) r = _mm256_add_ps(r, _mm256_maskload_ps(c + 8 * v, mask));
-                _mm256_maskstore_ps(c + 8 * v, mask, r);
+                _mm256_storeu_ps(t, r);
+                for (int j = 0; j < rem; j++) c[8 * v + j] = t[j];
             }
         }
     }
@@ -220,16 +224,16 @@ rows256(const float *a0, size_t rs, size_t cs, const float *b, size_t ldbk, int 
 /* All M rows of C: R = 12 / NV rows at a time, a last block of at most
  * R / 2 rows as R / 2. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-blocks256(const float *A, size_t rs, size_t cs, const float *b, size_t ldbk, int M, int K, __m256i mask, float beta,
-          float *C, int ldc, const int NV)
+blocks256(const float *A, size_t rs, size_t cs, const float *b, size_t ldbk, int M, int K, __m256i mask, int rem,
+          float beta, float *C, int ldc, const int NV)
 {
     const int R = 12 / NV;
     for (int i0 = 0, mr; i0 < M; i0 += mr) {
         mr = M - i0 < R ? M - i0 : R;
         const float *a0 = A + (size_t)i0 * rs;
         float *c0 = C + (size_t)i0 * ldc;
-        if (mr <= R / 2) rows256(a0, rs, cs, b, ldbk, K, mr, mask, beta, c0, ldc, R / 2, NV);
-        else rows256(a0, rs, cs, b, ldbk, K, mr, mask, beta, c0, ldc, R, NV);
+        if (mr <= R / 2) rows256(a0, rs, cs, b, ldbk, K, mr, mask, rem, beta, c0, ldc, R / 2, NV);
+        else rows256(a0, rs, cs, b, ldbk, K, mr, mask, rem, beta, c0, ldc, R, NV);
     }
 }
 
@@ -241,7 +245,8 @@ head256(int ta, int tb, int M, int N, int K, const float *A, int lda, const floa
         int ldc, const int NV)
 {
     float bk[64 * 32] __attribute__((aligned(32)));
-    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(N - 8 * (NV - 1)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    int rem = N - 8 * (NV - 1); /* columns in the last vector, 1..8 */
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const float *b = B;
     size_t ldbk = (size_t)ldb;
     if (tb || N != 8 * NV) {
@@ -261,8 +266,8 @@ head256(int ta, int tb, int M, int N, int K, const float *A, int lda, const floa
                 memset(d + N, 0, (8 * (size_t)NV - (size_t)N) * sizeof(float));
             }
     }
-    if (ta) blocks256(A, 1, (size_t)lda, b, ldbk, M, K, mask, beta, C, ldc, NV);
-    else blocks256(A, (size_t)lda, 1, b, ldbk, M, K, mask, beta, C, ldc, NV);
+    if (ta) blocks256(A, 1, (size_t)lda, b, ldbk, M, K, mask, rem, beta, C, ldc, NV);
+    else blocks256(A, (size_t)lda, 1, b, ldbk, M, K, mask, rem, beta, C, ldc, NV);
 }
 
 __attribute__((target("avx2,fma"))) void ag__gemm_head256(int ta, int tb, int M, int N, int K, const float *A,

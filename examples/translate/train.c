@@ -12,7 +12,7 @@
  *                      end_epoch: the epoch's loss, held-out loss, log
  *   save_checkpoint    crash-safely to --out
  *   report             the scores on the training and the held-out data,
- *                      the json
+ *                      the json (the plots and the page: curves.c)
  *
  * With --json or --entropy-plot, each attention layer's entropy and largest
  * score on a probe batch (probe.c) is measured before the first epoch and
@@ -510,123 +510,16 @@ static int save_interrupted(trainer *t)
     return 128 + sig;
 }
 
-static int write_plot(const trainer *t)
-{
-    const double *ys[2] = {t->curve, t->test_curve};
-    const char *names[2] = {"training", "held-out"};
-    int ns[2] = {t->o->epochs, t->o->epochs};
-    char err[512];
-    if (ag_svg_line_plot(t->o->plot, "translator loss (cross-entropy per target token)", "epoch", "loss",
-                         t->test ? 2 : 1, names, ys, ns, err, sizeof err) != AG_OK) {
-        fprintf(stderr, "%s: %s\n", prog, err);
-        return 1;
-    }
-    if (!t->o->quiet) printf("wrote %s\n", t->o->plot);
-    return 0;
-}
-
-/* The entropy of each attention layer per epoch (--entropy-plot). */
-static int write_entropy_plot(const trainer *t)
-{
-    int L = probe_layers(&t->m), n = 3 * L, E = t->o->epochs;
-    double *ys = malloc((size_t)n * E * sizeof(double));
-    const double **series = malloc((size_t)n * sizeof *series);
-    const char **names = malloc((size_t)n * sizeof *names);
-    char *labels = malloc((size_t)n * 32), err[512];
-    int *ns = malloc((size_t)n * sizeof(int)), rc = 1;
-    if (!ys || !series || !names || !labels || !ns) {
-        fprintf(stderr, "%s: out of memory\n", prog);
-        goto done;
-    }
-    for (int k = 0; k < n; k++) {
-        for (int e = 0; e < E; e++) /* x = epoch e + 1 */
-            ys[(size_t)k * E + e] = t->probed[e + 1] ? t->probe[(size_t)(e + 1) * n + k].entropy : NAN;
-        snprintf(labels + 32 * k, 32, "%s %d", probe_kind(k / L), k % L);
-        series[k] = ys + (size_t)k * E, names[k] = labels + 32 * k, ns[k] = E;
-    }
-    if (ag_svg_line_plot(t->o->entropy_plot, "attention entropy per layer (mean over rows, probe batch)", "epoch",
-                         "entropy (nats)", n, names, series, ns, err, sizeof err) != AG_OK)
-        fprintf(stderr, "%s: %s\n", prog, err);
-    else {
-        if (!t->o->quiet) printf("wrote %s\n", t->o->entropy_plot);
-        rc = 0;
-    }
-done:
-    free(ys), free(series), free(names), free(labels), free(ns);
-    return rc;
-}
-
 static void json_metrics(FILE *f, const char *prefix, const metrics *r)
 {
     fprintf(f, ", \"%ssources\": %d, \"%sexact_match\": %.6f, \"%sbleu\": %.6f, \"%sceiling\": %.6f", prefix,
             r->sources, prefix, r->exact, prefix, r->bleu, prefix, r->ceiling);
 }
 
-/* ", KEY: x", null when x is not finite (NaN is not JSON) */
-static void json_real(FILE *f, const char *key, double x)
+/* What the plots and the page read of the run (curves.c). */
+static train_curves curves_of(const trainer *t)
 {
-    if (isfinite(x)) fprintf(f, ", \"%s\": %.6g", key, x);
-    else fprintf(f, ", \"%s\": null", key);
-}
-
-/* "attention": [{"epoch": e, "layers": [{"layer", "entropy", ...}]}];
- * max_score and max_gap are null when the scores were not on the graph */
-static void json_probe(FILE *f, const trainer *t)
-{
-    int L = probe_layers(&t->m), n = 3 * L, first = 1;
-    fprintf(f, ", \"attention\": [");
-    for (int e = 0; e <= t->o->epochs; e++) {
-        if (!t->probed[e]) continue;
-        fprintf(f, "%s\n  {\"epoch\": %d, \"layers\": [", first ? "" : ",", e);
-        for (int k = 0; k < n; k++) {
-            const layer_stats *s = &t->probe[(size_t)e * n + k];
-            fprintf(f, "%s{\"layer\": \"%s.%d\"", k ? ", " : "", probe_kind(k / L), k % L);
-            json_real(f, "entropy", s->entropy);
-            json_real(f, "max_score", s->max_score);
-            json_real(f, "max_gap", s->max_gap);
-            fprintf(f, "}");
-        }
-        fprintf(f, "]}");
-        first = 0;
-    }
-    fprintf(f, "]");
-}
-
-/* The explorer's training page (--html): the loss per epoch (and the
- * held-out loss), each attention layer's entropy after each epoch, and the
- * final scores. */
-static int write_page(const trainer *t, const metrics *tr, const metrics *te, double test_loss)
-{
-    int L = probe_layers(&t->m), n = 3 * L, E = t->o->epochs;
-    explorer_out x;
-    FILE *f = explorer_open(&x, prog);
-    if (!f) return 1;
-    fprintf(f, "{\"kind\": \"training\", \"model\": \"translator\", \"x_label\": \"epoch\", \"series\": [");
-    fprintf(f, "\n{\"name\": \"training loss\", \"group\": \"loss (cross-entropy per target token)\", \"y\": ");
-    json_doubles(f, t->curve, E);
-    if (t->test) {
-        fprintf(f, "},\n{\"name\": \"held-out loss\", \"group\": \"loss (cross-entropy per target token)\", \"y\": ");
-        json_doubles(f, t->test_curve, E);
-    }
-    for (int k = 0; k < n; k++) {
-        fprintf(f, "},\n{\"name\": \"%s.%d\", \"group\": \"attention entropy per layer (nats, probe batch)\", \"y\": [",
-                probe_kind(k / L), k % L);
-        for (int e = 1; e <= E; e++)
-            fputs(e > 1 ? ", " : "", f), json_number(f, t->probed[e] ? t->probe[(size_t)e * n + k].entropy : NAN);
-        fputc(']', f);
-    }
-    fprintf(f, "}]");
-    if (t->test) {
-        fprintf(f, ", \"summary\": {\"held-out loss\": "), json_number(f, test_loss);
-        fprintf(f, ", \"held-out exact match\": "), json_number(f, te->exact);
-        fprintf(f, ", \"held-out BLEU\": "), json_number(f, te->bleu);
-        fprintf(f, ", \"training exact match\": "), json_number(f, tr->exact);
-        fprintf(f, ", \"training BLEU\": "), json_number(f, tr->bleu), fputc('}', f);
-    }
-    fprintf(f, "}\n");
-    int rc = explorer_close(&x, prog, t->o->html, "attograd explorer: training the translator");
-    if (!rc && !t->o->quiet) printf("wrote %s\n", t->o->html);
-    return rc;
+    return (train_curves){t->o, &t->m, t->test != NULL, t->curve, t->test_curve, t->probe, t->probed};
 }
 
 /* The scores on the training data and the held-out data (with --test), the
@@ -637,7 +530,8 @@ static int report(trainer *t)
     if (dist_rank() > 0) return 0; /* process 0 reports */
     metrics tr = {0}, te = {0};
     double test_loss = NAN;
-    if (o->entropy_plot && write_entropy_plot(t)) return 1;
+    train_curves c = curves_of(t);
+    if (o->entropy_plot && write_entropy_plot(&c)) return 1;
     if (t->test) {
         /* the training data first: its score is memorisation, the held-out
          * one is what the model learnt */
@@ -649,7 +543,7 @@ static int report(trainer *t)
         printf("held-out:      sources %d  exact match %.3f  BLEU %.3f  ceiling %.3f  loss %.4f\n", te.sources,
                te.exact, te.bleu, te.ceiling, test_loss);
     }
-    if (o->html && write_page(t, &tr, &te, test_loss)) return 1;
+    if (o->html && write_training_page(&c, &tr, &te, test_loss)) return 1;
     if (!o->json) return 0;
     report_file out;
     FILE *json = report_open(&out, prog, o->json);
@@ -662,7 +556,7 @@ static int report(trainer *t)
             json_metrics(json, "", &te);
             json_metrics(json, "train_", &tr);
         }
-        json_probe(json, t);
+        json_probe(json, &c);
         fprintf(json, "}\n");
         return report_close(&out, prog);
     }
@@ -700,7 +594,10 @@ int cmd_train(const opts *given)
     if (close_trace(&t) && !rc) rc = 1;
     if (!rc && stop_signal) rc = save_interrupted(&t);
     else if (!rc) {
-        if (o->plot) rc = write_plot(&t);
+        if (o->plot) {
+            train_curves c = curves_of(&t);
+            rc = write_loss_plot(&c);
+        }
         if (!rc) rc = save_checkpoint(&t);
         if (!rc && !o->quiet) printf("saved %s (%.1fs)\n", o->out, now() - t.t_start);
         if (!rc) rc = stop_signal ? 128 + stop_signal : report(&t);

@@ -4,6 +4,7 @@
  *   checkpoint.c  the model file: build, save, and load with every metadata
  *                 field checked (one table) against the tensors' shapes
  *   train.c       translate train: the training loop as a list of steps
+ *   curves.c      its loss and entropy plots, the probe's json, its page
  *   eval.c        greedy decoding of many sentences; translate eval
  *   run.c         translate run: sentences from argv or stdin, pictures
  *   split.c       translate split: a held-out part by distinct source
@@ -143,6 +144,26 @@ const char *probe_kind(int k);
  * min(PROBE_PAIRS, cap) pairs of d (b holds cap pairs).  Resets g.  0 or 1. */
 int probe_attention(const model *m, ag_graph *g, const struct dataset *d, struct batch *b, int cap,
                     layer_stats *out);
+
+/* ---- curves.c: the run's plots and page ------------------------------------ */
+
+/* What translate train recorded of its run, for the plots and the page. */
+typedef struct train_curves {
+    const opts *o;
+    const model *m;
+    int has_test;                  /* --test: a held-out loss per epoch */
+    const double *loss, *test_loss; /* per epoch, o->epochs of each */
+    const layer_stats *probe;      /* (epochs + 1) x 3 x probe_layers, row e after epoch e */
+    const int *probed;             /* probed[e]: row e was measured */
+} train_curves;
+/* --plot: the training (and held-out) loss per epoch, as SVG.  0 or 1. */
+int write_loss_plot(const train_curves *c);
+/* --entropy-plot: each attention layer's entropy per epoch.  0 or 1. */
+int write_entropy_plot(const train_curves *c);
+/* ", \"attention\": [...]": the probe's figures per epoch, for --json. */
+void json_probe(FILE *f, const train_curves *c);
+/* --html: the explorer's training page.  0 or 1. */
+int write_training_page(const train_curves *c, const metrics *tr, const metrics *te, double test_loss);
 
 /* ---- the commands: each returns the exit status --------------------------- */
 

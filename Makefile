@@ -1,5 +1,6 @@
 # attograd: `make` builds the libraries and examples into build/;
-# `make test` runs every test suite (installing Criterion when missing);
+# `make test` runs every test suite (installing with apt-get, as root, every
+# package the suites use when missing: tests/deps.sh);
 # `make run` runs the main job; `make asan` runs the suite under ASan+UBSan.
 
 BUILD    ?= build
@@ -122,7 +123,14 @@ criterion-f64: check-criterion $(BUILD)/test_f64
 	$(BUILD)/test_f64
 criterion-f32: check-criterion $(BUILD)/test_f32
 	$(BUILD)/test_f32
-test: check-criterion
+# Everything the suites run (tests/deps.sh: Criterion, chromium, ImageMagick,
+# Graphviz, the wasm toolchain, ...) is installed first, in one apt-get call,
+# and the first lines say what was installed.
+.PHONY: deps
+deps:
+	@CC="$(CC)" bash tests/deps.sh install test || \
+	  echo "make test: going on: the suites that need what is missing skip or fail, each with its own message"
+test: deps
 	@rm -rf $(BUILD)/passed
 	@$(MAKE) --no-print-directory -k test-suites; st=$$?; pass=0; failed=; \
 	for s in $(TEST_SUITES); do \

@@ -38,7 +38,7 @@ if [ -s "$tmp/out" ]; then no "a page of a rung without attention: trained first
 run "a character the text never uses" 1 "the text never uses the character '~'" 3 --steps 2 --input "a~" --json -
 run "--html and --json" 0 "" 8 --steps 5 --input "We go." --html "$tmp/p.html" --json "$tmp/p.json"
 run "--json -" 0 "" 8 --steps 5 --input "We go." --json -
-if python3 - "$tmp/p.html" "$tmp/p.json" "$tmp/out" << 'PY'
+if /usr/bin/python3 - "$tmp/p.html" "$tmp/p.json" "$tmp/out" << 'PY'
 import json, re, sys
 page = re.search(r'<script type="application/json" id="data">(.*?)</script>', open(sys.argv[1]).read(), re.S)
 data, out = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))

@@ -17,8 +17,8 @@ set -u
 made=$1 pics=$2
 MAX_PIXELS=16
 differ() { compare -metric AE -fuzz 10% "$1" "$2" null: 2>&1 | cut -d' ' -f1; }
-if ! command -v compare > /dev/null; then
-    echo "FAIL ImageMagick's compare is missing (sudo apt-get install imagemagick): the live pictures are not compared"
+if ! command -v compare > /dev/null || ! command -v identify > /dev/null; then
+    echo "FAIL ImageMagick's compare and identify are missing (make test installs them; sudo apt-get install imagemagick): the live pictures are not compared"
     exit 0
 fi
 browser() { grep '^browser ' "$1/live_pictures.txt" 2> /dev/null; }
@@ -33,7 +33,7 @@ for png in "$made"/live_*.png; do
     fi
     if [ "$want" = "$(grep "^$name " "$made/live_pictures.txt")" ]; then echo "ok   $name shows the numbers the page computes now"
     else echo "FAIL $name is stale: its page computes other numbers now: run  make pictures"; fi
-    stats=$(convert "$png" -format '%k %[fx:standard_deviation]' info: 2> /dev/null)
+    stats=$(identify -format '%k %[fx:standard_deviation]' "$png" 2> /dev/null)
     if awk -v s="$stats" 'BEGIN { split(s, a, " "); exit !(a[1] > 32 && a[2] > 0.05) }'; then
         echo "ok   $name is not blank ($stats: colours, standard deviation)"
     else echo "FAIL $name is blank or nearly ($stats: colours, standard deviation)"; fi

@@ -13,6 +13,12 @@
 #                                      LOG; once TEXT is in LOG (the loop is
 #                                      running, whatever the machine's load),
 #                                      SIG; the exit status in $stopped_rc
+#   start_bg LOG CMD ARGS...           CMD in the background with SIGINT and
+#                                      SIGTERM at their defaults, output to
+#                                      LOG; its pid in $bg_pid
+#   wait_bounded PID SECONDS           wait for PID at most SECONDS, then
+#                                      SIGKILL it; its exit status (137 after
+#                                      the kill)
 #   finish NAME                        'NAME: N passed, N failed'; status 1
 #                                      when any failed
 #
@@ -24,6 +30,7 @@ if [ ! -x "$BIN" ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/bg.sh" # start_bg, wait_bounded
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL $1"; }
@@ -50,20 +57,16 @@ usage() {
 }
 
 stop_when() {
-    local sig=$1 text=$2 log=$3 pid
+    local sig=$1 text=$2 log=$3
     shift 3
-    # job control on: a script's background job would otherwise ignore SIGINT
-    set -m
-    "$BIN" "$@" > "$log" 2>&1 &
-    pid=$!
-    set +m
+    start_bg "$log" "$BIN" "$@"
     for _ in $(seq 2400); do # at most two minutes
         grep -qF -- "$text" "$log" && break
-        kill -0 "$pid" 2> /dev/null || break
+        kill -0 "$bg_pid" 2> /dev/null || break
         sleep 0.05
     done
-    kill -"$sig" "$pid" 2> /dev/null
-    wait "$pid"
+    kill -"$sig" "$bg_pid" 2> /dev/null
+    wait_bounded "$bg_pid" 120
     stopped_rc=$?
 }
 

@@ -64,13 +64,11 @@ same "gpt: mpirun's checkpoint resumed by one process" "$tmp/gpt-resumed1.st" "$
 # timeout of Open MPI's, which may come before the save: not ours to test.)
 long=(train --data "$tmp/data.tsv" --context 16 --hidden 32 --heads 2 --ffn 64 --batch 7 --dropout 0.1
       --steps 100000 --eval-every 5)
-set -m # a script's background job would otherwise ignore SIGINT
-mpirun --allow-run-as-root --oversubscribe -np 2 "$B/gpt-mpi" "${long[@]}" --out "$tmp/k.st" > "$tmp/k.log" 2>&1 &
-pid=$!
-set +m
+start_bg "$tmp/k.log" mpirun --allow-run-as-root --oversubscribe -np 2 "$B/gpt-mpi" "${long[@]}" --out "$tmp/k.st"
+pid=$bg_pid
 for _ in $(seq 1200); do grep -q '^step ' "$tmp/k.log" || ! kill -0 $pid 2> /dev/null && break; sleep 0.1; done
 pkill -TERM -f "gpt-mpi train --data $tmp/data.tsv" || kill -INT $pid
-wait $pid
+wait_bounded $pid 120
 n=$(sed -n 's/.*stopped after step \([0-9]*\);.*/\1/p' "$tmp/k.log")
 if [ "$(grep -c 'stopped after step' "$tmp/k.log")" = 1 ] && [ -n "$n" ] && [ -f "$tmp/k.st" ]; then ok
 else no "a signal under mpirun: $(head -c 300 "$tmp/k.log")"; n=1; fi

@@ -22,6 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $1"; }
 no() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "$(dirname "$0")/../bg.sh" # start_bg, wait_bounded
 
 head -n 120 examples/data/eng-fra.tsv > "$tmp/tiny.tsv"
 small=(--hidden 16 --heads 2 --ffn 32 --layers 1 --batch 16 --seed 3)
@@ -127,19 +128,16 @@ head -n 1500 examples/data/eng-fra.tsv > "$tmp/sig.tsv"
 for sig in INT TERM; do
     want=130 more=()
     [ "$sig" = TERM ] && want=143 more=(--threads 2)
-    # (job control on: a background job of a script would otherwise ignore SIGINT)
-    set -m
-    "$T" train --data "$tmp/sig.tsv" --out "$tmp/k_$sig.safetensors" --epochs 400 "${small[@]}" "${more[@]}" \
-        > "$tmp/k_$sig.log" 2>&1 &
-    pid=$!
-    set +m
+    start_bg "$tmp/k_$sig.log" "$T" train --data "$tmp/sig.tsv" --out "$tmp/k_$sig.safetensors" --epochs 400 \
+        "${small[@]}" "${more[@]}"
+    pid=$bg_pid
     for _ in $(seq 1200); do
         grep -q '^epoch 1/' "$tmp/k_$sig.log" && break
         kill -0 "$pid" 2> /dev/null || break
         sleep 0.05
     done
     kill -"$sig" "$pid"
-    wait "$pid"
+    wait_bounded "$pid" 120
     rc=$?
     n=$(grep -o 'stopped \(in\|after\) epoch [0-9]*' "$tmp/k_$sig.log" | awk '{print $NF}')
     if [ "$rc" = "$want" ] && [ -n "$n" ] && [ -s "$tmp/k_$sig.safetensors" ]; then

@@ -5,11 +5,16 @@
 # twenty seconds to a minute and a half on 2 cores).  `make test` checks
 # that they are up to date (tests/pictures/check_pictures.sh).
 .PHONY: pictures pictures-test
-pictures: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate wasm
-	bash tests/pictures/make_pictures.sh $(BUILD) examples/pictures --trained
-# The trained pictures were made by gcc's build with the default CFLAGS:
-# compared only in such a build.
+# They are made into $(BUILD)/pictures-made, then update_pictures.sh copies
+# those that say something new: on another machine (another browser or
+# Graphviz version, no AVX-512) make pictures changes no committed file.
+# The trained pictures were made by gcc's build with the default CFLAGS on
+# AVX-512 kernels: made and compared only in such a build, on such a CPU.
 PICTURES_TRAINED := $(if $(shell $(CC) --version 2>/dev/null | grep -i clang)$(filter-out -O2 -g,$(CFLAGS)),,--trained)
+pictures: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate wasm
+	rm -rf $(BUILD)/pictures-made
+	bash tests/pictures/make_pictures.sh $(BUILD) $(BUILD)/pictures-made $(PICTURES_TRAINED)
+	bash tests/pictures/update_pictures.sh $(BUILD)/pictures-made examples/pictures
 # rsvg-convert renders the pictures in pictures-test: installed with
 # apt-get when missing (as root), else the rendering is skipped with a note.
 .PHONY: check-rsvg

@@ -41,6 +41,7 @@ mpirun                         openmpi-bin             ci    make mpi-test
 mpicc                          libopenmpi-dev          ci    make mpi-test
 aarch64-linux-gnu-gcc          gcc-aarch64-linux-gnu   ci    make arm64-test
 qemu-aarch64                   qemu-user               ci    make arm64-test
+pkill                          procps                  ci    make mpi-test (SIGTERM to every process)
 EOF
 }
 

@@ -255,6 +255,31 @@ static void report(const char *name, const char *what, const tally *t)
                t->compared, t->beyond, t->failed);
 }
 
+/* One op: swept when element-wise, then its edge cases; false when it
+ * fails (or has nothing to be checked on).  Adds its counts to *all. */
+static bool check_op(const ag_op_desc *d, tally *all)
+{
+    tally t = {0};
+    if (!d->elementwise && !d->nedges) {
+        if (against)
+            printf("float_edges: %-15s FAIL: neither element-wise nor any edge case (.edges, "
+                   "docs/contributing.md)\n", d->name);
+        return false;
+    }
+    if (d->elementwise && !sweep(d->name, d, NULL, &t)) {
+        if (against)
+            printf("float_edges: %-15s FAIL: element-wise, but no case whose inputs share one shape to sweep\n",
+                   d->name);
+        return false;
+    }
+    for (int i = 0; i < d->nedges; i++) edge(d->name, i, &d->edges[i], d->edges[i].build, &t);
+    char what[64];
+    snprintf(what, sizeof what, "%s%d edge case(s)", d->elementwise ? "swept over the grid, " : "", d->nedges);
+    report(d->name, what, &t);
+    all->compared += t.compared, all->beyond += t.beyond, all->failed += t.failed;
+    return t.failed == 0;
+}
+
 /* ---- the mutants ------------------------------------------------------- */
 
 /* softplus as log(1 + exp(x)): exp overflows in float at x = 89 */
@@ -311,32 +336,11 @@ int main(int argc, char **argv)
     }
     ag__threads_off = true; /* the same sums in every run */
     int ops = 0, failed = 0;
-    tally all = {0};
+    tally all = {0}; /* every op's values, for the last line */
     for (int op = 1; op < AG_OP_COUNT; op++) {
-        const ag_op_desc *d = ag_op_table[op];
-        if (only_op && strcmp(only_op, d->name)) continue;
-        tally t = {0};
+        if (only_op && strcmp(only_op, ag_op_table[op]->name)) continue;
         ops++;
-        if (!d->elementwise && !d->nedges) {
-            if (against)
-                printf("float_edges: %-15s FAIL: neither element-wise nor any edge case (.edges, "
-                       "docs/contributing.md)\n", d->name);
-            failed++;
-            continue;
-        }
-        if (d->elementwise && !sweep(d->name, d, NULL, &t)) {
-            if (against)
-                printf("float_edges: %-15s FAIL: element-wise, but no case whose inputs share one shape to sweep\n",
-                       d->name);
-            failed++;
-            continue;
-        }
-        for (int i = 0; i < d->nedges; i++) edge(d->name, i, &d->edges[i], d->edges[i].build, &t);
-        char what[64];
-        snprintf(what, sizeof what, "%s%d edge case(s)", d->elementwise ? "swept over the grid, " : "", d->nedges);
-        report(d->name, what, &t);
-        failed += t.failed > 0;
-        all.compared += t.compared, all.beyond += t.beyond, all.failed += t.failed;
+        failed += !check_op(ag_op_table[op], &all);
     }
     int missed = 0;
     if (mutants) {

@@ -138,7 +138,7 @@ typedef ag_tensor *(*build_fn)(ag_graph *g, ag_tensor *const *in);
  * from dy (1 everywhere in the sweep, else fixed random values in [-1,
  * 1]), and emit y and each input's gradient under "key/y", "key/dx0", ... */
 static void run(const ag_op_case *c, build_fn build, double *const *vals, const char *key, bool sweeping,
-                tally *t)
+                tally *t, double *ygot, double *dxgot)
 {
     ag_graph *g = ag_graph_new();
     ag_tensor *in[AG_MAX_SRC] = {0};
@@ -161,6 +161,7 @@ static void run(const ag_op_case *c, build_fn build, double *const *vals, const 
     double *yd = calloc(y->size ? y->size : 1, sizeof *yd), *floor = calloc(y->size ? y->size : 1, sizeof *floor);
     scope sc = {.rowwise = !sweeping, .inputs = vals, .nin = sweeping ? c->n_in : 0};
     emit(k2, y->data, y->size, &sc, t, yd);
+    if (ygot) memcpy(ygot, yd, y->size * sizeof *yd);
     /* A gradient may be off by eps |dy| |y| / |x| as well as by eps |dx|: a
      * backward reads the forward's rounded output (tanh's 1 - y^2 loses
      * dx's relative digits where y is near 1, not dy's), and |y| / |x| is
@@ -187,10 +188,30 @@ static void run(const ag_op_case *c, build_fn build, double *const *vals, const 
     sc.gscale_all = sweeping ? 0 : ymax / fmax(1, xmax); /* |dy| <= 1 */
     for (int k = 0; k < c->n_in && y->requires_grad; k++) {
         snprintf(k2, sizeof k2, "%s/dx%d", key, k);
-        if (in[k]->grad) emit(k2, in[k]->grad, in[k]->size, &sc, t, NULL);
+        if (in[k]->grad) emit(k2, in[k]->grad, in[k]->size, &sc, t, k == 0 ? dxgot : NULL);
     }
     free(dy), free(yd), free(floor);
     ag_graph_free(g);
+}
+
+/* Where the double build itself overflows: along each sign of the grid,
+ * from small magnitudes to large, a value that is finite and within
+ * float's range and then, at the next magnitude, not finite at all is an
+ * intermediate that overflowed (log(1 + e^x) in double at x = 1000, its
+ * value 1000), not a result beyond range (e^x passes float's largest
+ * before double's).  Fails, as a float value would. */
+static void double_overflow(const char *name, const char *what, const double *v, tally *t)
+{
+    for (int sign = 0; sign < 2; sign++)
+        for (size_t i = 1; i < NMAG; i++) {
+            size_t at = 1 + i + sign * NMAG, before = at - 1;
+            bool held = isfinite(v[before]) && fabs(v[before]) <= FLT_MAX;
+            if (!held || isfinite(v[at])) continue;
+            t->failed++;
+            if (t->shown++ < 6)
+                printf("  %s %s/sweep: %s is %.9g at x = %.9g, then %g at x = %.9g in double: an intermediate "
+                       "overflows\n", fail_word, name, what, v[before], grid(before), v[at], grid(at));
+        }
 }
 
 /* The sweep of an element-wise op: its first case whose inputs share a
@@ -210,7 +231,8 @@ static bool sweep(const char *name, const ag_op_desc *d, build_fn build, tally *
     if (!c) return false;
     size_t n = ag__numel(c->ndim[0], c->shape[0]), tuples = 1;
     for (int k = 0; k < c->n_in; k++) tuples *= NGRID;
-    double *vals[AG_MAX_SRC];
+    double *vals[AG_MAX_SRC], *yd = calloc(n, sizeof(double)), *dxd = calloc(n, sizeof(double));
+    double ygrid[NGRID], dxgrid[NGRID]; /* a unary op's double values along the grid */
     for (int k = 0; k < c->n_in; k++) vals[k] = calloc(n, sizeof(double));
     for (size_t first = 0; first < tuples; first += n) {
         /* element j of this chunk is tuple first + j (past the end: tuple 0) */
@@ -220,9 +242,17 @@ static bool sweep(const char *name, const ag_op_desc *d, build_fn build, tally *
         }
         char key[160];
         snprintf(key, sizeof key, "%s/sweep/%zu", name, first / n);
-        run(c, build ? build : c->build, vals, key, true, t);
+        for (size_t j = 0; j < n; j++) yd[j] = dxd[j] = 0;
+        run(c, build ? build : c->build, vals, key, true, t, yd, dxd);
+        for (size_t j = 0; c->n_in == 1 && j < n && first + j < tuples; j++)
+            ygrid[first + j] = yd[j], dxgrid[first + j] = dxd[j];
+    }
+    if (against && c->n_in == 1) {
+        double_overflow(name, "y", ygrid, t);
+        double_overflow(name, "dx", dxgrid, t);
     }
     for (int k = 0; k < c->n_in; k++) free(vals[k]);
+    free(yd), free(dxd);
     return true;
 }
 
@@ -244,7 +274,7 @@ static void edge(const char *name, int i, const ag_op_case *c, build_fn build, t
     }
     char key[160];
     snprintf(key, sizeof key, "%s/edge %d '%s'", name, i, c->label);
-    run(c, build, vals, key, false, t);
+    run(c, build, vals, key, false, t, NULL, NULL);
     for (int k = 0; k < c->n_in; k++) free(vals[k]);
 }
 

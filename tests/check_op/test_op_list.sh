@@ -2,8 +2,8 @@
 # tests/check_op/test_op_list.sh [CC]: the contributor's net holds where
 # docs/contributing.md says it does, tried on copies of the header:
 #   1. the list AG_OPS (include/attograd_core.h) makes both the enum and the
-#      op table: deleting an op's line, the last one included, fails the
-#      build of that op's file with an error that names its id;
+#      op table: deleting an op's line (softmax's, and the last one) fails
+#      the build of that op's file with an error that names its id;
 #   2. a call to an op that was never declared fails the build (the
 #      Makefile's AG_FLAGS have -Werror=implicit-function-declaration):
 #      without it the call compiles, its pointer is cut to an int, and the
@@ -28,7 +28,10 @@ compile() { # compile DIR FILE: 0 when it compiles; the messages in $tmp/log
 }
 mkdir -p "$tmp/same" "$tmp/cut"
 cp include/attograd_core.h "$tmp/same/"
-for op in softmax gelu_linear_add; do
+# softmax's line, and the last of the list (above "the end of the list")
+last=$(grep -B 1 'the end of the list' include/attograd_core.h | sed -n 's/^ *X(\([a-z_0-9]*\), .*/\1/p')
+[ -n "$last" ] || bad "no line X(...) above \"the end of the list\" in include/attograd_core.h"
+for op in softmax $last; do
     id=$(echo "$op" | tr a-z A-Z)
     compile "$tmp/same" "ops/$op.c" || { bad "ops/$op.c does not compile with the header as it is"; sed 's/^/     /' "$tmp/log"; continue; }
     grep -v "^ *X($op, $id) \\\\\$" include/attograd_core.h > "$tmp/cut/attograd_core.h"

@@ -33,7 +33,10 @@
  *     error), and in a case the largest |d| of the tensor (rows mix large
  *     and small values: their error is the row's rounding); a gradient's s
  *     adds |dy| |y| / max(1, |x|) (see run).  FLT_MIN: values below
- *     float's normal range keep no relative precision.
+ *     float's normal range keep no relative precision;
+ *   - in the sweep of a one-input op, a value double holds within float's
+ *     range at one magnitude and not at all at the next fails: an
+ *     intermediate overflowed in double too (double_overflow).
  *
  * --mutants: three ops written as a contributor might write them, each
  * composed of ops of the table, where float breaks: softplus as

@@ -23,10 +23,11 @@ OMP_LIBS  := $(if $(filter 1,$(OPENMP)),$(OPENMP_LIBS),-pthread)
 # Flags the build needs, kept whatever the user puts in CFLAGS.  One
 # rounding per operation (-ffp-contract=off, gcc's default in C11 mode,
 # not clang's): the same numbers from either compiler.  No errno from
-# sqrt, so that clang vectorises loops that take one.  WERROR=1 (CI)
-# turns warnings into errors.
+# sqrt, so that clang vectorises loops that take one.  A call to a
+# function never declared is an error in every build (C89 would guess an
+# int return and cut a pointer).  WERROR=1 (CI) turns warnings into errors.
 AG_FLAGS := -std=c11 -Wall -Wextra -Iinclude -Isrc -MMD -MP -D_POSIX_C_SOURCE=200809L -ffp-contract=off \
-            -fno-math-errno \
+            -fno-math-errno -Werror=implicit-function-declaration \
             $(OMP_FLAGS) $(if $(filter 1,$(WERROR)),-Werror)
 LDLIBS   := $(OMP_LIBS) -lm
 # MPI=1: `make` also builds build/gpt-mpi and build/translate-mpi, whose

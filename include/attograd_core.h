@@ -57,51 +57,63 @@ const char *ag_status_name(ag_status s); /* "shape error", ... */
 
 /* ---- Ops: the table of primitives -------------------------------------- */
 
-/* One line per op (ops/<name>.c); AG_OP_LEAF: a tensor no op made. */
+/* The primitive ops, one line each: X(name, ID) is the op of ops/<name>.c,
+ * ag_<name>, whose id is AG_OP_<ID>.  The enum below and the op table
+ * (src/core/op_table.c) are both made from this list, so they cannot
+ * disagree: an op whose line is missing has no id, and its file does not
+ * compile ("'AG_OP_<ID>' undeclared").  A new op is one line at the end,
+ * above the comment that closes the list, so that the ids of the others,
+ * part of the library's interface, do not move. */
+#define AG_OPS(X) \
+    X(add, ADD) \
+    X(sub, SUB) \
+    X(mul, MUL) \
+    X(div, DIV) \
+    X(scale, SCALE) \
+    X(shift, SHIFT) \
+    X(neg, NEG) \
+    X(exp, EXP) \
+    X(log, LOG) \
+    X(sqrt, SQRT) \
+    X(tanh, TANH) \
+    X(relu, RELU) \
+    X(gelu, GELU) \
+    X(matmul, MATMUL) \
+    X(reshape, RESHAPE) \
+    X(permute, PERMUTE) \
+    X(concat, CONCAT) \
+    X(slice, SLICE) \
+    X(sum, SUM) \
+    X(mean, MEAN) \
+    X(max, MAX) \
+    X(softmax, SOFTMAX) \
+    X(log_softmax, LOG_SOFTMAX) \
+    X(masked_fill, MASKED_FILL) \
+    X(layer_norm, LAYER_NORM) \
+    X(embedding, EMBEDDING) \
+    X(dropout, DROPOUT) \
+    X(cross_entropy, CROSS_ENTROPY) \
+    X(linear, LINEAR) \
+    X(masked_softmax, MASKED_SOFTMAX) \
+    X(index_add, INDEX_ADD) \
+    X(gelu_tanh, GELU_TANH) \
+    X(attention, ATTENTION) \
+    X(linear_add, LINEAR_ADD) \
+    X(expand, EXPAND) \
+    X(repeat, REPEAT) \
+    X(argmax, ARGMAX) \
+    X(topk, TOPK) \
+    X(where, WHERE) \
+    X(clamp, CLAMP) \
+    X(linear_gelu, LINEAR_GELU) \
+    X(gelu_linear_add, GELU_LINEAR_ADD) \
+    /* the end of the list */
+
+/* AG_OP_LEAF: a tensor no op made; then the ops in the list's order. */
+#define AG_OP_ID_(name, ID) AG_OP_##ID,
 typedef enum ag_op_id {
     AG_OP_LEAF = 0,
-    AG_OP_ADD,
-    AG_OP_SUB,
-    AG_OP_MUL,
-    AG_OP_DIV,
-    AG_OP_SCALE,
-    AG_OP_SHIFT,
-    AG_OP_NEG,
-    AG_OP_EXP,
-    AG_OP_LOG,
-    AG_OP_SQRT,
-    AG_OP_TANH,
-    AG_OP_RELU,
-    AG_OP_GELU,
-    AG_OP_MATMUL,
-    AG_OP_RESHAPE,
-    AG_OP_PERMUTE,
-    AG_OP_CONCAT,
-    AG_OP_SLICE,
-    AG_OP_SUM,
-    AG_OP_MEAN,
-    AG_OP_MAX,
-    AG_OP_SOFTMAX,
-    AG_OP_LOG_SOFTMAX,
-    AG_OP_MASKED_FILL,
-    AG_OP_LAYER_NORM,
-    AG_OP_EMBEDDING,
-    AG_OP_DROPOUT,
-    AG_OP_CROSS_ENTROPY,
-    AG_OP_LINEAR,
-    AG_OP_MASKED_SOFTMAX,
-    AG_OP_INDEX_ADD,
-    AG_OP_GELU_TANH,
-    AG_OP_ATTENTION,
-    AG_OP_LINEAR_ADD,
-    AG_OP_EXPAND,
-    AG_OP_REPEAT,
-    AG_OP_ARGMAX,
-    AG_OP_TOPK,
-    AG_OP_WHERE,
-    AG_OP_CLAMP,
-    AG_OP_LINEAR_GELU,
-    AG_OP_GELU_LINEAR_ADD,
+    AG_OPS(AG_OP_ID_)
     AG_OP_COUNT
 } ag_op_id;
 

@@ -88,4 +88,9 @@ static const ag_op_case cases[] = {
     {"[2, 3, 1] * argmax axis 1 keepdim size-1", 1, {3}, {{2, 3, 1}}, 0, 0.1, 0, case_rows},
 };
 
-const ag_op_desc ag_op_argmax = {.name = "argmax", .backward = NULL, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {2}, {{3, 4}}, -1e30, 1e30, 0, case_rows},
+};
+
+const ag_op_desc ag_op_argmax = {.name = "argmax", .backward = NULL, AG_CASES(cases), AG_EDGES(edges)};

@@ -148,7 +148,8 @@ static ag_tensor *case_causal(ag_graph *g, ag_tensor *const *in) { return HEADS(
 static ag_tensor *case_padding(ag_graph *g, ag_tensor *const *in) { return HEADS(1.3, padding(g), -INFINITY); }
 static ag_tensor *case_uniform(ag_graph *g, ag_tensor *const *in) { return HEADS(1.3, padding(g), -1e9); }
 
-static const ag_op_case cases[] = { /* q, k, v [B, T or S, H, D or Dv] */
+/* q, k, v [B, T or S, H, D or Dv] */
+static const ag_op_case cases[] = {
     {"no mask", 3, {4, 4, 4}, {{2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3}}, -1, 1, 0, case_plain},
     {"causal [3, 3], fill -inf", 3, {4, 4, 4}, {{2, 3, 2, 4}, {2, 3, 2, 4}, {2, 3, 2, 4}}, -1, 1, 0, case_causal},
     {"padding, a sentence all -inf", 3, {4, 4, 4}, {{2, 3, 2, 2}, {2, 4, 2, 2}, {2, 4, 2, 3}}, -1, 1, 0, case_padding},
@@ -156,4 +157,11 @@ static const ag_op_case cases[] = { /* q, k, v [B, T or S, H, D or Dv] */
     {"size-1 axes", 3, {4, 4, 4}, {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}}, -1, 1, 0, case_plain},
 };
 
-const ag_op_desc ag_op_attention = {.name = "attention", .backward = attention_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"q, k, v in [-6, 6]: scores up to 72, rows near one-hot", 3, {4, 4, 4}, {{2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3}},
+     -6, 6, 0, case_plain},
+};
+
+const ag_op_desc ag_op_attention = {.name = "attention", .backward = attention_backward, AG_CASES(cases),
+    AG_EDGES(edges)};

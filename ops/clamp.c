@@ -79,4 +79,4 @@ static const ag_op_case cases[] = {
     {"[2, 5] lo 0.7 > hi 0.2: all hi, no grad", 1, {2}, {{2, 5}}, 0, 0.1, 0, case_empty},
 };
 
-const ag_op_desc ag_op_clamp = {.name = "clamp", .backward = clamp_backward, AG_CASES(cases)};
+const ag_op_desc ag_op_clamp = {.name = "clamp", .backward = clamp_backward, AG_CASES(cases), .elementwise = true};

@@ -151,4 +151,9 @@ static const ag_op_case cases[] = {
     {"7 inputs [2, 1|2|3, 2] axis 1", 3, {3, 3, 3}, {{2, 1, 2}, {2, 2, 2}, {2, 3, 2}}, -1, 1, 0, case_mid7},
 };
 
-const ag_op_desc ag_op_concat = {.name = "concat", .backward = concat_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 2, {3, 3}, {{2, 3, 4}, {2, 1, 4}}, -1e30, 1e30, 0, case_mid2},
+};
+
+const ag_op_desc ag_op_concat = {.name = "concat", .backward = concat_backward, AG_CASES(cases), AG_EDGES(edges)};

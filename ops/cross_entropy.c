@@ -181,5 +181,13 @@ static const ag_op_case cases[] = {
     {"[3, 5] none, smoothing 0.2", 1, {2}, {{3, 5}}, -3, 3, 0, case_none_smooth},
 };
 
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"logits in [70, 90]", 1, {2}, {{3, 5}}, 70, 90, 0, case_plain},
+    {"logits in [-90, -70]", 1, {2}, {{3, 5}}, -90, -70, 0, case_plain},
+    {"logits in [-80, 80]", 1, {2}, {{3, 5}}, -80, 80, 0, case_plain},
+    {"logits in [-1e4, 1e4]", 1, {2}, {{3, 5}}, -1e4, 1e4, 0, case_plain},
+};
+
 const ag_op_desc ag_op_cross_entropy = {.name = "cross_entropy", .backward = cross_entropy_backward,
-                                        AG_CASES(cases)};
+                                        AG_CASES(cases), AG_EDGES(edges)};

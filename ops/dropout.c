@@ -75,4 +75,9 @@ static const ag_op_case cases[] = {
     {"[1, 4] p 0.5 eval identity", 1, {2}, {{1, 4}}, -1, 1, 0, case_eval},
 };
 
-const ag_op_desc ag_op_dropout = {.name = "dropout", .backward = dropout_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {2}, {{4, 5}}, -1e30, 1e30, 0, case_train},
+};
+
+const ag_op_desc ag_op_dropout = {.name = "dropout", .backward = dropout_backward, AG_CASES(cases), AG_EDGES(edges)};

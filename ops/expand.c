@@ -92,4 +92,9 @@ static const ag_op_case cases[] = {
     {"[2, 1] to [-1, -1] unchanged", 1, {2}, {{2, 1}}, -1, 1, 0, case_same},
 };
 
-const ag_op_desc ag_op_expand = {.name = "expand", .backward = expand_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {3}, {{1, 3, 1}}, -1e30, 1e30, 0, case_mid},
+};
+
+const ag_op_desc ag_op_expand = {.name = "expand", .backward = expand_backward, AG_CASES(cases), AG_EDGES(edges)};

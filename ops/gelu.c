@@ -19,14 +19,20 @@
 #define SQRT1_2 0.70710678118654752440      /* 1 / sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794 /* 1 / sqrt(2 pi) */
 
+/* Phi(x) = 0.5 (1 + erf(x / sqrt 2)), for x >= 0 as PyTorch writes it;
+ * for x < 0 as 0.5 erfc(-x / sqrt 2), the same number without 1 + erf's
+ * cancellation, which leaves 0 below x = -8.3 in double (the float
+ * build's GELU kept its tail: tests/edge/float_edges.c compares them). */
+static double Phi(double x) { return x >= 0 ? 0.5 * (1 + erf(x * SQRT1_2)) : 0.5 * erfc(-x * SQRT1_2); }
+
 /* y = x Phi(x) */
-static ag_real gelu_f(ag_real x) { return (ag_real)(x * 0.5 * (1 + erf(x * SQRT1_2))); }
+static ag_real gelu_f(ag_real x) { return (ag_real)(x >= 0 ? x * 0.5 * (1 + erf(x * SQRT1_2)) : x * Phi(x)); }
 
 /* dy/dx = Phi(x) + x Phi'(x) = Phi(x) + x phi(x)   (product rule; Phi' = phi) */
 static ag_real gelu_df(ag_real x, ag_real y)
 {
     (void)y;
-    return (ag_real)(0.5 * (1 + erf(x * SQRT1_2)) + x * (exp(-0.5 * x * x) * INV_SQRT_2PI));
+    return (ag_real)(Phi(x) + x * (exp(-0.5 * x * x) * INV_SQRT_2PI));
 }
 
 ag_real ag__gelu_value(ag_real x) { return gelu_f(x); }

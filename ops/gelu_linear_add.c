@@ -79,7 +79,8 @@ static ag_tensor *case_res_nobias(ag_graph *g, ag_tensor *const *in)
     return ag__gelu_linear_add(g, in[0], in[1], NULL, in[2]);
 }
 
-static const ag_op_case cases[] = { /* h over both of GELU's sides: inputs in [-1.5, 1.5] */
+/* h over both of GELU's sides: inputs in [-1.5, 1.5] */
+static const ag_op_case cases[] = {
     {"[3, 4] W [2, 4] b [2] + r [3, 2]", 4, {2, 2, 1, 2}, {{3, 4}, {2, 4}, {2}, {3, 2}}, -1.5, 1.5, 0, case_res},
     {"[2, 3, 4] W [5, 4] b [5] + r [2, 3, 5] batch axes", 4, {3, 2, 1, 3}, {{2, 3, 4}, {5, 4}, {5}, {2, 3, 5}},
      -1.5, 1.5, 0, case_res},
@@ -90,5 +91,12 @@ static const ag_op_case cases[] = { /* h over both of GELU's sides: inputs in [-
      {{13, 24}, {40, 24}, {40}, {13, 40}}, -1.5, 1.5, 0, case_res},
 };
 
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e15: products near 1e30", 4, {2, 2, 1, 2}, {{3, 4}, {2, 4}, {2}, {3, 2}},
+     -1e15, 1e15, 0, case_res},
+    {"values in [-10, 10]: GELU's tails", 4, {2, 2, 1, 2}, {{3, 4}, {2, 4}, {2}, {3, 2}}, -10, 10, 0, case_res},
+};
+
 const ag_op_desc ag_op_gelu_linear_add = {.name = "gelu_linear_add", .backward = gelu_linear_add_backward,
-                                          .grad_passes_to_src0 = true, AG_CASES(cases)};
+                                          .grad_passes_to_src0 = true, AG_CASES(cases), AG_EDGES(edges)};

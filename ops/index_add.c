@@ -113,4 +113,10 @@ static const ag_op_case cases[] = {
     {"[1, 1] into [3, 1] size-1", 1, {2}, {{1, 1}}, -1, 1, 0, case_size1},
 };
 
-const ag_op_desc ag_op_index_add = {.name = "index_add", .backward = index_add_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {2}, {{5, 3}}, -1e30, 1e30, 0, case_repeated},
+};
+
+const ag_op_desc ag_op_index_add = {.name = "index_add", .backward = index_add_backward, AG_CASES(cases),
+    AG_EDGES(edges)};

@@ -150,4 +150,11 @@ static const ag_op_case cases[] = {
     {"[21, 19] edge lanes", 3, {2, 1, 1}, {{21, 19}, {19}, {19}}, -2, 2, 0, case_affine},
 };
 
-const ag_op_desc ag_op_layer_norm = {.name = "layer_norm", .backward = layer_norm_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"x, gain, bias in [100, 110]: rows far from 0", 3, {2, 1, 1}, {{3, 5}, {5}, {5}}, 100, 110, 0, case_affine},
+    {"x, gain, bias in [-1e4, 1e4]", 3, {2, 1, 1}, {{3, 5}, {5}, {5}}, -1e4, 1e4, 0, case_affine},
+};
+
+const ag_op_desc ag_op_layer_norm = {.name = "layer_norm", .backward = layer_norm_backward, AG_CASES(cases),
+    AG_EDGES(edges)};

@@ -109,4 +109,9 @@ static const ag_op_case cases[] = {
     {"[13, 24] W [40, 24] b [40] packed kernel", 3, {2, 2, 1}, {{13, 24}, {40, 24}, {40}}, -1, 1, 0, case_bias},
 };
 
-const ag_op_desc ag_op_linear = {.name = "linear", .backward = linear_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e15: products near 1e30", 3, {2, 2, 1}, {{3, 4}, {2, 4}, {2}}, -1e15, 1e15, 0, case_bias},
+};
+
+const ag_op_desc ag_op_linear = {.name = "linear", .backward = linear_backward, AG_CASES(cases), AG_EDGES(edges)};

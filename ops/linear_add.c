@@ -75,5 +75,11 @@ static const ag_op_case cases[] = {
      {{13, 24}, {40, 24}, {40}, {13, 40}}, -1, 1, 0, case_res},
 };
 
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e15: products near 1e30", 4, {2, 2, 1, 2}, {{3, 4}, {2, 4}, {2}, {3, 2}},
+     -1e15, 1e15, 0, case_res},
+};
+
 const ag_op_desc ag_op_linear_add = {.name = "linear_add", .backward = linear_add_backward,
-                                     .grad_passes_to_src0 = true, AG_CASES(cases)};
+                                     .grad_passes_to_src0 = true, AG_CASES(cases), AG_EDGES(edges)};

@@ -56,7 +56,8 @@ static void linear_gelu_backward(ag_graph *g, ag_tensor *y)
 static ag_tensor *case_bias(ag_graph *g, ag_tensor *const *in) { return ag__linear_gelu(g, in[0], in[1], in[2]); }
 static ag_tensor *case_nobias(ag_graph *g, ag_tensor *const *in) { return ag__linear_gelu(g, in[0], in[1], NULL); }
 
-static const ag_op_case cases[] = { /* h over both of GELU's sides: inputs in [-1.5, 1.5] */
+/* h over both of GELU's sides: inputs in [-1.5, 1.5] */
+static const ag_op_case cases[] = {
     {"[3, 5] W [4, 5] b [4]", 3, {2, 2, 1}, {{3, 5}, {4, 5}, {4}}, -1.5, 1.5, 0, case_bias},
     {"[2, 2, 3] W [6, 3] b [6] batch axes", 3, {3, 2, 1}, {{2, 2, 3}, {6, 3}, {6}}, -1.5, 1.5, 0, case_bias},
     {"[5, 2] W [3, 2] no bias", 2, {2, 2}, {{5, 2}, {3, 2}}, -1.5, 1.5, 0, case_nobias},
@@ -64,4 +65,11 @@ static const ag_op_case cases[] = { /* h over both of GELU's sides: inputs in [-
     {"[9, 20] W [33, 20] b [33] packed kernel", 3, {2, 2, 1}, {{9, 20}, {33, 20}, {33}}, -1.5, 1.5, 0, case_bias},
 };
 
-const ag_op_desc ag_op_linear_gelu = {.name = "linear_gelu", .backward = linear_gelu_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e15: products near 1e30", 3, {2, 2, 1}, {{3, 5}, {4, 5}, {4}}, -1e15, 1e15, 0, case_bias},
+    {"values in [-10, 10]: GELU's tails", 3, {2, 2, 1}, {{3, 5}, {4, 5}, {4}}, -10, 10, 0, case_bias},
+};
+
+const ag_op_desc ag_op_linear_gelu = {.name = "linear_gelu", .backward = linear_gelu_backward, AG_CASES(cases),
+    AG_EDGES(edges)};

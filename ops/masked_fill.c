@@ -111,4 +111,5 @@ static const ag_op_case cases[] = {
     {"[1, 1] mask [1] size-1", 1, {2}, {{1, 1}}, -1, 1, 0, case_size1},
 };
 
-const ag_op_desc ag_op_masked_fill = {.name = "masked_fill", .backward = masked_fill_backward, AG_CASES(cases)};
+const ag_op_desc ag_op_masked_fill = {.name = "masked_fill", .backward = masked_fill_backward, AG_CASES(cases),
+                                      .elementwise = true};

@@ -116,5 +116,11 @@ static const ag_op_case cases[] = {
     {"[3, 5] no mask", 1, {2}, {{3, 5}}, -3, 3, 0, case_unmasked},
 };
 
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"logits in [-80, 80]", 1, {3}, {{2, 3, 3}}, -80, 80, 0, case_causal},
+    {"logits in [-1e4, 1e4]", 1, {3}, {{2, 3, 3}}, -1e4, 1e4, 0, case_causal},
+};
+
 const ag_op_desc ag_op_masked_softmax = {
-    .name = "masked_softmax", .backward = masked_softmax_backward, AG_CASES(cases)};
+    .name = "masked_softmax", .backward = masked_softmax_backward, AG_CASES(cases), AG_EDGES(edges)};

@@ -146,4 +146,10 @@ static const ag_op_case cases[] = {
     {"heads: q [1, 13, 3, 24] k [1, 40, 3, 24] packed kernel", 2, {4, 4}, {{1, 13, 3, 24}, {1, 40, 3, 24}}, -1, 1, 0, case_qk},
 };
 
-const ag_op_desc ag_op_matmul = {.name = "matmul", .backward = matmul_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e15: products near 1e30", 2, {2, 2}, {{3, 4}, {4, 2}}, -1e15, 1e15, 0, case_mm},
+    {"values near 1e-15: products near 1e-30", 2, {2, 2}, {{3, 4}, {4, 2}}, -1e-15, 1e-15, 0, case_mm},
+};
+
+const ag_op_desc ag_op_matmul = {.name = "matmul", .backward = matmul_backward, AG_CASES(cases), AG_EDGES(edges)};

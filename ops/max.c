@@ -107,4 +107,9 @@ static const ag_op_case cases[] = {
     {"[3, 1] axis -1 keepdim size-1 (x as drawn)", 1, {2}, {{3, 1}}, -1, 1, 0, case_raw},
 };
 
-const ag_op_desc ag_op_max = {.name = "max", .backward = max_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {2}, {{3, 4}}, -1e30, 1e30, 0, case_axis0},
+};
+
+const ag_op_desc ag_op_max = {.name = "max", .backward = max_backward, AG_CASES(cases), AG_EDGES(edges)};

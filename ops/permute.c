@@ -142,4 +142,9 @@ static const ag_op_case cases[] = {
     {"[2, 3, 4] transpose(-1, -2)", 1, {3}, {{2, 3, 4}}, -1, 1, 0, case_transpose},
 };
 
-const ag_op_desc ag_op_permute = {.name = "permute", .backward = permute_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {2}, {{3, 4}}, -1e30, 1e30, 0, case_2d},
+};
+
+const ag_op_desc ag_op_permute = {.name = "permute", .backward = permute_backward, AG_CASES(cases), AG_EDGES(edges)};

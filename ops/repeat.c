@@ -65,4 +65,9 @@ static const ag_op_case cases[] = {
     {"[1, 2, 1] repeat (3, 1, 2) size-1 axes", 1, {3}, {{1, 2, 1}}, -1, 1, 0, case_size1},
 };
 
-const ag_op_desc ag_op_repeat = {.name = "repeat", .backward = repeat_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {2}, {{2, 3}}, -1e30, 1e30, 0, case_both},
+};
+
+const ag_op_desc ag_op_repeat = {.name = "repeat", .backward = repeat_backward, AG_CASES(cases), AG_EDGES(edges)};

@@ -118,4 +118,10 @@ static const ag_op_case cases[] = {
     {"[2, 3, 4] -> [2, 3, 2, -1] head split", 1, {3}, {{2, 3, 4}}, -1, 1, 0, case_heads},
 };
 
-const ag_op_desc ag_op_reshape = {.name = "reshape", .backward = reshape_backward, .grad_passes_to_src0 = true, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {3}, {{2, 3, 4}}, -1e30, 1e30, 0, case_infer},
+};
+
+const ag_op_desc ag_op_reshape = {.name = "reshape", .backward = reshape_backward, .grad_passes_to_src0 = true,
+    AG_CASES(cases), AG_EDGES(edges)};

@@ -69,4 +69,9 @@ static const ag_op_case cases[] = {
     {"[2, 1, 3] axis 1 [0:1] size-1 whole", 1, {3}, {{2, 1, 3}}, -1, 1, 0, case_whole},
 };
 
-const ag_op_desc ag_op_slice = {.name = "slice", .backward = slice_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {3}, {{2, 5, 3}}, -1e30, 1e30, 0, case_mid},
+};
+
+const ag_op_desc ag_op_slice = {.name = "slice", .backward = slice_backward, AG_CASES(cases), AG_EDGES(edges)};

@@ -72,4 +72,12 @@ static const ag_op_case cases[] = {
     {"[3, 37] blocks of 16 and a rest", 1, {2}, {{3, 37}}, -3, 3, 0, case_softmax},
 };
 
-const ag_op_desc ag_op_softmax = {.name = "softmax", .backward = softmax_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"logits in [70, 90]", 1, {2}, {{3, 5}}, 70, 90, 0, case_softmax},
+    {"logits in [-90, -70]", 1, {2}, {{3, 5}}, -90, -70, 0, case_softmax},
+    {"logits in [-80, 80]", 1, {2}, {{3, 5}}, -80, 80, 0, case_softmax},
+    {"logits in [-1e4, 1e4]", 1, {2}, {{3, 5}}, -1e4, 1e4, 0, case_softmax},
+};
+
+const ag_op_desc ag_op_softmax = {.name = "softmax", .backward = softmax_backward, AG_CASES(cases), AG_EDGES(edges)};

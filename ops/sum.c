@@ -32,4 +32,10 @@ static const ag_op_case cases[] = {
     {"[1, 1] axis 0 size-1", 1, {2}, {{1, 1}}, -1, 1, 0, case_axis0},
 };
 
-const ag_op_desc ag_op_sum = {.name = "sum", .backward = sum_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e36", 1, {2}, {{3, 4}}, -1e+36, 1e+36, 0, case_axis0},
+    {"values near 1e4", 1, {2}, {{3, 4}}, 9990, 10010, 0, case_axis0},
+};
+
+const ag_op_desc ag_op_sum = {.name = "sum", .backward = sum_backward, AG_CASES(cases), AG_EDGES(edges)};

@@ -129,4 +129,9 @@ static const ag_op_case cases[] = {
     {"[3, 1, 2] k 1 axis 1 size-1", 1, {3}, {{3, 1, 2}}, 0, 0.1, 0, case_one},
 };
 
-const ag_op_desc ag_op_topk = {.name = "topk", .backward = topk_backward, AG_CASES(cases)};
+/* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */
+static const ag_op_case edges[] = {
+    {"values up to 1e30", 1, {2}, {{2, 5}}, -1e30, 1e30, 0, case_last},
+};
+
+const ag_op_desc ag_op_topk = {.name = "topk", .backward = topk_backward, AG_CASES(cases), AG_EDGES(edges)};

@@ -109,4 +109,4 @@ static const ag_op_case cases[] = {
     {"where(cond [4], x, x) one input twice", 1, {2}, {{2, 4}}, -1, 1, 0, case_self},
 };
 
-const ag_op_desc ag_op_where = {.name = "where", .backward = where_backward, AG_CASES(cases)};
+const ag_op_desc ag_op_where = {.name = "where", .backward = where_backward, AG_CASES(cases), .elementwise = true};

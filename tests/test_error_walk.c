@@ -8,8 +8,11 @@
  * answer NULL for "not there", getters, constructors with no argument),
  * each with its reason.  The op table walks itself: ag_<op> for every op
  * <op> of the table is called through its op's gradient-check cases with
- * NULL inputs (every_op_fails_on_null_inputs), so that a new op needs no
- * line here; the walk below gives some of them worse arguments too. */
+ * NULL inputs (every_op_fails_on_null_inputs), so that a new op whose
+ * arguments are the graph and tensors needs no line here.  An op with any
+ * other argument (an axis, a shape, eps) needs one, in two places: its
+ * call with a bad argument (NUL(ag_<op>, ...)) and its entry in walks[]
+ * (G(ag_<op>)); walk_is_complete fails, naming it, without them. */
 #include "common.h"
 #include "core/internal.h"
 
@@ -378,14 +381,40 @@ Test(error_walk, every_op_fails_on_null_inputs)
         }
 }
 
-/* Walked: in the walk, exempt, or ag_<op> for an op of the table. */
-static bool listed(const char *name)
+/* Whether a parameter list, "(ag_graph *g, ag_tensor *x, double eps)",
+ * holds the graph and tensors only: an op's NULL inputs are walked for it
+ * (every_op_fails_on_null_inputs), but its other arguments, which can be
+ * bad in their own ways (an axis, a shape, eps), only by a line in the
+ * walk. */
+static bool graph_and_tensors_only(const char *params)
+{
+    const char *p = params + (*params == '(');
+    while (*p && *p != ')') {
+        size_t n = strcspn(p, ",)");
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)n, p);
+        char type[128] = "";
+        size_t k = 0;
+        for (const char *c = one; *c && k + 1 < sizeof type; c++)
+            if (!isspace((unsigned char)*c)) type[k++] = *c;
+        type[k] = 0;
+        if (strncmp(type, "ag_graph*", 9) && strncmp(type, "ag_tensor*", 10)) return false;
+        if (!strncmp(type, "ag_tensor*", 10) && (strchr(type + 10, '*') || !strncmp(type + 10, "const", 5)))
+            return false; /* ag_tensor **, ag_tensor *const *: arrays of them */
+        p += n + (p[n] == ',');
+    }
+    return true;
+}
+
+/* Walked: in the walk, exempt, or ag_<op> for an op of the table whose
+ * arguments are the graph and tensors only (params: its parameter list). */
+static bool listed(const char *name, const char *params)
 {
     for (size_t i = 0; i < NWALKS; i++)
         if (!strcmp(walks[i].name, name)) return true;
     for (size_t i = 0; i < NEXEMPT; i++)
         if (!strcmp(exempt[i].name, name)) return true;
-    return !strncmp(name, "ag_", 3) && ag_op_find(name + 3) > 0;
+    return !strncmp(name, "ag_", 3) && ag_op_find(name + 3) > 0 && graph_and_tensors_only(params);
 }
 
 /* The names the headers declare, for the check that nothing listed is stale. */
@@ -435,11 +464,35 @@ static void check_header(const char *path)
         if (!strchr(ret, '*') && strcmp(ret, "ag_status ")) continue;
         char fn[96];
         snprintf(fn, sizeof fn, "%.*s", (int)(paren - name), name);
-        cr_assert(listed(fn), "%s: %s returns %s but is neither walked, exempt nor an op of the table", path, fn,
-                  ret);
+        const char *close = strchr(paren, ')');
+        char params[512];
+        snprintf(params, sizeof params, "%.*s", close ? (int)(close - paren + 1) : 0, paren);
+        if (ag_op_find(fn + 3) > 0 && !graph_and_tensors_only(params))
+            cr_assert(listed(fn, params), "%s: %s%s: the op %s takes arguments other than tensors: give it a line "
+                      "in the walk of tests/test_error_walk.c (NUL(...) and G(...), with a bad one)", path, fn,
+                      params, fn + 3);
+        cr_assert(listed(fn, params), "%s: %s returns %s but is neither walked, exempt nor an op of the table", path,
+                  fn, ret);
         cr_assert_lt(ndeclared, sizeof declared / sizeof declared[0]);
         snprintf(declared[ndeclared++], sizeof declared[0], "%s", fn);
     }
+}
+
+/* The rule above, on the declarations it must tell apart. */
+Test(error_walk, an_op_with_other_arguments_needs_a_walk_line)
+{
+    cr_assert(graph_and_tensors_only("(ag_graph *g, ag_tensor *x)"));
+    cr_assert(graph_and_tensors_only("(ag_graph *g, ag_tensor *cond, ag_tensor *a,\n ag_tensor *b)"));
+    cr_assert(!graph_and_tensors_only("(ag_graph *g, ag_tensor *x, ag_tensor *weight, double eps)"));
+    cr_assert(!graph_and_tensors_only("(ag_graph *g, ag_tensor *x, int axis, int keepdim)"));
+    cr_assert(!graph_and_tensors_only("(ag_graph *g, int n, ag_tensor *const *xs, int axis)"));
+    cr_assert(!graph_and_tensors_only("(ag_graph *g, ag_tensor *x, int k, int axis, int largest, ag_tensor **indices)"));
+    /* an op of the table with no line in the walk (masked_softmax, which
+     * is not public) is listed with tensors only, not with an eps; one
+     * with a line is listed either way */
+    cr_assert(!listed("ag_masked_softmax", "(ag_graph *g, ag_tensor *x, double eps)"));
+    cr_assert(listed("ag_masked_softmax", "(ag_graph *g, ag_tensor *x)"));
+    cr_assert(listed("ag_layer_norm", "(ag_graph *g, ag_tensor *x, ag_tensor *gain, ag_tensor *bias, double eps)"));
 }
 
 Test(error_walk, walk_is_complete)

@@ -21,7 +21,7 @@ WASI_LIB    ?= /usr/lib/wasm32-wasi
 WASM        := $(BUILD)/wasm
 WASM_FLAGS  := --target=wasm32-wasi -nostdlibinc -isystem $(WASI_INC) -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_SIGNAL \
                -std=c11 -Wall -Wextra -Iinclude -Isrc -Iexamples -D_POSIX_C_SOURCE=200809L -ffp-contract=off \
-               -fno-math-errno -O2 -MMD -MP $(if $(filter 1,$(WERROR)),-Werror)
+               -fno-math-errno -Werror=implicit-function-declaration -O2 -MMD -MP $(if $(filter 1,$(WERROR)),-Werror)
 WASM_LDFLAGS := --target=wasm32-wasi -L$(WASI_LIB) -Wl,--strip-all -Wl,-z,stack-size=1048576 \
                 -Wl,--initial-memory=16777216 -Wl,--max-memory=2147483648
 WASM_LIBS   := -lwasi-emulated-getpid -lwasi-emulated-signal -lm

@@ -74,7 +74,7 @@ static inline size_t ag__piece(size_t n, int t, int nt)
 /* The descriptor; __VA_ARGS__ adds fields (.grad_in_place = true). */
 #define AG__UNARY_DESC(fn, ...)                                                             \
     static void fn##_backward(ag_graph *g, ag_tensor *y) { ag__unary_op_backward(g, y, &fn##_ref); } \
-    const ag_op_desc ag_op_##fn = {.name = #fn, .backward = fn##_backward, AG_CASES(cases), __VA_ARGS__};
+    const ag_op_desc ag_op_##fn = {.name = #fn, .backward = fn##_backward, AG_CASES(cases), .elementwise = true, __VA_ARGS__};
 
 #define AG_UNARY_OP(fn, OP, ...)                                                            \
     static void fn##_fwd(size_t n, const ag_real *x, ag_real *y, const double *farg)        \
@@ -130,6 +130,6 @@ static inline size_t ag__piece(size_t n, int t, int nt)
     static const ag__binary_ref fn##_ref = {fn##_fwd, fn##_bwd};                        \
     ag_tensor *ag_##fn(ag_graph *g, ag_tensor *a, ag_tensor *b) { return ag__binary_op(g, OP, a, b, &fn##_ref); } \
     static void fn##_backward(ag_graph *g, ag_tensor *y) { ag__binary_op_backward(g, y, &fn##_ref); } \
-    const ag_op_desc ag_op_##fn = {.name = #fn, .backward = fn##_backward, AG_CASES(cases), __VA_ARGS__};
+    const ag_op_desc ag_op_##fn = {.name = #fn, .backward = fn##_backward, AG_CASES(cases), .elementwise = true, __VA_ARGS__};
 
 #endif

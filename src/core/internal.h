@@ -74,6 +74,16 @@ typedef struct ag_op_desc {
     bool grad_in_place;
     const ag_op_case *cases; /* gradient-check cases (src/core/opcheck.c runs them) */
     int ncases;
+    /* Element-wise (y_i from the inputs' element i alone, broadcast aside):
+     * the float-edge check sweeps it over a grid of magnitudes by itself.
+     * The element-wise macros set it (src/core/elementwise.h). */
+    bool elementwise;
+    /* Float-edge cases (tests/edge/float_edges.c), for an op that is not
+     * element-wise: cases as above whose values sit where float breaks
+     * first (logits near +-80 and +-1e4, large offsets), run in float and
+     * compared with the double build's results. */
+    const ag_op_case *edges;
+    int nedges;
 } ag_op_desc;
 
 /* A gradient-check case of an op, kept in the op's own file.  The checker
@@ -91,6 +101,7 @@ struct ag_op_case {
     ag_tensor *(*build)(ag_graph *g, ag_tensor *const *in);
 };
 #define AG_CASES(arr) .cases = (arr), .ncases = (int)(sizeof(arr) / sizeof((arr)[0]))
+#define AG_EDGES(arr) .edges = (arr), .nedges = (int)(sizeof(arr) / sizeof((arr)[0]))
 
 
 /* Indexed by ag_op_id; [AG_OP_LEAF] is a descriptor with no backward. */

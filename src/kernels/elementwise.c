@@ -221,13 +221,14 @@ GRAD_BWD(relu)
 #define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2 / pi) */
 #define COEF 0.044715
 
-/* y = x Phi(x), s = Phi(x) + x phi(x), erf's exp shared with phi's */
+/* y = x Phi(x), s = Phi(x) + x phi(x); Phi(x) = 0.5 erfc(-x / sqrt 2)
+ * where x < 0, as ops/gelu.c (1 + erf cancels to 0 in the tail) */
 static void gelu_fwd(size_t n, const ag_real *x, ag_real *y, ag_real *s)
 {
     for (size_t i = 0; i < n; i++) {
-        double e = erf(x[i] * SQRT1_2);
-        y[i] = x[i] * 0.5 * (1 + e);
-        if (s) s[i] = 0.5 * (1 + e) + x[i] * (exp(-0.5 * x[i] * x[i]) * INV_SQRT_2PI);
+        double e = erf(x[i] * SQRT1_2), p = x[i] >= 0 ? 0.5 * (1 + e) : 0.5 * erfc(-x[i] * SQRT1_2);
+        y[i] = x[i] >= 0 ? x[i] * 0.5 * (1 + e) : x[i] * p;
+        if (s) s[i] = p + x[i] * (exp(-0.5 * x[i] * x[i]) * INV_SQRT_2PI);
     }
 }
 

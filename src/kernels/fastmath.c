@@ -338,7 +338,10 @@ AG_INLINE gelu_pair gelu_tanh_pair_f(float x)
     float r = 1.0f / d;
     r = r - r * dl; /* 1 / (1 + e), corrected as the quotient above */
     float s = neg ? m * r : r, sc = neg ? r : e * r; /* s (times 2^n where w > 0) and 1 - s */
-    float du = 0.797884583f + 0.107032225f * (x * x); /* k (1 + 3 c x^2) = k + 3 c k x^2 */
+    /* k (1 + 3 c x^2) = k + 3 c k x^2; x held to |x| <= 1e4, where 2 s (1 - s)
+     * is 0 already, so that x^2 never overflows (inf 0 would be NaN) */
+    float xc = x > 1e4f ? 1e4f : x < -1e4f ? -1e4f : x;
+    float du = 0.797884583f + 0.107032225f * (xc * xc);
     float g = s + x * (2.0f * s * sc) * du;
     return (gelu_pair){y, neg ? g * s1 * s2 : g};
 }

@@ -125,10 +125,10 @@ step() { # step LOG ARGS...: make ARGS, its log's last lines when it fails
     fi
 }
 step check-op.log check-op OP="$name" || fail "make check-op OP=$name fails"
-grep '^check-op: \|^[0-9]* cases\|Synthesis' "$tmp/check-op.log" | sed 's/^/     /'
+grep '^check-op: \|^[0-9]* cases\|^float\|Synthesis' "$tmp/check-op.log" | sed 's/^/     /'
 took "make check-op OP=$name passes"
 step docs.log docs || fail "make docs fails"
-grep '^wrote ' "$tmp/docs.log" | sed 's/^/     /'
+grep '^wrote \|^quotes: ' "$tmp/docs.log" | sed 's/^/     /'
 took "make docs passes"
 
 # ---- 3. the files touched: the guide's table ------------------------------

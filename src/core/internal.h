@@ -314,6 +314,15 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
  * C. */
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
+/* The same two for operands that are bf16 values (ops/bf16.c: rounded
+ * already): on a CPU with AVX512_BF16, packing keeps their 16 high bits
+ * and vdpbf16ps multiplies them (kernels/gemm_bf16.c); elsewhere ag__gemm
+ * and ag__gemm_bias_res themselves.  The same sums in the same order
+ * either way, so the same bits but for subnormals (see gemm_bf16.c). */
+void ag__gemm_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
+                   ag_real beta, ag_real *C, int ldc);
+void ag__gemm_bias_res_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B,
+                            int ldb, ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 
 /* ---- fused ops (ops/linear*.c, gelu_linear_add.c, masked_softmax.c) ---- */
 
@@ -357,6 +366,12 @@ void ag__grad_pass(size_t n, const ag_real *dy, ag_real *d, bool fresh);
  * (ops/matmul_heads.c).  AG__MM_Y: the output is written [B, M, H, N]. */
 enum { AG__MM_A = 1, AG__MM_B = 2, AG__MM_Y = 4 };
 ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads);
+/* bf16 products (ops/bf16.c): whether g's products are bf16's; y = x
+ * rounded to bf16, over n values; a rounded copy of x in g's arena (NULL,
+ * the failure recorded on g, when there is no memory). */
+bool ag__bf16(const ag_graph *g);
+void ag__bf16_round_all(size_t n, const ag_real *x, ag_real *y);
+const ag_real *ag__bf16_operand(ag_graph *g, const ag_real *x, size_t n);
 /* matmul's node (ops/matmul.c), a and b read with the shapes la, lb;
  * `who` names the op in errors. */
 ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor *b, int tb, int heads,

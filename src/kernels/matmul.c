@@ -1,7 +1,8 @@
 /* kernels/matmul.c: matmul's products by the blocked gemm (kernels/gemm.c),
  * batch entries shared among the threads.  The math and the reference
  * loops are ops/matmul.c; the batch layout (ag__products) is made by
- * core/products.c. */
+ * core/products.c.  p->bf16: the operands are bf16 values (ops/bf16.c),
+ * multiplied by ag__gemm_bf16. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
@@ -19,7 +20,7 @@ static void matmul_entry(void *ctx, size_t r)
     const mm_job *j = ctx;
     const ag__products *p = j->p;
     const int nb = p->nb;
-    ag__gemm(0, p->tb, p->M, p->N, p->K, j->a + ag__products_at(p, p->a, r), (int)p->a[nb], j->b + ag__products_at(p, p->b, r),
+    (p->bf16 ? ag__gemm_bf16 : ag__gemm)(0, p->tb, p->M, p->N, p->K, j->a + ag__products_at(p, p->a, r), (int)p->a[nb], j->b + ag__products_at(p, p->b, r),
              (int)p->b[nb], 0, j->y + ag__products_at(p, p->y, r), (int)p->y[nb]);
 }
 
@@ -44,19 +45,21 @@ static void matmul_entry_backward(void *ctx, size_t r)
     const int M = p->M, N = p->N, K = p->K, nb = p->nb;
     const ag_real *a = j->a, *b = j->b, *dy = j->dy;
     ag_real *da = j->da, *db = j->db, beta_a = j->beta_a, beta_b = j->beta_b;
+    void (*gemm)(int, int, int, int, int, const ag_real *, int, const ag_real *, int, ag_real, ag_real *, int) =
+        p->bf16 ? ag__gemm_bf16 : ag__gemm;
     size_t ia = ag__products_at(p, p->a, r), ib = ag__products_at(p, p->b, r), iy = ag__products_at(p, p->y, r);
     int lda = (int)p->a[nb], ldb = (int)p->b[nb], ldy = (int)p->y[nb];
     dy += iy;
     if (!p->tb) {
         /* y = a b:  da += dy b^T  [M, N] x [N, K] */
-        if (da) ag__gemm(0, 1, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
+        if (da) gemm(0, 1, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
         /* y = a b:  db += a^T dy  [K, M] x [M, N] */
-        if (db) ag__gemm(1, 0, K, N, M, a + ia, lda, dy, ldy, beta_b, db + ib, ldb);
+        if (db) gemm(1, 0, K, N, M, a + ia, lda, dy, ldy, beta_b, db + ib, ldb);
     } else {
         /* y = a b^T:  da += dy b  [M, N] x [N, K] */
-        if (da) ag__gemm(0, 0, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
+        if (da) gemm(0, 0, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
         /* y = a b^T:  db += dy^T a  [N, M] x [M, K] */
-        if (db) ag__gemm(1, 0, N, K, M, dy, ldy, a + ia, lda, beta_b, db + ib, ldb);
+        if (db) gemm(1, 0, N, K, M, dy, ldy, a + ia, lda, beta_b, db + ib, ldb);
     }
 }
 
@@ -72,7 +75,8 @@ static ag_real *grad_for(ag_graph *g, ag_tensor *x, bool own, ag_real *beta)
     return dx;
 }
 
-bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_tensor *b, const ag_real *dy)
+bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_tensor *b, const ag_real *av,
+                           const ag_real *bv, const ag_real *dy)
 {
     size_t ma = (size_t)p->M * p->K, mb = (size_t)p->K * p->N, my = (size_t)p->M * p->N;
     /* an operand is its own when no batch axis of it was stretched: then
@@ -84,7 +88,7 @@ bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_
     ag_real *db = b->requires_grad ? grad_for(g, b, own_b, &beta_b) : NULL;
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return true;
     int nt = own_a && own_b && p->count > 1 ? ag__threads_for(p->count * my * (size_t)p->K / 8) : 1;
-    mm_job j = {p, a->data, b->data, dy, NULL, da, db, beta_a, beta_b};
+    mm_job j = {p, av, bv, dy, NULL, da, db, beta_a, beta_b};
     ag__parallel_for(p->count, nt, matmul_entry_backward, &j);
     return true;
 }

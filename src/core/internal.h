@@ -490,6 +490,18 @@ enum { AG_ISA_BASE, AG_ISA_AVX2, AG_ISA_AVX512, AG_ISA_NEON, AG_ISA_COUNT };
 #else
 #define AG_NEON_KERNELS 0
 #endif
+/* AVX512_BF16's vdpbf16ps, beside the AVX-512 level (kernels/gemm_bf16.c):
+ * built with gcc 12 or clang 14 on, which have its intrinsics (-DAG_NO_BF16
+ * builds without it); used when the CPU has it and the level is AVX-512,
+ * unless forced off.  Forcing "avx512bf16" asks for it, any other level
+ * turns it off (ag__isa_force). */
+#if AG_X86_KERNELS && !defined(AG_NO_BF16) &&                                                                 \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 12))
+#define AG_BF16_KERNEL 1
+#else
+#define AG_BF16_KERNEL 0
+#endif
+bool ag__isa_bf16(void);
 /* The level in use: the CPU's best, read once, unless forced lower.  Every
  * dispatch asks, so the common path is one load, inlined (-1: not read
  * yet; ag__isa_read reads the CPU). */
@@ -500,9 +512,10 @@ static inline int ag__isa(void)
     int l = atomic_load_explicit(&ag__isa_level, memory_order_relaxed);
     return l >= 0 ? l : ag__isa_read();
 }
-/* Force "baseline", "avx2", "avx512" or "neon" (only a level the CPU has; NULL or
- * an unknown name: the CPU's best); returns the name now in use.  For
- * tests and benchmarks, while no kernel runs. */
+/* Force "baseline", "avx2", "avx512", "avx512bf16" or "neon" (only a level
+ * the CPU has; NULL or an unknown name: the CPU's best, AVX512_BF16 on where
+ * it has it); returns the name now in use ("avx512" for NULL on an
+ * AVX512_BF16 CPU too).  For tests and benchmarks, while no kernel runs. */
 const char *ag__isa_force(const char *name);
 /* One kernel, several instruction sets.  Write the body once as
  *   static inline AG_ALWAYS_INLINE ret name(params) { ... }

@@ -53,10 +53,12 @@ static void backward_ref(int N, int I, int O, const ag_real *dy, const ag_real *
 void ag__dense_rows(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
                     const ag_real *r, ag_real *y)
 {
-    bool bf16 = ag__bf16(g); /* bf16 products: x and W rounded (ops/bf16.c), b and r not */
+    bool bf16 = ag__bf16(g);
+    if (ag__fast() && ag__k_linear_forward(g, N, I, O, x, w, b, r, y, bf16)) return;
+    /* bf16 products: x and W rounded (ops/bf16.c), b and r not */
     if (bf16 && (!(x = ag__bf16_operand(g, x, (size_t)N * I)) || !(w = ag__bf16_operand(g, w, (size_t)O * I))))
         return;
-    if (!(ag__fast() && ag__k_linear_forward(g, N, I, O, x, w, b, r, y, bf16))) forward_ref(N, I, O, x, w, b, r, y);
+    forward_ref(N, I, O, x, w, b, r, y);
 }
 
 ag_tensor *ag__dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_tensor *x, ag_tensor *w, ag_tensor *b,
@@ -79,15 +81,6 @@ ag_tensor *ag__linear(ag_graph *g, ag_tensor *x, ag_tensor *w, ag_tensor *b)
     return ag__dense_node(g, AG_OP_LINEAR, 3, src, x, w, b, NULL);
 }
 
-/* dx (stored when fresh, else added), dW, db (NULL: not wanted) by the
- * kernel, or the reference. */
-static void grads(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx, bool fresh,
-                  ag_real *dw, ag_real *db, bool bf16)
-{
-    if (!(ag__fast() && ag__k_linear_backward(N, I, O, dy, x, w, dx, fresh, dw, db, bf16)))
-        backward_ref(N, I, O, dy, x, w, dx, dw, db);
-}
-
 void ag__dense_grads(ag_graph *g, int N, const ag_real *dy, const ag_real *x, ag_tensor *w, ag_tensor *b, ag_real *dx,
                      bool fresh)
 {
@@ -95,8 +88,10 @@ void ag__dense_grads(ag_graph *g, int N, const ag_real *dy, const ag_real *x, ag
     ag_real *db = b && b->requires_grad ? ag__grad(g, b) : NULL;
     if (ag_graph_status(g) != AG_OK) return;
     int I = w->shape[1], O = w->shape[0];
-    if (!ag__bf16(g)) {
-        grads(N, I, O, dy, x, w->data, dx, fresh, dw, db, false);
+    bool bf16 = ag__bf16(g);
+    if (ag__fast() && ag__k_linear_backward(g, N, I, O, dy, x, w->data, dx, fresh, dw, db, bf16)) return;
+    if (!bf16) {
+        backward_ref(N, I, O, dy, x, w->data, dx, dw, db);
         return;
     }
     /* bf16 products (ops/bf16.c): dx and dW from dy, W and x rounded; db,
@@ -104,8 +99,8 @@ void ag__dense_grads(ag_graph *g, int N, const ag_real *dy, const ag_real *x, ag
     const ag_real *dyr = ag__bf16_operand(g, dy, (size_t)N * O), *wr = ag__bf16_operand(g, w->data, (size_t)O * I),
                   *xr = ag__bf16_operand(g, x, (size_t)N * I);
     if (!dyr || !wr || !xr) return;
-    grads(N, I, O, dyr, xr, wr, dx, fresh, dw, NULL, true);
-    if (db) grads(N, I, O, dy, NULL, NULL, NULL, false, NULL, db, false);
+    backward_ref(N, I, O, dyr, xr, wr, dx, dw, NULL);
+    if (db) backward_ref(N, I, O, dy, NULL, NULL, NULL, NULL, db);
 }
 
 void ag__dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b)

@@ -17,7 +17,8 @@
  * heads read or written in place.
  *
  * Under AG_PRECISION_BF16 the same loops run on operands rounded to
- * bf16 (ops/bf16.c): a, b forward; dy, b and a, dy backward.
+ * bf16 (ops/bf16.c): a, b forward; dy, b and a, dy backward (the kernels
+ * round them themselves).
  *
  * iarg[0] = 1 for b transposed; iarg[1] = the operands in heads layout
  * (AG__MM_A | AG__MM_B | AG__MM_Y).  The fast code, each product by the
@@ -113,9 +114,11 @@ ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor
     ag__impl(y)->iarg[0] = tb, ag__impl(y)->iarg[1] = heads;
     ag__products p; /* where the matrices are (core/products.c) */
     ag__products_plan(&p, a, b, y, tb, heads);
+    p.bf16 = bf16_products(g, heads);
+    if (ag__fast() && ag__k_matmul_forward(g, &p, a, b, y->data)) return ag_graph_status(g) == AG_OK ? y : NULL;
     const ag_real *av = a->data, *bv = b->data;
-    if ((p.bf16 = bf16_products(g, heads)) && !bf16_operands(g, a, b, &av, &bv)) return NULL;
-    if (!(ag__fast() && ag__k_matmul_forward(&p, av, bv, y->data))) forward_ref(&p, av, bv, y->data);
+    if (p.bf16 && !bf16_operands(g, a, b, &av, &bv)) return NULL;
+    forward_ref(&p, av, bv, y->data);
     return y;
 }
 
@@ -141,12 +144,11 @@ static void matmul_backward(ag_graph *g, ag_tensor *y)
     ag_tensor *a = y->src[0], *b = y->src[1];
     ag__products p;
     ag__products_plan(&p, a, b, y, ag__impl(y)->iarg[0], ag__impl(y)->iarg[1]);
+    p.bf16 = bf16_products(g, ag__impl(y)->iarg[1]);
+    if (ag__fast() && ag__k_matmul_backward(g, &p, a, b, y->grad)) return;
     /* bf16: dy rounded too, as autocast's bf16 output's gradient is bf16 */
     const ag_real *av = a->data, *bv = b->data, *dy = y->grad;
-    if ((p.bf16 = bf16_products(g, ag__impl(y)->iarg[1])) &&
-        (!bf16_operands(g, a, b, &av, &bv) || !(dy = ag__bf16_operand(g, dy, y->size))))
-        return;
-    if (ag__fast() && ag__k_matmul_backward(g, &p, a, b, av, bv, dy)) return;
+    if (p.bf16 && (!bf16_operands(g, a, b, &av, &bv) || !(dy = ag__bf16_operand(g, dy, y->size)))) return;
     ag_real *da = a->requires_grad ? ag__grad(g, a) : NULL, *db = b->requires_grad ? ag__grad(g, b) : NULL;
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
     backward_ref(&p, av, bv, dy, da, db);

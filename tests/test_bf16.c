@@ -219,10 +219,11 @@ Test(bf16, kernel_and_reference_agree_to_the_bit_within_one_depth_block)
 }
 
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
-/* vdpbf16ps against the fp32 AVX-512 kernel on the same rounded operands:
- * the same sums in the same order (k ascending in each KC block, blocks
- * added in order), so the same bits, at every transpose, edge tile, odd
- * depth and a depth of several blocks. */
+/* vdpbf16ps, rounding the operands as it packs them, against the fp32
+ * AVX-512 kernel on rounded copies: the same sums in the same order (k
+ * ascending in each KC block, blocks added in order), so the same bits,
+ * at every transpose, edge tile, odd depth, a depth of several blocks, and
+ * for the small products it hands to ag__gemm. */
 Test(bf16, vdpbf16ps_kernel_gives_the_fp32_kernels_bits)
 {
     if (strcmp(ag__isa_force("avx512bf16"), "avx512bf16") != 0) {
@@ -230,7 +231,7 @@ Test(bf16, vdpbf16ps_kernel_gives_the_fp32_kernels_bits)
         cr_skip_test("this CPU has no AVX512_BF16");
     }
     const int sizes[][3] = {{100, 200, 1001}, {6, 64, 384}, {13, 70, 385}, {71, 130, 7}, {7, 3, 99}, {1, 300, 50},
-                            {150, 33, 64}};
+                            {150, 33, 64}, {10, 16, 10}, {3, 5, 7}};
     ag_rng r;
     ag_rng_seed(&r, 47);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
@@ -239,19 +240,19 @@ Test(bf16, vdpbf16ps_kernel_gives_the_fp32_kernels_bits)
                 for (int beta = 0; beta < 2; beta++) {
                     int M = sizes[s][0], N = sizes[s][1], K = sizes[s][2];
                     float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4), *C1 = malloc((size_t)M * N * 4),
-                          *C2 = malloc((size_t)M * N * 4);
+                          *C2 = malloc((size_t)M * N * 4), *Ar = malloc((size_t)M * K * 4), *Br = malloc((size_t)K * N * 4);
                     fill(&r, A, (size_t)M * K, 1), fill(&r, B, (size_t)K * N, 1), fill(&r, C1, (size_t)M * N, 1);
-                    ag__bf16_round_all((size_t)M * K, A, A), ag__bf16_round_all((size_t)K * N, B, B);
+                    ag__bf16_round_all((size_t)M * K, A, Ar), ag__bf16_round_all((size_t)K * N, B, Br);
                     memcpy(C2, C1, (size_t)M * N * 4);
                     int lda = ta ? M : K, ldb = tb ? K : N;
                     ag__isa_force("avx512bf16");
-                    ag__gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C1, N);
+                    ag__gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C1, N); /* rounds A and B itself */
                     ag__isa_force("avx512");
-                    ag__gemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C2, N);
+                    ag__gemm(ta, tb, M, N, K, Ar, lda, Br, ldb, (float)beta, C2, N);
                     for (size_t i = 0; i < (size_t)M * N; i++)
                         cr_assert_eq(bits_of(C1[i]), bits_of(C2[i]), "%dx%dx%d ta %d tb %d beta %d [%zu]: %.9g, %.9g", M,
                                      N, K, ta, tb, beta, i, C1[i], C2[i]);
-                    free(A), free(B), free(C1), free(C2);
+                    free(A), free(B), free(C1), free(C2), free(Ar), free(Br);
                 }
     ag__isa_force(NULL);
 }
@@ -270,12 +271,12 @@ Test(bf16, vdpbf16ps_bias_residual_and_threads_keep_the_bits)
     float *A = malloc(M * K * 4), *B = malloc(N * K * 4), *bias = malloc(N * 4), *R = malloc(M * N * 4),
           *C1 = malloc(M * N * 4), *C2 = malloc(M * N * 4);
     fill(&r, A, M * K, 1), fill(&r, B, N * K, 1), fill(&r, bias, N, 1), fill(&r, R, M * N, 1);
-    ag__bf16_round_all(M * K, A, A), ag__bf16_round_all(N * K, B, B);
     ag_set_threads(2);
     ag__isa_force("avx512bf16");
     ag__gemm_bias_res_bf16(0, 1, M, N, K, A, K, B, K, 0, C1, N, bias, R);
     ag_set_threads(1);
     ag__isa_force("avx512");
+    ag__bf16_round_all(M * K, A, A), ag__bf16_round_all(N * K, B, B);
     ag__gemm_bias_res(0, 1, M, N, K, A, K, B, K, 0, C2, N, bias, R);
     ag__isa_force(NULL);
     cr_assert_eq(memcmp(C1, C2, M * N * 4), 0, "bias, residual or threads changed the bits");

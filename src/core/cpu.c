@@ -15,7 +15,7 @@
 #include "core/internal.h"
 
 #include <stdatomic.h>
-#if AG_BF16_KERNEL
+#if AG_BF16_KERNEL && !defined(AG_DOUBLE)
 #include <cpuid.h>
 #endif
 
@@ -31,10 +31,11 @@ _Atomic int ag__isa_level = -1;
 /* whether the bf16 products may use vdpbf16ps (set with the level) */
 static _Atomic bool bf16_on;
 
-/* AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5 (and a kernel built) */
+/* AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5 (and a kernel built:
+ * the float build's) */
 static bool cpu_bf16(void)
 {
-#if AG_BF16_KERNEL
+#if AG_BF16_KERNEL && !defined(AG_DOUBLE)
     unsigned a, b, c, d;
     return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 5 & 1);
 #else

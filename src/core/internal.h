@@ -314,11 +314,10 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
  * C. */
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
-/* The same two for operands that are bf16 values (ops/bf16.c: rounded
- * already): on a CPU with AVX512_BF16, packing keeps their 16 high bits
- * and vdpbf16ps multiplies them (kernels/gemm_bf16.c); elsewhere ag__gemm
- * and ag__gemm_bias_res themselves.  The same sums in the same order
- * either way, so the same bits but for subnormals (see gemm_bf16.c). */
+/* The same two of the operands rounded to bf16 (ops/bf16.c's rule), on a
+ * CPU with AVX512_BF16 only (ag__isa_bf16()): packing rounds them and
+ * vdpbf16ps multiplies them (kernels/gemm_bf16.c).  The bits of ag__gemm
+ * and ag__gemm_bias_res on rounded copies but for subnormals. */
 void ag__gemm_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                    ag_real beta, ag_real *C, int ldc);
 void ag__gemm_bias_res_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B,

@@ -2,24 +2,20 @@
  * (the compiler's vectors, compiled per instruction set): the same integer
  * rule, y = the 16 high bits of (bits(x) + 0x7fff + bit 16), NaN -> 0x7fc0,
  * so the same bits as ag_bf16_round. */
+#include "kernels/bf16.h"
 #include "kernels/kernels.h"
 
-#include <stdint.h>
 #include <string.h>
 
 #ifndef AG_DOUBLE /* the double build rounds by ops/bf16.c's loop */
-typedef uint32_t u16v __attribute__((vector_size(64)));
-
 static inline AG_ALWAYS_INLINE void round_floats(size_t n, const float *x, float *y)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        u16v u;
+        ag__u32x16 u;
         memcpy(&u, x + i, sizeof u);
-        u16v r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-        u16v nan = (u16v)((u & 0x7fffffffu) > 0x7f800000u); /* all ones where x is a NaN */
-        r = (nan & 0x7fc00000u) | (~nan & r);
-        memcpy(y + i, &r, sizeof r);
+        ag__bf16_bits16(&u);
+        memcpy(y + i, &u, sizeof u);
     }
     for (; i < n; i++) y[i] = ag_bf16_round(x[i]);
 }

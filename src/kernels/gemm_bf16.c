@@ -1,36 +1,39 @@
-/* gemm_bf16.c: C = beta C + op(A) op(B) (+ bias, + R) for operands that are
- * bf16 values already (ops/bf16.c rounded them): ag__gemm's product, with
- * the multiplications done on bf16 halves where the CPU has AVX512_BF16.
+/* gemm_bf16.c: C = beta C + bf16(op(A)) bf16(op(B)) (+ bias, + R): the
+ * product of the operands rounded to bf16 (ops/bf16.c's rule), summed in
+ * float, with the multiplications done on bf16 halves by AVX512_BF16's
+ * vdpbf16ps.  Only where the CPU has it (ag__isa_bf16()): elsewhere the
+ * callers round the operands (ag__bf16_operand) and call ag__gemm.
  *
  * vdpbf16ps takes, in each 32-bit lane, a pair of bf16 values of each
  * operand and adds both products to a float accumulator, one rounding
  * each, the odd (high) half's product first:
  *   acc = (acc + a[1] b[1]) + a[0] b[0]
- * So packing puts depth k in the high half and k + 1 in the low one
- * (pair(x, y) below): the accumulator adds k, then k + 1, in ag__gemm's
- * order.  Each product of two bf16 values is exact in a float, so a
- * float fused multiply-add of the same values rounds as each step does:
- * with the blocks of ag__gemm (KC deep, each block's sum added to C in
- * order) this kernel gives ag__gemm's bits.  But for subnormals: vdpbf16ps
- * reads a subnormal operand as 0 and flushes a subnormal sum to 0, which
- * moves a value by at most 2^-126 (1.2e-38) times the other operand's
- * largest magnitude a step, times K for a sum.  Zeros pad an odd depth:
- * the pair's second product, +0, leaves the sum as it is (it is never -0:
- * it starts at +0, and x + -x is +0).
+ * So packing, which rounds, puts depth k in the high half and k + 1 in
+ * the low one (pair(x, y) below): the accumulator adds k, then k + 1, in
+ * ag__gemm's order.  Each product of two bf16 values is exact in a float,
+ * so a float fused multiply-add of the same values rounds as each step
+ * does: with the blocks of ag__gemm (KC deep, each block's sum added to C
+ * in order) this kernel gives ag__gemm's bits on the rounded operands.
+ * But for subnormals: vdpbf16ps reads a subnormal operand as 0 and flushes
+ * a subnormal sum to 0, which moves a value by at most 2^-126 (1.2e-38)
+ * times the other operand's largest magnitude a step, times K for a sum.
+ * Zeros pad an odd depth: the pair's second product, +0, leaves the sum
+ * as it is (it is never -0: it starts at +0, and x + -x is +0).
  *
  * The tile is MR = 6 rows of 4 vectors of 16 floats, 24 accumulators of
  * the 32 registers, as the fp32 AVX-512 kernel's, each step of k pairs
  * one broadcast of A's pair per row and one vdpbf16ps per row and vector:
  * twice the fp32 kernel's multiply-adds per instruction.  A is packed
- * too ([k pairs][MR]), since packing is where the halves are taken.
+ * too ([k pairs][MR]), since packing is where the operands are rounded.
  *
- * Elsewhere (no AVX512_BF16 in the CPU or the compiler, the double build,
- * a level forced below it) and for the products that ag__gemm does not
- * block (too small, or a toy head's), ag__gemm itself computes them, with
- * the same sums: no speed-up there. */
+ * The products that ag__gemm does not block (too small, or a toy head's)
+ * go to ag__gemm on rounded copies (a thread's scratch: they are small),
+ * with the same sums. */
 #include "core/internal.h"
+#include "kernels/bf16.h"
 #include "kernels/gemm.h"
 
+#include <assert.h>
 #include <stdint.h>
 
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
@@ -44,15 +47,14 @@
 #define NC 3072
 
 /* x's bits; the pair of depths k (high half) and k + 1 (low) from their
- * bits: the 16 high bits of each, x itself for a bf16 value */
+ * bits, each rounded to bf16 */
 static inline uint32_t bits(const float *x)
 {
     uint32_t u;
     memcpy(&u, x, sizeof u);
     return u;
 }
-static inline uint32_t pair(uint32_t k0, uint32_t k1) { return (k0 & 0xffff0000u) | k1 >> 16; }
-typedef uint32_t u16v __attribute__((vector_size(64)));
+static inline uint32_t pair(uint32_t k0, uint32_t k1) { return ag__bf16_bits(k0) | ag__bf16_bits(k1) >> 16; }
 
 /* Rows [i0, i0+mr) of op(A), mr <= MR, zero rows up to MR, depth [p0,
  * p0+kc): dst[kc/2 rounded up][MR] pairs; an odd depth's last pair is
@@ -89,9 +91,10 @@ __attribute__((target("avx512f"))) static void pack_b(uint32_t *dst, const float
             uint32_t *d = dst + (size_t)p * NR;
             if (p < ke && nr == NR)
                 for (int v = 0; v < NR / 16; v++) {
-                    u16v x0, x1;
+                    ag__u32x16 x0, x1;
                     memcpy(&x0, b0 + 16 * v, sizeof x0), memcpy(&x1, b1 + 16 * v, sizeof x1);
-                    x0 = (x0 & 0xffff0000u) | x1 >> 16;
+                    ag__bf16_bits16(&x0), ag__bf16_bits16(&x1);
+                    x0 |= x1 >> 16;
                     memcpy(d + 16 * v, &x0, sizeof x0);
                 }
             else {
@@ -192,6 +195,25 @@ static bool part(const job *jb, int m0, int m1, int n0, int n1)
     return true;
 }
 
+/* C[m0:m1, n0:n1] by plain loops: sum_k bf16(A(i, k)) bf16(B(k, j)), k
+ * ascending, then added to C (or stored).  For want of packing buffers. */
+static void plain(const job *jb, int m0, int m1, int n0, int n1)
+{
+    for (int i = m0; i < m1; i++)
+        for (int j = n0; j < n1; j++) {
+            float s = 0;
+            for (int k = 0; k < jb->K; k++) {
+                uint32_t a = ag__bf16_bits(bits(jb->ta ? jb->A + (size_t)k * jb->lda + i : jb->A + (size_t)i * jb->lda + k));
+                uint32_t b = ag__bf16_bits(bits(jb->tb ? jb->B + (size_t)j * jb->ldb + k : jb->B + (size_t)k * jb->ldb + j));
+                float x, y;
+                memcpy(&x, &a, sizeof x), memcpy(&y, &b, sizeof y);
+                s += x * y;
+            }
+            float *c = jb->C + (size_t)i * jb->ldc + j;
+            *c = jb->overwrite ? s : *c + s;
+        }
+}
+
 /* Thread t's share: a contiguous run of row (or column) panels. */
 static void share(void *ctx, size_t t)
 {
@@ -201,22 +223,38 @@ static void share(void *ctx, size_t t)
     if (hi_ > n) hi_ = n;
     if (lo >= hi_) return;
     bool ok = jb->by_rows ? part(jb, lo, hi_, 0, jb->N) : part(jb, 0, jb->M, lo, hi_);
-    if (!ok) { /* no buffers: ag__gemm's plain loops, the same sums but for their order */
-        int m0 = jb->by_rows ? lo : 0, n0 = jb->by_rows ? 0 : lo;
-        int m = jb->by_rows ? hi_ - lo : jb->M, nn = jb->by_rows ? jb->N : hi_ - lo;
-        ag__gemm_small(jb->ta, jb->tb, m, nn, jb->K, jb->A + (size_t)m0 * (jb->ta ? 1 : jb->lda), jb->lda,
-                       jb->B + (size_t)n0 * (jb->tb ? jb->ldb : 1), jb->ldb, jb->overwrite ? 0 : 1,
-                       jb->C + (size_t)m0 * jb->ldc + n0, jb->ldc);
-    }
+    if (!ok) /* no buffers: plain loops, the same rounded products, one sum each */
+        plain(jb, jb->by_rows ? lo : 0, jb->by_rows ? hi_ : jb->M, jb->by_rows ? 0 : lo, jb->by_rows ? jb->N : hi_);
 }
 
-/* Whether the bf16 kernel takes the product: ag__gemm blocks it (not too
- * small, not a toy head's: kernels/gemm.c's rules) and the CPU has it. */
-static bool takes(int M, int N, int K, ag_real beta)
+/* Whether the blocked kernel takes the product: ag__gemm blocks it (not
+ * too small, not a toy head's: kernels/gemm.c's rules). */
+static bool takes(int M, int N, int K)
 {
-    if (M <= 0 || N <= 0 || K <= 0 || (double)M * N * K < 256 || !(beta == 0 || beta == 1)) return false;
-    if (M <= 64 && N <= 32 && K <= 64) return false; /* a head's product: its own kernel */
-    return ag__isa_bf16();
+    if ((double)M * N * K < 256) return false;
+    return !(M <= 64 && N <= 32 && K <= 64); /* a head's product: its own kernel */
+}
+
+/* rows x cols of X (row stride ld) rounded to bf16 into dst, rows x cols */
+static void round_copy(float *dst, const float *X, int ld, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            uint32_t u = ag__bf16_bits(bits(X + (size_t)i * ld + j));
+            memcpy(dst + (size_t)i * cols + j, &u, sizeof u);
+        }
+}
+
+/* A product the blocked kernel does not take (M N K < 256, or M <= 64,
+ * N <= 32, K <= 64): ag__gemm on rounded copies of op(A) and op(B), at
+ * most 64 x 64 and 64 x 32 values, in the thread's scratch. */
+static void small(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
+                  float *C, int ldc, const float *bias, const float *res)
+{
+    static _Thread_local float a[64 * 64], b[64 * 64];
+    round_copy(a, A, lda, ta ? K : M, ta ? M : K);
+    round_copy(b, B, ldb, tb ? N : K, tb ? K : N);
+    ag__gemm_bias_res(ta, tb, M, N, K, a, ta ? M : K, b, tb ? K : N, beta, C, ldc, bias, res);
 }
 
 static void blocked(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
@@ -233,34 +271,38 @@ static void blocked(int ta, int tb, int M, int N, int K, const float *A, int lda
 }
 #endif
 
+/* Both need ag__isa_bf16(): without it, no vdpbf16ps (and, built without
+ * the kernel, no code). */
 void ag__gemm_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                    ag_real beta, ag_real *C, int ldc)
 {
-#if AG_BF16_KERNEL && !defined(AG_DOUBLE)
-    if (takes(M, N, K, beta)) {
-        blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-#endif
-    ag__gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    ag__gemm_bias_res_bf16(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, NULL, NULL);
 }
 
 void ag__gemm_bias_res_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B,
                             int ldb, ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res)
 {
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
-    if (takes(M, N, K, beta)) {
-        /* C = ((sum [+ C]) + bias) + R: the fp32 kernel's sums, its store's order */
-        blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-        for (int i = 0; i < M; i++) {
-            float *c = C + (size_t)i * ldc;
-            if (bias)
-                for (int j = 0; j < N; j++) c[j] += bias[j];
-            if (res)
-                for (int j = 0; j < N; j++) c[j] += res[(size_t)i * ldc + j];
-        }
+    assert(ag__isa_bf16());
+    if (M <= 0 || N <= 0 || K <= 0) { /* no operand read: ag__gemm's C = beta C, + bias, + R */
+        ag__gemm_bias_res(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res);
         return;
     }
+    if (!takes(M, N, K)) {
+        small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res);
+        return;
+    }
+    blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    for (int i = 0; i < M; i++) { /* C = ((sum [+ C]) + bias) + R: the fp32 kernel's sums, its store's order */
+        float *c = C + (size_t)i * ldc;
+        if (bias)
+            for (int j = 0; j < N; j++) c[j] += bias[j];
+        if (res)
+            for (int j = 0; j < N; j++) c[j] += res[(size_t)i * ldc + j];
+    }
+#else
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
+        (void)ldc, (void)bias, (void)res;
+    assert(!"ag__gemm_bf16 without the bf16 kernel");
 #endif
-    ag__gemm_bias_res(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res);
 }

@@ -23,9 +23,9 @@
  * 16 bits and is exact in a float, and the sums are fp32's (ag_real's:
  * double in the double build), as under PyTorch's autocast.  So the
  * reference product in bf16 is ops/matmul.c's and ops/linear.c's loops on
- * rounded operands, and only the operands change.  The kernel room may
- * then multiply the halves themselves (kernels/gemm_bf16.c: packing keeps
- * the 16 high bits, exact for rounded operands).
+ * rounded operands, and only the operands change.  The kernel room rounds
+ * by the same rule where it packs the operands and multiplies the halves
+ * themselves (kernels/gemm_bf16.c), with no copies.
  *
  * Everything else stays fp32: the parameters (the master weights), their
  * gradients, the optimizer's state, layer norm, softmax, the losses.  The

@@ -59,16 +59,26 @@ static inline uint32_t pair(uint32_t k0, uint32_t k1) { return ag__bf16_bits(k0)
 /* Rows [i0, i0+mr) of op(A), mr <= MR, zero rows up to MR, depth [p0,
  * p0+kc): dst[kc/2 rounded up][MR] pairs; an odd depth's last pair is
  * (k, 0). */
-static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int mr, int p0, int kc)
+__attribute__((target("avx512f"))) static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int mr,
+                                                     int p0, int kc)
 {
     int ke = kc / 2, kp = (kc + 1) / 2;
     for (int p = 0; p < kp; p++)
         for (int i = mr; i < MR; i++) dst[(size_t)p * MR + i] = 0;
-    if (!ta) { /* A stored [M, K]: a pair is adjacent in a row */
+    if (!ta) { /* A stored [M, K]: a pair is adjacent in a row; the row rounded first, 16 values a step */
+        uint32_t r[KC];
         for (int i = 0; i < mr; i++) {
             const float *a = A + (size_t)(i0 + i) * lda + p0;
-            for (int p = 0; p < ke; p++) dst[(size_t)p * MR + i] = pair(bits(a + 2 * p), bits(a + 2 * p + 1));
-            if (kc & 1) dst[(size_t)ke * MR + i] = pair(bits(a + kc - 1), 0);
+            int k = 0;
+            for (; k + 16 <= kc; k += 16) {
+                ag__u32x16 v;
+                memcpy(&v, a + k, sizeof v);
+                ag__bf16_bits16(&v);
+                memcpy(r + k, &v, sizeof v);
+            }
+            for (; k < kc; k++) r[k] = ag__bf16_bits(bits(a + k));
+            for (int p = 0; p < ke; p++) dst[(size_t)p * MR + i] = r[2 * p] | r[2 * p + 1] >> 16;
+            if (kc & 1) dst[(size_t)ke * MR + i] = r[kc - 1];
         }
     } else { /* A stored [K, M]: rows k and k + 1 hold the pairs' halves */
         for (int p = 0; p < kp; p++) {

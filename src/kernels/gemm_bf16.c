@@ -279,6 +279,31 @@ static void blocked(int ta, int tb, int M, int N, int K, const float *A, int lda
     }
     ag__parallel_for((size_t)jb.nshares, jb.nshares, share, &jb);
 }
+
+/* C = (C + bias) + R, row by row, 16 columns a step: the fp32 kernel's
+ * sums, in its store's order (bias or R NULL: left out). */
+typedef float f32x16 __attribute__((vector_size(64)));
+__attribute__((target("avx512f"))) static void add_bias_res(int M, int N, const float *bias, const float *res, float *C,
+                                                           int ldc)
+{
+    for (int i = 0; i < M; i++) {
+        float *c = C + (size_t)i * ldc;
+        const float *r = res ? res + (size_t)i * ldc : NULL;
+        int j = 0;
+        for (; j + 16 <= N; j += 16) {
+            f32x16 v, x;
+            memcpy(&v, c + j, sizeof v);
+            if (bias) memcpy(&x, bias + j, sizeof x), v += x;
+            if (r) memcpy(&x, r + j, sizeof x), v += x;
+            memcpy(c + j, &v, sizeof v);
+        }
+        for (; j < N; j++) {
+            if (bias) c[j] += bias[j];
+            if (r) c[j] += r[j];
+        }
+    }
+}
+
 #endif
 
 /* Both need ag__isa_bf16(): without it, no vdpbf16ps (and, built without
@@ -303,13 +328,7 @@ void ag__gemm_bias_res_bf16(int ta, int tb, int M, int N, int K, const ag_real *
         return;
     }
     blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-    for (int i = 0; i < M; i++) { /* C = ((sum [+ C]) + bias) + R: the fp32 kernel's sums, its store's order */
-        float *c = C + (size_t)i * ldc;
-        if (bias)
-            for (int j = 0; j < N; j++) c[j] += bias[j];
-        if (res)
-            for (int j = 0; j < N; j++) c[j] += res[(size_t)i * ldc + j];
-    }
+    if (bias || res) add_bias_res(M, N, bias, res, C, ldc);
 #else
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
         (void)ldc, (void)bias, (void)res;

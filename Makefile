@@ -41,7 +41,7 @@ DIST_MPI  := $(BUILD)/f32/examples/common/dist_mpi.o
 
 LIB_SRC  := $(wildcard src/*/*.c) $(wildcard ops/*.c)
 TEST_SRC := $(wildcard tests/*.c)
-EXAMPLES := gradcheck attention_demo backward_tour # and translate: examples/translate/translate.mk
+EXAMPLES := gradcheck attention_demo backward_tour precision_tour # and translate: examples/translate/translate.mk
 EX_BIN   := $(foreach e,$(EXAMPLES),$(if $(wildcard examples/$(e).c),$(BUILD)/$(e)))
 
 LIB32 := $(BUILD)/libattograd.a

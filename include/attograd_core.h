@@ -458,6 +458,27 @@ typedef enum ag_kernels { AG_KERNELS_FAST = 0, AG_KERNELS_REFERENCE = 1 } ag_ker
 void ag_set_kernels(ag_kernels k);
 ag_kernels ag_get_kernels(void);
 
+/* The precision of the matrix products (docs/precision.md).  FP32 (the
+ * default): operands and sums in ag_real.  BF16: matmul, linear and its
+ * fused forms round their operands to bfloat16 (ag_bf16_round) and sum the
+ * exact products in ag_real, forward and backward, as PyTorch's autocast
+ * does; everything else (parameters, gradients, the optimizer, layer norm,
+ * softmax, losses, attention's own products) stays ag_real, and
+ * checkpoints are the same.  A graph follows the process default
+ * (ag_set_precision) until ag_graph_set_precision sets its own. */
+typedef enum ag_precision { AG_PRECISION_FP32 = 0, AG_PRECISION_BF16 = 1 } ag_precision;
+void ag_set_precision(ag_precision p);
+ag_precision ag_get_precision(void);
+void ag_graph_set_precision(ag_graph *g, ag_precision p);
+ag_precision ag_graph_precision(const ag_graph *g);
+/* "fp32" or "bf16" (a flag's value) into *p: 0, or -1 for another name. */
+int ag_precision_parse(const char *name, ag_precision *p);
+const char *ag_precision_name(ag_precision p);
+/* x rounded to bfloat16 (8 significant bits, float's exponent range), to
+ * nearest with ties to even, as PyTorch's tensor.bfloat16(); returned
+ * widened to float.  Too large: +-inf; NaN: the NaN 0x7fc0 (ops/bf16.c). */
+float ag_bf16_round(float x);
+
 /* Data parallelism: a step's batch split among workers, a thread each.
  * Worker 0 uses the caller's graph and store; worker k > 0 its own graph and
  * a replica store reading the model's values in place (docs/design.md). */

@@ -14,6 +14,8 @@
  * broadcasting add.  linear_add (ops/linear_add.c), this op with a
  * residual r added to its output, shares its forward (+ r) and backward.
  * The shapes' rules: core/fits.c.  The fast code is src/kernels/linear.c.
+ * Under AG_PRECISION_BF16 the same code runs on x, W (and dy) rounded to
+ * bf16 (ops/bf16.c); b, r and db stay fp32.
  *
  * src = {x, W, b};  b may be NULL. */
 #include "core/internal.h"
@@ -51,7 +53,12 @@ static void backward_ref(int N, int I, int O, const ag_real *dy, const ag_real *
 void ag__dense_rows(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
                     const ag_real *r, ag_real *y)
 {
-    if (!(ag__fast() && ag__k_linear_forward(g, N, I, O, x, w, b, r, y))) forward_ref(N, I, O, x, w, b, r, y);
+    bool bf16 = ag__bf16(g);
+    if (ag__fast() && ag__k_linear_forward(g, N, I, O, x, w, b, r, y, bf16)) return;
+    /* bf16 products: x and W rounded (ops/bf16.c), b and r not */
+    if (bf16 && (!(x = ag__bf16_operand(g, x, (size_t)N * I)) || !(w = ag__bf16_operand(g, w, (size_t)O * I))))
+        return;
+    forward_ref(N, I, O, x, w, b, r, y);
 }
 
 ag_tensor *ag__dense_node(ag_graph *g, int op, int nsrc, ag_tensor **src, ag_tensor *x, ag_tensor *w, ag_tensor *b,
@@ -81,8 +88,19 @@ void ag__dense_grads(ag_graph *g, int N, const ag_real *dy, const ag_real *x, ag
     ag_real *db = b && b->requires_grad ? ag__grad(g, b) : NULL;
     if (ag_graph_status(g) != AG_OK) return;
     int I = w->shape[1], O = w->shape[0];
-    if (!(ag__fast() && ag__k_linear_backward(N, I, O, dy, x, w->data, dx, fresh, dw, db)))
+    bool bf16 = ag__bf16(g);
+    if (ag__fast() && ag__k_linear_backward(g, N, I, O, dy, x, w->data, dx, fresh, dw, db, bf16)) return;
+    if (!bf16) {
         backward_ref(N, I, O, dy, x, w->data, dx, dw, db);
+        return;
+    }
+    /* bf16 products (ops/bf16.c): dx and dW from dy, W and x rounded; db,
+     * a sum and no product, from dy itself */
+    const ag_real *dyr = ag__bf16_operand(g, dy, (size_t)N * O), *wr = ag__bf16_operand(g, w->data, (size_t)O * I),
+                  *xr = ag__bf16_operand(g, x, (size_t)N * I);
+    if (!dyr || !wr || !xr) return;
+    backward_ref(N, I, O, dyr, xr, wr, dx, dw, NULL);
+    if (db) backward_ref(N, I, O, dy, NULL, NULL, NULL, NULL, db);
 }
 
 void ag__dense_backward(ag_graph *g, const ag_real *dy, ag_tensor *x, ag_tensor *w, ag_tensor *b)

@@ -16,6 +16,10 @@
  * ag__matmul_heads (ops/matmul_heads.c), whose operands are attention's
  * heads read or written in place.
  *
+ * Under AG_PRECISION_BF16 the same loops run on operands rounded to
+ * bf16 (ops/bf16.c): a, b forward; dy, b and a, dy backward (the kernels
+ * round them themselves).
+ *
  * iarg[0] = 1 for b transposed; iarg[1] = the operands in heads layout
  * (AG__MM_A | AG__MM_B | AG__MM_Y).  The fast code, each product by the
  * blocked gemm, is src/kernels/matmul.c and gemm.c. */
@@ -64,6 +68,23 @@ static void backward_ref(const ag__products *p, const ag_real *a, const ag_real 
     }
 }
 
+/* Under AG_PRECISION_BF16 (ops/bf16.c) the products' operands are rounded
+ * to bf16, and the same loops (or kernels) multiply the rounded values:
+ * the bf16 products are exact in ag_real and summed in it.  Not for
+ * attention's heads (ops/matmul_heads.c): attention's products stay fp32
+ * for now, in its nodes and in its own op alike. */
+static bool bf16_products(const ag_graph *g, int heads) { return !heads && ag__bf16(g); }
+
+/* *av, *bv: rounded copies of a's and b's values (false: no memory, the
+ * failure on g). */
+static bool bf16_operands(ag_graph *g, const ag_tensor *a, const ag_tensor *b, const ag_real **av,
+                          const ag_real **bv)
+{
+    *av = ag__bf16_operand(g, a->data, a->size);
+    *bv = ag__bf16_operand(g, b->data, b->size);
+    return *av && *bv;
+}
+
 /* y = a b (b^T when tb), a and b read as la, lb (their shapes, or for
  * heads those of ops/matmul_heads.c): the node and its values, or NULL
  * with the error recorded when the inner sizes differ or the batch axes
@@ -93,7 +114,11 @@ ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor
     ag__impl(y)->iarg[0] = tb, ag__impl(y)->iarg[1] = heads;
     ag__products p; /* where the matrices are (core/products.c) */
     ag__products_plan(&p, a, b, y, tb, heads);
-    if (!(ag__fast() && ag__k_matmul_forward(&p, a->data, b->data, y->data))) forward_ref(&p, a->data, b->data, y->data);
+    p.bf16 = bf16_products(g, heads);
+    if (ag__fast() && ag__k_matmul_forward(g, &p, a, b, y->data)) return ag_graph_status(g) == AG_OK ? y : NULL;
+    const ag_real *av = a->data, *bv = b->data;
+    if (p.bf16 && !bf16_operands(g, a, b, &av, &bv)) return NULL;
+    forward_ref(&p, av, bv, y->data);
     return y;
 }
 
@@ -119,10 +144,14 @@ static void matmul_backward(ag_graph *g, ag_tensor *y)
     ag_tensor *a = y->src[0], *b = y->src[1];
     ag__products p;
     ag__products_plan(&p, a, b, y, ag__impl(y)->iarg[0], ag__impl(y)->iarg[1]);
+    p.bf16 = bf16_products(g, ag__impl(y)->iarg[1]);
     if (ag__fast() && ag__k_matmul_backward(g, &p, a, b, y->grad)) return;
+    /* bf16: dy rounded too, as autocast's bf16 output's gradient is bf16 */
+    const ag_real *av = a->data, *bv = b->data, *dy = y->grad;
+    if (p.bf16 && (!bf16_operands(g, a, b, &av, &bv) || !(dy = ag__bf16_operand(g, dy, y->size)))) return;
     ag_real *da = a->requires_grad ? ag__grad(g, a) : NULL, *db = b->requires_grad ? ag__grad(g, b) : NULL;
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return;
-    backward_ref(&p, a->data, b->data, y->grad, da, db);
+    backward_ref(&p, av, bv, dy, da, db);
 }
 
 static ag_tensor *case_mm(ag_graph *g, ag_tensor *const *in) { return ag_matmul(g, in[0], in[1]); }

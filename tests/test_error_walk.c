@@ -299,6 +299,7 @@ static const struct {
     const char *name, *why;
 } exempt[] = {
     {"ag_status_name", "a string for any status"},
+    {"ag_precision_name", "a string for any precision"},
     {"ag_op_name", "a lookup: NULL for no such op"},
     {"ag_op_case_label", "a lookup: NULL for no such case"},
     {"ag_set_name", "returns its tensor (NULL in, NULL out)"},

@@ -33,6 +33,7 @@ void usage(FILE *f)
             "usage: %s train --data FILE --out MODEL [--steps 2000] [--batch 32] [--context 32]\n"
             "                [--hidden 64] [--heads 4] [--ffn 256] [--layers 2] [--activation gelu|gelu_tanh|relu]\n"
             "                [--untied] [--dropout 0] [--lr 1e-3] [--clip 1.0] [--seed 0] [--threads N] [--parts N]\n"
+            "                [--precision fp32|bf16]\n"
             "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--html PAGE.html] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
             "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
@@ -121,7 +122,11 @@ static int parse_value(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--clip")) rc = real(f, v, 0, 1e6, &o->clip);
     else if (!strcmp(f, "--dropout")) rc = real(f, v, 0, 0.99, &o->dropout);
     else if (!strcmp(f, "--temperature")) rc = real(f, v, 0, 100, &o->temperature);
-    else if (!strcmp(f, "--activation")) {
+    else if (!strcmp(f, "--precision")) { /* the products' (docs/precision.md): the process default */
+        ag_precision p;
+        if (ag_precision_parse(v, &p)) return bad_value(f, "fp32 or bf16", v);
+        ag_set_precision(p);
+    } else if (!strcmp(f, "--activation")) {
         if (strcmp(v, "gelu") && strcmp(v, "gelu_tanh") && strcmp(v, "relu"))
             return bad_value(f, "gelu, gelu_tanh or relu", v);
         o->activation = v;

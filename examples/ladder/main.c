@@ -33,6 +33,7 @@ typedef struct opts {
 static int usage(void)
 {
     fprintf(stderr, "usage: %s [all | RUNG ...] [--data FILE] [--steps 2000] [--seed 0] [--svg PREFIX] [--quiet]\n"
+                    "       [--precision fp32|bf16]\n"
                     "       %s RUNG [...] [--input LINE] [--html PAGE] [--json FILE] [--live PAGE [--wasm FILE]]\n"
                     "       %s copy | reverse [--steps 1500] [--seed 0] [--svg PREFIX] [--quiet]\n"
                     "rungs: 1 bigram, 2 positions, 3 one head, 4 heads, 5 feed-forward, 6 residual,\n"
@@ -75,6 +76,13 @@ static int parse(int argc, char **argv, opts *o)
         } else if (!strcmp(a, "--seed")) {
             if (whole(a, argv[++i], 0, 2147483647L, &v)) return 2;
             o->train.seed = (uint64_t)v;
+        } else if (!strcmp(a, "--precision")) { /* the products' (docs/precision.md) */
+            ag_precision p;
+            if (ag_precision_parse(argv[++i], &p)) {
+                fprintf(stderr, "%s: --precision must be fp32 or bf16, got '%s'\n", prog, argv[i]);
+                return usage();
+            }
+            ag_set_precision(p);
         } else {
             fprintf(stderr, "%s: unknown flag '%s'\n", prog, a);
             return usage();

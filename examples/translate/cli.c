@@ -37,7 +37,7 @@ void usage(FILE *f)
             "                [--hidden 64] [--heads 4] [--ffn 128] [--layers 2] [--dropout 0.1] [--pre-norm|--post-norm]\n"
             "                [--qk-norm] [--init scaled|d2l] [--max-len 10] [--min-freq 2] [--seed 0] [--threads N] [--resume MODEL]\n"
             "                [--json FILE] [--plot LOSS.svg] [--entropy-plot ENTROPY.svg] [--html PAGE.html] [--stop-after N] [--quiet]\n"
-            "                [--save-init MODEL0] [--trace STEPS.tsv]\n"
+            "                [--save-init MODEL0] [--trace STEPS.tsv] [--precision fp32|bf16]\n"
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
             "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--json FILE] [--live PAGE.html [--wasm FILE]]\n"
             "                [--head-off encoder|decoder|cross:LAYER:HEAD]... [--threads N] [SENTENCE ...]\n"
@@ -158,6 +158,11 @@ static int parse_flag(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--max-len")) rc = parse_int(f, v, MAX_LEN_MIN, MAX_LEN_MAX, &o->max_len);
     else if (!strcmp(f, "--min-freq")) rc = parse_int(f, v, 1, MIN_FREQ_MAX, &o->min_freq);
     else if (!strcmp(f, "--threads")) rc = parse_int(f, v, 1, 256, &o->threads);
+    else if (!strcmp(f, "--precision")) { /* the products' (docs/precision.md): the process default */
+        ag_precision p;
+        if (ag_precision_parse(v, &p)) return bad("--precision must be fp32 or bf16, got '%s'%s", v, "");
+        ag_set_precision(p);
+    }
     else if (!strcmp(f, "--seed")) {
         rc = parse_int(f, v, 0, INT_MAX, &tmp);
         o->seed = (uint64_t)tmp;

@@ -15,6 +15,9 @@
 #include "core/internal.h"
 
 #include <stdatomic.h>
+#if AG_BF16_KERNEL && !defined(AG_DOUBLE)
+#include <cpuid.h>
+#endif
 
 static const char *const names[AG_ISA_COUNT] = {
     [AG_ISA_BASE] = "baseline",
@@ -25,6 +28,20 @@ static const char *const names[AG_ISA_COUNT] = {
 
 /* -1 until read; then the level in use (read inline by ag__isa) */
 _Atomic int ag__isa_level = -1;
+/* whether the bf16 products may use vdpbf16ps (set with the level) */
+static _Atomic bool bf16_on;
+
+/* AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5 (and a kernel built:
+ * the float build's) */
+static bool cpu_bf16(void)
+{
+#if AG_BF16_KERNEL && !defined(AG_DOUBLE)
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 5 & 1);
+#else
+    return false;
+#endif
+}
 
 static int best(void)
 {
@@ -49,6 +66,7 @@ static bool has(int l, int best)
 int ag__isa_read(void)
 {
     int l = best(); /* threads that race here all store the same value */
+    atomic_store_explicit(&bf16_on, l == AG_ISA_AVX512 && cpu_bf16(), memory_order_relaxed);
     atomic_store_explicit(&ag__isa_level, l, memory_order_relaxed);
     return l;
 }
@@ -56,8 +74,18 @@ int ag__isa_read(void)
 const char *ag__isa_force(const char *name)
 {
     int top = best(), want = top;
+    bool bf16 = top == AG_ISA_AVX512 && cpu_bf16();
+    if (name && !strcmp(name, "avx512bf16")) {
+        atomic_store_explicit(&bf16_on, bf16, memory_order_relaxed);
+        atomic_store_explicit(&ag__isa_level, top, memory_order_relaxed);
+        return bf16 ? "avx512bf16" : names[top];
+    }
+    bool named = false; /* a level by name: vdpbf16ps off */
     for (int l = 0; name && l < AG_ISA_COUNT; l++)
-        if (!strcmp(name, names[l]) && has(l, top)) want = l;
+        if (!strcmp(name, names[l]) && has(l, top)) want = l, named = true;
+    atomic_store_explicit(&bf16_on, bf16 && !named, memory_order_relaxed);
     atomic_store_explicit(&ag__isa_level, want, memory_order_relaxed);
     return names[want];
 }
+
+bool ag__isa_bf16(void) { return ag__isa() == AG_ISA_AVX512 && atomic_load_explicit(&bf16_on, memory_order_relaxed); }

@@ -23,6 +23,7 @@ ag_graph *ag_graph_new(void)
         return NULL;
     }
     g->training = 1;
+    g->precision = -1;
     g->ops = ag_op_table;
     ag_rng_seed(&g->rng, 0);
     return g;
@@ -110,6 +111,15 @@ void ag_graph_set_grad(ag_graph *g, int grad) { if (g) g->no_grad = grad == 0; }
 int ag_graph_grad(const ag_graph *g) { return g ? !g->no_grad : 0; }
 void ag_graph_set_keep_grads(ag_graph *g, int keep) { if (g) g->drop_grads = keep == 0; }
 int ag_graph_keep_grads(const ag_graph *g) { return g ? !g->drop_grads : 0; }
+void ag_graph_set_precision(ag_graph *g, ag_precision p)
+{
+    if (g) g->precision = p == AG_PRECISION_BF16 ? AG_PRECISION_BF16 : AG_PRECISION_FP32;
+}
+ag_precision ag_graph_precision(const ag_graph *g)
+{
+    return g && g->precision >= 0 ? (ag_precision)g->precision : ag_get_precision();
+}
+bool ag__bf16(const ag_graph *g) { return ag_graph_precision(g) == AG_PRECISION_BF16; }
 void ag_graph_seed(ag_graph *g, uint64_t seed) { if (g) ag_rng_seed(&g->rng, seed); }
 uint64_t *ag_graph_rng(ag_graph *g) { return g ? g->rng.s : NULL; }
 ag_rng *ag__graph_rng(ag_graph *g) { return &g->rng; }

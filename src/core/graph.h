@@ -28,6 +28,7 @@ struct ag_graph {
     int training;
     int no_grad;       /* ag_graph_set_grad(g, 0): nothing recorded for backward */
     int drop_grads;    /* ag_graph_set_keep_grads(g, 0): intermediates' buffers recycled */
+    int precision;     /* the products' (ag_graph_set_precision); -1: the process default */
     ag__span *spare;   /* those recycled buffers, free for the next (backward.c) */
     int nspare, spare_cap;
     ag_rng rng;

@@ -325,6 +325,14 @@ void ag__gemm(int ta, int tb, int M, int N, int K, const ag_real *A, int lda,
  * C. */
 void ag__gemm_bias_res(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                        ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
+/* The same two of the operands rounded to bf16 (ops/bf16.c's rule), on a
+ * CPU with AVX512_BF16 only (ag__isa_bf16()): packing rounds them and
+ * vdpbf16ps multiplies them (kernels/gemm_bf16.c).  The bits of ag__gemm
+ * and ag__gemm_bias_res on rounded copies but for subnormals. */
+void ag__gemm_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
+                   ag_real beta, ag_real *C, int ldc);
+void ag__gemm_bias_res_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B,
+                            int ldb, ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res);
 
 /* ---- fused ops (ops/linear*.c, gelu_linear_add.c, masked_softmax.c) ---- */
 
@@ -368,6 +376,12 @@ void ag__grad_pass(size_t n, const ag_real *dy, ag_real *d, bool fresh);
  * (ops/matmul_heads.c).  AG__MM_Y: the output is written [B, M, H, N]. */
 enum { AG__MM_A = 1, AG__MM_B = 2, AG__MM_Y = 4 };
 ag_tensor *ag__matmul_heads(ag_graph *g, ag_tensor *a, ag_tensor *b, int tb, int heads);
+/* bf16 products (ops/bf16.c): whether g's products are bf16's; y = x
+ * rounded to bf16, over n values; a rounded copy of x in g's arena (NULL,
+ * the failure recorded on g, when there is no memory). */
+bool ag__bf16(const ag_graph *g);
+void ag__bf16_round_all(size_t n, const ag_real *x, ag_real *y);
+const ag_real *ag__bf16_operand(ag_graph *g, const ag_real *x, size_t n);
 /* matmul's node (ops/matmul.c), a and b read with the shapes la, lb;
  * `who` names the op in errors. */
 ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor *b, int tb, int heads,
@@ -486,6 +500,18 @@ enum { AG_ISA_BASE, AG_ISA_AVX2, AG_ISA_AVX512, AG_ISA_NEON, AG_ISA_COUNT };
 #else
 #define AG_NEON_KERNELS 0
 #endif
+/* AVX512_BF16's vdpbf16ps, beside the AVX-512 level (kernels/gemm_bf16.c):
+ * built with gcc 12 or clang 14 on, which have its intrinsics (-DAG_NO_BF16
+ * builds without it); used when the CPU has it and the level is AVX-512,
+ * unless forced off.  Forcing "avx512bf16" asks for it, any other level
+ * turns it off (ag__isa_force). */
+#if AG_X86_KERNELS && !defined(AG_NO_BF16) &&                                                                 \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 12))
+#define AG_BF16_KERNEL 1
+#else
+#define AG_BF16_KERNEL 0
+#endif
+bool ag__isa_bf16(void);
 /* The level in use: the CPU's best, read once, unless forced lower.  Every
  * dispatch asks, so the common path is one load, inlined (-1: not read
  * yet; ag__isa_read reads the CPU). */
@@ -496,9 +522,10 @@ static inline int ag__isa(void)
     int l = atomic_load_explicit(&ag__isa_level, memory_order_relaxed);
     return l >= 0 ? l : ag__isa_read();
 }
-/* Force "baseline", "avx2", "avx512" or "neon" (only a level the CPU has; NULL or
- * an unknown name: the CPU's best); returns the name now in use.  For
- * tests and benchmarks, while no kernel runs. */
+/* Force "baseline", "avx2", "avx512", "avx512bf16" or "neon" (only a level
+ * the CPU has; NULL or an unknown name: the CPU's best, AVX512_BF16 on where
+ * it has it); returns the name now in use ("avx512" for NULL on an
+ * AVX512_BF16 CPU too).  For tests and benchmarks, while no kernel runs. */
 const char *ag__isa_force(const char *name);
 /* One kernel, several instruction sets.  Write the body once as
  *   static inline AG_ALWAYS_INLINE ret name(params) { ... }

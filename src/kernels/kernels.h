@@ -25,16 +25,22 @@ bool ag__fast(void);
 
 /* ops/linear.c: x [N, I], W [O, I], b [O] and r [N, O] (ops/linear_add.c's)
  * or NULL; dx stored when fresh, else added (kernels/linear.c). */
+/* bf16: the products of x, W (and dy) rounded to bf16 (ops/bf16.c), db
+ * from dy itself. */
 bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
-                          const ag_real *r, ag_real *y);
-bool ag__k_linear_backward(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,
-                           bool fresh, ag_real *dw, ag_real *db);
+                          const ag_real *r, ag_real *y, bool bf16);
+bool ag__k_linear_backward(ag_graph *g, int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w,
+                           ag_real *dx, bool fresh, ag_real *dw, ag_real *db, bool bf16);
 
 /* ops/linear_gelu.c: y = gelu(y) in place over n values, and its slope
  * into s unless s is NULL; dx = dy * s over n values, dx stored when
  * fresh, else added (dx may be dy) (kernels/elementwise.c). */
 bool ag__k_gelu_in_place(size_t n, ag_real *y, ag_real *s);
 void ag__k_slope_mul(size_t n, const ag_real *dy, const ag_real *s, ag_real *dx, bool fresh);
+
+/* ops/bf16.c: y = x rounded to bf16 over n values (y may be x)
+ * (kernels/bf16.c). */
+bool ag__k_bf16_round(size_t n, const ag_real *x, ag_real *y);
 
 /* ops/embedding.c: n ids into a table [V, C]; increasing: the ids are
  * distinct and in order; dweight stored when fresh, else added
@@ -57,6 +63,7 @@ bool ag__k_layer_norm_backward(ag_graph *g, size_t rows, size_t C, const ag_real
  * i < nb is its stride along y's batch axis i (0 where x was stretched). */
 typedef struct ag__products {
     int M, N, K, tb, nb;
+    bool bf16;              /* products of the operands rounded to bf16 (ops/bf16.c) */
     int shape[AG_MAX_DIMS]; /* y's batch axes (logical: [B, H] for heads) */
     size_t count;           /* their product */
     size_t a[AG_MAX_DIMS + 1], b[AG_MAX_DIMS + 1], y[AG_MAX_DIMS + 1];
@@ -75,8 +82,9 @@ static inline size_t ag__products_at(const ag__products *p, const size_t *st, si
 void ag__products_plan(ag__products *p, const ag_tensor *a, const ag_tensor *b, const ag_tensor *y, int tb,
                        int heads);
 /* kernels/matmul.c: each product by gemm; the backward gets a's and b's
- * gradients itself (dy is y's). */
-bool ag__k_matmul_forward(const ag__products *p, const ag_real *a, const ag_real *b, ag_real *y);
+ * gradients itself (dy is y's).  p->bf16: of the operands rounded to bf16
+ * (dy too), never in heads layout. */
+bool ag__k_matmul_forward(ag_graph *g, const ag__products *p, const ag_tensor *a, const ag_tensor *b, ag_real *y);
 bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_tensor *b, const ag_real *dy);
 
 /* ops/attention.c: every head of q [B, T, H, D], k [B, S, H, D],

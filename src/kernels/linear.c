@@ -3,7 +3,8 @@
  * adds b and r in the product's store (ag__gemm_bias_res), or for a
  * handful of rows makes y^T = W x^T (the gemm then reads W in place and
  * rearranges only x); the backward's dx and dW are products, db a sum of
- * rows compiled per instruction set. */
+ * rows compiled per instruction set.  bf16: the products of the operands
+ * rounded to bf16 (ops/bf16.c), by ag__gemm_bf16 or on rounded copies. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
@@ -56,15 +57,28 @@ static inline AG_ALWAYS_INLINE void bias_grad(int N, int O, const ag_real *dy, a
 }
 AG_ISA_CLONES(void, bias_grad, (int N, int O, const ag_real *dy, ag_real *db), bias_grad(N, O, dy, db))
 
-bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
-                          const ag_real *r, ag_real *y)
+typedef void gemm_fn(int, int, int, int, int, const ag_real *, int, const ag_real *, int, ag_real, ag_real *, int);
+
+/* bf16 products: ag__gemm_bf16 rounds the operands as it packs them where
+ * the CPU has AVX512_BF16 (*vdp); elsewhere ag__gemm multiplies rounded
+ * copies (*x of n values replaced by its copy; false: no memory). */
+static bool bf16_operand(ag_graph *g, bool vdp, const ag_real **x, size_t n)
 {
+    return vdp || (*x = ag__bf16_operand(g, *x, n)) != NULL;
+}
+
+bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
+                          const ag_real *r, ag_real *y, bool bf16)
+{
+    bool vdp = bf16 && ag__isa_bf16();
+    if (bf16 && (!bf16_operand(g, vdp, &x, (size_t)N * I) || !bf16_operand(g, vdp, &w, (size_t)O * I)))
+        return true; /* the graph holds the failure */
     /* For a handful of rows, y^T = W x^T: each y[n, o] is the same sum in
      * the same order as x W^T's, b and r added on the way back. */
     if (N > 0 && 4 * N <= O && N <= 16) {
         ag_real *yt = ag__alloc(g, (size_t)O * N * sizeof(ag_real));
         if (!yt) return true; /* the graph holds the failure */
-        ag__gemm(0, 1, O, N, I, w, I, x, I, 0, yt, N);
+        (vdp ? ag__gemm_bf16 : ag__gemm)(0, 1, O, N, I, w, I, x, I, 0, yt, N);
         for (int n = 0; n < N; n++)
             for (int o = 0; o < O; o++) {
                 size_t at = (size_t)n * O + o;
@@ -72,18 +86,24 @@ bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, co
                 y[at] = r ? v + r[at] : v;
             }
     } else {
-        ag__gemm_bias_res(0, 1, N, O, I, x, I, w, I, 0, y, O, b, r);
+        (vdp ? ag__gemm_bias_res_bf16 : ag__gemm_bias_res)(0, 1, N, O, I, x, I, w, I, 0, y, O, b, r);
     }
     return true;
 }
 
-bool ag__k_linear_backward(int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w, ag_real *dx,
-                           bool fresh, ag_real *dw, ag_real *db)
+bool ag__k_linear_backward(ag_graph *g, int N, int I, int O, const ag_real *dy, const ag_real *x, const ag_real *w,
+                           ag_real *dx, bool fresh, ag_real *dw, ag_real *db, bool bf16)
 {
+    bool vdp = bf16 && ag__isa_bf16();
+    gemm_fn *gemm = vdp ? ag__gemm_bf16 : ag__gemm;
+    const ag_real *dyp = dy; /* the products' dy (db is summed from dy itself) */
+    if (bf16 && (!bf16_operand(g, vdp, &dyp, (size_t)N * O) || (dx && !bf16_operand(g, vdp, &w, (size_t)O * I)) ||
+                 (dw && !bf16_operand(g, vdp, &x, (size_t)N * I))))
+        return true; /* the graph holds the failure */
     /* y = x W^T:  dx += dy W  [N, O] x [O, I] */
-    if (dx) ag__gemm(0, 0, N, I, O, dy, O, w, I, fresh ? 0 : 1, dx, I);
+    if (dx) gemm(0, 0, N, I, O, dyp, O, w, I, fresh ? 0 : 1, dx, I);
     /* y = x W^T:  dW += dy^T x  [O, N] x [N, I] */
-    if (dw) ag__gemm(1, 0, O, I, N, dy, O, x, I, 1, dw, I);
+    if (dw) gemm(1, 0, O, I, N, dyp, O, x, I, 1, dw, I);
     /* y = ... + b:  db += sum over rows of dy */
     if (db) AG_ISA_CALL(bias_grad, (N, O, dy, db));
     return true;

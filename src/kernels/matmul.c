@@ -1,7 +1,8 @@
 /* kernels/matmul.c: matmul's products by the blocked gemm (kernels/gemm.c),
  * batch entries shared among the threads.  The math and the reference
  * loops are ops/matmul.c; the batch layout (ag__products) is made by
- * core/products.c. */
+ * core/products.c.  p->bf16: the products of the operands rounded to bf16
+ * (ops/bf16.c), by ag__gemm_bf16 or on rounded copies. */
 #include "core/internal.h"
 #include "kernels/kernels.h"
 
@@ -11,7 +12,21 @@ typedef struct mm_job {
     const ag_real *a, *b, *dy;
     ag_real *y, *da, *db;
     ag_real beta_a, beta_b;
+    bool vdp; /* bf16 products by ag__gemm_bf16 (else a, b, dy are rounded copies) */
 } mm_job;
+
+/* bf16 products (p->bf16): ag__gemm_bf16 rounds the operands as it packs
+ * them where the CPU has AVX512_BF16 (true); elsewhere ag__gemm multiplies
+ * rounded copies, which replace *a, *b and *dy (n values each; dy may be
+ * NULL).  false: no memory (the failure on g). */
+static bool bf16_operands(ag_graph *g, const ag_real **a, size_t na, const ag_real **b, size_t nb, const ag_real **dy,
+                          size_t ny, bool *vdp)
+{
+    if ((*vdp = ag__isa_bf16())) return true;
+    *a = ag__bf16_operand(g, *a, na), *b = ag__bf16_operand(g, *b, nb);
+    if (dy) *dy = ag__bf16_operand(g, *dy, ny);
+    return *a && *b && (!dy || *dy);
+}
 
 /* Batch entry r of the forward: y[r] = a[r] b[r] (b[r]^T when tb). */
 static void matmul_entry(void *ctx, size_t r)
@@ -19,17 +34,20 @@ static void matmul_entry(void *ctx, size_t r)
     const mm_job *j = ctx;
     const ag__products *p = j->p;
     const int nb = p->nb;
-    ag__gemm(0, p->tb, p->M, p->N, p->K, j->a + ag__products_at(p, p->a, r), (int)p->a[nb], j->b + ag__products_at(p, p->b, r),
+    (j->vdp ? ag__gemm_bf16 : ag__gemm)(0, p->tb, p->M, p->N, p->K, j->a + ag__products_at(p, p->a, r), (int)p->a[nb], j->b + ag__products_at(p, p->b, r),
              (int)p->b[nb], 0, j->y + ag__products_at(p, p->y, r), (int)p->y[nb]);
 }
 
-bool ag__k_matmul_forward(const ag__products *p, const ag_real *a, const ag_real *b, ag_real *y)
+bool ag__k_matmul_forward(ag_graph *g, const ag__products *p, const ag_tensor *ta, const ag_tensor *tb, ag_real *y)
 {
+    const ag_real *a = ta->data, *b = tb->data;
+    bool vdp = false;
+    if (p->bf16 && !bf16_operands(g, &a, ta->size, &b, tb->size, NULL, 0, &vdp)) return true;
     /* many small products (attention's heads): one per thread at a time;
      * a large one is split inside ag__gemm instead */
     size_t my = (size_t)p->M * p->N;
     int nt = p->count > 1 ? ag__threads_for(p->count * my * (size_t)p->K / 16) : 1;
-    mm_job j = {.p = p, .a = a, .b = b, .y = y};
+    mm_job j = {.p = p, .a = a, .b = b, .y = y, .vdp = vdp};
     ag__parallel_for(p->count, nt, matmul_entry, &j);
     return true;
 }
@@ -44,19 +62,21 @@ static void matmul_entry_backward(void *ctx, size_t r)
     const int M = p->M, N = p->N, K = p->K, nb = p->nb;
     const ag_real *a = j->a, *b = j->b, *dy = j->dy;
     ag_real *da = j->da, *db = j->db, beta_a = j->beta_a, beta_b = j->beta_b;
+    void (*gemm)(int, int, int, int, int, const ag_real *, int, const ag_real *, int, ag_real, ag_real *, int) =
+        j->vdp ? ag__gemm_bf16 : ag__gemm;
     size_t ia = ag__products_at(p, p->a, r), ib = ag__products_at(p, p->b, r), iy = ag__products_at(p, p->y, r);
     int lda = (int)p->a[nb], ldb = (int)p->b[nb], ldy = (int)p->y[nb];
     dy += iy;
     if (!p->tb) {
         /* y = a b:  da += dy b^T  [M, N] x [N, K] */
-        if (da) ag__gemm(0, 1, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
+        if (da) gemm(0, 1, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
         /* y = a b:  db += a^T dy  [K, M] x [M, N] */
-        if (db) ag__gemm(1, 0, K, N, M, a + ia, lda, dy, ldy, beta_b, db + ib, ldb);
+        if (db) gemm(1, 0, K, N, M, a + ia, lda, dy, ldy, beta_b, db + ib, ldb);
     } else {
         /* y = a b^T:  da += dy b  [M, N] x [N, K] */
-        if (da) ag__gemm(0, 0, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
+        if (da) gemm(0, 0, M, K, N, dy, ldy, b + ib, ldb, beta_a, da + ia, lda);
         /* y = a b^T:  db += dy^T a  [N, M] x [M, K] */
-        if (db) ag__gemm(1, 0, N, K, M, dy, ldy, a + ia, lda, beta_b, db + ib, ldb);
+        if (db) gemm(1, 0, N, K, M, dy, ldy, a + ia, lda, beta_b, db + ib, ldb);
     }
 }
 
@@ -84,7 +104,10 @@ bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_
     ag_real *db = b->requires_grad ? grad_for(g, b, own_b, &beta_b) : NULL;
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return true;
     int nt = own_a && own_b && p->count > 1 ? ag__threads_for(p->count * my * (size_t)p->K / 8) : 1;
-    mm_job j = {p, a->data, b->data, dy, NULL, da, db, beta_a, beta_b};
+    const ag_real *av = a->data, *bv = b->data;
+    bool vdp = false; /* bf16: y is not in heads layout, count M N values */
+    if (p->bf16 && !bf16_operands(g, &av, a->size, &bv, b->size, &dy, p->count * my, &vdp)) return true;
+    mm_job j = {p, av, bv, dy, NULL, da, db, beta_a, beta_b, vdp};
     ag__parallel_for(p->count, nt, matmul_entry_backward, &j);
     return true;
 }

@@ -833,6 +833,7 @@ static void bench_ops(const char *python, int have_torch, double budget)
 #include "scale.h"
 #include "long.h"
 #include "peak.h"
+#include "bf16.h"
 
 /* ---- main ------------------------------------------------------------------------- */
 
@@ -869,6 +870,7 @@ typedef struct isa_level {
     const char *name, *aten, *onednn, *openblas;
 } isa_level;
 static const isa_level isa_levels[] = {
+    {"avx512bf16", "avx512", "AVX512_CORE_BF16", "SkylakeX"}, /* avx512 and vdpbf16ps */
     {"avx512", "avx512", "AVX512_CORE", "SkylakeX"},
     {"avx2", "avx2", "AVX2", "Haswell"},
     {"baseline", "default", "SSE41", "Nehalem"}, /* 16-byte vectors, no FMA */
@@ -882,7 +884,7 @@ static bool force_isa(const char *name)
     for (size_t i = 0; i < sizeof isa_levels / sizeof isa_levels[0]; i++)
         if (!strcmp(name, isa_levels[i].name)) isa_forced = &isa_levels[i];
     if (!isa_forced) {
-        fprintf(stderr, "bench: --isa %s: not a level (avx512, avx2 or baseline)\n", name);
+        fprintf(stderr, "bench: --isa %s: not a level (avx512bf16, avx512, avx2 or baseline)\n", name);
         return false;
     }
     const char *got = ag__isa_force(name);
@@ -938,6 +940,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) budget = atof(argv[++i]);
         else if (!strcmp(argv[i], "--smoke")) smoke = 1;
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) { /* the products' in every section */
+            ag_precision p;
+            if (ag_precision_parse(argv[++i], &p)) {
+                fprintf(stderr, "bench: --precision must be fp32 or bf16, got '%s'\n", argv[i]);
+                return 2;
+            }
+            ag_set_precision(p);
+        }
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             nthreads = 0;
             for (char *s = argv[++i]; *s && nthreads < 8;) {
@@ -947,9 +957,10 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long|peak]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long|peak|bf16]\n"
                     "             [--seconds S] [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n"
-                    "             [--isa avx512|avx2|baseline] [--smoke: the long section on a toy model]\n");
+                    "             [--isa avx512bf16|avx512|avx2|baseline] [--smoke: the long section on a toy model]\n"
+                    "             [--precision fp32|bf16]\n");
             return 2;
         }
     }
@@ -1007,6 +1018,9 @@ int main(int argc, char **argv)
     }
     if (only && !strcmp(only, "peak")) { /* for docs/kernels.md (tests/bench/mca.sh): only when asked for */
         SECTION(failed, bench_peak(isa, budget));
+    }
+    if (!only || !strcmp(only, "bf16")) {
+        SECTION(failed, bench_bf16(python, have_torch, budget));
     }
     if (!only || !strcmp(only, "classifier")) {
         SECTION(failed, bench_classifier(python, have_torch, budget, data_path));

@@ -27,7 +27,7 @@ BENCH_BLAS_CFLAGS := $(if $(BENCH_BLAS_LIBS),-DHAVE_OPENBLAS $(shell pkg-config 
 # The classifier's section runs examples/classify's model and data code.
 BENCH_CLASSIFY := examples/classify/model.c examples/classify/data.c
 $(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h tests/bench/scale.h tests/bench/long.h \
-                tests/bench/peak.h examples/translate/seq2seq_data.h \
+                tests/bench/peak.h tests/bench/bf16.h examples/translate/seq2seq_data.h \
                 examples/classify/classify.h $(BENCH_CLASSIFY) $(LIB32)
 	$(CC) $(AG_FLAGS) $(CFLAGS) $(BENCH_BLAS_CFLAGS) $< $(BENCH_CLASSIFY) $(LIB32) -o $@ $(BENCH_BLAS_LIBS) $(LDLIBS)
 

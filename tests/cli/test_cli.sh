@@ -46,6 +46,7 @@ train=(train --data "$tmp/tiny.tsv" --out "$tmp/never.safetensors")
 usage "no arguments"
 usage "unknown command" fly --model "$tmp/good.safetensors"
 usage "unknown flag" "${train[@]}" --epoch 3
+usage "bad precision" "${train[@]}" --precision fp16
 usage "train without --data" train --out "$tmp/never.safetensors"
 usage "train without --out" train --data "$tmp/tiny.tsv"
 usage "eval without --model" eval --data "$tmp/tiny.tsv"

@@ -96,6 +96,15 @@ if [ "$rc" = 1 ] && [ "$(grep -c 'FAIL$' "$tmp/bt_broken.txt")" = 5 ] && grep -A
 then ok "backward_tour --break softmax: exit 1, the 5 gradients above the softmax fail, dV passes"
 else no "backward_tour --break softmax: exit $rc, $(grep -c 'FAIL$' "$tmp/bt_broken.txt") failed"; fi
 
+# precision_tour: ties to even both ways, the top float to inf, and the
+# layer norm gains' updates lost in bf16 while fp32 keeps every update
+if "$B/precision_tour" > "$tmp/pt.txt" 2>&1 && grep -q '^round[.]tie_even: 1.00390625 -> 1 (0x3f80)$' "$tmp/pt.txt" &&
+    grep -q '^round[.]tie_up: 1.01171875 -> 1.015625 (0x3f82)$' "$tmp/pt.txt" &&
+    grep -q '^round[.]top: .* -> inf (0x7f80)$' "$tmp/pt.txt" && grep -q '^step[.]lost_fp32: 0[.]0%$' "$tmp/pt.txt" &&
+    grep -q '^step[.]gains_lost_bf16: 100[.]0%$' "$tmp/pt.txt"
+then ok "precision_tour: bf16's rounding and the updates a bf16 weight loses"
+else no "precision_tour: $(head -c 300 "$tmp/pt.txt")"; fi
+
 # The tour quotes the programs' output (examples/README.md, 4-space blocks):
 # every quoted tensor title and row must still be printed, word for word.
 if [ -s "$tmp/demo.txt" ] && [ -s "$tmp/bt.txt" ]; then

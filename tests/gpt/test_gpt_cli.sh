@@ -40,6 +40,7 @@ train=(train --data "$tmp/data.tsv" --out "$tmp/never.safetensors" "${small[@]}"
 usage "no command" ""
 usage "unknown command" fly
 usage "unknown flag" "${train[@]}" --wings 2
+usage "bad precision" "${train[@]}" --precision fp16
 usage "flag without value" "${train[@]}" --lr
 usage "zero steps" "${train[@]}" --steps 0
 usage "negative batch" "${train[@]}" --batch -1

@@ -26,6 +26,7 @@ shape() { sed -E 's/[0-9]+(\.[0-9]+)?/N/g' "$@"; }
 
 usage "no rung and no task"
 usage "an unknown flag" all --frobnicate
+usage "a bad precision" all --precision fp16
 usage "a rung out of range" 9
 run "a task and rungs" 2 "a task (copy) or rungs, not both" copy 3
 run "steps not a number" 2 "--steps needs a whole number" 1 --steps many

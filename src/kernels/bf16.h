@@ -1,0 +1,25 @@
+/* kernels/bf16.h: ops/bf16.c's rounding on a float's bits, for the
+ * kernels that round as they go (kernels/bf16.c over arrays, gemm_bf16.c
+ * while packing): the bf16 value's bits in the high half, zeros below. */
+#ifndef AG_KERNELS_BF16_H
+#define AG_KERNELS_BF16_H
+
+#include <stdint.h>
+
+/* to nearest, ties to even; a NaN is 0x7fc0 */
+static inline uint32_t ag__bf16_bits(uint32_t u)
+{
+    return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+}
+
+/* the same on 16 floats' bits, in place (through a pointer: a vector of
+ * 64 bytes passed by value would change the ABI between instruction sets) */
+typedef uint32_t ag__u32x16 __attribute__((vector_size(64)));
+static inline __attribute__((always_inline)) void ag__bf16_bits16(ag__u32x16 *v)
+{
+    ag__u32x16 u = *v, r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    ag__u32x16 nan = (ag__u32x16)((u & 0x7fffffffu) > 0x7f800000u); /* all ones where u is a NaN */
+    *v = (nan & 0x7fc00000u) | (~nan & r);
+}
+
+#endif

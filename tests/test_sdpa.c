@@ -1,0 +1,186 @@
+/* tests/test_sdpa.c: ag_scaled_dot_product_attention against PyTorch.
+ *
+ * tests/reference/make_sdpa_fixtures.py computed softmax(where(keep,
+ * scale Q K^T, fill)) V in float64 with the key/value heads repeated
+ * (grouped-query attention: 12 query heads over 4 and over 1), the causal
+ * rule aligned top-left and bottom-right, masks with fully masked rows,
+ * fills -inf and -1e9, on both sides of the seam at 256 keys (P kept, the
+ * flash kernel), and the gradients of L = sum(out * w).  Each case runs
+ * in both kernel modes and both layouts (PyTorch's [B, H, T, D] and the
+ * heads layout [B, T, H, D], read in place).  Then finite differences in
+ * double, and the error paths. */
+#include "fixture.h"
+
+#include <math.h>
+
+#define SDPA_FIXTURE "tests/reference/sdpa.safetensors"
+#define ABS TOL(1e-12, 1e-5)
+#define REL TOL(1e-9, 1e-4)
+
+static const int to_heads[4] = {0, 2, 1, 3}; /* [B, H, T, D] <-> [B, T, H, D] */
+
+/* Case c of the fixture through the call, compared with PyTorch. */
+static void check_case(const ag_safetensors *f, const char *c, int heads_layout)
+{
+    char n[96];
+    ag_graph *g = ag_graph_new();
+#define LEAF(x) (snprintf(n, sizeof n, "%s.%s", c, x), load_leaf(g, f, n, 1))
+    ag_tensor *q = LEAF("q"), *k = LEAF("k"), *v = LEAF("v"), *w = (snprintf(n, sizeof n, "%s.w", c), load_leaf(g, f, n, 0));
+    int meta[2];
+    snprintf(n, sizeof n, "%s.meta", c);
+    load_ints(f, n, meta, 2);
+    size_t one;
+    snprintf(n, sizeof n, "%s.scale", c);
+    double *scale = load_f64(f, n, &one);
+    snprintf(n, sizeof n, "%s.mask", c);
+    ag_tensor *mask = ag_safetensors_find(f, n) >= 0 ? load_leaf(g, f, n, 0) : NULL;
+    ag_sdpa_config cfg = {.mask = mask, .fill = meta[1] ? 0 : -1e9, .causal = (ag_causal)meta[0],
+                          .scale = scale[0], .heads_layout = heads_layout};
+    free(scale);
+    ag_tensor *y;
+    if (heads_layout) {
+        ag_tensor *qh = ag_permute(g, q, to_heads), *kh = ag_permute(g, k, to_heads), *vh = ag_permute(g, v, to_heads);
+        y = ag_permute(g, ag_scaled_dot_product_attention(g, qh, kh, vh, &cfg), to_heads);
+    } else {
+        y = ag_scaled_dot_product_attention(g, q, k, v, &cfg);
+    }
+    cr_assert_not_null(y, "%s: %s", c, ag_graph_error(g));
+    backward_weighted(g, y, w);
+    snprintf(n, sizeof n, "%s.out", c);
+    expect_f64(f, n, y, y->data, ABS, REL);
+    ag_tensor *in[3] = {q, k, v};
+    const char *names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(n, sizeof n, "grad.%s.%s", c, names[i]);
+        expect_f64(f, n, in[i], in[i]->grad, ABS, REL);
+    }
+    ag_graph_free(g);
+#undef LEAF
+}
+
+static const char *const cases[] = {"gqa4",      "mqa1",          "lower_right",     "dead_uniform",
+                                    "dead_zero", "seam_mask",     "seam_top_left",   "seam_lower_right"};
+
+Test(sdpa, grouped_query_heads_match_pytorch_in_every_mode_and_layout)
+{
+    ag_safetensors *f = open_fixture(SDPA_FIXTURE);
+    for (int mode = 0; mode < 2; mode++) {
+        ag_set_kernels(mode ? AG_KERNELS_REFERENCE : AG_KERNELS_FAST);
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            for (int layout = 0; layout < 2; layout++) check_case(f, cases[i], layout);
+    }
+    ag_set_kernels(AG_KERNELS_FAST);
+    ag_safetensors_free(f);
+}
+
+/* A leaf of g with values in [-2, 2) from seed. */
+static ag_tensor *noise(ag_graph *g, int nd, const int *shape, uint32_t seed)
+{
+    ag_tensor *t = ag_tensor_new(g, nd, shape);
+    for (size_t i = 0; i < t->size; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        t->data[i] = (ag_real)((seed >> 8) * (4.0 / 16777216.0) - 2);
+    }
+    return t;
+}
+
+/* t's values as doubles (the caller frees them). */
+static double *as_doubles(const ag_tensor *t)
+{
+    double *d = malloc(t->size * sizeof *d);
+    for (size_t i = 0; i < t->size; i++) d[i] = t->data[i];
+    return d;
+}
+
+/* ag_attention calls it: the same numbers as the three nodes it no longer
+ * builds (asked for the weights, it still builds them). */
+Test(sdpa, ag_attention_is_the_fused_call_unless_weights_are_asked)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *q = noise(g, AG_SHAPE(3, 5, 4), 1), *k = noise(g, AG_SHAPE(3, 6, 4), 2);
+    ag_tensor *v = noise(g, AG_SHAPE(3, 6, 2), 3), *mask = ag_padding_mask(g, (int[]){6, 2, 0}, 3, 0, 5, 6);
+    ag_tensor *m3 = ag_reshape(g, mask, AG_SHAPE(3, 1, 6)), *weights = NULL;
+    int before = ag_graph_node_count(g);
+    ag_tensor *fused = ag_attention(g, q, k, v, m3, -INFINITY, 0, NULL);
+    cr_assert_not_null(fused, "%s", ag_graph_error(g));
+    int fused_nodes = ag_graph_node_count(g) - before;
+    ag_tensor *kept = ag_attention(g, q, k, v, m3, -INFINITY, 0, &weights);
+    cr_assert_not_null(weights);
+    cr_assert_eq(fused->ndim, 3);
+    cr_assert_eq(fused->shape[2], 2);
+    double *want = as_doubles(kept);
+    expect_close(fused->data, want, fused->size, TOL(1e-14, 1e-6), TOL(1e-12, 1e-5), "ag_attention");
+    free(want);
+    cr_assert_leq(fused_nodes, 5, "views and one attention node, got %d nodes", fused_nodes);
+    for (int i = 20; i < 30; i++) cr_assert_eq(fused->data[i], 0, "sentence 2 sees no key: 0"); /* [2, t, :] */
+    ag_graph_free(g);
+}
+
+Test(sdpa, bad_input_is_a_clear_error)
+{
+    ag_graph *g = ag_graph_new();
+    ag_tensor *q = ag_tensor_new(g, AG_SHAPE(1, 6, 3, 4)), *k = ag_tensor_new(g, AG_SHAPE(1, 4, 5, 4));
+    cr_assert_null(ag_scaled_dot_product_attention(g, q, k, k, NULL));
+    cr_assert_str_eq(ag_graph_error(g), "attention: q [1, 6, 3, 4] has 6 heads, not a multiple of the 4 of "
+                                        "k [1, 4, 5, 4] and v [1, 4, 5, 4]");
+    ag_graph_reset(g);
+    q = ag_tensor_new(g, AG_SHAPE(1, 4, 3, 4)), k = ag_tensor_new(g, AG_SHAPE(1, 2, 5, 8));
+    cr_assert_null(ag_scaled_dot_product_attention(g, q, k, k, NULL));
+    cr_assert_str_eq(ag_graph_error(g), "attention: q [1, 4, 3, 4], k [1, 2, 5, 8], v [1, 2, 5, 8] do not fit "
+                                        "[B, H, T, D], [B, Hkv, S, D], [B, Hkv, S, Dv]");
+    ag_graph_reset(g);
+    q = ag_tensor_new(g, AG_SHAPE(1, 4, 3, 4)), k = ag_tensor_new(g, AG_SHAPE(1, 2, 5, 4));
+    ag_sdpa_config bad = {.causal = (ag_causal)7};
+    cr_assert_null(ag_scaled_dot_product_attention(g, q, k, k, &bad));
+    cr_assert_eq(ag_graph_status(g), AG_ERR_ARG);
+    cr_assert(strstr(ag_graph_error(g), "causal 7") != NULL, "%s", ag_graph_error(g));
+    ag_graph_reset(g);
+    q = ag_tensor_new(g, AG_SHAPE(1, 4, 3, 4)), k = ag_tensor_new(g, AG_SHAPE(1, 2, 5, 4));
+    ag_sdpa_config m = {.mask = ag_tensor_new(g, AG_SHAPE(3, 4))};
+    cr_assert_null(ag_scaled_dot_product_attention(g, q, k, k, &m));
+    cr_assert_str_eq(ag_graph_error(g),
+                     "attention: mask [3, 4] does not broadcast to the scores' [B, H, T, S] = [1, 4, 3, 5]");
+    ag_graph_free(g);
+}
+
+#ifdef AG_DOUBLE
+/* Finite differences through the call: GQA, causal bottom-right, a mask
+ * with a fully masked row, on both sides of the seam. */
+typedef struct fd { ag_tensor *q, *k, *v, *mask, *w; ag_causal causal; } fd;
+
+static ag_tensor *build_fd(ag_graph *g, void *p)
+{
+    fd *c = p;
+    ag_sdpa_config cfg = {.mask = c->mask, .causal = c->causal};
+    return ag_sum_all(g, ag_mul(g, ag_scaled_dot_product_attention(g, c->q, c->k, c->v, &cfg), c->w));
+}
+
+static void gradcheck_sdpa(int T, int S, ag_causal causal)
+{
+    ag_store *s = ag_store_new();
+    fd c = {.q = ag_param(s, "q", AG_SHAPE(1, 6, T, 3)), .k = ag_param(s, "k", AG_SHAPE(1, 2, S, 3)),
+            .v = ag_param(s, "v", AG_SHAPE(1, 2, S, 2)), .w = ag_param(s, "w", AG_SHAPE(1, 6, T, 2)), .causal = causal};
+    ag_init_normal(c.q, 0, 1, 1), ag_init_normal(c.k, 0, 1, 2), ag_init_normal(c.v, 0, 1, 3);
+    ag_init_normal(c.w, 0, 1, 4);
+    ag_real *m = malloc((size_t)T * (size_t)S * sizeof *m);
+    for (int i = 0; i < T * S; i++) m[i] = (i * 7 % 5) != 0 && i / S != 1; /* row 1 fully masked */
+    c.mask = ag_store_constant(s, "mask", AG_SHAPE(T, S), m);
+    free(m);
+    ag_gradcheck_result r[3];
+    ag_graph *g = ag_graph_new();
+    ag_status st = ag_gradcheck(g, build_fd, &c, (ag_tensor *[]){c.q, c.k, c.v}, 3, NULL, r);
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(r[i].failed, 0, "T %d S %d: %s: %zu fail (abs %.3g)", T, S, r[i].input->name, r[i].failed,
+                     r[i].max_abs_err);
+    cr_assert_eq(st, AG_OK, "%s", ag_graph_error(g));
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+Test(sdpa, gradients_pass_finite_differences_across_the_seam)
+{
+    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT);
+    gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT); /* the flash kernel */
+    gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT);
+}
+#endif

@@ -184,3 +184,86 @@ Test(sdpa, gradients_pass_finite_differences_across_the_seam)
     gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT);
 }
 #endif
+
+/* The causal rule against the causal mask it replaces: the same bits,
+ * values and gradients, on each kernel (head512's toy heads, P kept,
+ * flash) and in both layouts. */
+static void rule_equals_mask(int T, int heads_layout)
+{
+    ag_graph *g = ag_graph_new();
+    int H = 2, D = 8;
+    const int *shape = heads_layout ? (int[]){1, T, H, D} : (int[]){1, H, T, D};
+    ag_tensor *y[2], *in[2][3];
+    for (int run = 0; run < 2; run++) {
+        for (int i = 0; i < 3; i++) in[run][i] = noise(g, 4, shape, 10 + (uint32_t)i), ag_set_requires_grad(in[run][i], 1);
+        ag_sdpa_config c = {.heads_layout = heads_layout};
+        if (run) c.causal = AG_CAUSAL_TOP_LEFT;
+        else c.mask = ag_causal_mask(g, T, T);
+        y[run] = ag_scaled_dot_product_attention(g, in[run][0], in[run][1], in[run][2], &c);
+        cr_assert_not_null(y[run], "%s", ag_graph_error(g));
+        cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y[run], y[run]))), AG_OK, "%s", ag_graph_error(g));
+    }
+    cr_assert_eq(memcmp(y[0]->data, y[1]->data, y[0]->size * sizeof(ag_real)), 0, "T %d: values", T);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(memcmp(in[0][i]->grad, in[1][i]->grad, in[0][i]->size * sizeof(ag_real)), 0, "T %d: grad %d", T, i);
+    ag_graph_free(g);
+}
+
+Test(sdpa, the_causal_rule_gives_the_causal_masks_bits)
+{
+    for (int layout = 0; layout < 2; layout++) {
+        rule_equals_mask(16, layout);  /* toy heads (AVX-512, float, heads layout) */
+        rule_equals_mask(100, layout); /* P kept */
+        rule_equals_mask(300, layout); /* flash */
+    }
+}
+
+/* One NaN rule, at T = S = 1024 (the flash kernel's blocks of 64 queries
+ * when the inputs are finite): a NaN in the key or the value (column 3)
+ * of position 1000, hidden from some queries by the causal rule or from
+ * all by the mask.  A query that cannot see it gets what it gets without
+ * the NaN; one that can is NaN (its whole row for a key, column 3 for a
+ * value). */
+enum { NT = 1024, NPOS = 1000 };
+
+static ag_tensor *nan_case(ag_graph *g, int which, bool masked, ag_tensor **q)
+{
+    ag_tensor *in[3];
+    for (int i = 0; i < 3; i++) in[i] = noise(g, AG_SHAPE(1, 1, NT, 8), 20 + (uint32_t)i);
+    ag_set_requires_grad(in[0], 1);
+    if (which >= 0) in[which]->data[(size_t)NPOS * 8 + 3] = NAN;
+    ag_sdpa_config c = {.causal = masked ? AG_CAUSAL_NONE : AG_CAUSAL_TOP_LEFT};
+    if (masked) { /* key NPOS hidden from every query */
+        c.mask = ag_tensor_new(g, AG_SHAPE(1, NT));
+        for (int s = 0; s < NT; s++) c.mask->data[s] = s != NPOS;
+    }
+    *q = in[0];
+    return ag_scaled_dot_product_attention(g, in[0], in[1], in[2], &c);
+}
+
+Test(sdpa, a_nan_reaches_the_queries_that_see_it_and_no_other)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        ag_set_kernels(mode ? AG_KERNELS_REFERENCE : AG_KERNELS_FAST);
+        for (int masked = 0; masked < 2; masked++)
+            for (int which = 1; which < 3; which++) { /* the key, the value */
+                ag_graph *g = ag_graph_new();
+                ag_tensor *q1, *clean = nan_case(g, -1, masked, &q1), *y = nan_case(g, which, masked, &q1);
+                cr_assert_not_null(y, "%s", ag_graph_error(g));
+                cr_assert_eq(ag_backward(g, ag_sum_all(g, y)), AG_OK);
+                for (int t = 0; t < NT; t++) {
+                    bool sees = !masked && t >= NPOS;
+                    for (int e = 0; e < 8; e++) {
+                        ag_real got = y->data[t * 8 + e], want = clean->data[t * 8 + e];
+                        if (sees && (which == 1 || e == 3)) cr_assert(isnan(got), "mode %d masked %d which %d: row %d sees it", mode, masked, which, t);
+                        else
+                            cr_assert(fabs(got - want) <= TOL(1e-12, 1e-5), "mode %d masked %d which %d: row %d: %g, "
+                                      "without the NaN %g", mode, masked, which, t, (double)got, (double)want);
+                        if (!sees) cr_assert(isfinite(q1->grad[t * 8 + e]), "row %d: dq", t);
+                    }
+                }
+                ag_graph_free(g);
+            }
+    }
+    ag_set_kernels(AG_KERNELS_FAST);
+}

@@ -133,6 +133,21 @@ typedef struct ag_sdpa_config {
 ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
                                            const ag_sdpa_config *cfg);
 
+/* Which path the attention that made y took (y as an attention call
+ * returned it): "flash" (no [T, S] matrix: each row's max and sum),
+ * "P kept" (the fused node's kernel, 256 keys or fewer), "plain" (the
+ * fused node's plain code: AG_KERNELS_REFERENCE, or a NaN or inf input
+ * with fill -inf), "three nodes" (weights asked for, or dropout),
+ * "textbook"; NULL when y is no attention's result.  *kept_bytes (may be
+ * NULL) gets what it keeps for the backward.  docs/attention_long.md. */
+const char *ag_attention_path(const ag_tensor *y, size_t *kept_bytes);
+/* The same over every attention on g's tape. */
+typedef struct ag_attention_stats {
+    int flash, p_kept, plain, three_nodes, textbook; /* attentions per path */
+    size_t kept_bytes;                               /* what they keep, in all */
+} ag_attention_stats;
+void ag_graph_attention_stats(const ag_graph *g, ag_attention_stats *st);
+
 /* Multi-head attention, H heads of width D = C / H: out = concat_h(
  * attention(x_q W_q^T, x_kv W_k^T, x_kv W_v^T)_h) W_o^T (+ biases);
  * x_q [B, T, C], x_kv [B, S, C] (x_q itself for self-attention). */

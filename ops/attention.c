@@ -38,7 +38,9 @@
  *
  * src = {q, k, v}; aux = the heads' description (ag__attn) and P (or the
  * rows' maxima and sums);
- * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked. */
+ * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked; iarg[1] the
+ * path taken (1 flash: each row's max and sum kept; 2 the kernel, P kept;
+ * 3 the plain code, P kept); iarg[2] = 1 in PyTorch's layout. */
 #include "core/heads.h"
 #include "core/internal.h"
 #include "kernels/kernels.h"
@@ -155,6 +157,8 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     saved *sv = ag__save(g, head + np * sizeof(ag_real)); /* P at the arena's 64-byte alignment */
     if (!sv) return NULL;
     *sv = (saved){a, (ag_real *)((char *)sv + head)};
+    /* the path, for ag_attention_path: 1 flash, 2 the kernel keeping P, 3 the plain code */
+    ag__impl(y)->iarg[1] = a.flash ? 1 : ag__fast() && !a.plain ? 2 : 3, ag__impl(y)->iarg[2] = a.bhtd;
     ag__impl(y)->aux = sv; /* with no key, P V is an empty sum: the reference's zeros */
     if (np && ag__fast() && !a.plain && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
         return ag_graph_status(g) == AG_OK ? y : NULL;

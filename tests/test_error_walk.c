@@ -316,6 +316,7 @@ static const struct {
     {"ag_graph_fail", "records the caller's own error"},
     {"ag_graph_rng", "a getter: NULL for a NULL graph"},
     {"ag_graph_node", "a lookup: NULL past the tape"},
+    {"ag_attention_path", "a lookup: NULL for a tensor no attention made"},
     {"ag_store_find", "a lookup: NULL for no such name"},
     {"ag_store_at", "a lookup: NULL past the end"},
     {"ag_team_store", "a lookup: NULL past the workers"},

@@ -267,3 +267,38 @@ Test(sdpa, a_nan_reaches_the_queries_that_see_it_and_no_other)
     }
     ag_set_kernels(AG_KERNELS_FAST);
 }
+
+/* What ran, read back: each path of the table in docs/attention_long.md,
+ * what it keeps, and the graph's count. */
+Test(sdpa, each_attention_says_which_path_it_took_and_what_it_kept)
+{
+    ag_graph *g = ag_graph_new();
+    size_t kept;
+    ag_tensor *q = noise(g, AG_SHAPE(1, 2, 16, 4), 1), *k = noise(g, AG_SHAPE(1, 1, 16, 4), 2);
+    ag_tensor *y = ag_scaled_dot_product_attention(g, q, k, k, NULL);
+    cr_assert_str_eq(ag_attention_path(y, &kept), "P kept");
+    cr_assert_eq(kept, 2 * 16 * 16 * sizeof(ag_real)); /* P [1, 2, 16, 16] */
+    ag_tensor *kl = noise(g, AG_SHAPE(1, 1, 300, 4), 3);
+    y = ag_scaled_dot_product_attention(g, q, kl, kl, &(ag_sdpa_config){.causal = AG_CAUSAL_BOTTOM_RIGHT});
+    cr_assert_str_eq(ag_attention_path(y, &kept), "flash");
+    cr_assert_eq(kept, 2 * 16 * 2 * sizeof(ag_real)); /* each row's max and sum */
+    ag_set_kernels(AG_KERNELS_REFERENCE);
+    y = ag_scaled_dot_product_attention(g, q, kl, kl, NULL);
+    ag_set_kernels(AG_KERNELS_FAST);
+    cr_assert_str_eq(ag_attention_path(y, &kept), "plain");
+    cr_assert_eq(kept, 2 * 16 * 300 * sizeof(ag_real));
+    ag_tensor *q3 = noise(g, AG_SHAPE(2, 5, 4), 4), *k3 = noise(g, AG_SHAPE(2, 7, 4), 5), *w = NULL;
+    cr_assert_str_eq(ag_attention_path(ag_attention(g, q3, k3, k3, NULL, 0, 0, NULL), NULL), "P kept");
+    cr_assert_str_eq(ag_attention_path(ag_attention(g, q3, k3, k3, NULL, 0, 0, &w), &kept), "three nodes");
+    cr_assert_eq(kept, w->size * sizeof(ag_real));
+    cr_assert_str_eq(ag_attention_path(ag_attention_textbook(g, q3, k3, k3, NULL, 0, 0, NULL), NULL), "textbook");
+    cr_assert_null(ag_attention_path(q, &kept));
+    cr_assert_eq(kept, 0);
+    ag_attention_stats st;
+    ag_graph_attention_stats(g, &st);
+    cr_assert(st.flash == 1 && st.p_kept == 2 && st.plain == 1 && st.three_nodes == 1 && st.textbook == 1,
+              "%d %d %d %d %d", st.flash, st.p_kept, st.plain, st.three_nodes, st.textbook);
+    size_t want = (2 * 16 * 16 + 2 * 16 * 2 + 2 * 16 * 300 + 2 * 5 * 7 * 3) * sizeof(ag_real);
+    cr_assert_eq(st.kept_bytes, want, "%zu bytes, want %zu", st.kept_bytes, want);
+    ag_graph_free(g);
+}

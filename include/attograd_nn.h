@@ -123,8 +123,10 @@ typedef struct ag_sdpa_config {
     double fill;       /* a hidden key's score; 0 means -inf (PyTorch's): a
                           query that sees no key gets 0.  -1e9: a uniform row */
     ag_causal causal;  /* hides keys as a mask 0 does, with no tensor */
-    double dropout_p;  /* on P, in training mode (ag_graph_set_training) */
-    uint64_t seed;     /* dropout's: the same seed, the same mask */
+    double dropout_p;  /* on P, in training mode (ag_graph_set_training),
+                          inside the node: no mask is kept */
+    uint64_t seed;     /* dropout's: the same seed, the same mask; 0: the
+                          next draw of g's stream (ag_graph_seed) */
     double scale;      /* 0 means 1 / sqrt(D) */
     int heads_layout;  /* 1: q [B, T, H, D], k and v [B, S, Hkv, D] and the
                           result [B, T, H, Dv]: a linear layer's [B, T, C]

@@ -16,10 +16,14 @@
  * forward:  A  = Q K^T                                      [T, S]
  *           keep = mask != 0 and (not causal or s <= t + diag)
  *           P  = softmax(keep ? scale A : fill), row-wise   [T, S]
- *           O  = P V                                        [T, Dv]
- * backward: dP = dO V^T,   dV += P^T dO
+ *           O  = (P Z) V                                    [T, Dv]
+ * backward: dP = (dO V^T) Z,   dV += (P Z)^T dO
  *           dA = keep ? scale P (dP - rowsum(dP P)) : 0     (masked_softmax's)
  *           dQ += dA K,    dK += dA^T Q
+ *
+ * Z is dropout's: 1 without it; else each weight's factor, 1 / (1 - p)
+ * or 0, a function of the seed, the head and (t, s) (ag__attn_kept), so
+ * that the backward draws it again instead of keeping it.
  *
  * The causal rule is a rule, not a tensor: nothing [T, S] is made for it.
  * With fill -inf a hidden key's weight is exactly 0, and the reference
@@ -90,8 +94,10 @@ static void forward_ref(const ag__attn *a, const ag__mask_map *mm, const ag_real
         ag__softmax_row_ref((size_t)S, pr, pr);
         for (int e = 0; e < Dv; e++) { /* O = P V */
             ag_real o = 0;
-            for (int s = 0; s < S; s++)
-                if (reaches(a, mm, r, s)) o += pr[s] * v[at(a, b, h, s, S, Dv, e, true)];
+            for (int s = 0; s < S; s++) { /* dropout: P's weight times its factor Z */
+                if (!reaches(a, mm, r, s)) continue;
+                o += pr[s] * (ag_real)ag__attn_kept(a, r / (size_t)T, t, s) * v[at(a, b, h, s, S, Dv, e, true)];
+            }
             y[at(a, b, h, t, T, Dv, e, false)] = o;
         }
     }
@@ -112,10 +118,12 @@ static void backward_ref(const ag__attn *a, const ag__mask_map *mm, ag_tensor *c
         for (int s = 0; s < S; s++) {
             dp[s] = 0;
             if (!reaches(a, mm, r, s)) continue;
+            ag_real z = (ag_real)ag__attn_kept(a, r / (size_t)T, t, s); /* dropout's factor, drawn again */
             for (int e = 0; e < Dv; e++) {
                 dp[s] += dy[at(a, b, h, t, T, Dv, e, false)] * v[at(a, b, h, s, S, Dv, e, true)];
-                if (dv) dv[at(a, b, h, s, S, Dv, e, true)] += pr[s] * dy[at(a, b, h, t, T, Dv, e, false)];
+                if (dv) dv[at(a, b, h, s, S, Dv, e, true)] += pr[s] * z * dy[at(a, b, h, t, T, Dv, e, false)];
             }
+            dp[s] *= z;
             dot += dp[s] * pr[s];
         }
         for (int s = 0; s < S; s++) {
@@ -142,7 +150,7 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     int ax_h = r->bhtd ? 1 : 2, ax_t = r->bhtd ? 2 : 1; /* where H and T (S) are */
     ag__attn a = {.B = q->shape[0], .T = q->shape[ax_t], .S = k->shape[ax_t], .H = q->shape[ax_h],
                   .Hkv = k->shape[ax_h], .D = q->shape[3], .Dv = v->shape[3], .bhtd = r->bhtd, .causal = r->causal,
-                  .mask = r->mask, .scale = r->scale, .fill = r->fill};
+                  .mask = r->mask, .scale = r->scale, .fill = r->fill, .dropout = r->dropout, .seed = r->seed};
     a.diag = r->causal == AG__CAUSAL_BOTTOM_RIGHT ? a.S - a.T : r->diag;
     int shape[4] = {a.B, r->bhtd ? a.H : a.T, r->bhtd ? a.T : a.H, a.Dv};
     ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, shape, 3, (ag_tensor *[]){q, k, v});
@@ -150,7 +158,7 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     ag__impl(y)->farg[0] = a.scale, ag__impl(y)->farg[1] = a.fill, ag__impl(y)->iarg[0] = a.mask != NULL;
     /* a NaN or inf where the kernels' tiles would multiply it by a hidden
      * key's exact 0 (docs/attention_long.md, "one NaN rule"): the plain code */
-    a.plain = a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v));
+    a.plain = (a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v))) || (a.dropout > 0 && a.D == 0);
     a.flash = ag__fast() && !a.plain && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
     size_t head = (sizeof(saved) + 63) / 64 * 64;
@@ -180,7 +188,7 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     const saved *sv = ag__impl(y)->aux;
     const ag__attn *a = &sv->a;
     bool empty = y->size == 0 || a->T == 0 || a->S == 0; /* the reference's loops give 0 */
-    bool kernel = a->flash || (!empty && ag__fast() && !a->plain); /* no P (a.flash): the kernel recomputes it */
+    bool kernel = a->flash || (!empty && ag__fast() && !a->plain && a->dropout <= 0); /* P kept: no dropout */ /* no P (a.flash): the kernel recomputes it */
     if (kernel && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->data, y->grad)) return;
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
     for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;

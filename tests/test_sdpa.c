@@ -146,20 +146,21 @@ Test(sdpa, bad_input_is_a_clear_error)
 #ifdef AG_DOUBLE
 /* Finite differences through the call: GQA, causal bottom-right, a mask
  * with a fully masked row, on both sides of the seam. */
-typedef struct fd { ag_tensor *q, *k, *v, *mask, *w; ag_causal causal; } fd;
+typedef struct fd { ag_tensor *q, *k, *v, *mask, *w; ag_causal causal; double dropout; } fd;
 
 static ag_tensor *build_fd(ag_graph *g, void *p)
 {
     fd *c = p;
-    ag_sdpa_config cfg = {.mask = c->mask, .causal = c->causal};
+    ag_sdpa_config cfg = {.mask = c->mask, .causal = c->causal, .dropout_p = c->dropout, .seed = 7};
     return ag_sum_all(g, ag_mul(g, ag_scaled_dot_product_attention(g, c->q, c->k, c->v, &cfg), c->w));
 }
 
-static void gradcheck_sdpa(int T, int S, ag_causal causal)
+static void gradcheck_sdpa(int T, int S, ag_causal causal, double dropout)
 {
     ag_store *s = ag_store_new();
     fd c = {.q = ag_param(s, "q", AG_SHAPE(1, 6, T, 3)), .k = ag_param(s, "k", AG_SHAPE(1, 2, S, 3)),
-            .v = ag_param(s, "v", AG_SHAPE(1, 2, S, 2)), .w = ag_param(s, "w", AG_SHAPE(1, 6, T, 2)), .causal = causal};
+            .v = ag_param(s, "v", AG_SHAPE(1, 2, S, 2)), .w = ag_param(s, "w", AG_SHAPE(1, 6, T, 2)), .causal = causal,
+            .dropout = dropout};
     ag_init_normal(c.q, 0, 1, 1), ag_init_normal(c.k, 0, 1, 2), ag_init_normal(c.v, 0, 1, 3);
     ag_init_normal(c.w, 0, 1, 4);
     ag_real *m = malloc((size_t)T * (size_t)S * sizeof *m);
@@ -179,9 +180,17 @@ static void gradcheck_sdpa(int T, int S, ag_causal causal)
 
 Test(sdpa, gradients_pass_finite_differences_across_the_seam)
 {
-    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT);
-    gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT); /* the flash kernel */
-    gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT);
+    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0);
+    gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT, 0); /* the flash kernel */
+    gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT, 0);
+}
+
+/* With the seed fixed, dropout's mask is fixed: the same function at
+ * every build, so finite differences check the backward's redrawn mask. */
+Test(sdpa, dropout_gradients_pass_finite_differences_with_the_mask_fixed)
+{
+    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0.3);
+    gradcheck_sdpa(3, 260, AG_CAUSAL_NONE, 0.3);
 }
 #endif
 
@@ -301,4 +310,86 @@ Test(sdpa, each_attention_says_which_path_it_took_and_what_it_kept)
     size_t want = (2 * 16 * 16 + 2 * 16 * 2 + 2 * 16 * 300 + 2 * 5 * 7 * 3) * sizeof(ag_real);
     cr_assert_eq(st.kept_bytes, want, "%zu bytes, want %zu", st.kept_bytes, want);
     ag_graph_free(g);
+}
+
+/* ---- dropout inside the node --------------------------------------------- */
+
+/* With q = 0 every weight is 1/S, and with v one-hot (v_s = e_s, Dv = S)
+ * row t of the output is Z_t / S: dropout's factors themselves, read out
+ * of the forward.  z gets them for heads [B 1, H, T, S]. */
+static ag_tensor *dropout_factors(ag_graph *g, int H, int T, int S, double p, uint64_t seed)
+{
+    ag_tensor *q = ag_tensor_new(g, AG_SHAPE(1, H, T, 2)), *k = noise(g, AG_SHAPE(1, 1, S, 2), 7);
+    ag_tensor *v = ag_tensor_new(g, AG_SHAPE(1, 1, S, S));
+    for (int s = 0; s < S; s++) v->data[(size_t)s * S + s] = 1;
+    ag_tensor *y = ag_scaled_dot_product_attention(g, q, k, v, &(ag_sdpa_config){.dropout_p = p, .seed = seed});
+    cr_assert_not_null(y, "%s", ag_graph_error(g));
+    for (size_t i = 0; i < y->size; i++) y->data[i] *= (ag_real)S;
+    return y;
+}
+
+Test(sdpa, dropout_keeps_1_minus_p_independently_across_heads_and_steps)
+{
+    enum { H = 4, T = 64 };
+    const double p = 0.1, keep = 1 - p;
+    for (int S = 64; S <= 300; S += 236) { /* either side of the seam: both by the flash kernel */
+        ag_graph *g = ag_graph_new();
+        ag_graph_seed(g, 5);
+        ag_tensor *a = dropout_factors(g, H, T, S, p, 0), *b = dropout_factors(g, H, T, S, p, 0);
+        ag_tensor *c = dropout_factors(g, H, T, S, p, 99), *d = dropout_factors(g, H, T, S, p, 99);
+        size_t n = (size_t)T * S, kept = 0, both_heads = 0, both_steps = 0;
+        for (size_t i = 0; i < a->size; i++) {
+            cr_assert(a->data[i] == 0 || fabs(a->data[i] - 1 / keep) < TOL(1e-12, 1e-5), "factor %g", (double)a->data[i]);
+            kept += a->data[i] != 0;
+            both_steps += a->data[i] != 0 && b->data[i] != 0;
+            if (i < n) both_heads += a->data[i] != 0 && a->data[i + n] != 0; /* heads 0 and 1 */
+            cr_assert_eq(c->data[i], d->data[i], "the same seed, the same mask");
+        }
+        double rate = (double)kept / (double)a->size, heads = (double)both_heads / (double)n;
+        double steps = (double)both_steps / (double)a->size, sd = sqrt(keep * (1 - keep) / (double)a->size);
+        cr_assert(fabs(rate - keep) < 5 * sd, "S %d: keep rate %.4f, want %.2f +- %.4f", S, rate, keep, 5 * sd);
+        cr_assert(fabs(heads - keep * keep) < 0.02, "S %d: kept in heads 0 and 1: %.4f, independent %.4f", S, heads,
+                  keep * keep);
+        cr_assert(fabs(steps - keep * keep) < 0.01, "S %d: kept in two steps: %.4f, independent %.4f", S, steps,
+                  keep * keep);
+        ag_graph_free(g);
+    }
+}
+
+/* The kernel and the plain code draw the same mask, forward and backward;
+ * out of training mode nothing is dropped. */
+Test(sdpa, dropout_is_the_same_in_both_modes_and_off_in_eval)
+{
+    for (int S = 40; S <= 300; S += 260) {
+        ag_tensor *y[2], *in[2][3];
+        ag_graph *g = ag_graph_new();
+        for (int mode = 0; mode < 2; mode++) {
+            ag_set_kernels(mode ? AG_KERNELS_REFERENCE : AG_KERNELS_FAST);
+            in[mode][0] = noise(g, AG_SHAPE(1, 4, 30, 8), 1), in[mode][1] = noise(g, AG_SHAPE(1, 2, S, 8), 2);
+            in[mode][2] = noise(g, AG_SHAPE(1, 2, S, 5), 3);
+            for (int i = 0; i < 3; i++) ag_set_requires_grad(in[mode][i], 1);
+            ag_sdpa_config c = {.dropout_p = 0.25, .seed = 42, .causal = AG_CAUSAL_BOTTOM_RIGHT};
+            y[mode] = ag_scaled_dot_product_attention(g, in[mode][0], in[mode][1], in[mode][2], &c);
+            cr_assert_not_null(y[mode], "%s", ag_graph_error(g));
+            cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y[mode], y[mode]))), AG_OK);
+        }
+        ag_set_kernels(AG_KERNELS_FAST);
+        double *want = as_doubles(y[1]);
+        expect_close(y[0]->data, want, y[0]->size, TOL(1e-13, 1e-5), TOL(1e-11, 1e-4), "dropout: values");
+        free(want);
+        for (int i = 0; i < 3; i++) {
+            want = malloc(in[1][i]->size * sizeof *want);
+            for (size_t e = 0; e < in[1][i]->size; e++) want[e] = in[1][i]->grad[e];
+            expect_close(in[0][i]->grad, want, in[0][i]->size, TOL(1e-13, 1e-5), TOL(1e-11, 1e-4), "dropout: grads");
+            free(want);
+        }
+        ag_graph_set_training(g, 0);
+        ag_tensor *off = ag_scaled_dot_product_attention(g, in[0][0], in[0][1], in[0][2],
+                                                         &(ag_sdpa_config){.dropout_p = 0.25, .seed = 42,
+                                                                           .causal = AG_CAUSAL_BOTTOM_RIGHT});
+        ag_tensor *none = ag_scaled_dot_product_attention(g, in[0][0], in[0][1], in[0][2],
+                                                          &(ag_sdpa_config){.causal = AG_CAUSAL_BOTTOM_RIGHT});
+        cr_assert_eq(memcmp(off->data, none->data, off->size * sizeof(ag_real)), 0, "eval mode: no dropout");
+        ag_graph_free(g);
+    }
 }

@@ -389,6 +389,8 @@ typedef struct ag__attn_rule {
     double scale, fill;
     bool bhtd;
     int causal, diag;
+    double dropout; /* on P, drawn from seed by a counter-based generator */
+    uint64_t seed;
 } ag__attn_rule;
 /* The argument rules of the ops whose rules are long (src/core/fits.c):
  * each records why they do not hold and returns false.  Attention's: q,

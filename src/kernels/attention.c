@@ -260,7 +260,10 @@ static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, s
  * shorter ones keep it, which saves the backward its recomputation (and
  * keeps the toy heads' bits).  Empty heads (D or Dv 0) take the general
  * path. */
-bool ag__k_attention_flash(const ag__attn *a) { return a->S > AG__FLASH_KEYS && a->D > 0 && a->Dv > 0; }
+bool ag__k_attention_flash(const ag__attn *a)
+{
+    return (a->S > AG__FLASH_KEYS || a->dropout > 0) && a->D > 0 && a->Dv > 0; /* dropout: only flash draws it */
+}
 
 /* Each block of threads' scratch, n values a cache line apart. */
 static ag_real *scratch_of(ag_graph *g, ag__att_job *j, size_t n)

@@ -12,9 +12,11 @@
  *           then y_t = o / l, and m and l are saved: L = m + log l
  *           as its two parts, since in float m + log l is m when |m| is
  *           large (a row that a fill of -1e9 makes uniform);
+ *           with dropout, o adds exp(z_s - m') Z_ts v_s: Z the weight's
+ *           factor (1 / (1 - p) or 0) from a counter-based draw;
  * backward: P_ts = exp(z_s - m_t) / l_t, the forward's weight, recomputed
  *           Dl_t = dO_t . y_t   (= sum_s P_ts dP_ts, the whole row's)
- *           dV  += P^T dO,   dP = dO V^T
+ *           dV  += (P Z)^T dO,   dP = (dO V^T) Z (Z drawn again)
  *           dA   = mask ? scale P (dP - Dl) : 0
  *           dQ  += dA K,     dK += dA^T Q
  *
@@ -114,6 +116,17 @@ static inline AG_ALWAYS_INLINE void dscores_tile(int n, int kb, const ag_real *p
 #define DSCORES_ARGS (n, kb, p, dp, ld, dl, mr, hid, along, s0, scale)
 AG_ISA_CLONES(void, dscores_tile, DSCORES_PARAMS, dscores_tile DSCORES_ARGS)
 
+/* Dropout on rows [0, n) of a tile (kb keys from s0, rows ld apart) of
+ * queries t0.. of head bh: x = x Z, Z the weight's factor (1 / (1 - p)
+ * or 0), drawn from its coordinates (ag__attn_kept), forward and
+ * backward alike. */
+static void drop_tile(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *x, int ld)
+{
+    if (j->a->dropout <= 0) return;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < kb; s++) x[(size_t)i * ld + s] *= (ag_real)ag__attn_kept(j->a, bh, t0 + i, s0 + s);
+}
+
 /* Row i of a tile's scores z (kb keys, after fill) into exp(z - m'), m and
  * l carried on (the online softmax above); c, what o must be multiplied
  * by, is returned.  A row that has seen nothing above -inf stays at
@@ -154,7 +167,8 @@ static void forward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_rea
             if (s0 > 0 && c != 1)
                 for (int d = 0; d < Dv; d++) y[(size_t)i * ldy + d] *= c;
         }
-        /* o += exp(z - m') V */
+        /* o += (exp(z - m') Z) V: dropout after the row's sum, which is P's */
+        drop_tile(j, bh, t0, n, s0, kb, z, KB);
         ag__gemm(0, 0, n, Dv, kb, z, KB, v + (size_t)s0 * ldv, ldv, s0 > 0 ? 1 : 0, y, ldy);
     }
     for (int i = 0; i < n; i++) { /* y = o / l; no key seen: 0 */
@@ -205,12 +219,16 @@ static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_re
             (void)ag__exp_sum((size_t)kb, pr, ml[2 * i], pr);
             for (int s = 0; s < kb; s++) pr[s] *= inv;
         }
-        /* O = P V:  dV += P^T dO  [kb, n] x [n, Dv] */
+        if (dq || dk) {
+            /* O = (P Z) V:  dP = (dO V^T) Z  [n, Dv] x [Dv, kb];  dA = mask ? scale P (dP - Dl) : 0 */
+            ag__gemm(0, 1, n, kb, Dv, dy, ldy, v + (size_t)s0 * ldv, ldv, 0, dp, KB);
+            drop_tile(j, bh, t0, n, s0, kb, dp, KB);
+            AG_ISA_CALL(dscores_tile, (n, kb, p, dp, KB, dl, mr, hid, j->mm->along, s0, j->scale));
+        }
+        /* O = (P Z) V:  dV += (P Z)^T dO  [kb, n] x [n, Dv] */
+        drop_tile(j, bh, t0, n, s0, kb, p, KB);
         if (dv) ag__gemm(1, 0, kb, Dv, n, p, KB, dy, ldy, 1, dv + (size_t)s0 * ldv, ldv);
         if (!dq && !dk) continue;
-        /* dP = dO V^T  [n, Dv] x [Dv, kb];  dA = mask ? scale P (dP - Dl) : 0 */
-        ag__gemm(0, 1, n, kb, Dv, dy, ldy, v + (size_t)s0 * ldv, ldv, 0, dp, KB);
-        AG_ISA_CALL(dscores_tile, (n, kb, p, dp, KB, dl, mr, hid, j->mm->along, s0, j->scale));
         /* A = Q K^T:  dQ += dA K  [n, kb] x [kb, D],  dK += dA^T Q  [kb, n] x [n, D] */
         if (dq) ag__gemm(0, 0, n, D, kb, dp, KB, k + (size_t)s0 * ldk, ldk, 1, dq, ldq);
         if (dk) ag__gemm(1, 0, kb, D, n, dp, KB, q, ldq, 1, dk + (size_t)s0 * ldk, ldk);

@@ -101,7 +101,30 @@ typedef struct ag__attn {
     bool plain; /* the plain code (ops/attention.c) forward and backward
                    whatever the mode: a NaN or inf in q, k or v with fill
                    -inf, whose hidden keys it leaves out exactly */
+    double dropout; /* on P: a weight kept with probability 1 - dropout, / (1 - dropout) */
+    uint64_t seed;  /* which weights: ag__attn_kept, drawn again by the backward */
 } ag__attn;
+/* Dropout's draw for weight (t, s) of head bh = b H + h: a counter-based
+ * generator (as FlashAttention's Philox), a function of the seed and the
+ * weight's coordinates alone, so that any tiling and the backward draw
+ * the same bits without keeping a mask.  Two rounds of splitmix64's
+ * finaliser (a bijection of 64 bits that mixes every input bit into every
+ * output bit): the first keys the head, the second the position. */
+static inline uint64_t ag__attn_mix(uint64_t x)
+{
+    x ^= x >> 30, x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27, x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+/* The factor of weight (t, s) of head bh: 1 / (1 - p) kept, 0 dropped;
+ * 1 without dropout. */
+static inline double ag__attn_kept(const ag__attn *a, size_t bh, int t, int s)
+{
+    if (a->dropout <= 0) return 1;
+    uint64_t head = ag__attn_mix(a->seed + 0x9E3779B97F4A7C15ull * (bh + 1));
+    uint64_t x = ag__attn_mix(head ^ ((uint64_t)(uint32_t)t << 32 | (uint32_t)s));
+    return (double)(x >> 40) >= a->dropout * 16777216.0 ? 1 / (1 - a->dropout) : 0; /* a 24-bit uniform */
+}
 /* The first key that query t may not see by the causal rule (S without it). */
 static inline int ag__attn_hide(bool causal, int diag, int S, int t)
 {

@@ -3,8 +3,9 @@
  *
  *   fast      ag_scaled_dot_product_attention: one node over every head
  *             (ops/attention.c), PyTorch's layout or the heads layout;
- *             ag_attention and ag_mha_layer_forward call it unless the
- *             weights are asked for (or dropout applies); then Q K^T and
+ *             ag_attention calls it unless the weights are asked for,
+ *             ag_mha_layer_forward unless they are or dropout applies
+ *             (its dropout stays a node of its own); then Q K^T and
  *             P V read the heads in place (ag__matmul_heads,
  *             ops/matmul_heads.c) and the scale, mask and softmax are one
  *             op (ag__masked_softmax, ops/masked_softmax.c), three nodes
@@ -58,6 +59,14 @@ static double scale_of(const ag_tensor *q)
     return D > 0 ? 1 / sqrt((double)D) : 1;
 }
 
+/* Dropout's seed inside the node: the caller's, or (0) the next draw of
+ * g's random stream, so that each step drops other weights and a seeded
+ * graph repeats. */
+static uint64_t seed_of(ag_graph *g, uint64_t seed)
+{
+    return seed ? seed : ag_rng_next(ag__graph_rng(g));
+}
+
 ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
                                            const ag_sdpa_config *cfg)
 {
@@ -70,16 +79,12 @@ ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor 
                       "fill %g (not NaN)", (int)c.causal, c.dropout_p, c.scale, c.fill);
         return NULL;
     }
-    if (c.dropout_p > 0 && ag_graph_training(g)) {
-        ag_graph_fail(g, AG_ERR_ARG, "scaled_dot_product_attention: dropout_p %g: no dropout inside the kernel yet",
-                      c.dropout_p);
-        return NULL;
-    }
     int causal = c.causal == AG_CAUSAL_TOP_LEFT       ? AG__CAUSAL_DIAG
                  : c.causal == AG_CAUSAL_BOTTOM_RIGHT ? AG__CAUSAL_BOTTOM_RIGHT
                                                       : AG__CAUSAL_NONE;
     ag__attn_rule r = {.mask = c.mask, .scale = c.scale != 0 ? c.scale : scale_of(q),
                        .fill = c.fill != 0 ? c.fill : -INFINITY, .bhtd = !c.heads_layout, .causal = causal};
+    if (c.dropout_p > 0 && ag_graph_training(g)) r.dropout = c.dropout_p, r.seed = seed_of(g, c.seed);
     return ag__attention(g, q, k, v, &r);
 }
 
@@ -140,9 +145,10 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
 {
     if (weights) *weights = NULL;
     if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
-    bool drop = p_drop > 0 && ag_graph_training(g);
-    if (weights || drop || !fusable(q, k, v)) return attend_kept(g, q, k, v, 0, mask, fill, p_drop, weights);
+    if (weights || !fusable(q, k, v) || !(p_drop >= 0 && p_drop < 1))
+        return attend_kept(g, q, k, v, 0, mask, fill, p_drop, weights);
     ag__attn_rule r = {.mask = mask, .scale = scale_of(q), .fill = fill, .bhtd = true};
+    if (p_drop > 0 && ag_graph_training(g)) r.dropout = p_drop, r.seed = seed_of(g, 0);
     ag_tensor *y = ag__attention(g, as_bhtd(g, q), as_bhtd(g, k), as_bhtd(g, v), &r);
     if (!y || q->ndim == 4) return y;
     int shape[4] = {0};

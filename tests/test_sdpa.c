@@ -393,3 +393,38 @@ Test(sdpa, dropout_is_the_same_in_both_modes_and_off_in_eval)
         ag_graph_free(g);
     }
 }
+
+/* A decoding step against a KV cache through the same call: one query
+ * (T 1) over the S keys so far, the diagonal bottom-right, equals the last
+ * row of causal attention over the whole prefix, at every S up to past
+ * the seam. */
+Test(sdpa, a_decoding_step_over_a_growing_cache_is_the_prefixs_last_row)
+{
+    enum { H = 4, HKV = 2, D = 8, N = 270 };
+    ag_graph *g = ag_graph_new();
+    ag_tensor *q = noise(g, AG_SHAPE(1, H, N, D), 1), *k = noise(g, AG_SHAPE(1, HKV, N, D), 2);
+    ag_tensor *v = noise(g, AG_SHAPE(1, HKV, N, D), 3);
+    ag_tensor *full = ag_scaled_dot_product_attention(g, q, k, v, &(ag_sdpa_config){.causal = AG_CAUSAL_TOP_LEFT});
+    cr_assert_not_null(full, "%s", ag_graph_error(g));
+    ag_graph *step = ag_graph_new();
+    for (int S = 1; S <= N; S += S < 250 ? 37 : 1) {
+        ag_graph_reset(step);
+        ag_tensor *qs = ag_tensor_new(step, AG_SHAPE(1, H, 1, D));
+        ag_tensor *ks = ag_tensor_new(step, AG_SHAPE(1, HKV, S, D)), *vs = ag_tensor_new(step, AG_SHAPE(1, HKV, S, D));
+        for (int h = 0; h < H; h++) memcpy(qs->data + h * D, q->data + ((size_t)h * N + S - 1) * D, D * sizeof(ag_real));
+        for (int h = 0; h < HKV; h++) {
+            memcpy(ks->data + (size_t)h * S * D, k->data + (size_t)h * N * D, (size_t)S * D * sizeof(ag_real));
+            memcpy(vs->data + (size_t)h * S * D, v->data + (size_t)h * N * D, (size_t)S * D * sizeof(ag_real));
+        }
+        ag_tensor *y = ag_scaled_dot_product_attention(step, qs, ks, vs,
+                                                       &(ag_sdpa_config){.causal = AG_CAUSAL_BOTTOM_RIGHT});
+        cr_assert_not_null(y, "%s", ag_graph_error(step));
+        for (int h = 0; h < H; h++) {
+            double want[D];
+            for (int e = 0; e < D; e++) want[e] = full->data[((size_t)h * N + S - 1) * D + e];
+            expect_close(y->data + h * D, want, D, TOL(1e-13, 2e-6), TOL(1e-12, 1e-5), "decoding step");
+        }
+    }
+    ag_graph_free(step);
+    ag_graph_free(g);
+}

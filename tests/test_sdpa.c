@@ -428,3 +428,34 @@ Test(sdpa, a_decoding_step_over_a_growing_cache_is_the_prefixs_last_row)
     ag_graph_free(step);
     ag_graph_free(g);
 }
+
+/* Grouped-query heads in the heads layout at a toy head's size (S 16, a
+ * multiple of 8; D 8: the toy heads' kernel's shapes, which takes only
+ * as many key/value heads as query heads): the fast modes against the
+ * plain code, values and gradients. */
+Test(sdpa, grouped_query_toy_heads_match_the_plain_code)
+{
+    ag_tensor *y[2], *in[2][3];
+    ag_graph *g = ag_graph_new();
+    for (int mode = 0; mode < 2; mode++) {
+        ag_set_kernels(mode ? AG_KERNELS_REFERENCE : AG_KERNELS_FAST);
+        in[mode][0] = noise(g, AG_SHAPE(2, 16, 6, 8), 1), in[mode][1] = noise(g, AG_SHAPE(2, 16, 2, 8), 2);
+        in[mode][2] = noise(g, AG_SHAPE(2, 16, 2, 8), 3);
+        for (int i = 0; i < 3; i++) ag_set_requires_grad(in[mode][i], 1);
+        ag_sdpa_config c = {.causal = AG_CAUSAL_TOP_LEFT, .heads_layout = 1};
+        y[mode] = ag_scaled_dot_product_attention(g, in[mode][0], in[mode][1], in[mode][2], &c);
+        cr_assert_not_null(y[mode], "%s", ag_graph_error(g));
+        cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y[mode], y[mode]))), AG_OK);
+    }
+    ag_set_kernels(AG_KERNELS_FAST);
+    double *want = as_doubles(y[1]);
+    expect_close(y[0]->data, want, y[0]->size, TOL(1e-13, 1e-6), TOL(1e-11, 1e-5), "values");
+    free(want);
+    for (int i = 0; i < 3; i++) {
+        want = malloc(in[1][i]->size * sizeof *want);
+        for (size_t e = 0; e < in[1][i]->size; e++) want[e] = in[1][i]->grad[e];
+        expect_close(in[0][i]->grad, want, in[0][i]->size, TOL(1e-13, 1e-6), TOL(1e-11, 1e-5), "gradients");
+        free(want);
+    }
+    ag_graph_free(g);
+}

@@ -241,12 +241,14 @@ static plan *make_plan(ag_graph *g, const ag__attn *a, bool save)
     return pl;
 }
 
-/* The job of a's heads, mask map mm (filled here) and plan pl. */
-static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, size_t work)
+/* The job of a's heads, mask map mm (filled here) and plan pl; a
+ * backward's blocks of threads take whole groups of query heads (their
+ * key/value head's gradient is one sum), a forward's any heads. */
+static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, size_t work, bool backward)
 {
     *mm = (ag__mask_map){0};
     if (a->mask) ag__mask_map_init(mm, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
-    size_t heads = (size_t)a->B * (size_t)a->H, group = (size_t)(a->H / a->Hkv), groups = heads / group;
+    size_t heads = (size_t)a->B * (size_t)a->H, group = backward ? (size_t)(a->H / a->Hkv) : 1, groups = heads / group;
     int nt = ag__threads_for(heads * (size_t)a->T * (size_t)a->S * (size_t)(a->D + a->Dv) / work);
     nt = groups && (size_t)nt > groups ? (int)groups : nt; /* a block of threads has a group at least */
     return (ag__att_job){.a = a, .T = a->T, .S = a->S, .H = a->H, .D = a->D, .Dv = a->Dv,
@@ -279,7 +281,7 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
     if (!pl) return true; /* the graph holds the failure */
     a->plan = pl;
     ag__mask_map mm;
-    ag__att_job j = job_of(a, &mm, pl, 16);
+    ag__att_job j = job_of(a, &mm, pl, 16, false);
     j.q = q, j.k = k, j.v = v, j.y = y;
     if (a->flash) {
         j.ml = p;
@@ -298,7 +300,7 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
     const plan *pl = a->plan ? a->plan : make_plan(g, a, false);
     if (!pl) return true;
     ag__mask_map mm;
-    ag__att_job j = job_of(a, &mm, pl, 8);
+    ag__att_job j = job_of(a, &mm, pl, 8, true);
     j.q = q->data, j.k = k->data, j.v = v->data, j.dy = dy;
     /* the flash kernel adds each tile's share, and so do the query heads
      * of a group to their key/value head's: into zeros when fresh */

@@ -207,6 +207,21 @@ static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in) { return HEADS(0
 static ag_tensor *case_causal(ag_graph *g, ag_tensor *const *in) { return HEADS(0.7, causal(g), -INFINITY); }
 static ag_tensor *case_padding(ag_graph *g, ag_tensor *const *in) { return HEADS(1.3, padding(g), -INFINITY); }
 static ag_tensor *case_uniform(ag_graph *g, ag_tensor *const *in) { return HEADS(1.3, padding(g), -1e9); }
+/* PyTorch's layout, 4 query heads over 2, the causal rule bottom-right
+ * (T 3 over S 5: query t sees keys s <= t + 2); then with dropout 0.3 (a
+ * fixed seed: a fixed mask) over a padding mask. */
+static ag_tensor *case_gqa_causal(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__attention(g, in[0], in[1], in[2],
+                         &(ag__attn_rule){.scale = 0.6, .fill = -INFINITY, .bhtd = true,
+                                          .causal = AG__CAUSAL_BOTTOM_RIGHT});
+}
+static ag_tensor *case_dropout(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__attention(g, in[0], in[1], in[2],
+                         &(ag__attn_rule){.mask = padding(g), .scale = 0.8, .fill = -INFINITY, .bhtd = true,
+                                          .dropout = 0.3, .seed = 5});
+}
 
 static const ag_op_case cases[] = { /* q, k, v [B, T or S, H, D or Dv] */
     {"no mask", 3, {4, 4, 4}, {{2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3}}, -1, 1, 0, case_plain},
@@ -214,6 +229,9 @@ static const ag_op_case cases[] = { /* q, k, v [B, T or S, H, D or Dv] */
     {"padding, a sentence all -inf", 3, {4, 4, 4}, {{2, 3, 2, 2}, {2, 4, 2, 2}, {2, 4, 2, 3}}, -1, 1, 0, case_padding},
     {"padding, fill -1e9: a uniform row", 3, {4, 4, 4}, {{2, 2, 1, 3}, {2, 4, 1, 3}, {2, 4, 1, 2}}, -1, 1, 0, case_uniform},
     {"size-1 axes", 3, {4, 4, 4}, {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}}, -1, 1, 0, case_plain},
+    {"[B, H, T, D], 4 heads over 2, causal bottom-right", 3, {4, 4, 4}, {{2, 4, 3, 3}, {2, 2, 5, 3}, {2, 2, 5, 2}}, -1,
+     1, 0, case_gqa_causal},
+    {"dropout 0.3 (seed 5), padding", 3, {4, 4, 4}, {{2, 2, 3, 2}, {2, 1, 4, 2}, {2, 1, 4, 3}}, -1, 1, 0, case_dropout},
 };
 
 const ag_op_desc ag_op_attention = {.name = "attention", .backward = attention_backward, AG_CASES(cases)};

@@ -204,6 +204,50 @@ done:
     return rc;
 }
 
+/* One row of the second table: the path attention y took, and what it
+ * keeps for its backward (ag_attention_path). */
+static int path_row(const char *call, const char *when, const ag_tensor *y)
+{
+    size_t kept;
+    const char *path = ag_attention_path(y, &kept);
+    if (!path) return 1;
+    printf("| %s | %s | %s | %zu |\n", call, when, path, kept);
+    return 0;
+}
+
+/* Which path each public call takes, on 2 query heads over 1 key/value
+ * head (D 8; ag_attention and the textbook broadcast it): at the seam of
+ * 256 keys and past it, in the reference mode, asked for the weights, as
+ * the textbook writes it. */
+static int kernel_rows(void)
+{
+    enum { D = 8 };
+    ag_graph *g = ag_graph_new();
+    if (!g) return 1;
+    ag_tensor *q = ag_tensor_new(g, AG_SHAPE(1, 2, 256, D)), *k = ag_tensor_new(g, AG_SHAPE(1, 1, 256, D));
+    ag_tensor *kl = ag_tensor_new(g, AG_SHAPE(1, 1, 257, D)), *w = NULL;
+    ag_sdpa_config causal = {.causal = AG_CAUSAL_TOP_LEFT};
+    const char *sdpa = "`ag_scaled_dot_product_attention`";
+    int rc = path_row(sdpa, "S = 256 keys", ag_scaled_dot_product_attention(g, q, k, k, &causal));
+    rc |= path_row(sdpa, "S = 257 keys", ag_scaled_dot_product_attention(g, q, kl, kl, &causal));
+    ag_set_kernels(AG_KERNELS_REFERENCE);
+    rc |= path_row(sdpa, "S = 257, `AG_KERNELS=reference`", ag_scaled_dot_product_attention(g, q, kl, kl, &causal));
+    ag_set_kernels(AG_KERNELS_FAST);
+    rc |= path_row("`ag_attention(..., &w)`", "the weights asked for, S = 256",
+                   ag_attention(g, q, k, k, NULL,
+                                AG_MASK_NEG_INF, 0, &w));
+    rc |= path_row("`ag_attention_textbook`", "S = 256",
+                   ag_attention_textbook(g, q, k, k, NULL,
+                                         AG_MASK_NEG_INF, 0, NULL));
+    ag_attention_stats st;
+    ag_graph_attention_stats(g, &st);
+    printf("\ngraph: %d flash, %d P kept, %d plain, %d three nodes, %d textbook: %zu bytes kept\n", st.flash,
+           st.p_kept, st.plain, st.three_nodes, st.textbook, st.kept_bytes);
+    rc |= ag_graph_status(g) != AG_OK;
+    ag_graph_free(g);
+    return rc;
+}
+
 int demo_paths(void)
 {
     ag_store *s = ag_store_new();
@@ -223,7 +267,8 @@ int demo_paths(void)
            "by hand):", AG_OP_COUNT - 1, AG_OP_COUNT - 1 - fused, fused);
     for (int op = 1, n = 0; op < AG_OP_COUNT; op++)
         if (fused_file(op)) printf("%s %s", n++ ? "," : "", ag_op_name(op));
-    printf("\n");
+    printf("\n\nkernel paths:\n| call | when | path | bytes kept for the backward |\n|---|---|---|---|\n");
+    rc |= kernel_rows();
     ag_store_free(s);
     if (rc) fprintf(stderr, "attention_demo: --paths: a path could not be built\n");
     return rc;

@@ -97,9 +97,58 @@ ag_tensor *ag_padding_mask(ag_graph *g, const int *valid_lens, int B, int per_qu
 
 /* out = dropout(P) V, P = softmax(Q K^T / sqrt(D), fill where mask == 0):
  * q [..., T, D], k [..., S, D], v [..., S, Dv] -> [..., T, Dv].  mask may
- * be NULL; *weights (if not NULL) gets P after dropout. */
+ * be NULL; *weights (if not NULL) gets P after dropout.  Up to 4 axes,
+ * the batch axes alike and no weights asked: a call of
+ * ag_scaled_dot_product_attention; otherwise three nodes that keep P. */
 ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
                         double fill, double p_drop, ag_tensor **weights);
+
+/* PyTorch 2's F.scaled_dot_product_attention: out = dropout(P) V with
+ *   P = softmax(mask ? scale Q K^T : fill), row-wise,
+ * q [B, H, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv] -> [B, H, T, Dv];
+ * H a multiple of Hkv: query head h reads key/value head h / (H / Hkv)
+ * (grouped-query attention; Hkv = 1 is multi-query attention).  One node
+ * that keeps no [T, S] matrix past 256 keys (docs/attention_long.md);
+ * cfg NULL: all zeros. */
+typedef enum ag_causal {
+    AG_CAUSAL_NONE,
+    AG_CAUSAL_TOP_LEFT,     /* query t sees keys s <= t (PyTorch's is_causal) */
+    AG_CAUSAL_BOTTOM_RIGHT, /* s <= t + S - T: the queries are the last T of
+                               the S positions (a KV cache, a prefix;
+                               PyTorch's causal_lower_right) */
+} ag_causal;
+typedef struct ag_sdpa_config {
+    ag_tensor *mask;   /* NULL, or 0/1 broadcast to [B, H, T, S]: 0 hides key s
+                          from query t (it gets no gradient) */
+    double fill;       /* a hidden key's score; 0 means -inf (PyTorch's): a
+                          query that sees no key gets 0.  -1e9: a uniform row */
+    ag_causal causal;  /* hides keys as a mask 0 does, with no tensor */
+    double dropout_p;  /* on P, in training mode (ag_graph_set_training),
+                          inside the node: no mask is kept */
+    uint64_t seed;     /* dropout's: the same seed, the same mask; 0: the
+                          next draw of g's stream (ag_graph_seed) */
+    double scale;      /* 0 means 1 / sqrt(D) */
+    int heads_layout;  /* 1: q [B, T, H, D], k and v [B, S, Hkv, D] and the
+                          result [B, T, H, Dv]: a linear layer's [B, T, C]
+                          reshaped, read in place (no permute) */
+} ag_sdpa_config;
+ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
+                                           const ag_sdpa_config *cfg);
+
+/* Which path the attention that made y took (y as an attention call
+ * returned it): "flash" (no [T, S] matrix: each row's max and sum),
+ * "P kept" (the fused node's kernel, 256 keys or fewer), "plain" (the
+ * fused node's plain code: AG_KERNELS_REFERENCE, or a NaN or inf input
+ * with fill -inf), "three nodes" (weights asked for, or dropout),
+ * "textbook"; NULL when y is no attention's result.  *kept_bytes (may be
+ * NULL) gets what it keeps for the backward.  docs/attention_long.md. */
+const char *ag_attention_path(const ag_tensor *y, size_t *kept_bytes);
+/* The same over every attention on g's tape. */
+typedef struct ag_attention_stats {
+    int flash, p_kept, plain, three_nodes, textbook; /* attentions per path */
+    size_t kept_bytes;                               /* what they keep, in all */
+} ag_attention_stats;
+void ag_graph_attention_stats(const ag_graph *g, ag_attention_stats *st);
 
 /* Multi-head attention, H heads of width D = C / H: out = concat_h(
  * attention(x_q W_q^T, x_kv W_k^T, x_kv W_v^T)_h) W_o^T (+ biases);
@@ -108,8 +157,9 @@ typedef struct ag_mha_layer {
     ag_linear_layer w_q, w_k, w_v, w_o;
     int C, H;
     double dropout; /* on the attention weights */
-    int causal;     /* 1: query t attends to keys s <= t only (the mask is
-                       made inside, and combined with any mask given) */
+    int causal;     /* 1: query t attends to keys s <= t only (a rule, with
+                       any mask given; a [T, S] mask only where the
+                       weights are asked for) */
     int textbook;   /* 1: the textbook path (ag_mha_layer_forward_textbook) */
     int qk_norm;    /* 1: q_norm and k_norm (ag_mha_layer_add_qk_norm) apply */
     ag_layer_norm_layer q_norm, k_norm; /* [D] each: LayerNorm of every head's q, k */

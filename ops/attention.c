@@ -1,19 +1,37 @@
 /* ops/attention.c: scaled dot-product attention over every head of a batch
- * in one node, what multi-head attention's heads do (src/nn/attention.c)
- * when nobody asks for the attention weights and no dropout applies.
+ * in one node: ag_scaled_dot_product_attention, and what multi-head
+ * attention's heads do (src/nn/attention.c) when nobody asks for the
+ * attention weights.
  *
- *   q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv], mask (broadcast to
- *   [B, H, T, S]) or NULL -> y [B, T, H, Dv]
+ *   q [B, H, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv] (PyTorch's layout),
+ *   or q [B, T, H, D], k [B, S, Hkv, D], v [B, S, Hkv, Dv] (the heads
+ *   layout: a linear layer's [B, T, C] reshaped, core/heads.h); H a
+ *   multiple of Hkv, query head h reading key/value head h / (H / Hkv)
+ *   (grouped-query attention); mask (broadcast to [B, H, T, S]) or NULL;
+ *   causal: query t sees keys s <= t + diag only -> y like q with Dv
  *
- * Head h of sentence b, Q [T, D], K [S, D], V [S, Dv] and O [T, Dv], is read
- * and written in place, rows H D apart (the heads layout, core/heads.h):
+ * Each head, Q [T, D], K [S, D], V [S, Dv] and O [T, Dv], is read and
+ * written in place:
  *
  * forward:  A  = Q K^T                                      [T, S]
- *           P  = softmax(mask ? scale A : fill), row-wise   [T, S]
- *           O  = P V                                        [T, Dv]
- * backward: dP = dO V^T,   dV += P^T dO
- *           dA = mask ? scale P (dP - rowsum(dP P)) : 0     (masked_softmax's)
+ *           keep = mask != 0 and (not causal or s <= t + diag)
+ *           P  = softmax(keep ? scale A : fill), row-wise   [T, S]
+ *           O  = (P Z) V                                    [T, Dv]
+ * backward: dP = (dO V^T) Z,   dV += (P Z)^T dO
+ *           dA = keep ? scale P (dP - rowsum(dP P)) : 0     (masked_softmax's)
  *           dQ += dA K,    dK += dA^T Q
+ *
+ * Z is dropout's: 1 without it; else each weight's factor, 1 / (1 - p)
+ * or 0, a function of the seed, the head and (t, s) (ag__attn_kept), so
+ * that the backward draws it again instead of keeping it.
+ *
+ * The causal rule is a rule, not a tensor: nothing [T, S] is made for it.
+ * With fill -inf a hidden key's weight is exactly 0, and the reference
+ * leaves its key and value out of the row altogether, so that a NaN or
+ * inf there never reaches the row through 0 x NaN; a NaN the row can see
+ * makes it NaN (one rule for every tiling: the kernels take a head's rows
+ * in blocks, so inputs holding a NaN or inf take this plain code,
+ * docs/attention_long.md).  With a finite fill every key has a weight.
  *
  * It equals the three nodes it replaces, matmul_heads(q, k^T),
  * masked_softmax and matmul_heads(., v) (tests/test_fusion.c).  Only P is
@@ -24,7 +42,9 @@
  *
  * src = {q, k, v}; aux = the heads' description (ag__attn) and P (or the
  * rows' maxima and sums);
- * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked. */
+ * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked; iarg[1] the
+ * path taken (1 flash: each row's max and sum kept; 2 the kernel, P kept;
+ * 3 the plain code, P kept); iarg[2] = 1 in PyTorch's layout. */
 #include "core/heads.h"
 #include "core/internal.h"
 #include "kernels/kernels.h"
@@ -34,16 +54,28 @@
 typedef struct saved { ag__attn a; ag_real *p; } saved; /* the heads (mask: data, as ids are), P [B, H, T, S]
                                                           * (a.flash: each row's max and sum [B, H, T, 2]) */
 
-/* Element (t, c) of head h of sentence b of x stored [B, rows, H, cols]. */
-static size_t at(const ag__attn *a, int b, int h, int t, int rows, int cols, int c)
+/* Element (t, c) of head h of sentence b of q or y (kv false, `rows` T),
+ * or of k or v (kv true, rows S: query head h's key/value head). */
+static size_t at(const ag__attn *a, int b, int h, int t, int rows, int cols, int c, bool kv)
 {
-    return ag__head_row(rows, a->H, cols, b, h, t) + (size_t)c;
+    size_t bh = (size_t)b * (size_t)a->H + (size_t)h;
+    return ag__attn_head(a, bh, rows, cols, kv) + (size_t)t * (size_t)ag__attn_ld(a, cols, kv) + (size_t)c;
 }
 
-/* Whether row r of the scores [B, H, T, S] keeps key s. */
+/* Whether row r = (b H + h) T + t of the scores [B, H, T, S] keeps key s:
+ * the mask's 1, and s <= t + diag when causal. */
 static bool kept(const ag__attn *a, const ag__mask_map *mm, size_t r, int s)
 {
+    if (s >= ag__attn_hide(a->causal, a->diag, a->S, (int)(r % (size_t)a->T))) return false;
     return !a->mask || a->mask->data[ag__mask_row(mm, r) + (size_t)s * mm->along] != 0;
+}
+
+/* Whether key s reaches row r at all: a hidden key's weight is exactly 0
+ * with fill -inf, and then its value (a NaN, an inf) must not reach the
+ * row either, through 0 x NaN; with a finite fill every key has a weight. */
+static bool reaches(const ag__attn *a, const ag__mask_map *mm, size_t r, int s)
+{
+    return a->fill != -INFINITY || kept(a, mm, r, s);
 }
 
 /* The reference forward, a query row of a head at a time. */
@@ -56,14 +88,17 @@ static void forward_ref(const ag__attn *a, const ag__mask_map *mm, const ag_real
         ag_real *pr = p + r * (size_t)S;
         for (int s = 0; s < S; s++) { /* A = Q K^T, masked and scaled */
             ag_real dot = 0;
-            for (int d = 0; d < D; d++) dot += q[at(a, b, h, t, T, D, d)] * k[at(a, b, h, s, S, D, d)];
+            for (int d = 0; d < D; d++) dot += q[at(a, b, h, t, T, D, d, false)] * k[at(a, b, h, s, S, D, d, true)];
             pr[s] = kept(a, mm, r, s) ? (ag_real)a->scale * dot : (ag_real)a->fill;
         }
         ag__softmax_row_ref((size_t)S, pr, pr);
         for (int e = 0; e < Dv; e++) { /* O = P V */
             ag_real o = 0;
-            for (int s = 0; s < S; s++) o += pr[s] * v[at(a, b, h, s, S, Dv, e)];
-            y[at(a, b, h, t, T, Dv, e)] = o;
+            for (int s = 0; s < S; s++) { /* dropout: P's weight times its factor Z */
+                if (!reaches(a, mm, r, s)) continue;
+                o += pr[s] * (ag_real)ag__attn_kept(a, r / (size_t)T, t, s) * v[at(a, b, h, s, S, Dv, e, true)];
+            }
+            y[at(a, b, h, t, T, Dv, e, false)] = o;
         }
     }
 }
@@ -82,44 +117,69 @@ static void backward_ref(const ag__attn *a, const ag__mask_map *mm, ag_tensor *c
         ag_real dot = 0; /* rowsum(dP P) */
         for (int s = 0; s < S; s++) {
             dp[s] = 0;
+            if (!reaches(a, mm, r, s)) continue;
+            ag_real z = (ag_real)ag__attn_kept(a, r / (size_t)T, t, s); /* dropout's factor, drawn again */
             for (int e = 0; e < Dv; e++) {
-                dp[s] += dy[at(a, b, h, t, T, Dv, e)] * v[at(a, b, h, s, S, Dv, e)];
-                if (dv) dv[at(a, b, h, s, S, Dv, e)] += pr[s] * dy[at(a, b, h, t, T, Dv, e)];
+                dp[s] += dy[at(a, b, h, t, T, Dv, e, false)] * v[at(a, b, h, s, S, Dv, e, true)];
+                if (dv) dv[at(a, b, h, s, S, Dv, e, true)] += pr[s] * z * dy[at(a, b, h, t, T, Dv, e, false)];
             }
+            dp[s] *= z;
             dot += dp[s] * pr[s];
         }
         for (int s = 0; s < S; s++) {
-            ag_real da = kept(a, mm, r, s) ? (ag_real)a->scale * pr[s] * (dp[s] - dot) : 0;
+            if (!kept(a, mm, r, s)) continue; /* dA = 0 */
+            ag_real da = (ag_real)a->scale * pr[s] * (dp[s] - dot);
             for (int d = 0; d < D; d++) {
-                if (dq) dq[at(a, b, h, t, T, D, d)] += da * k[at(a, b, h, s, S, D, d)];
-                if (dk) dk[at(a, b, h, s, S, D, d)] += da * q[at(a, b, h, t, T, D, d)];
+                if (dq) dq[at(a, b, h, t, T, D, d, false)] += da * k[at(a, b, h, s, S, D, d, true)];
+                if (dk) dk[at(a, b, h, s, S, D, d, true)] += da * q[at(a, b, h, t, T, D, d, false)];
             }
         }
     }
 }
 
-ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, double scale, ag_tensor *mask,
-                               double fill)
+static bool finite(const ag_tensor *x)
 {
-    if (!ag__ok(g, "attention", 3, q, k, v) || !ag__attention_fits(g, q, k, v, mask)) return NULL; /* core/fits.c */
-    ag__attn a = {.B = q->shape[0], .T = q->shape[1], .S = k->shape[1], .H = q->shape[2], .D = q->shape[3],
-                  .Dv = v->shape[3], .mask = mask, .scale = scale, .fill = fill};
-    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, (int[]){a.B, a.T, a.H, a.Dv}, 3, (ag_tensor *[]){q, k, v});
+    ag_real acc = 0;
+    for (size_t i = 0; i < x->size; i++) acc += x->data[i] * 0; /* NaN once any value is NaN or inf */
+    return acc == 0;
+}
+
+ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, const ag__attn_rule *r)
+{
+    if (!ag__ok(g, "attention", 3, q, k, v) || !ag__attention_fits(g, q, k, v, r)) return NULL; /* core/fits.c */
+    int ax_h = r->bhtd ? 1 : 2, ax_t = r->bhtd ? 2 : 1; /* where H and T (S) are */
+    ag__attn a = {.B = q->shape[0], .T = q->shape[ax_t], .S = k->shape[ax_t], .H = q->shape[ax_h],
+                  .Hkv = k->shape[ax_h], .D = q->shape[3], .Dv = v->shape[3], .bhtd = r->bhtd, .causal = r->causal,
+                  .mask = r->mask, .scale = r->scale, .fill = r->fill, .dropout = r->dropout, .seed = r->seed};
+    a.diag = r->causal == AG__CAUSAL_BOTTOM_RIGHT ? a.S - a.T : r->diag;
+    int shape[4] = {a.B, r->bhtd ? a.H : a.T, r->bhtd ? a.T : a.H, a.Dv};
+    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, shape, 3, (ag_tensor *[]){q, k, v});
     if (!y) return NULL;
-    ag__impl(y)->farg[0] = scale, ag__impl(y)->farg[1] = fill, ag__impl(y)->iarg[0] = mask != NULL;
-    a.flash = ag__fast() && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
+    ag__impl(y)->farg[0] = a.scale, ag__impl(y)->farg[1] = a.fill, ag__impl(y)->iarg[0] = a.mask != NULL;
+    /* a NaN or inf where the kernels' tiles would multiply it by a hidden
+     * key's exact 0 (docs/attention_long.md, "one NaN rule"): the plain code */
+    a.plain = (a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v))) || (a.dropout > 0 && a.D == 0);
+    a.flash = ag__fast() && !a.plain && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
     size_t head = (sizeof(saved) + 63) / 64 * 64;
     saved *sv = ag__save(g, head + np * sizeof(ag_real)); /* P at the arena's 64-byte alignment */
     if (!sv) return NULL;
     *sv = (saved){a, (ag_real *)((char *)sv + head)};
+    /* the path, for ag_attention_path: 1 flash, 2 the kernel keeping P, 3 the plain code */
+    ag__impl(y)->iarg[1] = a.flash ? 1 : ag__fast() && !a.plain ? 2 : 3, ag__impl(y)->iarg[2] = a.bhtd;
     ag__impl(y)->aux = sv; /* with no key, P V is an empty sum: the reference's zeros */
-    if (np && ag__fast() && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
+    if (np && ag__fast() && !a.plain && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
         return ag_graph_status(g) == AG_OK ? y : NULL;
     ag__mask_map mm = {0};
-    if (mask) ag__mask_map_init(&mm, 4, (int[]){a.B, a.H, a.T, a.S}, mask);
+    if (a.mask) ag__mask_map_init(&mm, 4, (int[]){a.B, a.H, a.T, a.S}, a.mask);
     forward_ref(&sv->a, &mm, q->data, k->data, v->data, sv->p, y->data);
     return y;
+}
+
+ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, double scale, ag_tensor *mask,
+                               double fill)
+{
+    return ag__attention(g, q, k, v, &(ag__attn_rule){.mask = mask, .scale = scale, .fill = fill});
 }
 
 static void attention_backward(ag_graph *g, ag_tensor *y)
@@ -128,7 +188,7 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     const saved *sv = ag__impl(y)->aux;
     const ag__attn *a = &sv->a;
     bool empty = y->size == 0 || a->T == 0 || a->S == 0; /* the reference's loops give 0 */
-    bool kernel = a->flash || (!empty && ag__fast()); /* no P (a.flash): the kernel recomputes it */
+    bool kernel = a->flash || (!empty && ag__fast() && !a->plain && a->dropout <= 0); /* P kept: no dropout */ /* no P (a.flash): the kernel recomputes it */
     if (kernel && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->data, y->grad)) return;
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
     for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;
@@ -147,6 +207,21 @@ static ag_tensor *case_plain(ag_graph *g, ag_tensor *const *in) { return HEADS(0
 static ag_tensor *case_causal(ag_graph *g, ag_tensor *const *in) { return HEADS(0.7, causal(g), -INFINITY); }
 static ag_tensor *case_padding(ag_graph *g, ag_tensor *const *in) { return HEADS(1.3, padding(g), -INFINITY); }
 static ag_tensor *case_uniform(ag_graph *g, ag_tensor *const *in) { return HEADS(1.3, padding(g), -1e9); }
+/* PyTorch's layout, 4 query heads over 2, the causal rule bottom-right
+ * (T 3 over S 5: query t sees keys s <= t + 2); then with dropout 0.3 (a
+ * fixed seed: a fixed mask) over a padding mask. */
+static ag_tensor *case_gqa_causal(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__attention(g, in[0], in[1], in[2],
+                         &(ag__attn_rule){.scale = 0.6, .fill = -INFINITY, .bhtd = true,
+                                          .causal = AG__CAUSAL_BOTTOM_RIGHT});
+}
+static ag_tensor *case_dropout(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__attention(g, in[0], in[1], in[2],
+                         &(ag__attn_rule){.mask = padding(g), .scale = 0.8, .fill = -INFINITY, .bhtd = true,
+                                          .dropout = 0.3, .seed = 5});
+}
 
 /* q, k, v [B, T or S, H, D or Dv] */
 static const ag_op_case cases[] = {
@@ -155,6 +230,9 @@ static const ag_op_case cases[] = {
     {"padding, a sentence all -inf", 3, {4, 4, 4}, {{2, 3, 2, 2}, {2, 4, 2, 2}, {2, 4, 2, 3}}, -1, 1, 0, case_padding},
     {"padding, fill -1e9: a uniform row", 3, {4, 4, 4}, {{2, 2, 1, 3}, {2, 4, 1, 3}, {2, 4, 1, 2}}, -1, 1, 0, case_uniform},
     {"size-1 axes", 3, {4, 4, 4}, {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}}, -1, 1, 0, case_plain},
+    {"[B, H, T, D], 4 heads over 2, causal bottom-right", 3, {4, 4, 4}, {{2, 4, 3, 3}, {2, 2, 5, 3}, {2, 2, 5, 2}}, -1,
+     1, 0, case_gqa_causal},
+    {"dropout 0.3 (seed 5), padding", 3, {4, 4, 4}, {{2, 2, 3, 2}, {2, 1, 4, 2}, {2, 1, 4, 3}}, -1, 1, 0, case_dropout},
 };
 
 /* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */

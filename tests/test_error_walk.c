@@ -170,6 +170,7 @@ NUL(ag_norm_forward, ag_norm_forward(W->g, &W->ln, W->x4))
 NUL(ag_causal_mask, ag_causal_mask(W->g, -1, 2))
 NUL(ag_padding_mask, ag_padding_mask(W->g, NULL, 2, 0, 1, 3))
 NUL(ag_attention, ag_attention(W->g, W->x23, W->x4, W->x4, NULL, AG_MASK_NEG_INF, 0, NULL))
+NUL(ag_scaled_dot_product_attention, ag_scaled_dot_product_attention(W->g, W->x23, W->x4, W->x4, NULL))
 BAD(ag_mha_layer_init, ag_mha_layer_init(&(ag_mha_layer){0}, W->s, "m", 5, 2, 1, 0, 1))
 NUL(ag_mha_layer_forward, ag_mha_layer_forward(W->g, &W->mha, W->x23, W->x23, NULL, AG_MASK_NEG_INF, NULL))
 NUL(ag_attention_textbook, ag_attention_textbook(W->g, W->x23, W->x4, W->x4, NULL, AG_MASK_NEG_INF, 0, NULL))
@@ -274,7 +275,7 @@ static const walk walks[] = {
     E(ag_store_load), E(ag_file_read), E(ag_file_write),
     S(ag_linear_layer_init), S(ag_linear_layer_init_ex), G(ag_linear_layer_forward), S(ag_layer_norm_layer_init),
     G(ag_layer_norm_layer_forward), S(ag_norm_init), G(ag_norm_forward), G(ag_causal_mask), G(ag_padding_mask),
-    G(ag_attention), S(ag_mha_layer_init), G(ag_mha_layer_forward), G(ag_attention_textbook),
+    G(ag_attention), G(ag_scaled_dot_product_attention), S(ag_mha_layer_init), G(ag_mha_layer_forward), G(ag_attention_textbook),
     G(ag_mha_layer_forward_textbook), G(ag_add_norm), S(ag_ffn_layer_init), S(ag_ffn_layer_init_ex),
     G(ag_ffn_layer_forward), S(ag_mha_layer_add_qk_norm), S(ag_learned_positions_init), G(ag_learned_positions_forward), G(ag_prepend_token),
     G(ag_attention_qk), G(ag_positional_encoding), S(ag_embedding_layer_init), S(ag_embedding_layer_init_ex),
@@ -319,6 +320,7 @@ static const struct {
     {"ag_graph_fail", "records the caller's own error"},
     {"ag_graph_rng", "a getter: NULL for a NULL graph"},
     {"ag_graph_node", "a lookup: NULL past the tape"},
+    {"ag_attention_path", "a lookup: NULL for a tensor no attention made"},
     {"ag_store_find", "a lookup: NULL for no such name"},
     {"ag_store_at", "a lookup: NULL past the end"},
     {"ag_team_store", "a lookup: NULL past the workers"},

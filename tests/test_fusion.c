@@ -725,7 +725,7 @@ Test(fusion, attention_reports_bad_shapes)
     cr_assert_null(ag__attention_heads(g, q, k, ag_tensor_new(g, AG_SHAPE(2, 6, 4, 8)), 1, NULL, 0));
     cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE);
     cr_assert_str_eq(ag_graph_error(g), "attention: q [2, 3, 4, 8], k [2, 5, 4, 8], v [2, 6, 4, 8] do not fit "
-                                        "[B, T, H, D], [B, S, H, D], [B, S, H, Dv]");
+                                        "[B, T, H, D], [B, S, Hkv, D], [B, S, Hkv, Dv]");
     ag_graph_reset(g);
     q = ag_tensor_new(g, AG_SHAPE(2, 3, 4, 8)), k = ag_tensor_new(g, AG_SHAPE(2, 5, 4, 8));
     cr_assert_null(ag__attention_heads(g, q, k, k, 1, ag_tensor_new(g, AG_SHAPE(4, 5)), 0));

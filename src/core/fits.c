@@ -6,22 +6,35 @@
  * records a message naming what was wrong and returns false. */
 #include "core/internal.h"
 
+#include <math.h>
 #include <stdio.h>
 
-bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v, const ag_tensor *mask)
+bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v,
+                        const ag__attn_rule *r)
 {
-    if (mask && !ag__usable(g, "attention", 3, mask)) return false;
+    if (r->mask && !ag__usable(g, "attention", 3, r->mask)) return false;
+    int ax_h = r->bhtd ? 1 : 2, ax_t = r->bhtd ? 2 : 1; /* where H and T (S) are */
+    const char *want = r->bhtd ? "[B, H, T, D], [B, Hkv, S, D], [B, Hkv, S, Dv]"
+                               : "[B, T, H, D], [B, S, Hkv, D], [B, S, Hkv, Dv]";
+    char a[96], b[96], c[96];
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] ||
-        k->shape[2] != q->shape[2] || v->shape[2] != q->shape[2] || k->shape[3] != q->shape[3] ||
-        v->shape[1] != k->shape[1]) {
-        char a[96], b[96], c[96];
-        ag_graph_fail(g, AG_ERR_SHAPE,
-                      "attention: q %s, k %s, v %s do not fit [B, T, H, D], [B, S, H, D], [B, S, H, Dv]",
-                      ag_shape_str(q, a, sizeof a), ag_shape_str(k, b, sizeof b), ag_shape_str(v, c, sizeof c));
+        v->shape[ax_h] != k->shape[ax_h] || k->shape[3] != q->shape[3] || v->shape[ax_t] != k->shape[ax_t]) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "attention: q %s, k %s, v %s do not fit %s", ag_shape_str(q, a, sizeof a),
+                      ag_shape_str(k, b, sizeof b), ag_shape_str(v, c, sizeof c), want);
         return false;
     }
-    int scores[4] = {q->shape[0], q->shape[2], q->shape[1], k->shape[1]};
-    return !mask || ag__mask_fits_shape(g, "attention", mask, "the scores' [B, H, T, S] =", 4, scores);
+    int H = q->shape[ax_h], Hkv = k->shape[ax_h];
+    if (Hkv == 0 ? H != 0 : H % Hkv != 0) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "attention: q %s has %d heads, not a multiple of the %d of k %s and v %s",
+                      ag_shape_str(q, a, sizeof a), H, Hkv, ag_shape_str(k, b, sizeof b), ag_shape_str(v, c, sizeof c));
+        return false;
+    }
+    if (!(r->scale == r->scale) || isinf(r->scale)) {
+        ag_graph_fail(g, AG_ERR_ARG, "attention: the scale %g is not finite", r->scale);
+        return false;
+    }
+    int scores[4] = {q->shape[0], H, q->shape[ax_t], k->shape[ax_t]};
+    return !r->mask || ag__mask_fits_shape(g, "attention", r->mask, "the scores' [B, H, T, S] =", 4, scores);
 }
 
 bool ag__linear_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *w, const ag_tensor *b,

@@ -401,11 +401,28 @@ typedef struct ag__mask_map {
 void ag__mask_map_init(ag__mask_map *mm, int ndim, const int *shape, const ag_tensor *mask);
 /* Where row r of x (rows of S values) starts in the mask's data. */
 size_t ag__mask_row(const ag__mask_map *mm, size_t r);
+/* What an attention node computes besides its q, k and v (ops/attention.c):
+ * the mask (broadcast to [B, H, T, S], or NULL: 0 hides a key), the
+ * scale, the fill a hidden key's score takes; the layout (bhtd: q
+ * [B, H, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv]; else the heads layout
+ * q [B, T, H, D], k [B, S, Hkv, D], v [B, S, Hkv, Dv]); causal: 0 none,
+ * AG__CAUSAL_DIAG query t sees keys s <= t + diag only (top-left: diag 0),
+ * AG__CAUSAL_BOTTOM_RIGHT the same with diag = S - T. */
+enum { AG__CAUSAL_NONE, AG__CAUSAL_DIAG, AG__CAUSAL_BOTTOM_RIGHT };
+typedef struct ag__attn_rule {
+    const ag_tensor *mask;
+    double scale, fill;
+    bool bhtd;
+    int causal, diag;
+    double dropout; /* on P, drawn from seed by a counter-based generator */
+    uint64_t seed;
+} ag__attn_rule;
 /* The argument rules of the ops whose rules are long (src/core/fits.c):
- * each records why they do not hold and returns false.  Attention's: q
- * [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv] fit, the mask (or NULL) is
+ * each records why they do not hold and returns false.  Attention's: q,
+ * k and v fit r's layout (H a multiple of Hkv), the mask (or NULL) is
  * usable and broadcasts to the scores' [B, H, T, S]. */
-bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v, const ag_tensor *mask);
+bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v,
+                        const ag__attn_rule *r);
 /* linear's (op "linear") and linear_add's: x [..., I], W [O, I], b [O] or
  * NULL fit, and r (NULL for linear) has the output's shape [..., O]. */
 bool ag__linear_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *w, const ag_tensor *b,
@@ -421,6 +438,9 @@ bool ag__cross_entropy_fits(ag_graph *g, const ag_tensor *logits, const int *tar
  * matmul_heads(masked_softmax(matmul_heads(q, k^T), scale, mask, fill), v). */
 ag_tensor *ag__attention_heads(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, double scale, ag_tensor *mask,
                                double fill);
+/* The same op with every rule: y [B, T, H, Dv] (heads layout) or
+ * [B, H, T, Dv] (r->bhtd). */
+ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, const ag__attn_rule *r);
 
 /* ---- shared kernels and threads ------------------------------------------ */
 

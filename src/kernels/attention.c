@@ -54,12 +54,15 @@ typedef struct plan {
  * is 0 in every head: past the last key that some head lets it see.  So a
  * block of queries needs the keys [0, kend) only (P is 0 beyond), and a
  * block of keys only the queries from tfirst on (P is 0 before): the
- * products skip what would add exact zeros.  Otherwise (no mask, a finite fill) kend = S, tfirst = 0.
+ * products skip what would add exact zeros.  The causal rule hides keys
+ * the same way, without a mask to read.  Otherwise (no mask, a finite
+ * fill) kend = S, tfirst = 0.
  * last[t] (T ints after kend) is one past the last key query t may see. */
-static void seen_keys(const ag_tensor *mask, double fill, int T, int S, int *kend, int *tfirst)
+static void seen_keys(const ag__attn *a, int *kend, int *tfirst)
 {
-    const int RB = block_rows(S);
-    int seen_all = mask && fill == -INFINITY ? 0 : S, *last = kend + (T + RB - 1) / RB;
+    const ag_tensor *mask = a->mask;
+    const int T = a->T, S = a->S, RB = block_rows(S);
+    int seen_all = mask && a->fill == -INFINITY ? 0 : S, *last = kend + (T + RB - 1) / RB;
     for (int t = 0; t < T; t++) last[t] = seen_all;
     if (!seen_all) { /* the mask is [..., T or 1, S or 1] */
         int md = mask->ndim, mS = md >= 1 ? mask->shape[md - 1] : 1, mT = md >= 2 ? mask->shape[md - 2] : 1;
@@ -70,6 +73,10 @@ static void seen_keys(const ag_tensor *mask, double fill, int T, int S, int *ken
             else last[t] = end > last[t] ? end : last[t];
         }
         for (int t = 0; t < T; t++) last[t] = seen_all > last[t] ? seen_all : last[t];
+    }
+    for (int t = 0; a->causal && a->fill == -INFINITY && t < T; t++) {
+        int h = ag__attn_hide(true, a->diag, S, t);
+        last[t] = h < last[t] ? h : last[t];
     }
     for (int t0 = 0; t0 < T; t0 += RB) {
         int e = 0;
@@ -91,68 +98,90 @@ static void zero_past(ag_real *x, int S, int t0, int n, int e)
         for (int t = t0; t < t0 + n; t++) memset(x + (size_t)t * S + e, 0, (size_t)(S - e) * sizeof(ag_real));
 }
 
+/* The causal rule on rows [t0, t0 + n) of x [T, S], keys [0, e): from each
+ * row's first hidden key on, x = val (the forward's fill, the backward's
+ * dA = 0). */
+static void hide_causal(const ag__att_job *j, ag_real *x, int t0, int n, int e, ag_real val)
+{
+    for (int t = t0; j->a->causal && t < t0 + n; t++)
+        for (int s = ag__attn_hide(true, j->a->diag, e, t); s < e; s++) x[(size_t)t * j->S + s] = val;
+}
+
 static void forward_head(const ag__att_job *j, size_t bh)
 {
-    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H, RB = block_rows(S);
-    const ag_real *q = j->q + ag__att_at(j, bh, T, D), *k = j->k + ag__att_at(j, bh, S, D);
-    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv);
-    ag_real *p = j->p + bh * (size_t)T * (size_t)S, *y = j->y + ag__att_at(j, bh, T, Dv);
+    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
+    const ag_real *q = j->q + ag__att_at(j, bh, T, D, false), *k = j->k + ag__att_at(j, bh, S, D, true);
+    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv, true);
+    ag_real *p = j->p + bh * (size_t)T * (size_t)S, *y = j->y + ag__att_at(j, bh, T, Dv, false);
     for (int t0 = 0; t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
         int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
         ag_real *pt = p + (size_t)t0 * S;
         /* A = Q K^T, into P's place */
-        ag__gemm(0, 1, n, e, D, q + (size_t)t0 * H * D, H * D, k, H * D, 0, pt, S);
+        ag__gemm(0, 1, n, e, D, q + (size_t)t0 * j->ldq, j->ldq, k, j->ldk, 0, pt, S);
         /* P = softmax(mask ? scale A : fill), in place; 0 past the keys seen */
-        if (e > 0)
-            ag__masked_softmax_rows(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, j->mask, j->mm,
-                                    j->scale, j->fill, pt, pt);
+        if (e > 0) {
+            ag__masked_fill_rows(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, j->mask, j->mm,
+                                 j->scale, j->fill, pt);
+            hide_causal(j, p, t0, n, e, j->fill);
+            if (e == S) ag__softmax_rows((size_t)n, (size_t)S, pt, pt);
+            else
+                for (int i = 0; i < n; i++) ag__softmax_rows(1, (size_t)e, pt + (size_t)i * S, pt + (size_t)i * S);
+        }
         zero_past(p, S, t0, n, e);
         /* O = P V */
-        ag__gemm(0, 0, n, Dv, e, pt, S, v, H * Dv, 0, y + (size_t)t0 * H * Dv, H * Dv);
+        ag__gemm(0, 0, n, Dv, e, pt, S, v, j->ldv, 0, y + (size_t)t0 * j->ldy, j->ldy);
     }
 }
 
 static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
 {
-    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, H = j->H, RB = block_rows(S);
-    const ag_real *p = j->p + bh * (size_t)T * (size_t)S, *dy = j->dy + ag__att_at(j, bh, T, Dv);
-    const ag_real *q = j->q + ag__att_at(j, bh, T, D), *k = j->k + ag__att_at(j, bh, S, D);
-    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv);
-    ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D) : NULL, *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D) : NULL;
-    ag_real *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv) : NULL;
+    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
+    const int ldq = j->ldq, ldk = j->ldk, ldv = j->ldv, ldy = j->ldy;
+    const ag_real *p = j->p + bh * (size_t)T * (size_t)S, *dy = j->dy + ag__att_at(j, bh, T, Dv, false);
+    const ag_real *q = j->q + ag__att_at(j, bh, T, D, false), *k = j->k + ag__att_at(j, bh, S, D, true);
+    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv, true);
+    ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D, false) : NULL;
+    ag_real *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D, true) : NULL;
+    ag_real *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv, true) : NULL;
     for (int t0 = 0; (dq || dk) && t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
         int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
         const ag_real *pt = p + (size_t)t0 * S;
         ag_real *dat = da + (size_t)t0 * S;
         /* O = P V:  dP = dO V^T  [n, Dv] x [Dv, e] */
-        ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * H * Dv, H * Dv, v, H * Dv, 0, dat, S);
+        ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * ldy, ldy, v, ldv, 0, dat, S);
         /* P = softmax(mask ? scale A : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place */
-        if (e > 0)
+        if (e > 0) {
             ag__masked_softmax_rows_backward(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, dat,
                                              dat, j->mask, j->mm, j->scale, false);
+            hide_causal(j, da, t0, n, e, 0);
+        }
         zero_past(da, S, t0, n, e);
         /* A = Q K^T:  dQ += dA K  [n, e] x [e, D] */
-        if (dq) ag__gemm(0, 0, n, D, e, dat, S, k, H * D, j->beta_q, dq + (size_t)t0 * H * D, H * D);
+        if (dq) ag__gemm(0, 0, n, D, e, dat, S, k, ldk, j->beta_q, dq + (size_t)t0 * ldq, ldq);
     }
     for (int s0 = 0; s0 < S; s0 += RB) { /* keys [s0, s0 + n), queries [t, T) */
         int n = S - s0 < RB ? S - s0 : RB, t = j->tfirst[s0 / RB];
         /* O = P V:  dV += P^T dO  [n, T - t] x [T - t, Dv] */
         if (dv)
-            ag__gemm(1, 0, n, Dv, T - t, p + (size_t)t * S + s0, S, dy + (size_t)t * H * Dv, H * Dv, j->beta_v,
-                     dv + (size_t)s0 * H * Dv, H * Dv);
+            ag__gemm(1, 0, n, Dv, T - t, p + (size_t)t * S + s0, S, dy + (size_t)t * ldy, ldy, j->beta_v,
+                     dv + (size_t)s0 * ldv, ldv);
         /* A = Q K^T:  dK += dA^T Q  [n, T - t] x [T - t, D] */
         if (dk)
-            ag__gemm(1, 0, n, D, T - t, da + (size_t)t * S + s0, S, q + (size_t)t * H * D, H * D, j->beta_k,
-                     dk + (size_t)s0 * H * D, H * D);
+            ag__gemm(1, 0, n, D, T - t, da + (size_t)t * S + s0, S, q + (size_t)t * ldq, ldq, j->beta_k,
+                     dk + (size_t)s0 * ldk, ldk);
     }
 }
 
 /* Block t of the heads, on one thread: the heads one after another, the
  * backward's dA in the block's own scratch. */
+/* The heads of block t: whole groups of query heads, so that one thread
+ * adds all of a key/value head's gradient. */
+static size_t first_head(const ag__att_job *j, size_t t) { return j->heads / j->group * t / j->nt * j->group; }
+
 static void forward_block(void *ctx, size_t t)
 {
     const ag__att_job *j = ctx;
-    for (size_t bh = j->heads * t / j->nt; bh < j->heads * (t + 1) / j->nt; bh++) {
+    for (size_t bh = first_head(j, t); bh < first_head(j, t + 1); bh++) {
         if (j->ml) {
             ag__flash_forward(j, bh, j->scratch + t * j->scratch_stride);
             continue;
@@ -171,7 +200,7 @@ static void backward_block(void *ctx, size_t t)
 {
     const ag__att_job *j = ctx;
     ag_real *da = j->scratch + t * j->scratch_stride;
-    for (size_t bh = j->heads * t / j->nt; bh < j->heads * (t + 1) / j->nt; bh++) {
+    for (size_t bh = first_head(j, t); bh < first_head(j, t + 1); bh++) {
         if (j->ml) {
             ag__flash_backward(j, bh, da);
             continue;
@@ -208,28 +237,35 @@ static plan *make_plan(ag_graph *g, const ag__attn *a, bool save)
     plan *pl = save ? ag__save(g, bytes) : ag__alloc(g, bytes);
     if (!pl) return NULL;
     pl->kend = (int *)(pl + 1), pl->last = pl->kend + nq, pl->tfirst = pl->last + T;
-    seen_keys(a->mask, a->fill, T, S, pl->kend, pl->tfirst);
+    seen_keys(a, pl->kend, pl->tfirst);
     return pl;
 }
 
-/* The job of a's heads, mask map mm (filled here) and plan pl. */
-static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, size_t work)
+/* The job of a's heads, mask map mm (filled here) and plan pl; a
+ * backward's blocks of threads take whole groups of query heads (their
+ * key/value head's gradient is one sum), a forward's any heads. */
+static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, size_t work, bool backward)
 {
     *mm = (ag__mask_map){0};
     if (a->mask) ag__mask_map_init(mm, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
-    size_t heads = (size_t)a->B * (size_t)a->H;
+    size_t heads = (size_t)a->B * (size_t)a->H, group = backward ? (size_t)(a->H / a->Hkv) : 1, groups = heads / group;
     int nt = ag__threads_for(heads * (size_t)a->T * (size_t)a->S * (size_t)(a->D + a->Dv) / work);
-    nt = heads && (size_t)nt > heads ? (int)heads : nt; /* a block of threads has a head at least */
-    return (ag__att_job){.T = a->T, .S = a->S, .H = a->H, .D = a->D, .Dv = a->Dv, .heads = heads,
-                         .nt = (size_t)nt, .mm = mm, .mask = a->mask, .kend = pl->kend, .tfirst = pl->tfirst,
-                         .last = pl->last, .scale = (ag_real)a->scale, .fill = (ag_real)a->fill};
+    nt = groups && (size_t)nt > groups ? (int)groups : nt; /* a block of threads has a group at least */
+    return (ag__att_job){.a = a, .T = a->T, .S = a->S, .H = a->H, .D = a->D, .Dv = a->Dv,
+                         .ldq = ag__attn_ld(a, a->D, false), .ldk = ag__attn_ld(a, a->D, true),
+                         .ldv = ag__attn_ld(a, a->Dv, true), .ldy = ag__attn_ld(a, a->Dv, false), .heads = heads,
+                         .group = group, .nt = (size_t)nt, .mm = mm, .mask = a->mask, .kend = pl->kend,
+                         .tfirst = pl->tfirst, .last = pl->last, .scale = (ag_real)a->scale, .fill = (ag_real)a->fill};
 }
 
 /* Long rows: P [T, S] per head would be the largest thing a step keeps;
  * shorter ones keep it, which saves the backward its recomputation (and
  * keeps the toy heads' bits).  Empty heads (D or Dv 0) take the general
  * path. */
-bool ag__k_attention_flash(const ag__attn *a) { return a->S > AG__FLASH_KEYS && a->D > 0 && a->Dv > 0; }
+bool ag__k_attention_flash(const ag__attn *a)
+{
+    return (a->S > AG__FLASH_KEYS || a->dropout > 0) && a->D > 0 && a->Dv > 0; /* dropout: only flash draws it */
+}
 
 /* Each block of threads' scratch, n values a cache line apart. */
 static ag_real *scratch_of(ag_graph *g, ag__att_job *j, size_t n)
@@ -245,7 +281,7 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
     if (!pl) return true; /* the graph holds the failure */
     a->plan = pl;
     ag__mask_map mm;
-    ag__att_job j = job_of(a, &mm, pl, 16);
+    ag__att_job j = job_of(a, &mm, pl, 16, false);
     j.q = q, j.k = k, j.v = v, j.y = y;
     if (a->flash) {
         j.ml = p;
@@ -264,13 +300,14 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
     const plan *pl = a->plan ? a->plan : make_plan(g, a, false);
     if (!pl) return true;
     ag__mask_map mm;
-    ag__att_job j = job_of(a, &mm, pl, 8);
+    ag__att_job j = job_of(a, &mm, pl, 8, true);
     j.q = q->data, j.k = k->data, j.v = v->data, j.dy = dy;
-    /* the flash kernel adds each tile's share: into zeros when fresh */
-    bool once = !a->flash;
+    /* the flash kernel adds each tile's share, and so do the query heads
+     * of a group to their key/value head's: into zeros when fresh */
+    bool once = !a->flash, kv_once = once && a->H == a->Hkv;
     j.dq = grad_of(g, q, once && q != k && q != v, &j.beta_q);
-    j.dk = grad_of(g, k, once && k != q && k != v, &j.beta_k);
-    j.dv = grad_of(g, v, once && v != q && v != k, &j.beta_v);
+    j.dk = grad_of(g, k, kv_once && k != q && k != v, &j.beta_k);
+    j.dv = grad_of(g, v, kv_once && v != q && v != k, &j.beta_v);
     if ((q->requires_grad && !j.dq) || (k->requires_grad && !j.dk) || (v->requires_grad && !j.dv)) return true;
     if (a->flash) {
         j.ml = (ag_real *)(uintptr_t)p, j.y = (ag_real *)(uintptr_t)y;

@@ -3,20 +3,25 @@
  * job that a block of heads is given, forward or backward, where a head
  * starts in it, and the kernel's entry points.
  *
- * Invariant: a job describes B H heads in the layout of ops/attention.c's
- * header (q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv], y and dO like
- * q with Dv, P [B, H, T, S]); either path reads and writes it alike, so
+ * Invariant: a job describes B H heads in one of the layouts of
+ * ops/attention.c's header (ag__attn: heads layout or PyTorch's, Hkv
+ * key/value heads; y and dO like q with Dv, P [B, H, T, S]); either path
+ * reads and writes it alike, so
  * that kernels/attention.c may hand any head to the kernel when ag__head512_plan says
  * it fits. */
 #ifndef AG_KERNELS_ATTENTION_H
 #define AG_KERNELS_ATTENTION_H
 
 #include "core/internal.h"
+#include "kernels/kernels.h"
 
 /* Everything a block of heads needs, forward or backward. */
 typedef struct ag__att_job {
+    const ag__attn *a; /* the heads' layout, causal rule */
     int T, S, H, D, Dv;
-    size_t heads, nt; /* B H heads, cut into nt blocks */
+    int ldq, ldk, ldv, ldy; /* the rows' strides in q (and dQ), k, v, y (and dO) */
+    size_t heads, nt; /* B H heads, cut into nt blocks of whole groups */
+    size_t group;     /* H / Hkv: the query heads that share a key/value head */
     const ag__mask_map *mm;
     const ag_tensor *mask;
     const int *kend, *tfirst, *last; /* kernels/attention.c's seen_keys' */
@@ -31,12 +36,11 @@ typedef struct ag__att_job {
     uint32_t keep[64]; /* whose bit s of keep[t] says that query t may see key s */
 } ag__att_job;
 
-/* Head bh = b H + h: where it starts in q and k (cols D) or in v and y
- * (cols Dv), for an operand of `rows` rows per sentence. */
-static inline size_t ag__att_at(const ag__att_job *j, size_t bh, int rows, int cols)
+/* Head bh = b H + h: where it starts in q and y (kv false, rows T) or in
+ * k and v (kv true, rows S: its key/value head's), cols D or Dv. */
+static inline size_t ag__att_at(const ag__att_job *j, size_t bh, int rows, int cols, bool kv)
 {
-    size_t b = bh / (size_t)j->H, h = bh % (size_t)j->H;
-    return (b * (size_t)rows * (size_t)j->H + h) * (size_t)cols;
+    return ag__attn_head(j->a, bh, rows, cols, kv);
 }
 
 /* Queries per block on the general path when S > 32 (kernels/attention.c's

@@ -12,9 +12,11 @@
  *           then y_t = o / l, and m and l are saved: L = m + log l
  *           as its two parts, since in float m + log l is m when |m| is
  *           large (a row that a fill of -1e9 makes uniform);
+ *           with dropout, o adds exp(z_s - m') Z_ts v_s: Z the weight's
+ *           factor (1 / (1 - p) or 0) from a counter-based draw;
  * backward: P_ts = exp(z_s - m_t) / l_t, the forward's weight, recomputed
  *           Dl_t = dO_t . y_t   (= sum_s P_ts dP_ts, the whole row's)
- *           dV  += P^T dO,   dP = dO V^T
+ *           dV  += (P Z)^T dO,   dP = (dO V^T) Z (Z drawn again)
  *           dA   = mask ? scale P (dP - Dl) : 0
  *           dQ  += dA K,     dK += dA^T Q
  *
@@ -50,10 +52,22 @@ static void mask_rows(const ag__att_job *j, size_t bh, int t0, int n, const ag_r
         mr[i] = j->mask ? j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T + (size_t)(t0 + i)) : NULL;
 }
 
+/* Where the causal rule starts hiding keys for query t0 + i, i < n, and
+ * the mask's row for it (none without a mask). */
+static void block_rules(const ag__att_job *j, size_t bh, int t0, int n, const ag_real **mr, int *hid)
+{
+    mask_rows(j, bh, t0, n, mr);
+    for (int i = 0; i < n; i++) hid[i] = ag__attn_hide(j->a->causal, j->a->diag, j->S, t0 + i);
+}
+
+/* The tile's keys [hid - s0, kb) of a row that the causal rule hides. */
+static inline int hidden_from(int hid, int s0) { return hid - s0 < 0 ? 0 : hid - s0; }
+
 /* z = mask ? scale z : fill over rows [0, n) of a tile (kb keys from s0,
- * rows ld apart); mr[i] is row i's mask (stride along), or NULL. */
+ * rows ld apart); mr[i] is row i's mask (stride along), or NULL; keys
+ * from hid[i] on are hidden too. */
 static inline AG_ALWAYS_INLINE void fill_tile(int n, int kb, ag_real *z, int ld, const ag_real *const *mr,
-                                              size_t along, int s0, ag_real scale, ag_real fill)
+                                              const int *hid, size_t along, int s0, ag_real scale, ag_real fill)
 {
     for (int i = 0; i < n; i++) {
         ag_real *zr = z + (size_t)i * (size_t)ld;
@@ -67,17 +81,19 @@ static inline AG_ALWAYS_INLINE void fill_tile(int n, int kb, ag_real *z, int ld,
 #pragma omp simd
             for (int s = 0; s < kb; s++) zr[s] *= scale;
         }
+        for (int s = hidden_from(hid[i], s0); s < kb; s++) zr[s] = fill;
     }
 }
 #define FILL_PARAMS \
-    (int n, int kb, ag_real *z, int ld, const ag_real *const *mr, size_t along, int s0, ag_real scale, ag_real fill)
-#define FILL_ARGS (n, kb, z, ld, mr, along, s0, scale, fill)
+    (int n, int kb, ag_real *z, int ld, const ag_real *const *mr, const int *hid, size_t along, int s0, \
+     ag_real scale, ag_real fill)
+#define FILL_ARGS (n, kb, z, ld, mr, hid, along, s0, scale, fill)
 AG_ISA_CLONES(void, fill_tile, FILL_PARAMS, fill_tile FILL_ARGS)
 
 /* The backward's dA = mask ? scale P (dP - Dl) : 0, in dP's place. */
 static inline AG_ALWAYS_INLINE void dscores_tile(int n, int kb, const ag_real *p, ag_real *dp, int ld,
-                                                 const ag_real *dl, const ag_real *const *mr, size_t along, int s0,
-                                                 ag_real scale)
+                                                 const ag_real *dl, const ag_real *const *mr, const int *hid,
+                                                 size_t along, int s0, ag_real scale)
 {
     for (int i = 0; i < n; i++) {
         const ag_real *pr = p + (size_t)i * (size_t)ld, *m = mr[i] ? mr[i] + (size_t)s0 * along : NULL;
@@ -91,13 +107,25 @@ static inline AG_ALWAYS_INLINE void dscores_tile(int n, int kb, const ag_real *p
 #pragma omp simd
             for (int s = 0; s < kb; s++) d[s] = scale * (pr[s] * (d[s] - dli));
         }
+        for (int s = hidden_from(hid[i], s0); s < kb; s++) d[s] = 0;
     }
 }
 #define DSCORES_PARAMS \
-    (int n, int kb, const ag_real *p, ag_real *dp, int ld, const ag_real *dl, const ag_real *const *mr, size_t along, \
-     int s0, ag_real scale)
-#define DSCORES_ARGS (n, kb, p, dp, ld, dl, mr, along, s0, scale)
+    (int n, int kb, const ag_real *p, ag_real *dp, int ld, const ag_real *dl, const ag_real *const *mr, \
+     const int *hid, size_t along, int s0, ag_real scale)
+#define DSCORES_ARGS (n, kb, p, dp, ld, dl, mr, hid, along, s0, scale)
 AG_ISA_CLONES(void, dscores_tile, DSCORES_PARAMS, dscores_tile DSCORES_ARGS)
+
+/* Dropout on rows [0, n) of a tile (kb keys from s0, rows ld apart) of
+ * queries t0.. of head bh: x = x Z, Z the weight's factor (1 / (1 - p)
+ * or 0), drawn from its coordinates (ag__attn_kept), forward and
+ * backward alike. */
+static void drop_tile(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *x, int ld)
+{
+    if (j->a->dropout <= 0) return;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < kb; s++) x[(size_t)i * ld + s] *= (ag_real)ag__attn_kept(j->a, bh, t0 + i, s0 + s);
+}
 
 /* Row i of a tile's scores z (kb keys, after fill) into exp(z - m'), m and
  * l carried on (the online softmax above); c, what o must be multiplied
@@ -119,28 +147,32 @@ static ag_real online_row(int kb, ag_real *z, ag_real *m, ag_real *l)
 /* Rows [t0, t0 + n) of head bh: y, and each row's m and l. */
 static void forward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_real *z, ag_real *m, ag_real *l)
 {
-    const int T = j->T, D = j->D, Dv = j->Dv, ld = j->H * D, ldv = j->H * Dv, e = j->kend[t0 / QB];
-    const ag_real *q = j->q + ag__att_at(j, bh, T, D) + (size_t)t0 * ld, *k = j->k + ag__att_at(j, bh, j->S, D);
-    const ag_real *v = j->v + ag__att_at(j, bh, j->S, Dv);
-    ag_real *y = j->y + ag__att_at(j, bh, T, Dv) + (size_t)t0 * ldv, *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
+    const int T = j->T, D = j->D, Dv = j->Dv, ldq = j->ldq, ldk = j->ldk, ldv = j->ldv, ldy = j->ldy;
+    const int e = j->kend[t0 / QB];
+    const ag_real *q = j->q + ag__att_at(j, bh, T, D, false) + (size_t)t0 * ldq;
+    const ag_real *k = j->k + ag__att_at(j, bh, j->S, D, true), *v = j->v + ag__att_at(j, bh, j->S, Dv, true);
+    ag_real *y = j->y + ag__att_at(j, bh, T, Dv, false) + (size_t)t0 * ldy;
+    ag_real *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
     const ag_real *mr[QB];
-    mask_rows(j, bh, t0, n, mr);
+    int hid[QB];
+    block_rules(j, bh, t0, n, mr, hid);
     for (int i = 0; i < n; i++) m[i] = -INFINITY, l[i] = 0;
     for (int s0 = 0; s0 < e; s0 += KB) { /* keys [s0, s0 + kb): the tiles below kend only */
         int kb = e - s0 < KB ? e - s0 : KB;
         /* z = mask ? scale Q K^T : fill */
-        ag__gemm(0, 1, n, kb, D, q, ld, k + (size_t)s0 * ld, ld, 0, z, KB);
-        AG_ISA_CALL(fill_tile, (n, kb, z, KB, mr, j->mm->along, s0, j->scale, j->fill));
+        ag__gemm(0, 1, n, kb, D, q, ldq, k + (size_t)s0 * ldk, ldk, 0, z, KB);
+        AG_ISA_CALL(fill_tile, (n, kb, z, KB, mr, hid, j->mm->along, s0, j->scale, j->fill));
         for (int i = 0; i < n; i++) { /* z = exp(z - m'); o = c o */
             ag_real c = online_row(kb, z + (size_t)i * KB, &m[i], &l[i]);
             if (s0 > 0 && c != 1)
-                for (int d = 0; d < Dv; d++) y[(size_t)i * ldv + d] *= c;
+                for (int d = 0; d < Dv; d++) y[(size_t)i * ldy + d] *= c;
         }
-        /* o += exp(z - m') V */
-        ag__gemm(0, 0, n, Dv, kb, z, KB, v + (size_t)s0 * ldv, ldv, s0 > 0 ? 1 : 0, y, ldv);
+        /* o += (exp(z - m') Z) V: dropout after the row's sum, which is P's */
+        drop_tile(j, bh, t0, n, s0, kb, z, KB);
+        ag__gemm(0, 0, n, Dv, kb, z, KB, v + (size_t)s0 * ldv, ldv, s0 > 0 ? 1 : 0, y, ldy);
     }
     for (int i = 0; i < n; i++) { /* y = o / l; no key seen: 0 */
-        ag_real *yr = y + (size_t)i * ldv, inv = 1 / l[i];
+        ag_real *yr = y + (size_t)i * ldy, inv = 1 / l[i];
         for (int d = 0; d < Dv; d++) yr[d] = l[i] == 0 ? 0 : yr[d] * inv;
         ml[2 * i] = m[i], ml[2 * i + 1] = l[i];
     }
@@ -155,25 +187,29 @@ void ag__flash_forward(const ag__att_job *j, size_t bh, ag_real *scratch)
 /* Rows [t0, t0 + n) of head bh: their share of dQ, dK and dV. */
 static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_real *p, ag_real *dp, ag_real *dl)
 {
-    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, ld = j->H * D, ldv = j->H * Dv, e = j->kend[t0 / QB];
-    const ag_real *q = j->q + ag__att_at(j, bh, T, D) + (size_t)t0 * ld, *k = j->k + ag__att_at(j, bh, S, D);
-    const ag_real *v = j->v + ag__att_at(j, bh, S, Dv), *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
-    const ag_real *y = j->y + ag__att_at(j, bh, T, Dv) + (size_t)t0 * ldv;
-    const ag_real *dy = j->dy + ag__att_at(j, bh, T, Dv) + (size_t)t0 * ldv;
-    ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D) + (size_t)t0 * ld : NULL;
-    ag_real *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D) : NULL, *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv) : NULL;
+    const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, ldq = j->ldq, ldk = j->ldk, ldv = j->ldv, ldy = j->ldy;
+    const int e = j->kend[t0 / QB];
+    const ag_real *q = j->q + ag__att_at(j, bh, T, D, false) + (size_t)t0 * ldq;
+    const ag_real *k = j->k + ag__att_at(j, bh, S, D, true), *v = j->v + ag__att_at(j, bh, S, Dv, true);
+    const ag_real *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
+    const ag_real *y = j->y + ag__att_at(j, bh, T, Dv, false) + (size_t)t0 * ldy;
+    const ag_real *dy = j->dy + ag__att_at(j, bh, T, Dv, false) + (size_t)t0 * ldy;
+    ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D, false) + (size_t)t0 * ldq : NULL;
+    ag_real *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D, true) : NULL;
+    ag_real *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv, true) : NULL;
     const ag_real *mr[QB];
-    mask_rows(j, bh, t0, n, mr);
+    int hid[QB];
+    block_rules(j, bh, t0, n, mr, hid);
     for (int i = 0; i < n; i++) { /* Dl = dO . y, for the whole row */
         ag_real s = 0;
-        for (int d = 0; d < Dv; d++) s += dy[(size_t)i * ldv + d] * y[(size_t)i * ldv + d];
+        for (int d = 0; d < Dv; d++) s += dy[(size_t)i * ldy + d] * y[(size_t)i * ldy + d];
         dl[i] = s;
     }
     for (int s0 = 0; s0 < e; s0 += KB) { /* keys [s0, s0 + kb): the forward's tiles */
         int kb = e - s0 < KB ? e - s0 : KB;
         /* P = exp((mask ? scale Q K^T : fill) - m) / l, the forward's weights */
-        ag__gemm(0, 1, n, kb, D, q, ld, k + (size_t)s0 * ld, ld, 0, p, KB);
-        AG_ISA_CALL(fill_tile, (n, kb, p, KB, mr, j->mm->along, s0, j->scale, j->fill));
+        ag__gemm(0, 1, n, kb, D, q, ldq, k + (size_t)s0 * ldk, ldk, 0, p, KB);
+        AG_ISA_CALL(fill_tile, (n, kb, p, KB, mr, hid, j->mm->along, s0, j->scale, j->fill));
         for (int i = 0; i < n; i++) {
             ag_real *pr = p + (size_t)i * KB, inv = 1 / ml[2 * i + 1];
             if (ml[2 * i + 1] == 0) { /* no key seen: no weight */
@@ -183,15 +219,19 @@ static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_re
             (void)ag__exp_sum((size_t)kb, pr, ml[2 * i], pr);
             for (int s = 0; s < kb; s++) pr[s] *= inv;
         }
-        /* O = P V:  dV += P^T dO  [kb, n] x [n, Dv] */
-        if (dv) ag__gemm(1, 0, kb, Dv, n, p, KB, dy, ldv, 1, dv + (size_t)s0 * ldv, ldv);
+        if (dq || dk) {
+            /* O = (P Z) V:  dP = (dO V^T) Z  [n, Dv] x [Dv, kb];  dA = mask ? scale P (dP - Dl) : 0 */
+            ag__gemm(0, 1, n, kb, Dv, dy, ldy, v + (size_t)s0 * ldv, ldv, 0, dp, KB);
+            drop_tile(j, bh, t0, n, s0, kb, dp, KB);
+            AG_ISA_CALL(dscores_tile, (n, kb, p, dp, KB, dl, mr, hid, j->mm->along, s0, j->scale));
+        }
+        /* O = (P Z) V:  dV += (P Z)^T dO  [kb, n] x [n, Dv] */
+        drop_tile(j, bh, t0, n, s0, kb, p, KB);
+        if (dv) ag__gemm(1, 0, kb, Dv, n, p, KB, dy, ldy, 1, dv + (size_t)s0 * ldv, ldv);
         if (!dq && !dk) continue;
-        /* dP = dO V^T  [n, Dv] x [Dv, kb];  dA = mask ? scale P (dP - Dl) : 0 */
-        ag__gemm(0, 1, n, kb, Dv, dy, ldv, v + (size_t)s0 * ldv, ldv, 0, dp, KB);
-        AG_ISA_CALL(dscores_tile, (n, kb, p, dp, KB, dl, mr, j->mm->along, s0, j->scale));
         /* A = Q K^T:  dQ += dA K  [n, kb] x [kb, D],  dK += dA^T Q  [kb, n] x [n, D] */
-        if (dq) ag__gemm(0, 0, n, D, kb, dp, KB, k + (size_t)s0 * ld, ld, 1, dq, ld);
-        if (dk) ag__gemm(1, 0, kb, D, n, dp, KB, q, ld, 1, dk + (size_t)s0 * ld, ld);
+        if (dq) ag__gemm(0, 0, n, D, kb, dp, KB, k + (size_t)s0 * ldk, ldk, 1, dq, ldq);
+        if (dk) ag__gemm(1, 0, kb, D, n, dp, KB, q, ldq, 1, dk + (size_t)s0 * ldk, ldk);
     }
 }
 

@@ -74,10 +74,14 @@ HEAD512_INLINE uint32_t row_bits(const float *m, int S)
     return b;
 }
 
-/* keep[t] for rows t < T of a mask from m on, rows mst apart. */
-HEAD512 static void keep_bits(const float *m, size_t mst, int T, int S, uint32_t *keep)
+/* keep[t] for rows t < T of a mask from m on, rows mst apart (m NULL: no
+ * mask), then the keys the causal rule hides taken out. */
+HEAD512 static void keep_bits(const ag__att_job *j, const float *m, size_t mst, uint32_t *keep)
 {
-    for (int t = 0; t < T; t++) keep[t] = row_bits(m + (size_t)t * mst, S);
+    for (int t = 0; t < j->T; t++) {
+        int hid = ag__attn_hide(j->a->causal, j->a->diag, j->S, t);
+        keep[t] = (m ? row_bits(m + (size_t)t * mst, j->S) : 0xFFFFFFFFu) & (hid >= 32 ? 0xFFFFFFFFu : (1u << hid) - 1);
+    }
 }
 
 /* The heads fit when the CPU runs AVX-512, S <= 32 keys (a multiple of
@@ -87,19 +91,21 @@ HEAD512 static void keep_bits(const float *m, size_t mst, int T, int S, uint32_t
  * and the first query that sees any of 8 keys (kernels/attention.c's
  * seen_keys' last; P is 0 elsewhere): the same for every head.  When the
  * mask is one for every head (it does not move along B and H: a causal
- * mask [T, S]), or there is none, its rows as bits, once for all heads. */
+ * mask [T, S]), or there is none, its rows as bits, once for all heads;
+ * the causal rule's bits with them.  The heads are multi-head attention's
+ * own (heads layout, as many keys' heads as queries'). */
 bool ag__head512_plan(ag__att_job *j)
 {
     if (!(ag__isa() == AG_ISA_AVX512 && j->S % 8 == 0 && j->S <= 32 && j->D <= 16 && j->Dv <= 16 && j->T <= 64 &&
-          (!j->mask || j->mm->along == 1)))
+          (!j->mask || j->mm->along == 1) && !j->a->bhtd && j->a->H == j->a->Hkv))
         return false;
     j->one_mask = true;
     for (int k = 0; j->mask && k < j->mm->nd - 1; k++) /* the axes B and H */
         j->one_mask &= j->mm->st[k] == 0 || j->mm->shape[k] == 1;
     if (!j->mask)
-        for (int t = 0; t < j->T; t++) j->keep[t] = 0xFFFFFFFFu;
+        keep_bits(j, NULL, 0, j->keep);
     else if (j->one_mask)
-        keep_bits(j->mask->data + ag__mask_row(j->mm, 0), j->mm->st[j->mm->nd - 1], j->T, j->S, j->keep);
+        keep_bits(j, j->mask->data + ag__mask_row(j->mm, 0), j->mm->st[j->mm->nd - 1], j->keep);
     for (int r = 0; r < j->T; r += 8) {
         int e = 0;
         for (int t = r; t < j->T && t < r + 8; t++) e = j->last[t] > e ? j->last[t] : e;
@@ -125,14 +131,14 @@ HEAD512_INLINE void head512_init(const ag__att_job *j, size_t bh, head512 *h)
 {
     h->T = j->T, h->S = j->S, h->D = j->D, h->Dv = j->Dv;
     h->ld = (size_t)j->H * (size_t)j->D, h->ldv = (size_t)j->H * (size_t)j->Dv;
-    h->q = j->q + ag__att_at(j, bh, j->T, j->D), h->k = j->k + ag__att_at(j, bh, j->S, j->D);
-    h->v = j->v + ag__att_at(j, bh, j->S, j->Dv);
-    h->dy = j->dy ? j->dy + ag__att_at(j, bh, j->T, j->Dv) : NULL;
-    h->y = j->y ? j->y + ag__att_at(j, bh, j->T, j->Dv) : NULL;
+    h->q = j->q + ag__att_at(j, bh, j->T, j->D, false), h->k = j->k + ag__att_at(j, bh, j->S, j->D, true);
+    h->v = j->v + ag__att_at(j, bh, j->S, j->Dv, true);
+    h->dy = j->dy ? j->dy + ag__att_at(j, bh, j->T, j->Dv, false) : NULL;
+    h->y = j->y ? j->y + ag__att_at(j, bh, j->T, j->Dv, false) : NULL;
     h->p = j->p + bh * (size_t)j->T * (size_t)j->S;
     h->keep = j->one_mask ? j->keep : h->own;
     if (!j->one_mask) /* rows mst apart along the queries, the mask's innermost leading axis */
-        keep_bits(j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T), j->mm->st[j->mm->nd - 1], j->T, j->S, h->own);
+        keep_bits(j, j->mask->data + ag__mask_row(j->mm, bh * (size_t)j->T), j->mm->st[j->mm->nd - 1], h->own);
     h->md = lanes(j->D), h->mdv = lanes(j->Dv), h->ms[0] = lanes(j->S), h->ms[1] = lanes(j->S - 16);
     h->scale = j->scale, h->fill = j->fill;
 }
@@ -167,18 +173,18 @@ HEAD512_INLINE void ahead_init(ahead *a, const ag__att_job *j, size_t bh, bool b
     if (bh >= j->heads) return;
     size_t ld = (size_t)j->H * (size_t)j->D, ldv = (size_t)j->H * (size_t)j->Dv;
     int T = j->T, S = j->S;
-    ahead_add(a, j->q + ag__att_at(j, bh, T, j->D), ld, T, parts);
-    ahead_add(a, j->k + ag__att_at(j, bh, S, j->D), ld, S, parts);
-    ahead_add(a, j->v + ag__att_at(j, bh, S, j->Dv), ldv, S, parts);
+    ahead_add(a, j->q + ag__att_at(j, bh, T, j->D, false), ld, T, parts);
+    ahead_add(a, j->k + ag__att_at(j, bh, S, j->D, true), ld, S, parts);
+    ahead_add(a, j->v + ag__att_at(j, bh, S, j->Dv, true), ldv, S, parts);
     ahead_add(a, j->p + bh * (size_t)T * (size_t)S, 16, (T * S + 15) / 16, parts);
     if (!backward) {
-        ahead_add(a, j->y + ag__att_at(j, bh, T, j->Dv), ldv, T, parts);
+        ahead_add(a, j->y + ag__att_at(j, bh, T, j->Dv, false), ldv, T, parts);
         return;
     }
-    ahead_add(a, j->dy + ag__att_at(j, bh, T, j->Dv), ldv, T, parts);
-    if (j->dq) ahead_add(a, j->dq + ag__att_at(j, bh, T, j->D), ld, T, parts);
-    if (j->dk) ahead_add(a, j->dk + ag__att_at(j, bh, S, j->D), ld, S, parts);
-    if (j->dv) ahead_add(a, j->dv + ag__att_at(j, bh, S, j->Dv), ldv, S, parts);
+    ahead_add(a, j->dy + ag__att_at(j, bh, T, j->Dv, false), ldv, T, parts);
+    if (j->dq) ahead_add(a, j->dq + ag__att_at(j, bh, T, j->D, false), ld, T, parts);
+    if (j->dk) ahead_add(a, j->dk + ag__att_at(j, bh, S, j->D, true), ld, S, parts);
+    if (j->dv) ahead_add(a, j->dv + ag__att_at(j, bh, S, j->Dv, true), ldv, S, parts);
 }
 
 /* Piece `part` of every stream into the cache. */
@@ -541,9 +547,9 @@ HEAD512_ENTRY void ag__head512_backward(const ag__att_job *j, size_t bh, float *
     head512 h;
     head512_init(j, bh, &h);
     h.da = da;
-    float *dq = j->dq ? j->dq + ag__att_at(j, bh, h.T, h.D) : NULL;
-    float *dk = j->dk ? j->dk + ag__att_at(j, bh, h.S, h.D) : NULL;
-    float *dv = j->dv ? j->dv + ag__att_at(j, bh, h.S, h.Dv) : NULL;
+    float *dq = j->dq ? j->dq + ag__att_at(j, bh, h.T, h.D, false) : NULL;
+    float *dk = j->dk ? j->dk + ag__att_at(j, bh, h.S, h.D, true) : NULL;
+    float *dv = j->dv ? j->dv + ag__att_at(j, bh, h.S, h.Dv, true) : NULL;
     int groups = dq || dk ? (h.T + GR - 1) / GR : 0; /* pieces of the next head's prefetch, then S / 8 more */
     ahead next;
     ahead_init(&next, j, bh + 1, true, groups + h.S / 8);

@@ -87,19 +87,71 @@ void ag__products_plan(ag__products *p, const ag_tensor *a, const ag_tensor *b, 
 bool ag__k_matmul_forward(ag_graph *g, const ag__products *p, const ag_tensor *a, const ag_tensor *b, ag_real *y);
 bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_tensor *b, const ag_real *dy);
 
-/* ops/attention.c: every head of q [B, T, H, D], k [B, S, H, D],
- * v [B, S, H, Dv] (heads layout) with the mask broadcast to [B, H, T, S]
- * (or NULL); P [B, H, T, S] is the op's, saved (for long rows, each row's
- * log-sum-exp instead, as its max and sum).  plan: the kernel's own state, made by its
+/* ops/attention.c: every head of q, k and v, in heads layout (q
+ * [B, T, H, D], k [B, S, Hkv, D], v [B, S, Hkv, Dv]) or in PyTorch's
+ * (bhtd: q [B, H, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv]); query head
+ * h reads key/value head h / (H / Hkv) (grouped-query attention).  The
+ * mask is broadcast to [B, H, T, S] (or NULL); causal: query t sees keys
+ * s <= t + diag only (a rule, no tensor), hidden as a mask 0 hides.  P
+ * [B, H, T, S] is the op's, saved (for long rows, each row's log-sum-exp
+ * instead, as its max and sum).  plan: the kernel's own state, made by its
  * forward (NULL until then), kept by the op for the backward
  * (kernels/attention.c). */
 typedef struct ag__attn {
-    int B, T, S, H, D, Dv;
+    int B, T, S, H, Hkv, D, Dv;
+    bool bhtd;        /* PyTorch's layout, each head's rows side by side */
+    bool causal;      /* query t sees keys s <= t + diag only */
+    int diag;         /* 0: top-left; S - T: bottom-right */
     const ag_tensor *mask;
     double scale, fill;
     void *plan;
     bool flash; /* the kernel keeps no P: p holds each row's max and sum [B, H, T, 2] */
+    bool plain; /* the plain code (ops/attention.c) forward and backward
+                   whatever the mode: a NaN or inf in q, k or v with fill
+                   -inf, whose hidden keys it leaves out exactly */
+    double dropout; /* on P: a weight kept with probability 1 - dropout, / (1 - dropout) */
+    uint64_t seed;  /* which weights: ag__attn_kept, drawn again by the backward */
 } ag__attn;
+/* Dropout's draw for weight (t, s) of head bh = b H + h: a counter-based
+ * generator (as FlashAttention's Philox), a function of the seed and the
+ * weight's coordinates alone, so that any tiling and the backward draw
+ * the same bits without keeping a mask.  Two rounds of splitmix64's
+ * finaliser (a bijection of 64 bits that mixes every input bit into every
+ * output bit): the first keys the head, the second the position. */
+static inline uint64_t ag__attn_mix(uint64_t x)
+{
+    x ^= x >> 30, x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27, x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+/* The factor of weight (t, s) of head bh: 1 / (1 - p) kept, 0 dropped;
+ * 1 without dropout. */
+static inline double ag__attn_kept(const ag__attn *a, size_t bh, int t, int s)
+{
+    if (a->dropout <= 0) return 1;
+    uint64_t head = ag__attn_mix(a->seed + 0x9E3779B97F4A7C15ull * (bh + 1));
+    uint64_t x = ag__attn_mix(head ^ ((uint64_t)(uint32_t)t << 32 | (uint32_t)s));
+    return (double)(x >> 40) >= a->dropout * 16777216.0 ? 1 / (1 - a->dropout) : 0; /* a 24-bit uniform */
+}
+/* The first key that query t may not see by the causal rule (S without it). */
+static inline int ag__attn_hide(bool causal, int diag, int S, int t)
+{
+    long e = (long)t + diag + 1;
+    return !causal || e >= S ? S : e < 0 ? 0 : (int)e;
+}
+/* Where head bh = b H + h of an operand of `rows` rows of `cols` starts,
+ * and its rows' stride: q, y, dO (kv false) have H heads, k and v (kv
+ * true) Hkv, query head h reading head h / (H / Hkv). */
+static inline size_t ag__attn_head(const ag__attn *a, size_t bh, int rows, int cols, bool kv)
+{
+    size_t b = bh / (size_t)a->H, h = bh % (size_t)a->H, nh = (size_t)a->H;
+    if (kv) h /= (size_t)(a->H / a->Hkv), nh = (size_t)a->Hkv;
+    return a->bhtd ? (b * nh + h) * (size_t)rows * (size_t)cols : (b * (size_t)rows * nh + h) * (size_t)cols;
+}
+static inline int ag__attn_ld(const ag__attn *a, int cols, bool kv)
+{
+    return a->bhtd ? cols : (kv ? a->Hkv : a->H) * cols;
+}
 /* Rows of more than this many keys take the flash kernel
  * (kernels/attention_flash.c), which keeps no P: the op asks
  * ag__k_attention_flash before it saves anything, and a forward that took
@@ -166,6 +218,9 @@ bool ag__k_masked_softmax_backward(const ag_tensor *y, const ag_tensor *mask, co
  * unread).  A row may be the first n values of a longer one. */
 void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
                              const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y);
+/* Its first step alone on those rows: z = mask ? scale x : fill. */
+void ag__masked_fill_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
+                          const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z);
 /* Its backward on those rows, from y and dy: dx += (add) or = (dx may be
  * dy) mask ? scale y (dy - sum_k dy_k y_k) : 0. */
 void ag__masked_softmax_rows_backward(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *y,

@@ -78,10 +78,12 @@ static inline AG_ALWAYS_INLINE void fill_rows(size_t r0, size_t rows, size_t n, 
 #define FILL_ARGS (r0, rows, n, ld, x, mask, mm, scale, fill, z)
 AG_ISA_CLONES(void, fill_rows, FILL_PARAMS, fill_rows FILL_ARGS)
 
+void ag__masked_fill_rows FILL_PARAMS { AG_ISA_CALL(fill_rows, FILL_ARGS); }
+
 void ag__masked_softmax_rows(size_t r0, size_t rows, size_t n, size_t ld, const ag_real *x, const ag_tensor *mask,
                              const ag__mask_map *mm, ag_real scale, ag_real fill, ag_real *z, ag_real *y)
 {
-    AG_ISA_CALL(fill_rows, FILL_ARGS);
+    ag__masked_fill_rows FILL_ARGS;
     if (ld == n) ag__softmax_rows(rows, n, z, y);
     else
         for (size_t r = 0; r < rows; r++) ag__softmax_rows(1, n, z + r * ld, y + r * ld);

@@ -1,14 +1,15 @@
 /* attention.c: masks, scaled dot-product attention and multi-head attention,
  * two ways that give the same values and gradients:
  *
- *   fast      ag_attention, ag_mha_layer_forward: Q K^T and P V read the heads in
- *             place (ag__matmul_heads, ops/matmul_heads.c) and the scale, mask
- *             and softmax are one op (ag__masked_softmax,
- *             ops/masked_softmax.c, whose backward is written by hand);
- *             in ag_mha_layer_forward, without dropout and with nobody
- *             asking for the weights, the three are one node over every
- *             head (ag__attention_heads, ops/attention.c, the same values
- *             and gradients); ag_attention, with no heads, stays three;
+ *   fast      ag_scaled_dot_product_attention: one node over every head
+ *             (ops/attention.c), PyTorch's layout or the heads layout;
+ *             ag_attention calls it unless the weights are asked for,
+ *             ag_mha_layer_forward unless they are or dropout applies
+ *             (its dropout stays a node of its own); then Q K^T and
+ *             P V read the heads in place (ag__matmul_heads,
+ *             ops/matmul_heads.c) and the scale, mask and softmax are one
+ *             op (ag__masked_softmax, ops/masked_softmax.c), three nodes
+ *             that keep P;
  *   textbook  ag_attention_textbook, ag_mha_layer_forward_textbook (or an ag_mha_layer
  *             with .textbook = 1): the tutorials' formula, one public op per
  *             step: matmul, transpose, scale, masked_fill, softmax, matmul;
@@ -50,20 +51,54 @@ ag_tensor *ag_padding_mask(ag_graph *g, const int *valid_lens, int B, int per_qu
     return ag_set_name(m, "padding_mask");
 }
 
-/* Scaled dot-product attention.  heads = 0: q [..., T, D], k and v
- * [..., S, D] as they are.  heads = 1: q [B, T, H, D], k and v [B, S, H, D]
- * (multi-head attention's split heads, a view of the linear layers'
- * outputs): the products read head h of sentence b in place, as the
- * [B, H, T, D] that permute(x, {0, 2, 1, 3}) would copy out, and the result
- * comes out [B, T, H, D], the heads side by side. */
-static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, int heads, ag_tensor *mask,
-                         double fill, double p_drop, ag_tensor **weights)
+/* 1 / sqrt(D): the scale that keeps the scores' variance near 1 (see
+ * attend_kept), for q [..., D]. */
+static double scale_of(const ag_tensor *q)
+{
+    int D = q->ndim ? q->shape[q->ndim - 1] : 0;
+    return D > 0 ? 1 / sqrt((double)D) : 1;
+}
+
+/* Dropout's seed inside the node: the caller's, or (0) the next draw of
+ * g's random stream, so that each step drops other weights and a seeded
+ * graph repeats. */
+static uint64_t seed_of(ag_graph *g, uint64_t seed)
+{
+    return seed ? seed : ag_rng_next(ag__graph_rng(g));
+}
+
+ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
+                                           const ag_sdpa_config *cfg)
+{
+    ag_sdpa_config c = cfg ? *cfg : (ag_sdpa_config){0};
+    if (!ag__ok(g, "scaled_dot_product_attention", 3, q, k, v)) return NULL;
+    if ((unsigned)c.causal > AG_CAUSAL_BOTTOM_RIGHT || !(c.dropout_p >= 0 && c.dropout_p < 1) ||
+        c.scale != c.scale || c.fill != c.fill) {
+        ag_graph_fail(g, AG_ERR_ARG,
+                      "scaled_dot_product_attention: causal %d (0, 1 or 2), dropout_p %g (in [0, 1)), scale %g, "
+                      "fill %g (not NaN)", (int)c.causal, c.dropout_p, c.scale, c.fill);
+        return NULL;
+    }
+    int causal = c.causal == AG_CAUSAL_TOP_LEFT       ? AG__CAUSAL_DIAG
+                 : c.causal == AG_CAUSAL_BOTTOM_RIGHT ? AG__CAUSAL_BOTTOM_RIGHT
+                                                      : AG__CAUSAL_NONE;
+    ag__attn_rule r = {.mask = c.mask, .scale = c.scale != 0 ? c.scale : scale_of(q),
+                       .fill = c.fill != 0 ? c.fill : -INFINITY, .bhtd = !c.heads_layout, .causal = causal};
+    if (c.dropout_p > 0 && ag_graph_training(g)) r.dropout = c.dropout_p, r.seed = seed_of(g, c.seed);
+    return ag__attention(g, q, k, v, &r);
+}
+
+/* Scaled dot-product attention as three nodes that keep P, for a caller
+ * who asks for the weights or wants dropout on them.  heads = 0: q
+ * [..., T, D], k and v [..., S, D] as they are.  heads = 1: q [B, T, H, D],
+ * k and v [B, S, H, D] (multi-head attention's split heads, a view of the
+ * linear layers' outputs): the products read head h of sentence b in
+ * place, as the [B, H, T, D] that permute(x, {0, 2, 1, 3}) would copy out,
+ * and the result comes out [B, T, H, D], the heads side by side. */
+static ag_tensor *attend_kept(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, int heads, ag_tensor *mask,
+                              double fill, double p_drop, ag_tensor **weights)
 {
     int D = q->shape[q->ndim - 1];
-    /* Heads with nothing to show or drop in between: the whole chain below
-     * in one node (ops/attention.c), which keeps each head's scores in the
-     * cache instead of writing them all out */
-    if (heads && !weights && p_drop <= 0) return ag__attention_heads(g, q, k, v, 1 / sqrt((double)D), mask, fill);
     /* Q K^T: how well query t matches key s (the product reads K as it is:
      * ag_matmul_bt = ag_matmul(q, ag_transpose(k, -1, -2)), no copy). */
     ag_tensor *scores = heads ? ag__matmul_heads(g, q, k, 1, AG__MM_A | AG__MM_B) : ag_matmul_bt(g, q, k);
@@ -82,12 +117,44 @@ static ag_tensor *attend(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     return heads ? ag__matmul_heads(g, p, v, 0, AG__MM_B | AG__MM_Y) : ag_matmul(g, p, v);
 }
 
+/* x [..., R, C] with n axes (2, 3 or 4) as the [B, H, R, C] of
+ * scaled_dot_product_attention: a view, batch axes in front. */
+static ag_tensor *as_bhtd(ag_graph *g, ag_tensor *x)
+{
+    int n = x->ndim, R = x->shape[n - 2], C = x->shape[n - 1];
+    if (n == 4) return x;
+    return ag_reshape(g, x, AG_SHAPE(1, n == 3 ? x->shape[0] : 1, R, C));
+}
+
+/* Whether ag_attention's q, k, v can be one fused node: up to 4 axes,
+ * the same on all three, the batch axes alike (not broadcast), D and S
+ * agreeing (else the three nodes say what is wrong). */
+static bool fusable(const ag_tensor *q, const ag_tensor *k, const ag_tensor *v)
+{
+    int n = q->ndim;
+    if (n < 2 || n > 4 || k->ndim != n || v->ndim != n || k->shape[n - 1] != q->shape[n - 1] ||
+        v->shape[n - 2] != k->shape[n - 2])
+        return false;
+    for (int d = 0; d < q->ndim - 2; d++)
+        if (k->shape[d] != q->shape[d] || v->shape[d] != q->shape[d]) return false;
+    return true;
+}
+
 ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, ag_tensor *mask,
                         double fill, double p_drop, ag_tensor **weights)
 {
     if (weights) *weights = NULL;
     if (!ag__ok(g, "attention", 3, q, k, v)) return NULL;
-    return attend(g, q, k, v, 0, mask, fill, p_drop, weights);
+    if (weights || !fusable(q, k, v) || !(p_drop >= 0 && p_drop < 1))
+        return attend_kept(g, q, k, v, 0, mask, fill, p_drop, weights);
+    ag__attn_rule r = {.mask = mask, .scale = scale_of(q), .fill = fill, .bhtd = true};
+    if (p_drop > 0 && ag_graph_training(g)) r.dropout = p_drop, r.seed = seed_of(g, 0);
+    ag_tensor *y = ag__attention(g, as_bhtd(g, q), as_bhtd(g, k), as_bhtd(g, v), &r);
+    if (!y || q->ndim == 4) return y;
+    int shape[4] = {0};
+    memcpy(shape, q->shape, (size_t)q->ndim * sizeof(int));
+    shape[q->ndim - 1] = v->shape[v->ndim - 1];
+    return ag_reshape(g, y, q->ndim, shape);
 }
 
 ag_status ag_mha_layer_init(ag_mha_layer *m, ag_store *s, const char *prefix, int C, int H, int bias, double dropout,
@@ -139,7 +206,7 @@ ag_tensor *ag__qk_norm(ag_graph *g, const ag_mha_layer *m, const ag_layer_norm_l
 }
 
 /* [B, T, C] -> [B, T, H, D]: head h's features are columns h D .. h D + D - 1.
- * A reshape, so a view: the products of attend() read each head in place,
+ * A reshape, so a view: the attention node reads each head in place,
  * as PyTorch's x.view(B, T, H, D).transpose(1, 2) is read without a copy. */
 static ag_tensor *split_heads(ag_graph *g, ag_tensor *x, int H)
 {
@@ -283,21 +350,26 @@ static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, c
     if (rq) q = ag__unpack(g, q, rq);
     if (rkv) k = ag__unpack(g, k, rkv), v = ag__unpack(g, v, rkv);
     double p = ag_graph_training(g) ? m->dropout : 0;
-    /* causal: key s is allowed for query t when s <= t, with the caller's
-     * mask too (both 0/1: their product allows what both allow) */
-    if (m->causal && q && k) {
+    if (!ag__ok(g, "mha", 3, q, k, v)) return NULL;
+    /* P kept (the textbook path, the weights asked for, dropout): causal
+     * is a [T, S] mask, with the caller's (both 0/1: their product allows
+     * what both allow); otherwise a rule of the one node */
+    bool kept = m->textbook || weights || p > 0;
+    if (m->causal && kept) {
         ag_tensor *causal = causal_shared(g, q->shape[1], k->shape[1]);
         mask = mask ? ag_mul(g, mask, causal) : causal;
     }
     /* split the heads, attend in every head at once (one batched matmul over
      * [B, H]), and put the heads side by side again */
     ag_tensor *o;
-    if (!ag__ok(g, "mha", 3, q, k, v)) return NULL;
     if (m->textbook) o = textbook_heads(g, q, k, v, m->H, mask, fill, p, weights);
     else {
         ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
         if (!ag__ok(g, "mha", 3, qh, kh, vh)) return NULL;
-        o = concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, p, weights));
+        ag__attn_rule r = {.mask = mask, .scale = scale_of(qh), .fill = fill,
+                           .causal = m->causal ? AG__CAUSAL_DIAG : AG__CAUSAL_NONE};
+        o = concat_heads(g, kept ? attend_kept(g, qh, kh, vh, 1, mask, fill, p, weights)
+                                 : ag__attention(g, qh, kh, vh, &r));
     }
     if (rq) o = ag__pack(g, o, rq);
     return res ? ag__linear_add(g, o, m->w_o.weight, m->w_o.bias, res) : ag_linear_layer_forward(g, &m->w_o, o);
@@ -343,9 +415,10 @@ ag_tensor *ag_mha_layer_forward_textbook(ag_graph *g, const ag_mha_layer *m, ag_
  * the rows of the uncached causal attention over the whole prefix.  Only
  * the queries of rows q0 .. T - 1 are computed: the result is [B, T - q0, C]
  * (a last layer whose other rows nobody reads takes q0 = T - 1).  Every
- * call attends over all S rows, the ones past pos + t masked (their weight
- * is exactly 0, so the result is the prefix's): a step's shapes, hence its
- * arena, do not grow with the position.  Rows past pos + T must be finite
+ * call attends over all S rows, the ones past pos + t hidden by the causal
+ * rule, diagonal at pos + q0 (their weight is exactly 0, and the kernel
+ * skips them by blocks): a step's shapes, hence its arena, do not grow
+ * with the position.  Rows past pos + T must be finite
  * (0 * NaN is NaN). */
 ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
                           int pos, int S)
@@ -363,20 +436,19 @@ ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int 
     ag_tensor *k = ag_set_name(ag_linear_layer_forward(g, &m->w_k, x), "k");
     ag_tensor *v = ag_set_name(ag_linear_layer_forward(g, &m->w_v, x), "v");
     q = ag__qk_norm(g, m, &m->q_norm, q), k = ag__qk_norm(g, m, &m->k_norm, k);
-    ag_tensor *mask = ag_tensor_new(g, AG_SHAPE(T - q0, S));
-    if (!ag__ok(g, "mha_cached", 4, q, k, v, mask)) return NULL;
+    if (!ag__ok(g, "mha_cached", 3, q, k, v)) return NULL;
     size_t row = (size_t)T * C;
     for (int b = 0; b < B; b++) {
         memcpy(keys + ((size_t)b * S + pos) * C, k->data + b * row, row * sizeof(ag_real));
         memcpy(values + ((size_t)b * S + pos) * C, v->data + b * row, row * sizeof(ag_real));
     }
-    for (int t = q0; t < T; t++)
-        for (int s = 0; s <= pos + t; s++) mask->data[(size_t)(t - q0) * S + s] = 1;
     ag_tensor *kh = ag__view_of(g, keys, AG_SHAPE(B, S, H, C / H));
     ag_tensor *vh = ag__view_of(g, values, AG_SHAPE(B, S, H, C / H));
     ag_tensor *qh = split_heads(g, q, H);
     if (!ag__ok(g, "mha_cached", 3, qh, kh, vh)) return NULL;
-    ag_tensor *o = concat_heads(g, attend(g, qh, kh, vh, 1, mask, AG_MASK_NEG_INF, 0, NULL));
+    /* query row i (position pos + q0 + i) sees keys s <= pos + q0 + i */
+    ag__attn_rule r = {.scale = scale_of(qh), .fill = AG_MASK_NEG_INF, .causal = AG__CAUSAL_DIAG, .diag = pos + q0};
+    ag_tensor *o = concat_heads(g, ag__attention(g, qh, kh, vh, &r));
     return ag_linear_layer_forward(g, &m->w_o, o);
 }
 
@@ -391,5 +463,6 @@ ag_tensor *ag__mha_projected(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, a
     ag_tensor *q = ag__qk_norm(g, m, &m->q_norm, ag_set_name(ag_linear_layer_forward(g, &m->w_q, x), "q"));
     ag_tensor *qh = split_heads(g, q, m->H), *kh = split_heads(g, k, m->H), *vh = split_heads(g, v, m->H);
     if (!ag__ok(g, "mha_projected", 3, qh, kh, vh)) return NULL;
-    return ag_linear_layer_forward(g, &m->w_o, concat_heads(g, attend(g, qh, kh, vh, 1, mask, fill, 0, NULL)));
+    ag__attn_rule r = {.mask = mask, .scale = scale_of(qh), .fill = fill};
+    return ag_linear_layer_forward(g, &m->w_o, concat_heads(g, ag__attention(g, qh, kh, vh, &r)));
 }

@@ -127,7 +127,7 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
     ag_tensor *v = at(g, m, VV, ag_set_name(ag_linear_layer_forward(g, &m->wv, x), "V"));
     ag_tensor *qk = at(g, m, QK, ag_set_name(ag_matmul(g, q, ag_transpose(g, k, 0, 1)), "Q K^T"));
     ag_tensor *s = at(g, m, S, ag_set_name(ag_scale(g, qk, 1 / sqrt((double)D)), "S"));
-    ag_tensor *sm = at(g, m, SM, ag_set_name(ag_masked_fill(g, s, mask, -1e9), "S + M"));
+    ag_tensor *sm = at(g, m, SM, ag_set_name(ag_masked_fill(g, s, mask, -INFINITY), "S + M"));
     ag_tensor *p = at(g, m, P, ag_set_name(ag_softmax(g, sm), "P"));
     ag_tensor *o = at(g, m, O, ag_set_name(ag_matmul(g, p, v), "O = P V"));
     /* Add&Norm: the sublayer, then the skip */
@@ -336,7 +336,7 @@ static int write_pages(const model *m, const ag_gradcheck_result *res, const dou
         "A masked cell of dS is 0 by the mask: masked_fill's backward passes nothing there."};
     tour_panel p[N + 1] = {{"P", "P = softmax(S + M), row by row", "ops/softmax.c", m->t[P], m->t[P]->data, 1,
                             -1, -1, 1, "P: the attention weights, 0 to the largest", m->mask,
-                            "A masked cell of P is a weight the softmax never gave: exp(-1e9) is 0."}};
+                            "A masked cell of P is a weight the softmax never gave: exp(-inf) is 0."}};
     for (int i = 0; i < N; i++) {
         int s = shown[i].step;
         p[i + 1] = (tour_panel){shown[i].name, STEPS[s].formula, STEPS[s].file, m->t[s], m->probe[s]->grad, 0,
@@ -477,6 +477,7 @@ int main(int argc, char **argv)
     double err[NSTEP];
     formulas(&m, err);
     fprintf(report, "loss L = %.6f (mean cross-entropy of 4 tokens, targets 1 2 3 4)\n", (double)loss->data[0]);
+    if (tour_masked_rows(report, m.allow, T)) fputc('\n', report);
     int bad = fd != AG_OK, oks[NSTEP];
     for (int i = 0; i < NSTEP; i++) {
         const ag_tensor *t = m.t[i];

@@ -25,6 +25,7 @@ typedef struct tour_panel {
     const char *group;     /* panels of one group share a colour scale */
     const ag_tensor *mask; /* T x T, 0 where masked, or NULL */
     const char *mask_note; /* what a masked cell of this panel means */
+    const char *rows_are;  /* "token (key)": dK's and dV's rows; NULL: "token (query)" */
 } tour_panel;
 
 /* ["token 0", ...] or ["d0", ...] */
@@ -94,7 +95,8 @@ static inline void tour_json(FILE *f, const tour_page *pg)
         json_matrix(f, p[i].values, rows, cols);
         int square = p[i].mask && (int)p[i].mask->size == rows * cols && rows == cols;
         fprintf(f, ", \"group\": "), json_string(f, p[i].group);
-        fprintf(f, ", \"row_axis\": \"token (query)\", \"rows\": "), tour_labels(f, "token ", rows);
+        fprintf(f, ", \"row_axis\": "), json_string(f, p[i].rows_are ? p[i].rows_are : "token (query)");
+        fprintf(f, ", \"rows\": "), tour_labels(f, "token ", rows);
         fprintf(f, ", \"col_axis\": \"%s\", \"cols\": ", rows == cols ? "token (key)" : "dimension");
         tour_labels(f, rows == cols ? "token " : "d", cols);
         fprintf(f, ", \"mask\": ");

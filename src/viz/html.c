@@ -31,6 +31,8 @@ const char ag__explorer_css[] =
     "table.heat.small th.col span,table.heat.small th.rowlab,table.heat.small th.corner{font-size:9px}\n"
     "table.heat td.after,table.heat th.after{width:auto;text-align:left;color:#555;padding:0 6px;white-space:nowrap}\n"
     "table.heat.small td.after{font-size:12px;height:auto}\n"
+    "p.said{font-size:15px;margin:4px 0 10px}p.said span{white-space:pre-wrap;font-family:monospace}"
+    "p.said mark{background:#fff3c4;outline:1px solid #d9b000}\n"
     "table.heat tr.sel th.rowlab{background:#fff3c4;outline:2px solid #d62728}table.heat tr.sel td{outline:1px solid #d62728}\n"
     "table.heat tr[data-pick-token]{cursor:pointer}\n"
     "table.nums td{text-align:right;font-family:monospace;border:1px solid #eee}table.nums th{text-align:left}\n"

@@ -13,6 +13,9 @@
 //       PAGE?QUERY once its runs are done (data-live set): its DOM to DOM
 //       (a page whose program runs in a worker: headless chromium's
 //       --dump-dom with virtual time would not wait for it).
+//   node drive.js eval PAGE QUERY EXPRESSION
+//       PAGE?QUERY once its runs are done: EXPRESSION evaluated in it
+//       (what a style or a layout gives, which a DOM dump cannot say).
 //   node drive.js type PAGE ID TEXT CLICK_ID [ID TEXT CLICK_ID ...]
 //       for each triple, TEXT typed into the box ID (replacing it) and
 //       CLICK_ID clicked; reports, after each, the messages beside the
@@ -62,7 +65,7 @@ async function train(page, steps, stopAt, dom) {
     const m = /step (\d+) of/.exec(s.progress);
     if (stopAt && !stopped && m && Number(m[1]) >= stopAt) { await tab.click("#live-stop"); stopped = true; }
     if (!s.running && !/^running/.test(s.status) && (seen.length || s.error)) break;
-    await new Promise(r => setTimeout(r, 100));
+    await new Promise(r => setTimeout(r, 250));
   }
   const r = await tab.evaluate(t0 => ({
     long: window.__long.filter(e => e.at >= t0),
@@ -111,10 +114,18 @@ async function dom(page, query, out) {
   return { console: console_ };
 }
 
+async function evaluate(page, query, expr) {
+  const { browser, tab, console_ } = await open(page, query);
+  const value = await tab.evaluate(expr);
+  await browser.close();
+  return { value, console: console_ };
+}
+
 (async () => {
   const [what, page, ...rest] = process.argv.slice(2);
   const r = what === "train" ? await train(page, Number(rest[0]), Number(rest[1] || 0), rest[2])
-    : what === "type" ? await type(page, rest) : what === "dom" ? await dom(page, rest[0], rest[1]) : null;
+    : what === "type" ? await type(page, rest) : what === "dom" ? await dom(page, rest[0], rest[1])
+    : what === "eval" ? await evaluate(page, rest[0], rest[1]) : null;
   if (!r) throw new Error("drive.js train PAGE STEPS [STOP_AT] | type PAGE ID TEXT CLICK_ID");
   process.stdout.write(JSON.stringify(r) + "\n");
 })().catch(e => { process.stderr.write(String(e && e.stack || e) + "\n"); process.exit(1); });

@@ -213,6 +213,36 @@ shot "$out/gpt.html" "live_input=We%20&layer=1&head=0&token=6" "$out/gpt-typed.p
 shot "$out/backward_tour.html" "live_mask=0,1;3,1" "$out/tour-mask.png" --timeout=5000
 shot "$out/backward_tour.html" "live_mask=0,1;3,1&live_steps=5" "$out/tour-steps.png" --timeout=5000
 
+# ---- what the pages say (docs/explorer.md's promises), from what the model is -------
+body() { perl -0pe 's{<script.*?</script>}{}gs' "$1"; } # the DOM outside the scripts
+says() { # NAME DOM PERL-REGEX...: each found in the DOM outside its scripts
+    local name=$1 dom=$2 re
+    shift 2
+    for re in "$@"; do
+        if ! body "$dom" | RE=$re perl -0ne 'exit(/$ENV{RE}/s ? 0 : 1)'; then no "$name: not found: $re"; return; fi
+    done
+    ok
+}
+# the encoder has no causal mask: its caption does not say so; the GPT's does
+if body "$tmp/translate.dom" | grep -q 'a query never sees a later token'; then
+    no "the translator's encoder self-attention is captioned as causal"
+else ok; fi
+says "the GPT's caption" "$tmp/gpt.dom" 'the causal mask: a query never sees a later token'
+# what the program said, first: the translation; the GPT's whole sample, the prompt marked
+says "the translation shown" "$tmp/translate.dom" '<p class="said" id="said"><b>translation</b>.*?<span id="said-text">je suis'
+says "the GPT's sample shown" "$tmp/gpt.dom" '<mark id="said-prompt">We </mark>'
+# a head switched off: marked on its button and its thumbnail
+says "the head off marked" "$tmp/gpt-off.dom" '<button id="live-head" class="head-off">head self:0:0 is off: switch it on</button>' \
+    'data-pick-head="0"[^>]*class="[^"]*head-off|class="[^"]*head-off[^"]*"[^>]*data-pick-head="0"'
+# the tour: dK's and dV's rows are keys; its mask grid names its tokens and has a legend
+says "the tour's labels" "$tmp/tour.dom" 'data-name="dK".*?token \(key\)' 'data-name="dV".*?token \(key\)' \
+    'id="live-mask-legend"' '<table class="mask" id="live-mask"><tbody><tr><th class="corner">query \\ key</th><th class="col">token 0</th>'
+# the feed-forward view's count of units above 0 is visible (not font-size 0)
+if clickable && drive eval "$(realpath "$out/gpt.html")" "live_input=We%20&view=ffn" \
+    '[...document.querySelectorAll("#ffn-map td.after")].map(td => getComputedStyle(td).fontSize)' > "$tmp/ffn.json" 2>&1 &&
+    grep -q '"12px"' "$tmp/ffn.json" && ! grep -q '"0px"' "$tmp/ffn.json"; then ok
+else no "the FFN view's '> 0' column: $(head -c 200 "$tmp/ffn.json")"; fi
+
 # ---- a program that fails in the page: one line, the pictures marked stale ---------
 # (and a console error, so that the checks above catch one)
 run_page "file://$(realpath "$out/backward_tour.html")?live_mask=9,9" "$tmp/bad.log" > "$tmp/bad.dom"

@@ -243,6 +243,32 @@ if clickable && drive eval "$(realpath "$out/gpt.html")" "live_input=We%20&view=
     grep -q '"12px"' "$tmp/ffn.json" && ! grep -q '"0px"' "$tmp/ffn.json"; then ok
 else no "the FFN view's '> 0' column: $(head -c 200 "$tmp/ffn.json")"; fi
 
+# ---- hostile input is harmless: every text field and URL parameter ----------------
+# HTML and script, invalid UTF-8, control characters, an emoji, a 10 KB line: the
+# page finishes, nothing is injected (no element of the input's outside the
+# scripts), and it shows a result or one line of error
+long=$(printf 'a%.0s' $(seq 10240))
+hostile=("%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E%3Cb%3Einjected%3C%2Fb%3E" "%FF%FE%C0%80" "%01%02%1B%5B31m%0D" \
+         "%F0%9F%98%80%20ok" "$long")
+bad_dom() { body "$1" | grep -Eq '<img src="x"|<b>injected</b>'; }
+for p in translate gpt; do
+    for h in "${hostile[@]}" ; do
+        for q in "live_input=$h" "live_head_off=$h" "sentence=$h&view=$h&attn=$h&layer=$h"; do
+            run_page "file://$(realpath "$out/$p.html")?$q" "$tmp/h.log" > "$tmp/h.dom"
+            $PY "$here/check_live.py" state "$tmp/h.dom" > "$tmp/h.state"
+            if grep -q 'data-live="1"' "$tmp/h.dom" && ! bad_dom "$tmp/h.dom" && [ "$(grep -c '^error=' "$tmp/h.state")" = 1 ] &&
+                ! grep -q '^error=".*\\n' "$tmp/h.state"; then :
+            else no "$p.html?${q:0:60}: $(head -n 1 "$tmp/h.state" | cut -c1-200)"; continue 3; fi
+        done
+    done
+    ok; echo "  $p.html: 5 hostile inputs x 3 places (the text, --head-off, the view's parameters): nothing injected"
+done
+run_page "file://$(realpath "$out/backward_tour.html")?live_mask=${hostile[0]}&live_count=${hostile[0]}&live_steps=1" \
+    "$tmp/h.log" > "$tmp/h.dom"
+$PY "$here/check_live.py" state "$tmp/h.dom" > "$tmp/h.state"
+if ! bad_dom "$tmp/h.dom" && grep -q '^error="backward_tour failed (status 2): backward_tour: --mask wants' "$tmp/h.state"
+then ok; else no "the tour given HTML: $(head -n 1 "$tmp/h.state" | cut -c1-200)"; fi
+
 # ---- a program that fails in the page: one line, the pictures marked stale ---------
 # (and a console error, so that the checks above catch one)
 run_page "file://$(realpath "$out/backward_tour.html")?live_mask=9,9" "$tmp/bad.log" > "$tmp/bad.dom"

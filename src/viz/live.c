@@ -81,7 +81,10 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
                       ".swatch.edited{outline:2px solid #d62728}\n"
                       "#live-error{color:#c00}#live-stale{color:#8a5a00;font-weight:bold}.invalid{color:#c00}\n"
                       "body.live-stale #app,body.live-stale #live-extra{opacity:.45}\n"
-                      "button.head-off{background:#c00;color:#fff}.head-off{outline:3px solid #c00}\n</style>\n</head>\n<body>\n<h1>");
+                      "button.head-off{background:#c00;color:#fff}.head-off{outline:3px solid #c00}\n"
+                      /* the progress line changes every half second: its layout stays its own, not the page's */
+                      "#live-progress{display:inline-block;width:34em;height:1.3em;overflow:hidden;vertical-align:bottom;"
+                      "contain:strict}\n</style>\n</head>\n<body>\n<h1>");
     ag__text_xml(&t, name, 0);
     ag__text_puts(&t, "</h1>\n<div id=\"live\"></div>\n<div id=\"app\"></div>\n"
                       "<script type=\"application/json\" id=\"data\">\n");

@@ -65,7 +65,7 @@ async function train(page, steps, stopAt, dom) {
     const m = /step (\d+) of/.exec(s.progress);
     if (stopAt && !stopped && m && Number(m[1]) >= stopAt) { await tab.click("#live-stop"); stopped = true; }
     if (!s.running && !/^running/.test(s.status) && (seen.length || s.error)) break;
-    await new Promise(r => setTimeout(r, 250));
+    await new Promise(r => setTimeout(r, 1000));
   }
   const r = await tab.evaluate(t0 => ({
     long: window.__long.filter(e => e.at >= t0),

@@ -88,6 +88,7 @@ const char ag__live_js[] =
     "      worker = null;\n"
     "      liveStop = () => {};\n"
     "      liveTimes.last_run = r.ms;\n"
+    "      if (r.compile) liveTimes.compile = r.compile; // in the worker\n"
     "      document.body.dataset.live_trained = performance.now().toFixed(1); // the run's end (tests/live/drive.js)\n"
     "      setTimeout(() => resolve(Object.assign({ stdout: new TextDecoder().decode(last) }, r)), 0); // the pictures: a task of their own\n"
     "    };\n"

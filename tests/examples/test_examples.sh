@@ -101,8 +101,10 @@ else no "backward_tour --mask 0,0: exit $rc, $(grep FAIL "$tmp/bt_row.txt" | hea
 
 "$B/backward_tour" --break softmax > "$tmp/bt_broken.txt" 2>&1
 rc=$?
-if [ "$rc" = 1 ] && [ "$(grep -c 'FAIL$' "$tmp/bt_broken.txt")" = 5 ] && grep -A6 '^d V ' "$tmp/bt_broken.txt" | grep -q '  ok$'
-then ok "backward_tour --break softmax: exit 1, the 5 gradients above the softmax fail, dV passes"
+if [ "$rc" = 1 ] && [ "$(grep -c 'FAIL$' "$tmp/bt_broken.txt")" = 5 ] && grep -A6 '^d V ' "$tmp/bt_broken.txt" | grep -q '  ok$' &&
+    head -n 1 "$tmp/bt_broken.txt" | grep -q "^--break softmax: in the finite-difference check only, softmax's backward" &&
+    [ "$(grep -c '^  finite differences (broken): ' "$tmp/bt_broken.txt")" = 16 ]
+then ok "backward_tour --break softmax: says what it broke; exit 1, the 5 gradients above the softmax fail, dV passes"
 else no "backward_tour --break softmax: exit $rc, $(grep -c 'FAIL$' "$tmp/bt_broken.txt") failed"; fi
 
 # The tour quotes the programs' output (examples/README.md, 4-space blocks):

@@ -127,7 +127,7 @@ static ag_tensor *forward(ag_graph *g, void *ctx)
     ag_tensor *v = at(g, m, VV, ag_set_name(ag_linear_layer_forward(g, &m->wv, x), "V"));
     ag_tensor *qk = at(g, m, QK, ag_set_name(ag_matmul(g, q, ag_transpose(g, k, 0, 1)), "Q K^T"));
     ag_tensor *s = at(g, m, S, ag_set_name(ag_scale(g, qk, 1 / sqrt((double)D)), "S"));
-    ag_tensor *sm = at(g, m, SM, ag_set_name(ag_masked_fill(g, s, mask, -1e9), "S + M"));
+    ag_tensor *sm = at(g, m, SM, ag_set_name(ag_masked_fill(g, s, mask, -INFINITY), "S + M"));
     ag_tensor *p = at(g, m, P, ag_set_name(ag_softmax(g, sm), "P"));
     ag_tensor *o = at(g, m, O, ag_set_name(ag_matmul(g, p, v), "O = P V"));
     /* Add&Norm: the sublayer, then the skip */
@@ -336,11 +336,12 @@ static int write_pages(const model *m, const ag_gradcheck_result *res, const dou
         "A masked cell of dS is 0 by the mask: masked_fill's backward passes nothing there."};
     tour_panel p[N + 1] = {{"P", "P = softmax(S + M), row by row", "ops/softmax.c", m->t[P], m->t[P]->data, 1,
                             -1, -1, 1, "P: the attention weights, 0 to the largest", m->mask,
-                            "A masked cell of P is a weight the softmax never gave: exp(-1e9) is 0."}};
+                            "A masked cell of P is a weight the softmax never gave: exp(-inf) is 0.", NULL}};
     for (int i = 0; i < N; i++) {
         int s = shown[i].step;
         p[i + 1] = (tour_panel){shown[i].name, STEPS[s].formula, STEPS[s].file, m->t[s], m->probe[s]->grad, 0,
-                                res[s].max_abs_err, err[s], ok[s], group[i], m->mask, note[i]};
+                                res[s].max_abs_err, err[s], ok[s], group[i], m->mask, note[i],
+                                s == K || s == VV ? "token (key)" : NULL}; /* a row of dK or dV is a key's */
     }
     tour_page pg = {loss, p, N + 1, m->allow, T, losses, steps, lr};
     static const char *const args[] = {"--json", "-", NULL}; /* the live page adds --steps and --mask */
@@ -476,7 +477,15 @@ int main(int argc, char **argv)
     }
     double err[NSTEP];
     formulas(&m, err);
+    if (opts.break_op > 0)
+        fprintf(report,
+                "--break %s: in the finite-difference check only, %s's backward multiplies the gradient it\n"
+                "receives by %.2f.  The gradients printed below, and their formulas by hand, are the true\n"
+                "backward's; the check's column compares that broken backward with finite differences, so\n"
+                "it fails (the FAIL lines) for each tensor whose gradient goes through %s's backward.\n\n",
+                ag_op_name(opts.break_op), ag_op_name(opts.break_op), opts.break_factor, ag_op_name(opts.break_op));
     fprintf(report, "loss L = %.6f (mean cross-entropy of 4 tokens, targets 1 2 3 4)\n", (double)loss->data[0]);
+    if (tour_masked_rows(report, m.allow, T)) fputc('\n', report);
     int bad = fd != AG_OK, oks[NSTEP];
     for (int i = 0; i < NSTEP; i++) {
         const ag_tensor *t = m.t[i];
@@ -489,7 +498,8 @@ int main(int argc, char **argv)
         fprintf(report, "\nd %s %s   by %s\n  %s\n", STEPS[i].name, ag_shape_str(t, shape, sizeof shape),
                 STEPS[i].file, STEPS[i].formula);
         print_grad(t, grad);
-        fprintf(report, "  finite differences: max |analytic - numeric| %.1e", res[i].max_abs_err);
+        fprintf(report, "  finite differences%s: max |analytic - numeric| %.1e", opts.break_op > 0 ? " (broken)" : "",
+                res[i].max_abs_err);
         fprintf(report, "; the formula by hand: max diff %.1e", err[i]);
         fprintf(report, "  %s\n", ok ? "ok" : "FAIL");
     }

@@ -25,6 +25,7 @@ typedef struct tour_panel {
     const char *group;     /* panels of one group share a colour scale */
     const ag_tensor *mask; /* T x T, 0 where masked, or NULL */
     const char *mask_note; /* what a masked cell of this panel means */
+    const char *rows_are;  /* "token (key)": dK's and dV's rows; NULL: "token (query)" */
 } tour_panel;
 
 /* ["token 0", ...] or ["d0", ...] */
@@ -48,6 +49,23 @@ typedef struct tour_page {
     double lr;
 } tour_page;
 
+/* For each query whose every key is masked, what the tour computes for
+ * it (the note's last sentences; nothing when no row is); how many. */
+static inline int tour_masked_rows(FILE *f, const ag_real *mask, int T)
+{
+    int n = 0;
+    for (int r = 0; r < T; r++) {
+        int seen = 0;
+        for (int c = 0; c < T; c++) seen |= mask[r * T + c] != 0;
+        if (!seen)
+            fprintf(f, "  Query %d may see no key (its whole row of the mask is 0): the softmax of a row of -inf "
+                       "is defined as 0 (ops/softmax.c), so row %d of P is 0, O's row is 0 and only X goes on "
+                       "through the residual.  dP's row is still dO V^T, but it reaches no score: dS and dQ are 0 "
+                       "on that row, and dK and dV get nothing from query %d.", r, r, r), n++;
+    }
+    return n;
+}
+
 /* The page's JSON (docs/explorer.md, kind "backward"). */
 static inline void tour_json(FILE *f, const tour_page *pg)
 {
@@ -55,7 +73,9 @@ static inline void tour_json(FILE *f, const tour_page *pg)
     fprintf(f, "{\"kind\": \"backward\", \"loss\": "), json_number(f, pg->loss);
     fprintf(f, ", \"note\": \"The tour's 4 tokens, backward: L = mean cross-entropy = %.6f.  Each gradient is dL/d(the "
                "tensor), checked against central finite differences (eps 1e-6) and against the formula computed "
-               "by hand from the forward values.\", \"panels\": [", pg->loss);
+               "by hand from the forward values.", pg->loss);
+    tour_masked_rows(f, pg->mask, pg->T);
+    fprintf(f, "\", \"panels\": [");
     for (int i = 0; i < pg->n; i++) {
         const ag_tensor *t = p[i].t;
         int cols = t->shape[t->ndim - 1], rows = (int)(t->size / (size_t)cols);
@@ -75,7 +95,8 @@ static inline void tour_json(FILE *f, const tour_page *pg)
         json_matrix(f, p[i].values, rows, cols);
         int square = p[i].mask && (int)p[i].mask->size == rows * cols && rows == cols;
         fprintf(f, ", \"group\": "), json_string(f, p[i].group);
-        fprintf(f, ", \"row_axis\": \"token (query)\", \"rows\": "), tour_labels(f, "token ", rows);
+        fprintf(f, ", \"row_axis\": "), json_string(f, p[i].rows_are ? p[i].rows_are : "token (query)");
+        fprintf(f, ", \"rows\": "), tour_labels(f, "token ", rows);
         fprintf(f, ", \"col_axis\": \"%s\", \"cols\": ", rows == cols ? "token (key)" : "dimension");
         tour_labels(f, rows == cols ? "token " : "d", cols);
         fprintf(f, ", \"mask\": ");

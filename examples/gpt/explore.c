@@ -119,7 +119,31 @@ static void json_heads_off(FILE *f, const model *m, const opts *o)
     fprintf(f, "], ");
 }
 
-int explore_sample(const model *m, const int *ids, int n, const opts *o, const char *weights)
+/* ids[0..n) as a JSON string of the characters they stand for, a byte that
+ * does not complete a UTF-8 character (a character-level model may sample
+ * half of one) as U+FFFD. */
+static void json_chars(FILE *f, const model *m, const int *ids, int n)
+{
+    char *s = malloc((size_t)n * 3 + 1), *p = s;
+    if (!s) {
+        fputs("\"\"", f);
+        return;
+    }
+    for (int i = 0; i < n;) {
+        unsigned char c = m->voc.chars[ids[i]];
+        int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0, k = 1;
+        while (len > 1 && k < len && i + k < n && (m->voc.chars[ids[i + k]] & 0xc0) == 0x80) k++;
+        if (len && k == len)
+            for (int j = 0; j < len; j++) *p++ = (char)m->voc.chars[ids[i + j]];
+        else p += sprintf(p, "\xef\xbf\xbd"), k = len > 1 ? k : 1;
+        i += k;
+    }
+    *p = '\0';
+    json_string(f, s);
+    free(s);
+}
+
+int explore_sample(const model *m, const int *ids, int n, int prompt_len, const opts *o, const char *weights)
 {
     int T = n < m->cfg.context ? n : m->cfg.context, L = m->cfg.layers, rc = 1;
     const int *win = ids + (n - T);
@@ -144,6 +168,8 @@ int explore_sample(const model *m, const int *ids, int n, const opts *o, const c
     if (!explorer_open(&x, prog)) goto done;
     fprintf(x.f, "{\"kind\": \"attention\", \"model\": \"gpt\", "), json_heads_off(x.f, m, o);
     fprintf(x.f, "\"inputs\": [{\"name\": "), json_string(x.f, text);
+    fprintf(x.f, ", \"prompt\": "), json_chars(x.f, m, ids, prompt_len);
+    fprintf(x.f, ", \"sample\": "), json_chars(x.f, m, ids + prompt_len, n - prompt_len);
     fprintf(x.f, ", \"maps\": [");
     for (int l = 0; l < L; l++) {
         explorer_map map = {"causal self-attention", "self", l, "character (query)", "character (key)", lab, lab};

@@ -131,9 +131,10 @@ int head_off_parse(const char *s, const model *m, int *layer, int *head);
 /* The attention data (docs/explorer.md) of the model on ids[0..n): the last
  * `context` of them, every layer and head, and the heads switched off
  * (o's --head-off), to o's --html, --json and --live; the live page gets
- * the weights saved at `weights` (every head on: the page switches them).
- * 0, or 1 after a message. */
-int explore_sample(const model *m, const int *ids, int n, const opts *o, const char *weights);
+ * the weights saved at `weights` (every head on: the page switches them);
+ * the first prompt_len of ids are the prompt ("prompt" and "sample" in the
+ * data: the whole text, shown first).  0, or 1 after a message. */
+int explore_sample(const model *m, const int *ids, int n, int prompt_len, const opts *o, const char *weights);
 /* Each layer's attention entropy on the window ids[0..T) (T <= context):
  * the mean over heads and rows of -sum_s P_s log P_s, nats, into out
  * [layers].  0, or 1 after a message. */

@@ -80,7 +80,7 @@ int cmd_sample(const opts *o)
         free(out);
         goto done;
     }
-    if ((o->html || o->json || o->live) && explore_sample(&m, out, (int)np + o->length, o, weights)) {
+    if ((o->html || o->json || o->live) && explore_sample(&m, out, (int)np + o->length, (int)np, o, weights)) {
         free(out);
         goto done;
     }

@@ -102,12 +102,13 @@ int explore_rung(const ladder_model *m, const text *t, const explore_opts *o)
     } else if (fclose(x.f) != 0) {
         fprintf(stderr, "%s: the page's data: %s\n", prog, strerror(errno)), free(x.buf);
     } else {
-        /* the page runs: ladder RUNG --steps N --seed S --data /text.tsv --input LINE --json - */
+        /* the page runs: ladder RUNG --steps N --seed S --data /text.tsv --input LINE --json - --progress
+         * (in a worker: the progress on stderr, and its stop button) */
         char rung[16], seed[32];
         snprintf(rung, sizeof rung, "%d", m->cfg.rung);
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
         const char *const args[] = {rung, "--steps", "{steps}", "--seed", seed, "--data", "/text.tsv",
-                                    "--input", "{input}", "--json", "-", NULL};
+                                    "--input", "{input}", "--json", "-", "--progress", NULL};
         live_spec live = {"ladder", o->argv0, o->wasm, o->live, TITLE, "text.tsv", o->data, args, o->input};
         rc = explorer_write(prog, x.buf, x.len, &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TITLE});
         free(x.buf);

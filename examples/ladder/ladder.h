@@ -89,10 +89,18 @@ typedef struct train_opts {
     double lr;
     uint64_t seed;
     int quiet;
+    int progress; /* 1: "step n of N loss x" on stderr after each step */
+    int *done;    /* NULL, or where the steps taken go (fewer when stopped) */
+    /* NULL, or called after each step but the last (the live page's
+     * picture of the model so far); nonzero: stop */
+    int (*snapshot)(const ladder_model *m, int steps, void *ctx);
+    void *snapshot_ctx;
 } train_opts;
 
 /* Adam on batches of B windows of the training text; the loss of each
- * position is that of the character after it (targets may be -1: no loss). */
+ * position is that of the character after it (targets may be -1: no loss).
+ * With o->done, SIGINT or SIGTERM ends the loop after the step in flight:
+ * the model keeps the steps taken, *o->done says how many. */
 typedef ag_tensor *(*loss_fn)(ag_graph *g, const ladder_model *m, void *ctx, ag_rng *r, int B);
 ag_status train(ladder_model *m, ag_store *s, const train_opts *o, loss_fn loss, void *ctx);
 /* The mean held-out loss per character, in bits. */

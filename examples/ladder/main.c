@@ -2,7 +2,7 @@
  * them), and two tasks where attention must do something visible.
  *
  *   ladder [all | RUNG ...] [--data FILE] [--steps 2000] [--seed 0] [--svg PREFIX] [--quiet]
- *   ladder RUNG [...] [--input LINE] [--html PAGE] [--json FILE] [--live PAGE [--wasm FILE]]
+ *   ladder RUNG [...] [--input LINE] [--html PAGE] [--json FILE] [--live PAGE [--wasm FILE]] [--progress]
  *   ladder copy | reverse [--steps 1500] [--seed 0] [--svg PREFIX] [--quiet]
  *
  * Each rung trains on the English side of the pairs file, one thread, the
@@ -11,6 +11,11 @@
  * held-out line to PREFIX_rung<N>_layer<L>.svg (the tasks: PREFIX_layer<L>.svg).
  * --html, --json and --live (one rung, 3 to 8) write the explorer's page of
  * the rung reading LINE (explore.c); `--json -` prints the data alone.
+ * --progress prints "step n of N loss x" (nats) on stderr after each step,
+ * and with `--json -` the data of the model so far after each step (an
+ * RS character after each).
+ * With a page asked for, Ctrl-C (or the live page's stop button) ends the
+ * training after the step in flight, and the page shows the model so far.
  * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
 #include "ladder.h"
 #include "../common/whole_number.h"
@@ -35,6 +40,7 @@ static int usage(void)
     fprintf(stderr, "usage: %s [all | RUNG ...] [--data FILE] [--steps 2000] [--seed 0] [--svg PREFIX] [--quiet]\n"
                     "       [--precision fp32|bf16]\n"
                     "       %s RUNG [...] [--input LINE] [--html PAGE] [--json FILE] [--live PAGE [--wasm FILE]]\n"
+                    "                     [--progress]\n"
                     "       %s copy | reverse [--steps 1500] [--seed 0] [--svg PREFIX] [--quiet]\n"
                     "rungs: 1 bigram, 2 positions, 3 one head, 4 heads, 5 feed-forward, 6 residual,\n"
                     "       7 post-norm, 8 pre-norm\n",
@@ -55,6 +61,7 @@ static int parse(int argc, char **argv, opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--quiet")) o->train.quiet = 1;
+        else if (!strcmp(a, "--progress")) o->train.progress = 1;
         else if (!strcmp(a, "all")) for (int r = 1; r <= NRUNGS; r++) o->rungs[o->nrungs++] = r;
         else if (!strcmp(a, "copy") || !strcmp(a, "reverse")) o->task = a;
         else if (a[0] != '-') {
@@ -117,6 +124,24 @@ static double seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* --progress with --json -: the page's data of the model so far, then an
+ * RS character (the texts of a sequence end with one, the last one aside),
+ * so that the live page keeps the last one when its stop button ends the
+ * run. */
+typedef struct snapshot_ctx {
+    const text *t;
+    explore_opts page;
+} snapshot_ctx;
+
+static int snapshot(const ladder_model *m, int steps, void *ctx)
+{
+    snapshot_ctx *c = ctx;
+    c->page.steps = steps;
+    int rc = explore_rung(m, c->t, &c->page);
+    fputc('\x1e', stdout);
+    return rc || fflush(stdout) != 0;
+}
+
 /* Train rung r on t; print its row of the table (not when the data goes to
  * stdout); draw its attention; write its explorer page. */
 static int run_rung(const opts *o, const text *t, int r)
@@ -125,14 +150,23 @@ static int run_rung(const opts *o, const text *t, int r)
     ladder_model m;
     ag_store *s = ag_store_new();
     double t0 = seconds(), bits = 0;
-    int rc = 1;
+    int rc = 1, pages = o->page.html || o->page.json || o->page.live;
+    /* a page may be of a rung stopped early (Ctrl-C, the live page's stop): the steps it took */
+    explore_opts page = o->page;
+    train_opts to = o->train;
+    if (pages) to.done = &page.steps;
+    snapshot_ctx shots = {t, o->page};
+    if (to.progress && to_stdout(o)) to.snapshot = snapshot, to.snapshot_ctx = &shots;
     if (!s || ladder_init(&m, s, &cfg, o->train.seed) != AG_OK)
         fprintf(stderr, "%s: %s\n", prog, s ? ag_store_error(s) : "out of memory");
-    else if (train(&m, s, &o->train, text_loss, (void *)t) == AG_OK &&
+    else if (train(&m, s, &to, text_loss, (void *)t) == AG_OK &&
              (to_stdout(o) || held_out_bits(&m, t, &bits) == AG_OK)) {
         if (!to_stdout(o)) printf("| %d | %-15s | %6.3f | %5.1f |\n", r, rung_idea[r], bits, seconds() - t0);
         fflush(stdout);
-        rc = o->page.html || o->page.json || o->page.live ? explore_rung(&m, t, &o->page) : 0;
+        if (page.steps < o->train.steps)
+            fprintf(stderr, "%s: stopped after %d of %d steps: the page shows the model as trained so far\n", prog,
+                    page.steps, o->train.steps);
+        rc = pages ? explore_rung(&m, t, &page) : 0;
         if (!rc && o->svg && r >= ONE_HEAD) {
             const char *labels[32];
             static char chars[32][2];

@@ -1,7 +1,9 @@
 /* train.c: the same training for every rung (Adam, gradient norm clipped
  * at 1, random windows of the training text), the held-out score in bits
  * per character, and pictures of the attention. */
+#define _XOPEN_SOURCE 700 /* stop_signal.h: SA_RESTART, SA_RESETHAND */
 #include "ladder.h"
+#include "../common/stop_signal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +36,9 @@ ag_status train(ladder_model *m, ag_store *s, const train_opts *o, loss_fn loss,
     ag_status st = opt && g ? AG_OK : AG_ERR_NOMEM;
     ag_rng r;
     ag_rng_seed(&r, o->seed);
-    for (int step = 1; step <= o->steps && st == AG_OK; step++) {
+    int step = 1;
+    if (o->done) catch_stop_signals(); /* the caller reads how many steps were taken */
+    for (; step <= o->steps && st == AG_OK; step++) {
         ag_tensor *l = loss(g, m, ctx, &r, o->batch);
         double norm;
         if (!l || (st = ag_backward(g, l)) != AG_OK) {
@@ -42,12 +46,22 @@ ag_status train(ladder_model *m, ag_store *s, const train_opts *o, loss_fn loss,
             st = st == AG_OK ? ag_graph_status(g) : st;
             break;
         }
-        if (!o->quiet && step % 500 == 0) printf("  step %d loss %.4f\n", step, l->data[0]);
+        double loss_value = l->data[0];
+        if (!o->quiet && step % 500 == 0) printf("  step %d loss %.4f (nats)\n", step, loss_value);
         if ((st = ag_clip_grad_norm(s, 1.0, &norm)) == AG_OK && (st = ag_optim_step(opt)) != AG_OK)
             fprintf(stderr, "%s: %s\n", prog, ag_optim_error(opt));
         ag_store_zero_grad(s);
         ag_graph_reset(g);
+        if (st == AG_OK && o->snapshot && step < o->steps) {
+            if (o->snapshot(m, step, o->snapshot_ctx)) st = AG_ERR_IO;
+        }
+        if (st == AG_OK && o->progress) fprintf(stderr, "step %d of %d loss %.4f\n", step, o->steps, loss_value);
+        if (st == AG_OK && o->done && step < o->steps && stop_signal) {
+            step++;
+            break;
+        }
     }
+    if (o->done) *o->done = step - 1;
     ag_graph_free(g);
     ag_optim_free(opt);
     return st;

@@ -8,8 +8,9 @@
  *
  * Invariant: as html.c's, the page loads nothing.  Its
  * Content-Security-Policy adds 'wasm-unsafe-eval' (compiling the module it
- * holds) to inline script and style; no fetch, no other file, so it works
- * from file:// on a machine without network. */
+ * holds) to inline script and style, and blob: for its worker (made from
+ * its own script, in memory); no fetch, no other file, so it works from
+ * file:// on a machine without network. */
 #include "viz/viz.h"
 #include "io/json.h"
 
@@ -66,7 +67,8 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
     ag__text t = {0};
     ag__text_puts(&t, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-                      "script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'\">\n<title>");
+                      "script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; worker-src blob:\">\n"
+                      "<title>");
     ag__text_xml(&t, name, 0);
     ag__text_printf(&t, "</title>\n<style>\n%s", ag__explorer_css);
     ag__text_puts(&t, "#live{border:1px solid #ccc;border-radius:4px;padding:8px;margin:0 0 12px}\n"
@@ -74,7 +76,15 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
                       "table.mask td{width:26px;height:22px;text-align:center;cursor:pointer;border:1px solid #bbb}\n"
                       "table.mask td.on{background:#2a7d2a;color:#fff}table.mask td.off{background:#eee;color:#888}\n"
                       "table.mask td.edited{outline:2px solid #d62728}#live-status{color:#555}\n"
-                      "#live-error{color:#c00;white-space:pre-wrap}\n</style>\n</head>\n<body>\n<h1>");
+                      "table.mask th{font-weight:normal;padding:0 4px}.mkey{display:inline-block;padding:0 5px;margin:0 4px;border:1px solid #bbb}\n"
+                      ".mkey.on{background:#2a7d2a;color:#fff}.mkey.off{background:#eee;color:#888}"
+                      ".mkey.edited{outline:2px solid #d62728}\n"
+                      "#live-error{color:#c00}#live-stale{color:#8a5a00;font-weight:bold}.invalid{color:#c00}\n"
+                      "body.live-stale #app,body.live-stale #live-extra{opacity:.45}\n"
+                      "button.head-off{background:#c00;color:#fff}.head-off{outline:3px solid #c00}\n"
+                      /* the progress line changes every half second: its layout stays its own, not the page's */
+                      "#live-progress{display:inline-block;width:34em;height:1.3em;overflow:hidden;vertical-align:bottom;"
+                      "contain:strict}\n</style>\n</head>\n<body>\n<h1>");
     ag__text_xml(&t, name, 0);
     ag__text_puts(&t, "</h1>\n<div id=\"live\"></div>\n<div id=\"app\"></div>\n"
                       "<script type=\"application/json\" id=\"data\">\n");
@@ -98,8 +108,9 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
     put_base64(&t, prog->wasm, prog->wasm_len);
     ag__text_puts(&t, "</script>\n<script type=\"application/octet-stream\" id=\"live-file\">\n");
     if (prog->file_name) put_base64(&t, prog->file, prog->file_len);
-    ag__text_printf(&t, "</script>\n<script>\n%s\n%s</script>\n<script>\n%s</script>\n</body>\n</html>\n",
-                    ag__explorer_draw_js, ag__explorer_js, ag__live_js);
+    ag__text_printf(&t, "</script>\n<script>\n%s\n%s</script>\n<script id=\"live-wasi\">\n%s</script>\n<script>\n%s"
+                        "</script>\n</body>\n</html>\n",
+                    ag__explorer_draw_js, ag__explorer_js, ag__live_wasi_js, ag__live_js);
     st = ag__text_save(&t, "live page", path, err, errlen);
     ag__text_free(&t);
     return st;

@@ -77,7 +77,9 @@ extern const char ag__explorer_js[];
 extern const char ag__explorer_css[];
 ag_status ag__explorer_check_json(const char *path, const char *json, char *err, size_t errlen);
 void ag__explorer_put_json(ag__text *t, const char *json);
-/* The live page's script (live_js.c), after the explorer's. */
+/* The live page's scripts: its WASI (live_wasi_js.c, also the source of
+ * its worker), then the page (live_js.c), after the explorer's. */
+extern const char ag__live_wasi_js[];
 extern const char ag__live_js[];
 
 #endif

@@ -90,10 +90,21 @@ if "$B/backward_tour" > "$tmp/bt.txt" 2>&1 && grep -q '^every gradient matches f
 then ok "backward_tour: 16 gradients, each matching finite differences and its formula"
 else no "backward_tour failed: $(grep FAIL "$tmp/bt.txt" | head -n 3)"; fi
 
+# a query that may see no key: P's row is 0 (-inf fill), dS's and dQ's rows are 0, every check passes
+"$B/backward_tour" --mask 0,0 > "$tmp/bt_row.txt" 2>&1
+rc=$?
+if [ "$rc" = 0 ] && [ "$(grep -c '  ok$' "$tmp/bt_row.txt")" = 16 ] && grep -q '^  Query 0 may see no key' "$tmp/bt_row.txt" &&
+    grep -A2 '^d S + M ' "$tmp/bt_row.txt" | tail -n 1 | grep -Eq '^ +-?0\.00000 +-?0\.00000 +-?0\.00000 +-?0\.00000$' &&
+    grep -A2 '^d Q \[' "$tmp/bt_row.txt" | tail -n 1 | grep -Eq '^ +-?0\.00000 +-?0\.00000 +-?0\.00000$'
+then ok "backward_tour --mask 0,0: a fully masked row, its dS and dQ rows 0, every check passing"
+else no "backward_tour --mask 0,0: exit $rc, $(grep FAIL "$tmp/bt_row.txt" | head -n 2)"; fi
+
 "$B/backward_tour" --break softmax > "$tmp/bt_broken.txt" 2>&1
 rc=$?
-if [ "$rc" = 1 ] && [ "$(grep -c 'FAIL$' "$tmp/bt_broken.txt")" = 5 ] && grep -A6 '^d V ' "$tmp/bt_broken.txt" | grep -q '  ok$'
-then ok "backward_tour --break softmax: exit 1, the 5 gradients above the softmax fail, dV passes"
+if [ "$rc" = 1 ] && [ "$(grep -c 'FAIL$' "$tmp/bt_broken.txt")" = 5 ] && grep -A6 '^d V ' "$tmp/bt_broken.txt" | grep -q '  ok$' &&
+    head -n 1 "$tmp/bt_broken.txt" | grep -q "^--break softmax: in the finite-difference check only, softmax's backward" &&
+    [ "$(grep -c '^  finite differences (broken): ' "$tmp/bt_broken.txt")" = 16 ]
+then ok "backward_tour --break softmax: says what it broke; exit 1, the 5 gradients above the softmax fail, dV passes"
 else no "backward_tour --break softmax: exit $rc, $(grep -c 'FAIL$' "$tmp/bt_broken.txt") failed"; fi
 
 # precision_tour: ties to even both ways, the top float to inf, and the

@@ -55,7 +55,7 @@ static int check_attention(void)
         printf("  where to look: dv = P^T dout is right, so P is: the mistake is after it, %s\n",
                rq   ? "in dk = dS^T q / sqrt(D) (dq, from the same dS, is right)"
                : rk ? "in dq = dS k / sqrt(D) (dk, from the same dS, is right)"
-                    : "in dS = P * (dP - rowsum(dP * P)), which dq and dk both use");
+                    : "in what dq and dk share: dS = P * (dP - rowsum(dP * P)), or the 1/sqrt(D) both carry");
     else if (!rv && rq && rk)
         printf("  where to look: dq and dk are right, so P and dS are: dv = P^T dout, summed over the queries t\n");
     else if (!rv)

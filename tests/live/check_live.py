@@ -5,6 +5,9 @@ native program's JSON for the same request (tests/live/test_live.sh).
                                             or prompt (gpt sample)
   check_live.py backward DOM NATIVE.json    a mask edit and training steps
                                             (backward_tour)
+  check_live.py state DOM                   what the page says beside its
+                                            controls: prints error=, stale=,
+                                            steps=, messages=, note= lines
 
 DOM is what chromium --dump-dom printed once the page's script had run the
 program (compiled to WebAssembly) on the URL's request: the JSON the
@@ -73,7 +76,27 @@ def numbers_close(shown, want, what):
             fail("%s: cell %d drawn %s, the JSON holds %r" % (what, i, s, w))
 
 
+def state(dom):
+    """What the live page says (outside its scripts): the error line, the
+    stale mark, the messages beside the controls, the steps and the note of
+    the JSON it shows."""
+    body = re.sub(r"<script.*?</script>", "", dom, flags=re.S)
+    def text(id_):
+        m = re.search(r'<[a-z]+ id="%s"[^>]*>(.*?)</[a-z]+>' % id_, body, re.S)
+        return html.unescape(re.sub(r"<[^>]*>", "", m.group(1))) if m else None
+    m = re.search(r'<pre id="live-json" hidden="">(.*?)</pre>', body, re.S)
+    page = json.loads(html.unescape(m.group(1))) if m and m.group(1).strip() else {}
+    stale = re.search(r'<p id="live-stale"( hidden="")?>', body)
+    print("error=%s" % json.dumps(text("live-error")))
+    print("stale=%d" % (1 if stale and not stale.group(1) and 'class="live-stale"' in body else 0))
+    print("messages=%s" % json.dumps([html.unescape(x) for x in re.findall(r'<span class="invalid" id="[^"]*">([^<]+)</span>', body)]))
+    print("steps=%s" % page.get("steps"))
+    print("note=%s" % json.dumps(page.get("note", "")))
+
+
 def main():
+    if sys.argv[1] == "state":
+        return state(open(sys.argv[2], encoding="utf-8").read())
     mode, dom_path, native_path = sys.argv[1:4]
     dom = open(dom_path, encoding="utf-8").read()
     if 'data-live="1"' not in dom:

@@ -1,0 +1,131 @@
+// tests/live/drive.js: a live page clicked as a learner clicks it, in
+// Debian's chromium driven by puppeteer-core (tests/live/test_live.sh
+// installs it with npm when missing).  Prints one JSON object on stdout.
+//
+//   node drive.js train PAGE STEPS [STOP_AT [DOM]]
+//       the ladder's page: STEPS typed in its box, "run" clicked; with
+//       STOP_AT (0: none), "stop" clicked once the progress passes step
+//       STOP_AT.  Reports the progress lines seen, the main thread's long
+//       tasks (the performance timeline's, over 50 ms) from the click to
+//       the pictures ("trained": the time the worker's run ended), the
+//       status and the page's JSON; the page's DOM then goes to DOM.
+//   node drive.js dom PAGE QUERY DOM
+//       PAGE?QUERY once its runs are done (data-live set): its DOM to DOM
+//       (a page whose program runs in a worker: headless chromium's
+//       --dump-dom with virtual time would not wait for it).
+//   node drive.js eval PAGE QUERY EXPRESSION
+//       PAGE?QUERY once its runs are done: EXPRESSION evaluated in it
+//       (what a style or a layout gives, which a DOM dump cannot say).
+//   node drive.js type PAGE ID TEXT CLICK_ID [ID TEXT CLICK_ID ...]
+//       for each triple, TEXT typed into the box ID (replacing it) and
+//       CLICK_ID clicked; reports, after each, the messages beside the
+//       controls, the status, the error line, whether the pictures are
+//       marked stale, and the page's JSON.
+"use strict";
+const puppeteer = require("puppeteer-core");
+
+async function open(page, query) {
+  const browser = await puppeteer.launch({
+    executablePath: "/usr/bin/chromium", headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9", "--window-size=1200,1400"],
+  });
+  const tab = await browser.newPage();
+  const console_ = [];
+  tab.on("console", m => console_.push(m.type() + ": " + m.text()));
+  tab.on("pageerror", e => console_.push("pageerror: " + e.message));
+  await tab.evaluateOnNewDocument(() => {
+    window.__long = [];
+    new PerformanceObserver(l => l.getEntries().forEach(e => window.__long.push({ at: e.startTime, ms: e.duration })))
+      .observe({ type: "longtask", buffered: true });
+  });
+  await tab.goto("file://" + page + (query ? "?" + query : ""));
+  await tab.waitForFunction(() => document.body.dataset.live, { timeout: 600000 });
+  return { browser, tab, console_ };
+}
+
+async function setBox(tab, id, text) {
+  await tab.$eval("#" + id, (b, t) => { b.value = t; }, text);
+}
+
+async function train(page, steps, stopAt, dom) {
+  const { browser, tab, console_ } = await open(page);
+  await setBox(tab, "live-train", String(steps));
+  const t0 = await tab.evaluate(() => performance.now());
+  await tab.click("#live-run");
+  const seen = [];
+  let stopped = false;
+  for (;;) {
+    const s = await tab.evaluate(() => ({
+      progress: document.getElementById("live-progress").textContent,
+      running: !document.getElementById("live-stop").disabled,
+      status: document.getElementById("live-status").textContent,
+      error: document.getElementById("live-error").textContent,
+    }));
+    if (s.progress && seen[seen.length - 1] !== s.progress) seen.push(s.progress);
+    const m = /step (\d+) of/.exec(s.progress);
+    if (stopAt && !stopped && m && Number(m[1]) >= stopAt) { await tab.click("#live-stop"); stopped = true; }
+    if (!s.running && !/^running/.test(s.status) && (seen.length || s.error)) break;
+    await new Promise(r => setTimeout(r, 1000));
+  }
+  const r = await tab.evaluate(t0 => ({
+    long: window.__long.filter(e => e.at >= t0),
+    ms: performance.now() - t0,
+    status: document.getElementById("live-status").textContent,
+    progress: document.getElementById("live-progress").textContent,
+    error: document.getElementById("live-error").textContent,
+    json: document.getElementById("live-json").textContent,
+    trained: Number(document.body.dataset.live_trained || 0),
+  }), t0);
+  if (dom) require("fs").writeFileSync(dom, await tab.content());
+  r.seen = seen;
+  r.console = console_;
+  await browser.close();
+  return r;
+}
+
+async function type(page, triples) {
+  const { browser, tab, console_ } = await open(page);
+  const after = [];
+  for (let i = 0; i + 2 < triples.length; i += 3) {
+    await setBox(tab, triples[i], triples[i + 1]);
+    await tab.click("#" + triples[i + 2]);
+    await new Promise(r => setTimeout(r, 300));
+    await tab.waitForFunction(() => !/^running/.test(document.getElementById("live-status").textContent) &&
+      !(document.getElementById("live-stop") && !document.getElementById("live-stop").disabled), { timeout: 300000 });
+    after.push(await state(tab));
+  }
+  await browser.close();
+  return { after, console: console_ };
+}
+function state(tab) {
+  return tab.evaluate(() => ({
+    messages: [...document.querySelectorAll(".invalid")].map(e => ({ id: e.id, text: e.textContent })),
+    status: document.getElementById("live-status").textContent,
+    error: document.getElementById("live-error").textContent,
+    stale: document.body.classList.contains("live-stale") && !document.getElementById("live-stale").hidden,
+    json: document.getElementById("live-json").textContent,
+  }));
+}
+
+async function dom(page, query, out) {
+  const { browser, tab, console_ } = await open(page, query);
+  require("fs").writeFileSync(out, await tab.content());
+  await browser.close();
+  return { console: console_ };
+}
+
+async function evaluate(page, query, expr) {
+  const { browser, tab, console_ } = await open(page, query);
+  const value = await tab.evaluate(expr);
+  await browser.close();
+  return { value, console: console_ };
+}
+
+(async () => {
+  const [what, page, ...rest] = process.argv.slice(2);
+  const r = what === "train" ? await train(page, Number(rest[0]), Number(rest[1] || 0), rest[2])
+    : what === "type" ? await type(page, rest) : what === "dom" ? await dom(page, rest[0], rest[1])
+    : what === "eval" ? await evaluate(page, rest[0], rest[1]) : null;
+  if (!r) throw new Error("drive.js train PAGE STEPS [STOP_AT] | type PAGE ID TEXT CLICK_ID");
+  process.stdout.write(JSON.stringify(r) + "\n");
+})().catch(e => { process.stderr.write(String(e && e.stack || e) + "\n"); process.exit(1); });

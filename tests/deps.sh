@@ -24,7 +24,8 @@ table() {
 h:criterion/criterion.h        libcriterion-dev        test  the Criterion suites (criterion-f32, criterion-f64)
 /usr/bin/python3               python3                 test  explorer-test, live-test, ladder-test, translate-test, saturation-test
 chromium                       chromium                test  explorer-test, live-test, pictures-test
-node                           nodejs                  test  pictures-test (tests/pictures/wasi_run.js)
+node                           nodejs                  test  pictures-test (tests/pictures/wasi_run.js), live-test
+npm                            npm                     test  live-test (puppeteer-core, from the npm registry, drives chromium)
 compare                        imagemagick             test  pictures-test (the live pictures' pixels)
 identify                       imagemagick             test  pictures-test (a picture is not blank)
 rsvg-convert                   librsvg2-bin            test  pictures-test (the SVG pictures render)

@@ -475,7 +475,8 @@ typedef struct ag_gradcheck_walk_result {
     int first;      /* tape index of the first failing node, -1 when none */
     int first_op;   /* its op (0 when none) */
     double worst;   /* worst |analytic - numeric| / tolerance over the nodes */
-    double visible; /* worst tolerance / |numeric| over the nodes */
+    double visible; /* worst tolerance / |numeric| over the nodes not flat */
+    int flat;       /* nodes whose w . J u is within its tolerance of 0 (a mask's) */
 } ag_gradcheck_walk_result;
 ag_status ag_gradcheck_nodes(ag_graph *g, ag_build_fn build, void *ctx, const ag_gradcheck_model_opts *opts,
                              FILE *report, ag_gradcheck_walk_result *res);

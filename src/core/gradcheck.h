@@ -29,6 +29,7 @@ typedef struct ag__strict {
     double numeric; /* dL/dx_i by Richardson extrapolation */
     double tol;     /* a bound on |numeric - dL/dx_i|, from the errors measured */
     bool rough;     /* L is not smooth within the step: no verdict */
+    double spread;  /* |R1 - R2|, tol's share from truncation (the rest is noise) */
 } ag__strict;
 
 /* Steps h, h/2, h/4 around x_i; d_eps is stage one's central difference

@@ -364,6 +364,30 @@ static void report_failures(const walk *w, const node_fail *fail, FILE *f)
     }
 }
 
+/* Each node's verdict into best[i]: the strict stage at step h; where
+ * that is rough or its spread is most of the tolerance (a relu's kinks
+ * within the step), again at h/10 and h/100, the smallest tolerance kept
+ * (as gradcheck_model.c's directions). */
+enum { SHRINK_STEPS = 2 };
+static ag_status verdicts(walk *w, double h, const double *sigma, ag__strict *best)
+{
+    const int n = w->count;
+    for (int k = 0; k <= SHRINK_STEPS; k++, h /= 10) {
+        bool need = false;
+        for (int i = 0; i < n && !need; i++)
+            need = w->r.info[i].checked && (k == 0 || best[i].rough || best[i].spread > best[i].tol - best[i].spread);
+        if (!need) break;
+        ag_status st = k ? measure(w, -1, h, false) : AG_OK;
+        if (st != AG_OK) return st;
+        for (int i = 0; i < n; i++) {
+            if (!w->r.info[i].checked) continue;
+            ag__strict t = verdict(&w->r.info[i], h, sigma[i]);
+            if (k == 0 || (!t.rough && (best[i].rough || t.tol < best[i].tol))) best[i] = t;
+        }
+    }
+    return AG_OK;
+}
+
 /* The walk proper, on g's tape of `count` nodes. */
 static ag_status walk_nodes(walk *w, const ag_gradcheck_model_opts *o, FILE *report, ag_gradcheck_walk_result *res)
 {
@@ -373,17 +397,21 @@ static ag_status walk_nodes(walk *w, const ag_gradcheck_model_opts *o, FILE *rep
     if (st != AG_OK) return st;
     node_fail *fail = ag__calloc((size_t)n, sizeof *fail);
     double *sigma = ag__calloc((size_t)n, sizeof *sigma);
-    if (!fail || !sigma) {
-        ag__free(fail), ag__free(sigma);
+    ag__strict *best = ag__calloc((size_t)n, sizeof *best);
+    if (!fail || !sigma || !best) {
+        ag__free(fail), ag__free(sigma), ag__free(best);
         return ag_graph_fail(w->g, AG_ERR_NOMEM, "gradcheck_nodes: out of memory for %d nodes", n);
     }
     for (int i = 0; i < n; i++) {
+        double sc[2] = {0, 0};
+        ag__noise_add(w->r.info[i].f, NOISE_POINTS, sc);
+        sigma[i] = ag__noise_sigma(sc, w->r.info[i].f[NOISE_POINTS / 2]);
+    }
+    st = verdicts(w, h, sigma, best);
+    for (int i = 0; i < n && st == AG_OK; i++) {
         node_info *ni = &w->r.info[i];
         if (!ni->checked) continue;
-        double sc[2] = {0, 0};
-        ag__noise_add(ni->f, NOISE_POINTS, sc);
-        sigma[i] = ag__noise_sigma(sc, ni->f[NOISE_POINTS / 2]);
-        ag__strict s = verdict(ni, h, sigma[i]);
+        const ag__strict s = best[i];
         res->nodes++;
         if (s.rough) {
             res->rough++;
@@ -393,15 +421,16 @@ static ag_status walk_nodes(walk *w, const ag_gradcheck_model_opts *o, FILE *rep
         double err = fabs(ni->ana[AG_MAX_SRC] - s.numeric), ratio = err == 0 ? 0 : err / s.tol;
         double vis = s.tol / fabs(s.numeric);
         if (ratio > res->worst || isnan(ratio)) res->worst = isnan(ratio) ? INFINITY : ratio;
-        if (s.numeric != 0 && (vis > res->visible || isnan(vis))) res->visible = isnan(vis) ? INFINITY : vis;
+        if (!(fabs(s.numeric) > s.tol)) res->flat++; /* only an absolute error shows */
+        else if (vis > res->visible || isnan(vis)) res->visible = isnan(vis) ? INFINITY : vis;
         if (err <= s.tol) continue;
         fail[i].rel = isnan(err) ? INFINITY : fmax(err / fabs(s.numeric), DBL_MIN), fail[i].tol = vis;
         res->failed++;
         if (res->first < 0) res->first = i, res->first_op = w->g->nodes[i]->op;
     }
-    if (res->failed) st = attribute(w, fail, sigma, h);
+    if (st == AG_OK && res->failed) st = attribute(w, fail, sigma, h);
     if (st == AG_OK) report_failures(w, fail, report);
-    ag__free(fail), ag__free(sigma);
+    ag__free(fail), ag__free(sigma), ag__free(best);
     return st;
 }
 

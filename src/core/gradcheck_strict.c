@@ -104,6 +104,7 @@ void ag__strict_from(const double d[3], double h, double sigma, double d_eps, do
 {
     double r1 = (4 * d[1] - d[0]) / 3, r2 = (4 * d[2] - d[1]) / 3, spread = fabs(r1 - r2);
     out->numeric = r2;
+    out->spread = spread;
     out->tol = SIGMAS * sqrt(130.0) / 3 * sigma / h + spread;
     /* Stage one's D(eps) against R2.  R2's truncation error is |R1 - R2|/15
      * (doubled below, for the series' next terms); D(eps)'s is

@@ -29,7 +29,7 @@ typedef struct model_check_opts {
     double by;            /* --break's factor */
 } model_check_opts;
 
-static double model_check_now(void)
+static inline double model_check_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -37,7 +37,7 @@ static double model_check_now(void)
 }
 
 /* "106,368" into buf. */
-static const char *model_check_count(size_t n, char *buf, size_t len)
+static inline const char *model_check_count(size_t n, char *buf, size_t len)
 {
     char plain[32];
     int d = snprintf(plain, sizeof plain, "%zu", n), o = 0;
@@ -51,7 +51,7 @@ static const char *model_check_count(size_t n, char *buf, size_t len)
 
 /* The ops on the model's tape and how often each occurs: "ops: linear 8,
  * layer_norm 5, ...", in the op table's order.  0, or 1 after a message. */
-static int model_check_ops(const char *prog, ag_graph *g, ag_build_fn build, void *ctx)
+static inline int model_check_ops(const char *prog, ag_graph *g, ag_build_fn build, void *ctx)
 {
     ag_graph_reset(g);
     uint64_t keep[4];
@@ -72,7 +72,7 @@ static int model_check_ops(const char *prog, ag_graph *g, ag_build_fn build, voi
     return 0;
 }
 
-static int model_check_run(const char *prog, ag_graph *g, ag_build_fn build, void *ctx, ag_store *s,
+static inline int model_check_run(const char *prog, ag_graph *g, ag_build_fn build, void *ctx, ag_store *s,
                            const model_check_opts *mo)
 {
     if (sizeof(ag_real) != sizeof(double)) {

@@ -193,8 +193,31 @@ typedef struct scratch {
     ag_real *w, *dx[AG_MAX_SRC];
 } scratch;
 
-/* w . J_k u_k for each input k of node slot (its backward run alone with
- * dy = w, into zeroed buffers) into info's ana, their sum last. */
+/* After node slot's backward: each input's gradient J_k^T w dotted with
+ * its direction u_k into n->ana[k] (an input given twice counted once, in
+ * the first's place), their sum last. */
+static void node_dots(const ag_tensor *y, node_info *n, uint64_t seed, int slot)
+{
+    for (int k = 0; k <= AG_MAX_SRC; k++) n->ana[k] = 0;
+    for (int k = 0; k < y->nsrc; k++) {
+        const ag_tensor *x = y->src[k];
+        int a = n->alias[k];
+        bool again = false;
+        for (int m = 0; m < k; m++) again = again || y->src[m] == x;
+        if (!x || !x->requires_grad || again || !(n->scale[a] > 0)) continue;
+        ag_rng r;
+        ag_rng_seed(&r, stream(seed, slot, a));
+        double sum = 0;
+        for (size_t e = 0; e < x->size; e++) {
+            double v = ag__sign(&r) * n->scale[a];
+            if (isfinite((double)x->data[e])) sum += (double)x->grad[e] * v;
+        }
+        n->ana[a] += sum, n->ana[AG_MAX_SRC] += sum;
+    }
+}
+
+/* w . J_k u_k for each input k of node slot: its backward run alone with
+ * dy = w, into zeroed buffers that stand in for the inputs' own. */
 static void node_analytic(ag_graph *g, node_info *n, uint64_t seed, int slot, const scratch *s)
 {
     ag_tensor *y = g->nodes[slot];
@@ -210,13 +233,9 @@ static void node_analytic(ag_graph *g, node_info *n, uint64_t seed, int slot, co
         ag_tensor *x = y->src[k];
         if (!x) continue;
         keep_grad[k] = x->grad, keep_unset[k] = ag__impl(x)->unset;
-    }
-    for (int k = 0; k < y->nsrc; k++) { /* an input given twice gets one buffer */
-        ag_tensor *x = y->src[k];
-        if (!x || !x->requires_grad) continue;
-        bool again = false;
+        bool again = false; /* an input given twice gets one buffer */
         for (int m = 0; m < k; m++) again = again || y->src[m] == x;
-        if (again) continue;
+        if (!x->requires_grad || again) continue;
         memset(s->dx[k], 0, x->size * sizeof(ag_real));
         x->grad = s->dx[k], ag__impl(x)->unset = false;
     }
@@ -225,21 +244,7 @@ static void node_analytic(ag_graph *g, node_info *n, uint64_t seed, int slot, co
     y->grad = s->w, ag__impl(y)->lent = false;
     g->ops[y->op]->backward(g, y);
     y->grad = keep_dy, ag__impl(y)->lent = lent;
-    for (int k = 0; k <= AG_MAX_SRC; k++) n->ana[k] = 0;
-    for (int k = 0; k < y->nsrc; k++) { /* J_k^T w . u_a, u_a the direction of x's values */
-        const ag_tensor *x = y->src[k];
-        int a = n->alias[k];
-        bool again = false;
-        for (int m = 0; m < k; m++) again = again || y->src[m] == x;
-        if (!x || !x->requires_grad || again || !(n->scale[a] > 0)) continue;
-        ag_rng_seed(&r, stream(seed, slot, a));
-        double sum = 0;
-        for (size_t e = 0; e < x->size; e++) {
-            double v = ag__sign(&r) * n->scale[a];
-            if (isfinite((double)x->data[e])) sum += (double)x->grad[e] * v;
-        }
-        n->ana[a] += sum, n->ana[AG_MAX_SRC] += sum;
-    }
+    node_dots(y, n, seed, slot);
     for (int k = y->nsrc - 1; k >= 0; k--) /* in reverse: a repeated input's first pointer is the one kept */
         if (y->src[k]) y->src[k]->grad = keep_grad[k], ag__impl(y->src[k])->unset = keep_unset[k];
 }

@@ -172,6 +172,10 @@ Test(gradcheck_model, bad_arguments_say_which)
     ag_tensor *leaf = ag_tensor_new(g, AG_SHAPE(2));
     cr_assert_eq(ag_gradcheck_model(g, user_loss, s, &leaf, 1, NULL, &r), AG_ERR_ARG);
     cr_assert_not_null(strstr(ag_graph_error(g), "not a store-owned tensor"), "%s", ag_graph_error(g));
+    ag_gradcheck_walk_result w;
+    ag_graph_set_grad(g, 0);
+    cr_assert_eq(ag_gradcheck_nodes(g, user_loss, s, NULL, NULL, &w), AG_ERR_STATE);
+    cr_assert_not_null(strstr(ag_graph_error(g), "no-grad mode"), "%s", ag_graph_error(g));
     ag_graph_free(g);
     ag_store_free(s);
 }

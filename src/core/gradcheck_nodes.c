@@ -491,6 +491,9 @@ ag_status ag_gradcheck_nodes(ag_graph *g, ag_build_fn build, void *ctx, const ag
         return ag_graph_fail(g, AG_ERR_STATE,
                              "gradcheck_nodes: needs the double build (compile with -DAG_DOUBLE, link "
                              "libattograd64.a): in float, rounding swamps the finite differences");
+    if (!ag_graph_grad(g))
+        return ag_graph_fail(g, AG_ERR_STATE, "gradcheck_nodes: the graph is in no-grad mode: its tape would hold "
+                                              "nothing to check (ag_graph_set_grad(g, 1))");
     ag_gradcheck_model_opts o = AG_GRADCHECK_MODEL_DEFAULTS;
     if (opts) o = *opts;
     if (!(o.node_step > 0) || !isfinite(o.node_step))

@@ -54,17 +54,34 @@ static uint64_t stream(uint64_t seed, int slot, int k)
 }
 
 /* w . y, w's signs from the node's stream; 0 where the walked y is not
- * finite (a mask's -inf). */
+ * finite (a mask's -inf).  Summed with Neumaier's compensation: a plain
+ * sum of thousands of values rounds each partial sum, an error that moves
+ * little between the noise points, 1e-7 apart, and much between the
+ * steps h apart, so that the noise measured would miss it. */
 static double w_dot(uint64_t seed, int slot, const ag_tensor *walked, const ag_real *y)
 {
     ag_rng r;
     ag_rng_seed(&r, stream(seed, slot, AG_MAX_SRC));
-    double sum = 0;
+    double sum = 0, c = 0;
     for (size_t j = 0; j < walked->size; j++) {
         double s = ag__sign(&r);
-        if (isfinite((double)walked->data[j])) sum += s * (double)y[j];
+        if (!isfinite((double)walked->data[j])) continue;
+        double v = s * (double)y[j], t = sum + v;
+        c += fabs(sum) >= fabs(v) ? (sum - t) + v : (v - t) + sum;
+        sum = t;
     }
-    return sum;
+    return sum + c;
+}
+
+/* sqrt(sum y_j^2) over y's finite values: each value of y is rounded once
+ * when stored, which puts noise of deviation u |y| / sqrt(3) on w . y, the
+ * least the noise of a node can be (ag__noise_sigma's floor). */
+static double norm2(const ag_tensor *y)
+{
+    double sum = 0;
+    for (size_t j = 0; j < y->size; j++)
+        if (isfinite((double)y->data[j])) sum += (double)y->data[j] * (double)y->data[j];
+    return sqrt(sum);
 }
 
 /* Input k of node `slot` moves (as input `alias` of it) in this replay. */
@@ -410,7 +427,8 @@ static ag_status walk_nodes(walk *w, const ag_gradcheck_model_opts *o, FILE *rep
     for (int i = 0; i < n; i++) {
         double sc[2] = {0, 0};
         ag__noise_add(w->r.info[i].f, NOISE_POINTS, sc);
-        sigma[i] = ag__noise_sigma(sc, w->r.info[i].f[NOISE_POINTS / 2]);
+        double phi0 = w->r.info[i].f[NOISE_POINTS / 2], y2 = w->r.info[i].checked ? norm2(w->g->nodes[i]) : 0;
+        sigma[i] = ag__noise_sigma(sc, sqrt(phi0 * phi0 + y2 * y2));
     }
     st = verdicts(w, h, sigma, best);
     for (int i = 0; i < n && st == AG_OK; i++) {

@@ -57,4 +57,8 @@ ag_status ag__build_loss(const ag__probe *p, ag_tensor **loss);
 double ag__rms(const ag_real *x, size_t n);
 static inline double ag__sign(ag_rng *r) { return (ag_rng_next(r) >> 63) ? 1.0 : -1.0; }
 
+/* A kink of phi at 0 itself (not merely within the step), which no step
+ * resolves: e[k] = phi(h/2^k) + phi(-h/2^k) - 2 phi(0), k = 0..2. */
+bool ag__kink_here(const double e[3], double h, double sigma);
+
 #endif

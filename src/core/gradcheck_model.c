@@ -64,12 +64,13 @@ static ag_status loss_at(const model_check *c, int dir, double t, double *loss)
 }
 
 /* (L(t) - L(-t)) / 2t along direction dir. */
-static ag_status central(const model_check *c, int dir, double t, double *d)
+static ag_status central(const model_check *c, int dir, double t, double *d, double *even)
 {
     double lp, lm;
     ag_status st = loss_at(c, dir, t, &lp);
     if (st == AG_OK) st = loss_at(c, dir, -t, &lm);
     *d = (lp - lm) / (2 * t);
+    *even = lp + lm; /* minus 2 L(x): the kink test's */
     return st;
 }
 
@@ -110,13 +111,15 @@ static ag_status analytic(const model_check *c, double *l0)
 }
 
 /* The strict stage along direction dir with largest step h. */
-static ag_status strict_along(const model_check *c, int dir, double h, double sigma, ag__strict *s)
+static ag_status strict_along(const model_check *c, int dir, double h, double sigma, double l0, ag__strict *s)
 {
     const double eps = 1e-3 * h;
-    double d[3], d_eps;
-    ag_status st = central(c, dir, eps, &d_eps);
-    for (int k = 0; k < 3 && st == AG_OK; k++) st = central(c, dir, h / (1 << k), &d[k]);
+    double d[3], d_eps, e[3], e_eps;
+    ag_status st = central(c, dir, eps, &d_eps, &e_eps);
+    for (int k = 0; k < 3 && st == AG_OK; k++) st = central(c, dir, h / (1 << k), &d[k], &e[k]);
+    for (int k = 0; k < 3; k++) e[k] -= 2 * l0;
     if (st == AG_OK) ag__strict_from(d, h, sigma, d_eps, eps, s);
+    if (st == AG_OK && ag__kink_here(e, h, sigma)) s->rough = true; /* no step resolves it */
     return st;
 }
 
@@ -124,18 +127,19 @@ static ag_status strict_along(const model_check *c, int dir, double h, double si
  * (a relu's input crossing 0) within the step makes the direction rough,
  * or, short of that, widens the extrapolation's spread: while the spread
  * is most of the tolerance, the step shrinks tenfold (at most
- * SHRINK_STEPS times), since the kinks within it shrink with it while the
- * noise's share grows; the smallest tolerance found is the verdict's. */
+ * SHRINK_STEPS times), since the kinks within it shrink with it; the
+ * smallest step that is smooth gives the verdict.  A kink at x itself (a
+ * relu's input exactly 0) no step resolves: rough (ag__kink_here). */
 enum { SHRINK_STEPS = 3 };
-static ag_status check_direction(const model_check *c, int dir, double sigma, ag_gradcheck_model_result *res,
+static ag_status check_direction(const model_check *c, int dir, double sigma, double l0, ag_gradcheck_model_result *res,
                                  bool *pass)
 {
     ag__strict s = {.rough = true}, t;
     ag_status st = AG_OK;
     double h = c->o->step;
     for (int k = 0; k <= SHRINK_STEPS && st == AG_OK; k++, h /= 10) {
-        if ((st = strict_along(c, dir, h, sigma, &t)) != AG_OK) break;
-        if (!t.rough && (s.rough || t.tol < s.tol)) s = t;
+        if ((st = strict_along(c, dir, h, sigma, l0, &t)) != AG_OK) break;
+        if (!t.rough) s = t; /* the smallest smooth step: the fewest kinks */
         if (!t.rough && t.spread <= t.tol - t.spread) break; /* noise-bound: a smaller step is worse */
     }
     if (st != AG_OK) return st;
@@ -170,7 +174,7 @@ static ag_status check_model(const model_check *c, ag_gradcheck_model_result *re
     if (st == AG_OK) st = measure_noise(c, l0, &sigma);
     res->noise = sigma;
     bool pass = true;
-    for (int dir = 0; dir < c->o->directions && st == AG_OK; dir++) st = check_direction(c, dir, sigma, res, &pass);
+    for (int dir = 0; dir < c->o->directions && st == AG_OK; dir++) st = check_direction(c, dir, sigma, l0, res, &pass);
     for (int k = 0, at = 0; k < c->n; at += (int)c->in[k]->size, k++)
         memcpy(c->in[k]->data, c->keep + at, c->in[k]->size * sizeof(ag_real));
     if (st != AG_OK) return st;

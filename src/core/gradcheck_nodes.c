@@ -33,6 +33,7 @@ typedef struct node_info {
     double noise[2];            /* third differences: sum of squares, count */
     double f[NOISE_POINTS];     /* phi at the noise points */
     double d[3], d_eps;         /* central differences at h, h/2, h/4 and eps */
+    double e[3];                /* phi(t) + phi(-t) at t = h, h/2, h/4 (the kink test's) */
     char path[64];              /* the layer path */
 } node_info;
 
@@ -313,6 +314,7 @@ static ag_status measure(walk *w, int only, double h, bool noise)
         if ((st = replay(w, only, -steps[k])) != AG_OK) break;
         for (int i = 0; i < n; i++) {
             double *d = k < 3 ? &w->r.info[i].d[k] : &w->r.info[i].d_eps;
+            if (k < 3) w->r.info[i].e[k] = *d + w->r.phi[i];
             *d = (*d - w->r.phi[i]) / (2 * steps[k]);
         }
     }
@@ -324,6 +326,8 @@ static ag__strict verdict(const node_info *n, double h, double sigma)
 {
     ag__strict s;
     ag__strict_from(n->d, h, sigma, n->d_eps, 1e-3 * h, &s);
+    const double phi0 = n->f[NOISE_POINTS / 2], e[3] = {n->e[0] - 2 * phi0, n->e[1] - 2 * phi0, n->e[2] - 2 * phi0};
+    if (ag__kink_here(e, h, sigma)) s.rough = true; /* at the point itself: no step resolves it */
     return s;
 }
 
@@ -388,8 +392,8 @@ static void report_failures(const walk *w, const node_fail *fail, FILE *f)
 
 /* Each node's verdict into best[i]: the strict stage at step h; where
  * that is rough or its spread is most of the tolerance (a relu's kinks
- * within the step), again at h/10 and h/100, the smallest tolerance kept
- * (as gradcheck_model.c's directions). */
+ * within the step), again at h/10 and h/100, the smallest smooth step's
+ * kept (as gradcheck_model.c's directions). */
 enum { SHRINK_STEPS = 2 };
 static ag_status verdicts(walk *w, double h, const double *sigma, ag__strict *best)
 {
@@ -404,7 +408,7 @@ static ag_status verdicts(walk *w, double h, const double *sigma, ag__strict *be
         for (int i = 0; i < n; i++) {
             if (!w->r.info[i].checked) continue;
             ag__strict t = verdict(&w->r.info[i], h, sigma[i]);
-            if (k == 0 || (!t.rough && (best[i].rough || t.tol < best[i].tol))) best[i] = t;
+            if (k == 0 || !t.rough) best[i] = t; /* the smallest smooth step */
         }
     }
     return AG_OK;

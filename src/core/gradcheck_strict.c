@@ -141,3 +141,13 @@ double ag__rms(const ag_real *x, size_t n)
     double r = count ? sqrt(sum / (double)count) : 0;
     return r > 0 ? r : 1;
 }
+
+bool ag__kink_here(const double e[3], double h, double sigma)
+{
+    /* e[k] = phi(t) + phi(-t) - 2 phi(0), t = h / 2^k: phi'' t^2 + O(t^4)
+     * where phi is smooth, so e / t halves with t; a kink at the point
+     * itself (a relu's input exactly 0) gives |jump| t, so e / t stays.
+     * Each e has rounding noise of deviation sqrt(6) sigma. */
+    double j1 = fabs(e[1]) / (h / 2), j2 = fabs(e[2]) / (h / 4), noise = SIGMAS * sqrt(6.0) * sigma / (h / 4);
+    return j2 > noise && j2 > 0.75 * j1;
+}

@@ -431,6 +431,68 @@ const char *ag_op_case_label(int op, int i);
 ag_status ag_op_check(int op, int i, uint64_t seed, const ag_gradcheck_opts *opts,
                       ag_gradcheck_result *worst, char *err, size_t errlen);
 
+/* A whole model's gradient in a few forward passes (docs/testing.md): for
+ * random directions u over every element of the inputs, the analytic
+ * directional derivative grad . u against the central difference of L
+ * along u, extrapolated (steps h, h/2, h/4) with the strict stage's
+ * tolerance derived from the loss's measured rounding noise.  The cost is
+ * independent of the parameter count.  u's element j of input k is a random
+ * sign times the root mean square of input k's values (1 when they are 0). */
+typedef struct ag_gradcheck_model_opts {
+    int directions;      /* random directions u: 4 */
+    uint64_t seed;       /* of the directions (and of the node walk's w): 1 */
+    double step;         /* the largest step h along u: 1e-4 */
+    int break_op;        /* testing the checker, as in ag_gradcheck_opts */
+    double break_factor;
+    double node_step;    /* the node walk's largest step h: 1e-3 */
+} ag_gradcheck_model_opts;
+#define AG_GRADCHECK_MODEL_DEFAULTS {4, 1, 1e-4, 0, 1, 1e-3}
+
+typedef struct ag_gradcheck_model_result {
+    int directions;   /* directions checked */
+    int failed;       /* directions beyond their tolerance */
+    int rough;        /* directions along which L is not smooth within the step: no verdict */
+    double worst;     /* worst |analytic - numeric| / tolerance: <= 1 passes */
+    double worst_rel; /* worst |analytic - numeric| / |numeric| */
+    double visible;   /* the smallest relative error sure to fail: worst tolerance / |numeric| */
+    double noise;     /* the loss's rounding noise, measured */
+    size_t elements;  /* elements the directions span */
+} ag_gradcheck_model_result;
+
+/* The directional check over the n store-owned inputs (their gradients are
+ * overwritten), g's stream rewound per build as ag_gradcheck does.  AG_OK
+ * when every direction passes (a rough one gives no verdict), AG_ERR_NUMERIC
+ * (g's error says which direction and by how much), the build's error, or
+ * AG_ERR_STATE in the float build. */
+ag_status ag_gradcheck_model(ag_graph *g, ag_build_fn build, void *ctx, ag_tensor *const *inputs, int n,
+                             const ag_gradcheck_model_opts *opts, ag_gradcheck_model_result *res);
+/* The same over every parameter of s. */
+ag_status ag_gradcheck_model_store(ag_graph *g, ag_build_fn build, void *ctx, ag_store *s,
+                                   const ag_gradcheck_model_opts *opts, ag_gradcheck_model_result *res);
+
+/* Name the op: every node of the tape that build makes, y = f(x_1..x_k),
+ * has its own backward checked: for a random w over y and random
+ * directions u_i over its inputs (as above), w . J u from the op's backward
+ * against the central difference of w . f(x + h u), f recomputed from the
+ * node's own inputs and arguments in a replay of build (steps h, h/2, h/4
+ * and a tolerance from the measured noise, as above).  Each failing node
+ * is a line on report (NULL: none), in tape order:
+ *   node 137 layer_norm (blocks.1.norm2) [64, 10, 64]: d/d input 0 [64, 10, 64] off by 1.0e-04 ...
+ * the layer path read from the names of the parameters the node depends
+ * on through its inputs. */
+typedef struct ag_gradcheck_walk_result {
+    int nodes;      /* nodes whose backward was checked */
+    int failed;     /* of them, beyond their tolerance */
+    int rough;      /* not smooth within the step: no verdict */
+    int first;      /* tape index of the first failing node, -1 when none */
+    int first_op;   /* its op (0 when none) */
+    double worst;   /* worst |analytic - numeric| / tolerance over the nodes */
+    double visible; /* worst tolerance / |numeric| over the nodes not flat */
+    int flat;       /* nodes whose w . J u is within its tolerance of 0 (a mask's) */
+} ag_gradcheck_walk_result;
+ag_status ag_gradcheck_nodes(ag_graph *g, ag_build_fn build, void *ctx, const ag_gradcheck_model_opts *opts,
+                             FILE *report, ag_gradcheck_walk_result *res);
+
 /* ---- Memory: every allocation of the library goes through these hooks ---- */
 
 typedef struct ag_allocator {

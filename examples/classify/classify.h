@@ -7,6 +7,7 @@
  *   data.c   the labelled sentences of a pairs file, the held-out split, batches
  *   model.c  the model: class token, learned positions, pre-norm blocks, head
  *   main.c   the command line, the training loop and the accuracy
+ *   gradcheck.c  `classify64 gradcheck`: the gradient against finite differences
  *
  * tests/reference/classifier.py is its PyTorch twin: the same data, split,
  * model and training, under the same parameter names. */
@@ -87,5 +88,13 @@ void classifier_free(classifier *m);
 /* logits [B, 2] of a minibatch: the class token's output, normalised, through
  * the head. */
 ag_tensor *classifier_forward(ag_graph *g, const classifier *m, const minibatch *b);
+
+/* ---- gradcheck.c: `classify64 gradcheck` ------------------------------------------- */
+
+struct model_check_opts;
+/* The model of cfg and seed on the first batch of B sentences of data,
+ * checked against finite differences (double).  The exit status. */
+int classify_gradcheck(const char *data, const classifier_config *cfg, int B, uint64_t seed,
+                       const struct model_check_opts *mo);
 
 #endif

@@ -11,6 +11,7 @@
  * 1, batches drawn at random from the training sentences; one thread.
  * Exit status: 0 ok, 1 a file or the data is bad, 2 bad usage. */
 #include "classify.h"
+#include "../common/model_check.h"
 #include "../common/whole_number.h"
 
 #include <errno.h>
@@ -27,13 +28,16 @@ typedef struct opts {
     double lr;
     long seed;
     classifier_config model;
+    model_check_opts check; /* gradcheck's --directions, --walk, --break, --by */
 } opts;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: %s --data FILE [--steps 400] [--batch 32] [--max-len 32] [--hidden 64] [--heads 4]\n"
-               "                [--ffn 128] [--layers 2] [--lr 1e-3] [--seed 0] [--seeds 1] [--quiet]\n",
-            prog);
+               "                [--ffn 128] [--layers 2] [--lr 1e-3] [--seed 0] [--seeds 1] [--quiet]\n"
+               "       %s64 gradcheck --data FILE [the model flags, --batch, --seed] [--directions 4] [--walk]\n"
+               "                [--break OP [--by 1.01]]\n",
+            prog, prog);
 }
 
 static int whole(const char *flag, const char *s, long lo, long hi, long *out)
@@ -41,19 +45,21 @@ static int whole(const char *flag, const char *s, long lo, long hi, long *out)
     return whole_number(prog, flag, s, lo, hi, out);
 }
 
-static int parse(int argc, char **argv, opts *o)
+static int parse(int argc, char **argv, int first, opts *o)
 {
     *o = (opts){.steps = 400, .batch = 32, .seeds = 1, .lr = 1e-3,
-                .model = {.max_len = 32, .hidden = 64, .heads = 4, .ffn = 128, .layers = 2}};
+                .model = {.max_len = 32, .hidden = 64, .heads = 4, .ffn = 128, .layers = 2}, .check = {.by = 1.01}};
+    long directions = 0;
     struct { const char *flag; int *to; long lo, hi; } ints[] = {
         {"--steps", &o->steps, 1, 1000000},      {"--batch", &o->batch, 1, 4096},
         {"--max-len", &o->model.max_len, 1, 1024}, {"--hidden", &o->model.hidden, 1, 4096},
         {"--heads", &o->model.heads, 1, 256},    {"--ffn", &o->model.ffn, 1, 65536},
         {"--layers", &o->model.layers, 0, 64},   {"--seeds", &o->seeds, 1, 100},
     };
-    for (int i = 1; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--quiet")) { o->quiet = 1; continue; }
+        if (!strcmp(f, "--walk")) { o->check.walk = 1; continue; }
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) { usage(stdout); exit(0); }
         if (i + 1 >= argc) { fprintf(stderr, "%s: %s needs a value\n", prog, f); usage(stderr); return 2; }
         const char *v = argv[++i];
@@ -66,6 +72,16 @@ static int parse(int argc, char **argv, opts *o)
             }
         if (!known && !strcmp(f, "--data")) known = 1, o->data = v;
         if (!known && !strcmp(f, "--seed")) known = 1, rc = whole(f, v, 0, 2147483647L, &o->seed);
+        if (!known && !strcmp(f, "--break")) known = 1, o->check.break_op = v;
+        if (!known && !strcmp(f, "--directions")) known = 1, rc = whole(f, v, 1, 1000, &directions);
+        if (!known && !strcmp(f, "--by")) {
+            char *end;
+            known = 1, errno = 0, o->check.by = strtod(v, &end);
+            if (!*v || *end || errno || !isfinite(o->check.by)) {
+                fprintf(stderr, "%s: --by needs a number, got '%s'\n", prog, v);
+                rc = 2;
+            }
+        }
         if (!known && !strcmp(f, "--lr")) {
             char *end;
             known = 1, errno = 0, o->lr = strtod(v, &end);
@@ -77,6 +93,8 @@ static int parse(int argc, char **argv, opts *o)
         if (!known) { fprintf(stderr, "%s: unknown flag '%s'\n", prog, f); usage(stderr); return 2; }
         if (rc) return rc;
     }
+    o->check.directions = (int)directions;
+    o->check.seed = (uint64_t)o->seed + 1;
     if (!o->data) { fprintf(stderr, "%s: --data FILE is required\n", prog); usage(stderr); return 2; }
     if (o->model.hidden % o->model.heads) {
         fprintf(stderr, "%s: --hidden %d is not a multiple of --heads %d\n", prog, o->model.hidden, o->model.heads);
@@ -165,8 +183,10 @@ done:
 int main(int argc, char **argv)
 {
     opts o;
-    int rc = parse(argc, argv, &o);
+    int check = argc > 1 && !strcmp(argv[1], "gradcheck");
+    int rc = parse(argc, argv, 1 + check, &o);
     if (rc) return rc;
+    if (check) return classify_gradcheck(o.data, &o.model, o.batch, (uint64_t)o.seed, &o.check);
     corpus d;
     if (corpus_load(&d, o.data, o.model.max_len)) return 1;
     printf("%d training and %d held-out sentences (%d cut to %d bytes)\n", d.n_train, d.n_held, d.truncated,

@@ -8,6 +8,7 @@
  *   eval.c        `gpt eval`: loss and bits per character on a file
  *   sample.c      `gpt sample`: seeded text from a prompt, heads switched off
  *   explore.c     --html: the explorer page of a sample's attention
+ *   gradcheck.c   `gpt gradcheck`: the model's gradient against finite differences
  *
  * Exit status everywhere: 0 ok, 1 a file or the data is bad, 2 bad usage;
  * `gpt train` stopped by SIGINT / SIGTERM, after saving a checkpoint that
@@ -37,6 +38,9 @@ typedef struct opts {
     int stdin_uses; /* input flags given "-" (stdin) */
     const char *head_off[HEADS_OFF_MAX]; /* sample's --head-off self:LAYER:HEAD, each */
     int heads_off;
+    int directions, walk;   /* gradcheck's --directions N, --walk */
+    const char *break_op;   /* gradcheck's --break OP --by X */
+    double by;
 } opts;
 
 void usage(FILE *f);
@@ -124,6 +128,7 @@ ag_status dataset_loss(const model *m, ag_graph *g, const int *ids, size_t n, in
 int cmd_train(const opts *o);
 int cmd_eval(const opts *o);
 int cmd_sample(const opts *o);
+int cmd_gradcheck(const opts *o); /* gradcheck.c, in double (build/gpt64) */
 /* --head-off's value s, "self:LAYER:HEAD" (the kind of the page's GPT
  * maps) with LAYER and HEAD within m, into *layer and *head.  0, or 2
  * after a message naming s. */

@@ -5,6 +5,7 @@
  *   gpt eval   --model MODEL --data FILE [--all] [--json FILE]
  *   gpt sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1]
  *              [--top-k 0] [--seed 0] [--head-off self:LAYER:HEAD]...
+ *   gpt64 gradcheck --data FILE [model flags] [--directions 4] [--walk] [--break OP [--by X]]
  *
  * The model is ag_gpt (src/nn/gpt.c): pre-LayerNorm decoder-only blocks,
  * learned positions, a GELU MLP, the output layer tied to the character
@@ -39,6 +40,8 @@ void usage(FILE *f)
             "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
             "                [--seed 0] [--threads N] [--html PAGE.html] [--json FILE] [--live PAGE.html [--wasm FILE]]\n"
             "                [--head-off self:LAYER:HEAD]...\n"
+            "       %s64 gradcheck --data FILE [train's model flags, --batch, --seed] [--directions 4] [--walk]\n"
+            "                [--break OP [--by 1.01]]\n"
             "\n"
             "sample: --head-off self:1:0 switches head 0 of layer 1's self-attention off (its output times 0),\n"
             "  at most %d times.\n"
@@ -48,7 +51,7 @@ void usage(FILE *f)
             "  --resume continues bit for bit, and exits 130 or 143; a second signal stops at once.\n"
             "Inputs (--data, --model, --resume) may be pipes, as <(zcat text.gz), or - for stdin (one\n"
             "  of them): read to the end, checked as a file.  AG_INPUT_LIMIT=BYTES bounds every input.\n",
-            prog, prog, prog, HEADS_OFF_MAX);
+            prog, prog, prog, prog, HEADS_OFF_MAX);
 }
 
 static int bad_value(const char *flag, const char *want, const char *got)
@@ -96,6 +99,9 @@ static int parse_value(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--live")) o->live = v;
     else if (!strcmp(f, "--wasm")) o->wasm = v;
     else if (!strcmp(f, "--prompt")) o->prompt = v;
+    else if (!strcmp(f, "--break")) o->break_op = v;
+    else if (!strcmp(f, "--directions")) rc = whole(f, v, 1, 1000, &o->directions);
+    else if (!strcmp(f, "--by")) rc = real(f, v, -1e6, 1e6, &o->by);
     else if (!strcmp(f, "--head-off")) {
         if (o->heads_off == HEADS_OFF_MAX) {
             fprintf(stderr, "%s: --head-off: at most %d heads, got '%s' more\n", prog, HEADS_OFF_MAX, v);
@@ -143,7 +149,7 @@ static int parse(int argc, char **argv, int first, opts *o)
 {
     *o = (opts){.steps = 2000, .batch = 32, .context = 32, .hidden = 64, .heads = 4, .ffn = 256, .layers = 2,
                 .activation = "gelu", .eval_every = 100, .threads = 1, .parts = 1, .length = 200, .lr = 1e-3, .clip = 1.0,
-                .temperature = 1.0};
+                .temperature = 1.0, .by = 1.01};
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
@@ -152,6 +158,7 @@ static int parse(int argc, char **argv, int first, opts *o)
         }
         int *flag = !strcmp(f, "--quiet") ? &o->quiet : !strcmp(f, "--untied") ? &o->untied
                                                      : !strcmp(f, "--all")      ? &o->all
+                                                     : !strcmp(f, "--walk")     ? &o->walk
                                                                                 : NULL;
         if (flag) {
             *flag = 1;
@@ -200,7 +207,8 @@ static int run(int argc, char **argv)
     if (!strcmp(argv[1], "train")) return cmd_train(&o);
     if (!strcmp(argv[1], "eval")) return cmd_eval(&o);
     if (!strcmp(argv[1], "sample")) return cmd_sample(&o);
-    fprintf(stderr, "%s: unknown command '%s' (train, eval or sample)\n", prog, argv[1]);
+    if (!strcmp(argv[1], "gradcheck")) return cmd_gradcheck(&o);
+    fprintf(stderr, "%s: unknown command '%s' (train, eval, sample or gradcheck)\n", prog, argv[1]);
     usage(stderr);
     return 2;
 }

@@ -41,6 +41,8 @@ void usage(FILE *f)
             "       %s eval --model MODEL --data FILE [--json FILE] [--threads N]\n"
             "       %s run --model MODEL [--attention DIR] [--html PAGE.html] [--json FILE] [--live PAGE.html [--wasm FILE]]\n"
             "                [--head-off encoder|decoder|cross:LAYER:HEAD]... [--threads N] [SENTENCE ...]\n"
+            "       %s64 gradcheck --data FILE [train's model flags, --batch, --seed] [--directions 4] [--walk]\n"
+            "                [--break OP [--by 1.01]]\n"
             "\n"
             "split: the k-th distinct source (k from 0, in order of first appearance) goes with all its\n"
             "  pairs to HELD_OUT when k %% every == every - 1, the other lines to TRAIN, verbatim.\n"
@@ -67,7 +69,7 @@ void usage(FILE *f)
             "Inputs (--data, --test of train, --model, --resume) may be pipes, as <(zcat data.tsv.gz),\n"
             "  or - for stdin (one of them): read to the end, checked as a file.  AG_INPUT_LIMIT=BYTES\n"
             "  bounds every input (4 GiB).\n",
-            prog, prog, prog, prog, AG_PAIRS_MAX_LINE, AG_PAIRS_MAX_LINE);
+            prog, prog, prog, prog, prog, AG_PAIRS_MAX_LINE, AG_PAIRS_MAX_LINE);
 }
 
 int bad(const char *fmt, const char *a, const char *b)
@@ -146,6 +148,9 @@ static int parse_flag(const char *f, const char *v, opts *o)
         o->head_off[o->heads_off++] = v;
     }
     else if (!strcmp(f, "--wasm")) o->wasm = v;
+    else if (!strcmp(f, "--break")) o->break_op = v;
+    else if (!strcmp(f, "--by")) rc = parse_real(f, v, -1e6, 1e6, 1, &o->by);
+    else if (!strcmp(f, "--directions")) rc = parse_int(f, v, 1, 1000, &o->directions);
     else if (!strcmp(f, "--train")) o->train_out = v;
     else if (!strcmp(f, "--every")) rc = parse_int(f, v, 2, INT_MAX, &o->every);
     else if (!strcmp(f, "--epochs")) rc = parse_int(f, v, 1, EPOCHS_MAX, &o->epochs);
@@ -196,7 +201,7 @@ static int parse(int argc, char **argv, int first, opts *o, char **pos, int *npo
     *o = (opts){.epochs = 50, .batch = 64, .hidden = 64, .heads = 4, .ffn = 128, .layers = 2, .max_len = 10,
                 .min_freq = 2, .threads = 1, .lr = -1, .momentum = -1, .clip = 1.0, .dropout = 0.1,
                 .optimizer = "sgd", .schedule = "cosine", .warmup = 400, .nesterov = 1,
-                .init = AG_SEQ2SEQ_INIT_SCALED, .pre_norm = 1, .every = 10};
+                .init = AG_SEQ2SEQ_INIT_SCALED, .pre_norm = 1, .every = 10, .by = 1.01};
     *npos = 0;
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
@@ -204,8 +209,8 @@ static int parse(int argc, char **argv, int first, opts *o, char **pos, int *npo
             pos[(*npos)++] = argv[i];
             continue;
         }
-        if (!strcmp(f, "--quiet")) {
-            o->quiet = 1;
+        if (!strcmp(f, "--quiet") || !strcmp(f, "--walk")) {
+            *(f[2] == 'q' ? &o->quiet : &o->walk) = 1;
             continue;
         }
         if (!strcmp(f, "--pre-norm") || !strcmp(f, "--post-norm")) {
@@ -294,6 +299,7 @@ static int run_command(int argc, char **argv)
     else if (!strcmp(cmd, "train")) rc = cmd_train(&o);
     else if (!strcmp(cmd, "eval")) rc = cmd_eval(&o);
     else if (!strcmp(cmd, "run")) rc = cmd_run(&o, pos, npos);
+    else if (!strcmp(cmd, "gradcheck")) rc = cmd_gradcheck(&o);
     else rc = bad("unknown command '%s'%s", cmd, "");
     free(pos);
     return rc;

@@ -9,6 +9,7 @@
  *   run.c         translate run: sentences from argv or stdin, pictures
  *   split.c       translate split: a held-out part by distinct source
  *   probe.c       each attention layer's entropy and largest score
+ *   gradcheck.c   translate64 gradcheck: the gradient against finite differences
  *
  * The model is ag_seq2seq (src/nn/seq2seq.c); a checkpoint is a safetensors
  * file holding its parameters, its config and vocabularies in __metadata__,
@@ -58,6 +59,9 @@ typedef struct opts {
     int stdin_uses; /* input flags given "-" (stdin) */
     const char *head_off[HEADS_OFF_MAX]; /* run's --head-off KIND:LAYER:HEAD, each */
     int heads_off;
+    int directions, walk;  /* gradcheck's --directions N, --walk */
+    const char *break_op;  /* gradcheck's --break OP --by X */
+    double by;
 } opts;
 
 extern const char *prog;
@@ -171,5 +175,7 @@ int cmd_split(const opts *o);
 int cmd_train(const opts *o);
 int cmd_eval(const opts *o);
 int cmd_run(const opts *o, char **sentences, int n);
+/* gradcheck.c: the model's gradient against finite differences (double). */
+int cmd_gradcheck(const opts *o);
 
 #endif

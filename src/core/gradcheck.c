@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 /* The loss node, built afresh. */
-static ag_status build_loss(const ag__probe *p, ag_tensor **loss)
+ag_status ag__build_loss(const ag__probe *p, ag_tensor **loss)
 {
     ag_graph *g = p->g;
     ag_graph_reset(g);
@@ -37,7 +37,7 @@ static ag_status build_loss(const ag__probe *p, ag_tensor **loss)
 ag_status ag__probe_loss(const ag__probe *p, double *loss)
 {
     ag_tensor *y;
-    ag_status st = build_loss(p, &y);
+    ag_status st = ag__build_loss(p, &y);
     if (st == AG_OK) *loss = (double)y->data[0];
     return st;
 }
@@ -183,7 +183,7 @@ static ag_status analytic_twice(const ag__probe *p, ag_tensor *const *inputs, in
         ag_graph_set_keep_grads(g, run == 0);
         for (int k = 0; k < n; k++) memset(inputs[k]->grad, 0, inputs[k]->size * sizeof(ag_real));
         ag_tensor *loss;
-        st = build_loss(p, &loss);
+        st = ag__build_loss(p, &loss);
         if (st == AG_OK) st = ag_backward(g, loss);
         for (int k = 0, at = 0; run == 0 && st == AG_OK && k < n; at += (int)inputs[k]->size, k++)
             memcpy(first + at, inputs[k]->grad, inputs[k]->size * sizeof(ag_real));

@@ -66,8 +66,7 @@ ag_status ag__loss_noise(const ag__probe *p, ag_tensor *const *in, int n, ag_rea
 {
     for (size_t k = 0, at = 0; k < (size_t)n; at += in[k]->size, k++)
         memcpy(keep + at, in[k]->data, in[k]->size * sizeof(ag_real));
-    double sum = 0, l0 = 0;
-    int count = 0;
+    double sum_count[2] = {0, 0}, l0 = 0;
     ag_status st = AG_OK;
     for (uint64_t dir = 0; dir < NOISE_DIRS && st == AG_OK; dir++) {
         double f[NOISE_POINTS];
@@ -76,15 +75,11 @@ ag_status ag__loss_noise(const ag__probe *p, ag_tensor *const *in, int n, ag_rea
             st = ag__probe_loss(p, &f[j]);
         }
         l0 = f[0];
-        for (int j = 0; st == AG_OK && j + 3 < NOISE_POINTS; j++, count++) {
-            double d3 = f[j + 3] - 3 * f[j + 2] + 3 * f[j + 1] - f[j];
-            sum += d3 * d3;
-        }
+        if (st == AG_OK) ag__noise_add(f, NOISE_POINTS, sum_count);
     }
     for (size_t k = 0, at = 0; k < (size_t)n; at += in[k]->size, k++)
         memcpy(in[k]->data, keep + at, in[k]->size * sizeof(ag_real));
-    double measured = count ? sqrt(sum / count / 20) : 0, floor = DBL_EPSILON / 2 * fabs(l0) / sqrt(3);
-    *sigma = isnan(measured) || measured > floor ? measured : floor; /* a NaN stays */
+    *sigma = ag__noise_sigma(sum_count, l0);
     return st;
 }
 
@@ -101,8 +96,15 @@ ag_status ag__strict_element(const ag__probe *p, ag_tensor *x, size_t i, double 
         if (st != AG_OK) return st;
         d[k] = (lp - lm) / ((double)a - (double)b);
     }
+    ag__strict_from(d, h, sigma, d_eps, eps, out);
+    return AG_OK;
+}
+
+void ag__strict_from(const double d[3], double h, double sigma, double d_eps, double eps, ag__strict *out)
+{
     double r1 = (4 * d[1] - d[0]) / 3, r2 = (4 * d[2] - d[1]) / 3, spread = fabs(r1 - r2);
     out->numeric = r2;
+    out->spread = spread;
     out->tol = SIGMAS * sqrt(130.0) / 3 * sigma / h + spread;
     /* Stage one's D(eps) against R2.  R2's truncation error is |R1 - R2|/15
      * (doubled below, for the series' next terms); D(eps)'s is
@@ -113,5 +115,39 @@ ag_status ag__strict_element(const ag__probe *p, ag_tensor *x, size_t i, double 
     double trunc_eps = 4.0 / 3 * fabs(d[0] - d[1]) * (eps / h) * (eps / h);
     double noise = sigma * sqrt(130.0 / 9 / (h * h) + 0.5 / (eps * eps));
     out->rough = fabs(r2 - d_eps) > SIGMAS * noise + 2 * spread / 15 + trunc_eps;
-    return AG_OK;
+}
+
+void ag__noise_add(const double *f, int n, double *sum_count)
+{
+    for (int j = 0; j + 3 < n; j++) {
+        double d3 = f[j + 3] - 3 * f[j + 2] + 3 * f[j + 1] - f[j];
+        sum_count[0] += d3 * d3, sum_count[1] += 1;
+    }
+}
+
+double ag__noise_sigma(const double *sum_count, double l0)
+{
+    double measured = sum_count[1] ? sqrt(sum_count[0] / sum_count[1] / 20) : 0;
+    double floor = DBL_EPSILON / 2 * fabs(l0) / sqrt(3);
+    return isnan(measured) || measured > floor ? measured : floor; /* a NaN stays */
+}
+
+double ag__rms(const ag_real *x, size_t n)
+{
+    double sum = 0;
+    size_t count = 0;
+    for (size_t j = 0; j < n; j++)
+        if (isfinite((double)x[j])) sum += (double)x[j] * (double)x[j], count++;
+    double r = count ? sqrt(sum / (double)count) : 0;
+    return r > 0 ? r : 1;
+}
+
+bool ag__kink_here(const double e[3], double h, double sigma)
+{
+    /* e[k] = phi(t) + phi(-t) - 2 phi(0), t = h / 2^k: phi'' t^2 + O(t^4)
+     * where phi is smooth, so e / t halves with t; a kink at the point
+     * itself (a relu's input exactly 0) gives |jump| t, so e / t stays.
+     * Each e has rounding noise of deviation sqrt(6) sigma. */
+    double j1 = fabs(e[1]) / (h / 2), j2 = fabs(e[2]) / (h / 4), noise = SIGMAS * sqrt(6.0) * sigma / (h / 4);
+    return j2 > noise && j2 > 0.75 * j1;
 }

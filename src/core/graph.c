@@ -313,6 +313,7 @@ ag_tensor *ag__node(ag_graph *g, int op, int ndim, const int *shape, int nsrc,
     }
     n->slot = g->count;
     if (!tape_push(g, t)) return NULL;
+    if (g->replay) ag__replay_node(g, t);
     return t;
 }
 

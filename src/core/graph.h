@@ -43,7 +43,12 @@ struct ag_graph {
     ag_tensor *causal; /* the causal mask the layers share until the reset (ag__causal_shared) */
     void *temp;        /* ag__temp's buffer, kept across resets */
     size_t temp_cap;
+    struct ag__replay *replay; /* the node walk's replay (gradcheck_nodes.c), or NULL */
 };
+
+/* The node walk's hook: t has just gone on g's tape (graph.c, while
+ * g->replay is set); gradcheck_nodes.c. */
+void ag__replay_node(ag_graph *g, ag_tensor *t);
 
 /* " 'name'" when t has a name, else "" (graph.c). */
 const char *ag__name_str(const ag_tensor *t, char *buf, size_t len);

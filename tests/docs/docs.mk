@@ -13,7 +13,7 @@ QUOTED_DOCS = README.md examples/README.md $(filter-out docs/benchmarks.md,$(wil
 # runs and finite-difference errors the docs quote (as the pictures').
 DOCS_REFERENCE = $(if $(shell $(CC) --version 2>/dev/null | grep -i clang)$(filter-out -O2 -g,$(CFLAGS)),,--reference)
 DOCS_PROGRAMS = $(LIB32) $(LIB64) $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/gradcheck $(BUILD)/precision_tour \
-                $(BUILD)/translate $(BUILD)/gpt
+                $(BUILD)/translate $(BUILD)/gpt $(BUILD)/classify64
 docs-test: $(DOCS_PROGRAMS)
 	CC="$(CC)" bash tests/docs/check_docs.sh $(BUILD)
 	perl tests/docs/quotes.pl --check $(DOCS_REFERENCE) $(BUILD) $(QUOTED_DOCS)

@@ -138,6 +138,9 @@ NUL(ag_cross_entropy, ag_cross_entropy(W->g, W->x23, NULL, -1, 0))
 NUL(ag_cross_entropy_ex, ag_cross_entropy_ex(W->g, W->x23, (const int[]){0, 1}, -1, 0, (ag_reduction)99))
 BAD(ag_gradcheck, ag_gradcheck(W->g, NULL, NULL, NULL, 0, NULL, NULL))
 BAD(ag_gradcheck_store, ag_gradcheck_store(W->g, no_build, NULL, NULL, NULL, NULL))
+BAD(ag_gradcheck_model, ag_gradcheck_model(W->g, no_build, NULL, NULL, 0, NULL, NULL))
+BAD(ag_gradcheck_model_store, ag_gradcheck_model_store(W->g, no_build, NULL, NULL, NULL, NULL))
+BAD(ag_gradcheck_nodes, ag_gradcheck_nodes(W->g, NULL, NULL, NULL, NULL, NULL))
 BAD(ag_op_check, ag_op_check(-5, 0, 1, NULL, NULL, W->err, sizeof W->err))
 NUL(ag_team_new, ag_team_new(W->s, 0, no_init, NULL, W->err, sizeof W->err))
 BAD(ag_team_step, ag_team_step(NULL, W->g, 1, NULL, NULL, NULL))
@@ -266,7 +269,8 @@ static const walk walks[] = {
     G(ag_sum), G(ag_mean), G(ag_sum_all), G(ag_mean_all), G(ag_max), G(ag_softmax), G(ag_log_softmax),
     G(ag_expand), G(ag_repeat), G(ag_argmax), G(ag_topk), G(ag_where), G(ag_clamp),
     G(ag_masked_fill), G(ag_layer_norm), G(ag_embedding), G(ag_index_add), G(ag_dropout), G(ag_cross_entropy),
-    G(ag_cross_entropy_ex), G(ag_gradcheck), G(ag_gradcheck_store), E(ag_op_check), E(ag_team_new),
+    G(ag_cross_entropy_ex), G(ag_gradcheck), G(ag_gradcheck_store), G(ag_gradcheck_model),
+    G(ag_gradcheck_model_store), G(ag_gradcheck_nodes), E(ag_op_check), E(ag_team_new),
     G(ag_team_step),
     E(ag_safetensors_load), E(ag_safetensors_parse), E(ag_safetensors_read), E(ag_safetensors_read_tensor),
     E(ag_safetensors_read_int), {"ag_safetensors_add", ON_WRITER, w_ag_safetensors_add},

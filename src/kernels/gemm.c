@@ -279,8 +279,14 @@ static void add_bias_res(int M, int N, const ag_real *bias, const ag_real *res, 
  * columns of it, or NULL) is added last, after C: acc [+ C] + bias.
  * Every loop over acc is unrolled, the edge's too: one indexed by a
  * variable makes the compiler keep acc on the stack, and every tile then
- * stores its 24 vectors there twice and loads them once. */
-#define KERNEL_BODY(V, VL, NV, ZERO, LOAD, STORE, SET1, FMA, ADD, ROWS)                                       \
+ * stores its 24 vectors there twice and loads them once.  DONE runs once
+ * the vectors are stored: on x86 it clears the wide registers' upper
+ * halves (vzeroupper).  gcc 12 puts none before the call to
+ * store_tile_bias, a function of this file whose registers it knows, nor
+ * at the return after it, so that the kernel would leave them dirty, and
+ * every SSE instruction after it (plain C code, libm's erf and exp) would
+ * wait on them, up to ten times slower, until the next vzeroupper. */
+#define KERNEL_BODY(V, VL, NV, ZERO, LOAD, STORE, SET1, FMA, ADD, ROWS, DONE)                                 \
     {                                                                                                          \
         V acc[MR][NV];                                                                                         \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                                   \
@@ -313,6 +319,7 @@ static void add_bias_res(int M, int N, const ag_real *bias, const ag_real *res, 
         ag_real tile[MR * NV * VL];                                                                            \
         _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                                   \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) STORE(tile + (i * NV + v) * VL, acc[i][v]);   \
+        DONE;                                                                                                  \
         if (bias)                                                                                              \
             store_tile_bias(tile + skip * NV * VL, NV * VL, c + (size_t)skip * ldc, ldc, mr - skip, nr,        \
                             overwrite, bias);                                                                  \
@@ -357,16 +364,16 @@ typedef void (*add_tile_fn)(ADD_TILE_ARGS);
 #include <immintrin.h>
 #ifdef AG_DOUBLE
 #define K512(NV) KERNEL_BODY(__m512d, 8, NV, _mm512_setzero_pd(), _mm512_loadu_pd, _mm512_storeu_pd, \
-                             _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, STRIDED)
+                             _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, STRIDED, _mm256_zeroupper())
 #define K256(NV) KERNEL_BODY(__m256d, 4, NV, _mm256_setzero_pd(), _mm256_loadu_pd, _mm256_storeu_pd, \
-                             _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, STRIDED)
+                             _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, STRIDED, _mm256_zeroupper())
 #define A512 ADD_TILE_BODY(__m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd, _mm512_add_pd)
 #define A256 ADD_TILE_BODY(__m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_add_pd)
 #else
 #define K512(NV) KERNEL_BODY(__m512, 16, NV, _mm512_setzero_ps(), _mm512_loadu_ps, _mm512_storeu_ps, \
-                             _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, STRIDED)
+                             _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, STRIDED, _mm256_zeroupper())
 #define K256(NV) KERNEL_BODY(__m256, 8, NV, _mm256_setzero_ps(), _mm256_loadu_ps, _mm256_storeu_ps, \
-                             _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, STRIDED)
+                             _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, STRIDED, _mm256_zeroupper())
 #define A512 ADD_TILE_BODY(__m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_add_ps)
 #define A256 ADD_TILE_BODY(__m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_add_ps)
 #endif
@@ -399,7 +406,8 @@ typedef float32x4_t vneon;
 enum { VL_NEON = 16 / (int)sizeof(ag_real) };
 static inline vneon vn_zero(void) { return VN(vdupq_n)(0); }
 static inline vneon vn_fma(vneon a, vneon b, vneon c) { return VN(vfmaq)(c, a, b); } /* a b + c, one rounding */
-#define KNEON(NV) KERNEL_BODY(vneon, VL_NEON, NV, vn_zero(), VN(vld1q), VN(vst1q), VN(vdupq_n), vn_fma, VN(vaddq), ROWPTR)
+#define KNEON(NV) \
+    KERNEL_BODY(vneon, VL_NEON, NV, vn_zero(), VN(vld1q), VN(vst1q), VN(vdupq_n), vn_fma, VN(vaddq), ROWPTR, (void)0)
 /* GCC's scheduler, run before registers are allocated, hoists the six
  * loads of A above the FMAs, and 24 + 4 + 6 vectors do not fit in 32: it
  * spills accumulators in the loop.  Without that pass it keeps the source
@@ -426,7 +434,8 @@ static inline void vb_store(ag_real *p, vbase v) { memcpy(p, &v, sizeof v); }
 static inline vbase vb_set1(ag_real x) { return (vbase){0} + x; }
 static inline vbase vb_fma(vbase a, vbase b, vbase c) { return a * b + c; }
 static inline vbase vb_add(vbase a, vbase b) { return a + b; }
-#define KBASE(NV) KERNEL_BODY(vbase, VL_BASE, NV, (vbase){0}, vb_load, vb_store, vb_set1, vb_fma, vb_add, STRIDED)
+#define KBASE(NV) \
+    KERNEL_BODY(vbase, VL_BASE, NV, (vbase){0}, vb_load, vb_store, vb_set1, vb_fma, vb_add, STRIDED, (void)0)
 KERNELS(kbase_, , KBASE)
 static void kbase_add(ADD_TILE_ARGS) ADD_TILE_BODY(vbase, VL_BASE, vb_load, vb_store, vb_add)
 

@@ -30,6 +30,9 @@ AG_FLAGS := -std=c11 -Wall -Wextra -Iinclude -Isrc -MMD -MP -D_POSIX_C_SOURCE=20
             -fno-math-errno -Werror=implicit-function-declaration \
             $(OMP_FLAGS) $(if $(filter 1,$(WERROR)),-Werror)
 LDLIBS   := $(OMP_LIBS) -lm
+# The test scripts link their programs as the library is linked (OpenMP, or
+# pthreads where the compiler has no OpenMP: clang without libomp).
+export AG_LDLIBS := $(LDLIBS)
 # MPI=1: `make` also builds build/gpt-mpi and build/translate-mpi, whose
 # train commands split each step among mpirun's processes
 # (examples/common/dist_mpi.c, with Open MPI's mpicc flags; see
@@ -244,7 +247,7 @@ define ag_pc # name, description, extra cflags
 	@mkdir -p $(BUILD)
 	@printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(INCLUDEDIR)' 'libdir=$(LIBDIR)' '' \
 	  'Name: $(1)' 'Description: $(2)' 'Version: $(AG_VERSION)' \
-	  'Cflags: -I$${includedir}$(3)' 'Libs: -L$${libdir} -l$(1)' 'Libs.private: -fopenmp -lm' > $@
+	  'Cflags: -I$${includedir}$(3)' 'Libs: -L$${libdir} -l$(1)' 'Libs.private: $(LDLIBS)' > $@
 endef
 $(BUILD)/attograd.pc:
 	$(call ag_pc,attograd,tensors and reverse-mode autodiff in C11 (float),)

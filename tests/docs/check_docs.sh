@@ -58,7 +58,7 @@ for md in "${files[@]}"; do
         elif grep -q '^[a-z ]*main *(' "$src"; then
             lib=("$B/libattograd.a")
             if sed -n 2p "$src" | grep -q '^/\* double \*/'; then lib=(-DAG_DOUBLE "$B/libattograd64.a"); fi
-            if ! "$CC" "${CFLAGS_DOC[@]}" "$src" "${lib[@]}" -o "$d/$id" -fopenmp -lm 2> "$d/$id.err"; then
+            if ! "$CC" "${CFLAGS_DOC[@]}" "$src" "${lib[@]}" -o "$d/$id" ${AG_LDLIBS:--fopenmp -lm} 2> "$d/$id.err"; then
                 no "$where: program does not compile:"; sed 's/^/     /' "$d/$id.err" | head -n 20; continue
             fi
             if ! (cd "$d" && "./$id" > "$id.got" 2> "$id.stderr"); then

@@ -150,7 +150,7 @@ took "make test passes ($SUITES)"
 check() { # build the copy's double library and the checker; run it
     step lib.log build/libattograd64.a || fail "the copy does not build"
     "$CC" -std=c11 -Wall -Wextra -Werror -O1 -DAG_DOUBLE -DOP_CALL="ag_$name" -I"$tmp/tree/include" \
-        "$root/tests/docs/op_guide_check.c" "$tmp/tree/build/libattograd64.a" -fopenmp -lm -o "$tmp/check" ||
+        "$root/tests/docs/op_guide_check.c" "$tmp/tree/build/libattograd64.a" ${AG_LDLIBS:--fopenmp -lm} -o "$tmp/check" ||
         fail "tests/docs/op_guide_check.c does not build against the copy"
     "$tmp/check" "$name" > "$tmp/check.out" 2>&1
 }

@@ -38,7 +38,7 @@ for f in "${stubs[@]}"; do
 done
 link() { # OUT, then the objects
     local out=$1; shift
-    "$CC" "$B/f64/tests/exercises/check.o" "$@" "$B/libattograd64.a" -o "$out" -fopenmp -lm 2> "$tmp/err" ||
+    "$CC" "$B/f64/tests/exercises/check.o" "$@" "$B/libattograd64.a" -o "$out" ${AG_LDLIBS:--fopenmp -lm} 2> "$tmp/err" ||
         { no "linking $out: $(cat "$tmp/err")"; return 1; }
 }
 link "$tmp/stubs" "$tmp"/stub_*.o && link "$tmp/answers" "$tmp"/answer_*.o || { echo "exercises: $pass passed, $fail failed"; exit 1; }

@@ -3,5 +3,5 @@
 # (tests/link/test_link.sh).
 .PHONY: link-test
 link-test: $(LIB32) $(LIB64)
-	bash tests/link/test_link.sh $(BUILD) "$(CC)"
+	bash tests/link/test_link.sh $(BUILD) "$(CC)" "$(LDLIBS)"
 TEST_SUITES += link-test

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# tests/link/test_link.sh BUILD_DIR [CC]: a program compiled without
+# tests/link/test_link.sh BUILD_DIR [CC] [LIBS]: a program compiled without
 # -DAG_DOUBLE must not link with libattograd64.a, nor one compiled with it
 # with libattograd.a: each ag_real would be read at the wrong width.  The
 # linker's message names a symbol that says which precision the program
 # was compiled for (ag_graph_new_f32 / ag_graph_new_f64).  The matching
-# pairs link and print the right sum.
+# pairs link and print the right sum.  LIBS: what the library links with
+# (the Makefile's LDLIBS: -fopenmp or -pthread, and -lm).
 # Prints 'N passed, N failed' last; exits 1 on any failure.
 set -u
 B=$(cd "${1:-build}" && pwd)
 CC=${2:-cc}
+LIBS=${3:-${AG_LDLIBS:--fopenmp -lm}}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,7 +34,7 @@ C
 # link SRC_FLAGS LIB OUT: compile sum.c with the flags, link with LIB
 link() {
     $CC -std=c11 -I"$here/include" $1 -c "$tmp/sum.c" -o "$tmp/sum$3.o" &&
-        $CC "$tmp/sum$3.o" "$2" -o "$tmp/sum$3" -fopenmp -lm > "$tmp/link$3.txt" 2>&1
+        $CC "$tmp/sum$3.o" "$2" -o "$tmp/sum$3" $LIBS > "$tmp/link$3.txt" 2>&1
 }
 
 for pair in "f32::$B/libattograd64.a:ag_graph_new_f32" "f64:-DAG_DOUBLE:$B/libattograd.a:ag_graph_new_f64"; do

@@ -27,7 +27,7 @@ OMP_LIBS  := $(if $(filter 1,$(OPENMP)),$(OPENMP_LIBS),-pthread)
 # function never declared is an error in every build (C89 would guess an
 # int return and cut a pointer).  WERROR=1 (CI) turns warnings into errors.
 AG_FLAGS := -std=c11 -Wall -Wextra -Iinclude -Isrc -MMD -MP -D_POSIX_C_SOURCE=200809L -ffp-contract=off \
-            -fno-math-errno -Werror=implicit-function-declaration \
+            -fno-math-errno -Werror=implicit-function-declaration $(if $(filter -O2 -O3,$(CFLAGS)),-DAG_O2_BUILD) \
             $(OMP_FLAGS) $(if $(filter 1,$(WERROR)),-Werror)
 LDLIBS   := $(OMP_LIBS) -lm
 # The test scripts link their programs as the library is linked (OpenMP, or

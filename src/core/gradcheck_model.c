@@ -69,9 +69,10 @@ static ag_status central(const model_check *c, int dir, double t, double *d, dou
     double lp, lm;
     ag_status st = loss_at(c, dir, t, &lp);
     if (st == AG_OK) st = loss_at(c, dir, -t, &lm);
+    if (st != AG_OK) return st;
     *d = (lp - lm) / (2 * t);
     *even = lp + lm; /* minus 2 L(x): the kink test's */
-    return st;
+    return AG_OK;
 }
 
 /* The noise of L: 9 points 1e-7 apart along each of the first two

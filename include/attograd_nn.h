@@ -473,11 +473,41 @@ typedef struct ag_sample_opts {
     uint64_t seed;      /* the same seed gives the same tokens */
     int no_cache;       /* 1: recompute the whole window for every token
                            (no key/value cache); the same tokens, slower */
+    double top_p;       /* nucleus (ag_sampling); 0 (unset) or 1: all */
 } ag_sample_opts;
 
-/* Token v with p ~ exp(logit_v / temperature) among the top_k (0: all),
- * the argmax for temperature 0; work: V doubles.  -1 when no logit is
- * finite or an argument is bad. */
+/* The sampler's filters between a row of logits l[V] and the draw, in order:
+ *   temperature  w_v = exp((l_v - max l) / temperature); 0: greedy (the
+ *                largest finite logit, the lowest id on ties)
+ *   top_k        keep v when l_v >= the k-th largest logit, every tie of
+ *                it; 0: all
+ *   top_p        keep v when the tokens strictly more probable than v hold
+ *                < top_p of the probability (after the two above): the
+ *                smallest set of most probable tokens whose total is
+ *                >= top_p, with every tie of the least probable; 1: all
+ * A logit that is not finite is never drawn.  The draw: with u uniform in
+ * [0, 1), the first v in id order with u * sum w < w_0 + ... + w_v. */
+typedef struct ag_sampling {
+    double temperature; /* >= 0, finite */
+    int top_k;          /* >= 0 */
+    double top_p;       /* 0 < top_p <= 1 */
+} ag_sampling;
+
+/* AG_OK, or AG_ERR_ARG with a message naming the bad value in err. */
+ag_status ag_sampling_check(const ag_sampling *s, char *err, size_t errlen);
+/* before[V] = softmax(logits) (temperature 1, no filter), after[V] = the
+ * distribution s draws from (one-hot for temperature 0).  AG_ERR_ARG for a
+ * bad argument, AG_ERR_NUMERIC when no logit is finite, the reason in err. */
+ag_status ag_sample_dist(const ag_real *logits, int V, const ag_sampling *s, double *before, double *after,
+                         char *err, size_t errlen);
+/* A token drawn from logits[V] as s says, rng's next uniform as u; work:
+ * 2 V doubles.  -1 when no logit is finite or an argument is bad. */
+int ag_sample_next(const ag_real *logits, int V, const ag_sampling *s, ag_rng *rng, double *work);
+/* The inverse CDF: the first v with u * sum w < w_0 + ... + w_v, over the
+ * w_v > 0 (weights or probabilities, u in [0, 1)); -1 when none is > 0. */
+int ag_sample_draw(const double *w, int V, double u);
+/* ag_sample_next without top-p: temperature <= 0 greedy, top_k <= 0 all;
+ * work: V doubles. */
 int ag_sample_logits(const ag_real *logits, int V, double temperature, int top_k, ag_rng *rng, double *work);
 
 /* out [n_prompt + n_new] = the prompt, then n_new tokens drawn from the

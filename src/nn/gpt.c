@@ -109,46 +109,6 @@ ag_tensor *ag_gpt_loss(ag_graph *g, const ag_gpt *m, const int *ids, const int *
     return ag_cross_entropy(g, ag_gpt_forward(g, m, ids, B, T), targets, -1, 0);
 }
 
-/* ---- sampling ---------------------------------------------------------------- */
-
-static int descending(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x < y) - (x > y);
-}
-
-int ag_sample_logits(const ag_real *logits, int V, double temperature, int top_k, ag_rng *rng, double *work)
-{
-    if (!logits || V < 1 || !rng || !work) return -1;
-    int best = -1; /* the largest finite logit, the lowest id on ties */
-    for (int v = 0; v < V; v++)
-        if (isfinite((double)logits[v]) && (best < 0 || logits[v] > logits[best])) best = v;
-    if (best < 0 || temperature <= 0) return best;
-    /* top-k: keep the logits >= the k-th largest (all of them on a tie) */
-    double cut = -INFINITY;
-    if (top_k > 0 && top_k < V) {
-        for (int v = 0; v < V; v++) work[v] = isfinite((double)logits[v]) ? (double)logits[v] : -INFINITY;
-        qsort(work, (size_t)V, sizeof *work, descending);
-        cut = work[top_k - 1];
-    }
-    /* p_v = exp((l_v - max) / temperature) / total over the kept v */
-    double max = logits[best], total = 0;
-    for (int v = 0; v < V; v++) {
-        double l = logits[v];
-        work[v] = isfinite(l) && l >= cut ? exp((l - max) / temperature) : 0;
-        total += work[v];
-    }
-    double u = ag_rng_uniform(rng) * total, acc = 0;
-    int last = best;
-    for (int v = 0; v < V; v++) {
-        if (work[v] == 0) continue;
-        acc += work[v];
-        last = v;
-        if (u < acc) return v;
-    }
-    return last; /* u rounded up to the total */
-}
-
 /* ---- incremental decoding ------------------------------------------------------ */
 
 /* kv holds, for block l, keys then values: [2 L, context, C], the rows of
@@ -269,11 +229,12 @@ ag_status ag_gpt_sample(ag_graph *g, const ag_gpt *m, const int *prompt, int n_p
                                                              : !out ? "out is NULL"
                                                              : !opts ? "opts is NULL"
                                                                      : "n_new < 0");
-    if (!(opts->temperature >= 0) || !isfinite(opts->temperature) || opts->top_k < 0)
-        return ag_graph_fail(g, AG_ERR_ARG, "gpt_sample: temperature %g (want >= 0) or top_k %d (want >= 0)",
-                             opts->temperature, opts->top_k);
+    /* top_p 0 (a zeroed struct) means no top-p */
+    ag_sampling s = {opts->temperature, opts->top_k, opts->top_p == 0 ? 1 : opts->top_p};
+    char why[128];
+    if (ag_sampling_check(&s, why, sizeof why) != AG_OK) return ag_graph_fail(g, AG_ERR_ARG, "gpt_sample: %s", why);
     int V = m->cfg.vocab;
-    double *work = ag__malloc((size_t)V * sizeof *work);
+    double *work = ag__malloc(2 * (size_t)V * sizeof *work); /* the weights, then room for top-k and top-p */
     ag_gpt_cache *cache = opts->no_cache ? NULL : ag_gpt_cache_new(m);
     if (!work || (!opts->no_cache && !cache)) {
         ag__free(work);
@@ -289,7 +250,7 @@ ag_status ag_gpt_sample(ag_graph *g, const ag_gpt *m, const int *prompt, int n_p
         ag_graph_reset(g);
         const ag_real *row = next_logits(g, m, cache, out, len);
         if (!row) break;
-        int next = ag_sample_logits(row, V, opts->temperature, opts->top_k, &rng, work);
+        int next = ag_sample_next(row, V, &s, &rng, work);
         if (next < 0) {
             ag_graph_fail(g, AG_ERR_NUMERIC, "gpt_sample: no finite logit at position %d", len);
             break;

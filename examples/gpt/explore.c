@@ -7,7 +7,8 @@
  * scores and the queries and keys they came from (ag_attention_qk); and,
  * from the same graph, the embeddings, each block's feed-forward hidden
  * units and, from ag_gpt_forward on the same window, the top 5 next
- * characters at each position.  `gpt train --html` gets from here each
+ * characters at each position, and the first sampled character's
+ * distribution before and after the sampler's filters (sample_dist.c).  `gpt train --html` gets from here each
  * layer's attention entropy at each evaluation, and writes the training
  * page. */
 #include "gpt.h"
@@ -16,7 +17,7 @@
 
 /* A character as a label: itself, or a visible stand-in for a space, a
  * newline or a byte that is not printable ASCII. */
-static void label(unsigned char c, char out[8])
+void char_label(unsigned char c, char out[8])
 {
     if (c == ' ') snprintf(out, 8, "\xe2\x90\xa3"); /* U+2423 open box */
     else if (c == '\n') snprintf(out, 8, "\\n");
@@ -72,7 +73,7 @@ static int explore_inside(const model *m, ag_graph *g, FILE *f, const int *win, 
         free(next), free(vbuf), free(vocab);
         return 1;
     }
-    for (int v = 0; v < V; v++) label(m->voc.chars[v], vbuf[v]), vocab[v] = vbuf[v];
+    for (int v = 0; v < V; v++) char_label(m->voc.chars[v], vbuf[v]), vocab[v] = vbuf[v];
     for (int t = 0; t < T; t++) next[t] = t + 1 < T ? win[t + 1] : -1;
     fprintf(f, ",\n\"embeddings\": [");
     bad |= json_embedding(f, g, m->net.embedding.tokens, "the characters' embeddings", lab, T, "token embedding",
@@ -97,12 +98,13 @@ static int explore_inside(const model *m, ag_graph *g, FILE *f, const int *win, 
  * after a message. */
 static int write_outputs(const opts *o, const char *json, size_t len, const char *weights)
 {
-    char length[16], seed[32], temperature[32], top_k[16];
+    char length[16], seed[32], temperature[32], top_k[16], top_p[32];
     snprintf(length, sizeof length, "%d", o->length), snprintf(top_k, sizeof top_k, "%d", o->top_k);
+    snprintf(top_p, sizeof top_p, "%.17g", o->top_p);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     snprintf(temperature, sizeof temperature, "%.17g", o->temperature);
     const char *const args[] = {"sample", "--model", "/model.safetensors", "--prompt", "{input}", "--length", length,
-                                "--seed", seed, "--temperature", temperature, "--top-k", top_k, "--json", "-", NULL};
+                                "--seed", seed, "--temperature", temperature, "--top-k", top_k, "--top-p", top_p, "--json", "-", NULL};
     live_spec live = {"gpt", o->argv0, o->wasm, o->live, TITLE, "model.safetensors", weights, args,
                       o->prompt ? o->prompt : "\n"};
     return explorer_write(prog, json, len, &(explorer_dest){o->html, o->json, o->live ? &live : NULL, TITLE});
@@ -157,7 +159,7 @@ int explore_sample(const model *m, const int *ids, int n, int prompt_len, const 
         goto done;
     }
     for (int t = 0; t < T; t++) {
-        label(m->voc.chars[win[t]], buf[t]);
+        char_label(m->voc.chars[win[t]], buf[t]);
         lab[t] = buf[t], text[t] = (char)m->voc.chars[win[t]];
     }
     text[T] = '\0';
@@ -181,7 +183,8 @@ int explore_sample(const model *m, const int *ids, int n, int prompt_len, const 
         }
     }
     fprintf(x.f, "]");
-    if (explore_inside(m, g, x.f, win, T, lab)) {
+    if (explore_inside(m, g, x.f, win, T, lab) ||
+        (fprintf(x.f, ",\n\"sampling\": "), json_sampling(x.f, m, ids, prompt_len, n, o))) {
         fclose(x.f), free(x.buf), x.f = NULL;
         goto done;
     }

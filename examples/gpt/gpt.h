@@ -33,7 +33,8 @@ typedef struct opts {
     const char *live, *wasm, *argv0; /* sample's live page, its module, and where the program is */
     int steps, batch, context, hidden, heads, ffn, layers, untied, eval_every, threads, parts, length, top_k, quiet,
         all;
-    double lr, clip, dropout, temperature;
+    double lr, clip, dropout, temperature, top_p; /* sample's --top-p: 1 (off) unless given */
+    int show_dist; /* sample's --show-dist N: the N most probable first tokens */
     uint64_t seed;
     int stdin_uses; /* input flags given "-" (stdin) */
     const char *head_off[HEADS_OFF_MAX]; /* sample's --head-off self:LAYER:HEAD, each */
@@ -140,6 +141,13 @@ int head_off_parse(const char *s, const model *m, int *layer, int *head);
  * the first prompt_len of ids are the prompt ("prompt" and "sample" in the
  * data: the whole text, shown first).  0, or 1 after a message. */
 int explore_sample(const model *m, const int *ids, int n, int prompt_len, const opts *o, const char *weights);
+/* A character as a label: itself, or a visible stand-in (explore.c). */
+void char_label(unsigned char c, char out[8]);
+/* sample_dist.c: the first sampled token's distribution, before and after
+ * the sampler's filters (ag_sample_dist): the page's "sampling" data and
+ * --show-dist N's table.  0, or 1 after a message. */
+int json_sampling(FILE *f, const model *m, const int *ids, int prompt_len, int n, const opts *o);
+int print_dist(const model *m, const int *ids, int prompt_len, const opts *o);
 /* Each layer's attention entropy on the window ids[0..T) (T <= context):
  * the mean over heads and rows of -sum_s P_s log P_s, nats, into out
  * [layers].  0, or 1 after a message. */

@@ -4,7 +4,7 @@
  *   gpt train  --data FILE --out MODEL [options]      (--resume MODEL continues)
  *   gpt eval   --model MODEL --data FILE [--all] [--json FILE]
  *   gpt sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1]
- *              [--top-k 0] [--seed 0] [--head-off self:LAYER:HEAD]...
+ *              [--top-k 0] [--top-p 1] [--seed 0] [--head-off self:LAYER:HEAD]... [--show-dist N]
  *   gpt64 gradcheck --data FILE [model flags] [--directions 4] [--walk] [--break OP [--by X]]
  *
  * The model is ag_gpt (src/nn/gpt.c): pre-LayerNorm decoder-only blocks,
@@ -37,12 +37,15 @@ void usage(FILE *f)
             "                [--precision fp32|bf16]\n"
             "                [--eval-every 100] [--resume MODEL] [--json FILE] [--plot LOSS.svg] [--html PAGE.html] [--quiet]\n"
             "       %s eval --model MODEL --data FILE [--all] [--batch 32] [--json FILE] [--threads N]\n"
-            "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0]\n"
+            "       %s sample --model MODEL [--prompt TEXT] [--length 200] [--temperature 1.0] [--top-k 0] [--top-p 1]\n"
             "                [--seed 0] [--threads N] [--html PAGE.html] [--json FILE] [--live PAGE.html [--wasm FILE]]\n"
-            "                [--head-off self:LAYER:HEAD]...\n"
+            "                [--head-off self:LAYER:HEAD]... [--show-dist N]\n"
             "       %s64 gradcheck --data FILE [train's model flags, --batch, --seed] [--directions 4] [--walk]\n"
             "                [--break OP [--by 1.01]]\n"
             "\n"
+            "sample: --top-p P keeps the most probable characters that together hold at least P (after\n"
+            "  --temperature and --top-k; every tie of the last kept); --show-dist N prints the N most probable\n"
+            "  first characters, before and after those filters.\n"
             "sample: --head-off self:1:0 switches head 0 of layer 1's self-attention off (its output times 0),\n"
             "  at most %d times.\n"
             "train: --parts N splits each batch among N threads (data parallel); under mpirun (make MPI=1)\n"
@@ -85,6 +88,17 @@ static int real(const char *flag, const char *s, double lo, double hi, double *o
     return 0;
 }
 
+/* A probability p with 0 < p <= 1 (top-p: 0 would keep nothing). */
+static int fraction(const char *flag, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !(v > 0 && v <= 1)) return bad_value(flag, "a number p with 0 < p <= 1", s);
+    *out = v;
+    return 0;
+}
+
 /* The value v of flag f into o.  Returns 0, or the exit status (2). */
 static int parse_value(const char *f, const char *v, opts *o)
 {
@@ -121,6 +135,8 @@ static int parse_value(const char *f, const char *v, opts *o)
     else if (!strcmp(f, "--parts")) rc = whole(f, v, 1, 256, &o->parts);
     else if (!strcmp(f, "--length")) rc = whole(f, v, 0, 1000000, &o->length);
     else if (!strcmp(f, "--top-k")) rc = whole(f, v, 0, 256, &o->top_k);
+    else if (!strcmp(f, "--top-p")) rc = fraction(f, v, &o->top_p);
+    else if (!strcmp(f, "--show-dist")) rc = whole(f, v, 1, 256, &o->show_dist);
     else if (!strcmp(f, "--seed")) {
         rc = whole(f, v, 0, INT_MAX, &seed);
         o->seed = (uint64_t)seed;
@@ -149,7 +165,7 @@ static int parse(int argc, char **argv, int first, opts *o)
 {
     *o = (opts){.steps = 2000, .batch = 32, .context = 32, .hidden = 64, .heads = 4, .ffn = 256, .layers = 2,
                 .activation = "gelu", .eval_every = 100, .threads = 1, .parts = 1, .length = 200, .lr = 1e-3, .clip = 1.0,
-                .temperature = 1.0, .by = 1.01};
+                .temperature = 1.0, .top_p = 1, .by = 1.01};
     for (int i = first; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {

@@ -1,5 +1,5 @@
 /* sample.c: `gpt sample`: text from a trained model, one character at a
- * time (ag_gpt_sample): temperature, top-k and a seed, so the same seed
+ * time (ag_gpt_sample): temperature, top-k, top-p and a seed, so the same seed
  * gives the same text.  --head-off self:LAYER:HEAD switches a head off
  * before sampling: its D columns of the block's W_o are zeroed, so its
  * output is multiplied by 0 (the translator's --head-off, on the GPT's
@@ -69,7 +69,7 @@ int cmd_sample(const opts *o)
         goto done;
     }
     if (text_encode(&m.voc, (const unsigned char *)prompt, np, ids, "--prompt")) goto done;
-    ag_sample_opts so = {.temperature = o->temperature, .top_k = o->top_k, .seed = o->seed};
+    ag_sample_opts so = {.temperature = o->temperature, .top_k = o->top_k, .seed = o->seed, .top_p = o->top_p};
     int *out = malloc((np + (size_t)o->length) * sizeof *out);
     if (!out) {
         fprintf(stderr, "%s: out of memory\n", prog);
@@ -85,6 +85,10 @@ int cmd_sample(const opts *o)
         goto done;
     }
     int text = !o->json || strcmp(o->json, "-"); /* --json - takes stdout */
+    if (text && o->show_dist && print_dist(&m, out, (int)np, o)) {
+        free(out);
+        goto done;
+    }
     for (size_t i = 0; text && i < np + (size_t)o->length; i++) putchar(m.voc.chars[out[i]]);
     if (text && np + (size_t)o->length > 0 && m.voc.chars[out[np + (size_t)o->length - 1]] != '\n') putchar('\n');
     free(out);

@@ -7,7 +7,8 @@
 #   - a short train / eval / sample round trip works: the loss falls, eval
 #     gives the held-out loss train printed, --json and --plot are written;
 #   - sample with the same seed gives the same text, another seed other text,
-#     temperature 0 ignores the seed;
+#     temperature 0 ignores the seed; --top-p: hostile values are exit 2
+#     naming the flag, 1 changes no character, 1e-9 is greedy; --show-dist;
 #   - sample --head-off: a value outside the model or of another kind is
 #     exit 2 naming it; a head switched off is listed in --json's
 #     "heads_off" and changes the next characters' log-sum-exp;
@@ -87,6 +88,21 @@ run "greedy, another seed" 0 "" sample --model "$tmp/m.safetensors" --length 40 
 if cmp -s "$tmp/g1" "$tmp/out"; then ok; else no "temperature 0 depends on the seed"; fi
 run "top-k 1 is greedy" 0 "" sample --model "$tmp/m.safetensors" --length 40 --top-k 1 --seed 3
 if cmp -s "$tmp/g1" "$tmp/out"; then ok; else no "top-k 1 differs from greedy"; fi
+
+# ---- --top-p: checked, 1 changes nothing, a tiny one is greedy, --show-dist ---------
+for v in abc 1e999 -1 nan 0 1.5 ""; do
+    run "--top-p '$v'" 2 "--top-p needs a number p with 0 < p <= 1, got '$v'" sample --model "$tmp/m.safetensors" --top-p "$v"
+done
+run "top-p 1" 0 "" sample --model "$tmp/m.safetensors" --prompt "I " --length 80 --seed 5 --top-p 1
+if cmp -s "$tmp/s5a" "$tmp/out"; then ok; else no "--top-p 1 changed the text of seed 5"; fi
+run "top-p 1e-9 is greedy" 0 "" sample --model "$tmp/m.safetensors" --length 40 --top-p 1e-9 --seed 3
+if cmp -s "$tmp/g1" "$tmp/out"; then ok; else no "top-p 1e-9 differs from greedy"; fi
+run "--show-dist" 0 "" sample --model "$tmp/m.safetensors" --prompt "I " --length 5 --top-p 0.5 --temperature 0.8 --show-dist 4
+# at temperature 0.8, cut and renormalised, the most probable character gains
+if grep -q "temperature 0.8, top-k 0, top-p 0.5 keep [0-9]* of [0-9]*" "$tmp/out" &&
+    [ "$(grep -c '^[^ ]* *0\.[0-9]* *0\.[0-9]*' "$tmp/out")" = 4 ] &&
+    awk 'NR == 3 { good = $3 + 0 > $2 + 0 } END { exit !good }' "$tmp/out"; then ok
+else no "--show-dist 4: $(head -c 300 "$tmp/out")"; fi
 
 # ---- --head-off: checked against the model; a head off changes the numbers ---------
 for v in self:2:0 self:0:2 self:-1:0 cross:0:0 self:0 self:0:0x; do

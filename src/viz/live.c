@@ -108,9 +108,9 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
     put_base64(&t, prog->wasm, prog->wasm_len);
     ag__text_puts(&t, "</script>\n<script type=\"application/octet-stream\" id=\"live-file\">\n");
     if (prog->file_name) put_base64(&t, prog->file, prog->file_len);
-    ag__text_printf(&t, "</script>\n<script>\n%s\n%s</script>\n<script id=\"live-wasi\">\n%s</script>\n<script>\n%s"
+    ag__text_printf(&t, "</script>\n<script>\n%s\n%s</script>\n<script id=\"live-wasi\">\n%s</script>\n<script>\n%s%s"
                         "</script>\n</body>\n</html>\n",
-                    ag__explorer_draw_js, ag__explorer_js, ag__live_wasi_js, ag__live_js);
+                    ag__explorer_draw_js, ag__explorer_js, ag__live_wasi_js, ag__sampling_js, ag__live_js);
     st = ag__text_save(&t, "live page", path, err, errlen);
     ag__text_free(&t);
     return st;

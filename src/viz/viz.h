@@ -81,5 +81,6 @@ void ag__explorer_put_json(ag__text *t, const char *json);
  * its worker), then the page (live_js.c), after the explorer's. */
 extern const char ag__live_wasi_js[];
 extern const char ag__live_js[];
+extern const char ag__sampling_js[]; /* the GPT page's sampling controls */
 
 #endif

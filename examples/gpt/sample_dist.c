@@ -85,13 +85,13 @@ int print_dist(const model *m, const int *ids, int prompt_len, const opts *o)
     qsort(order, (size_t)V, sizeof *order, more_probable);
     printf("the first sampled character: temperature %g, top-k %d, top-p %g keep %d of %d\n", o->temperature,
            o->top_k, o->top_p, kept, V);
-    printf("%-6s %-12s %-12s\n", "char", "p before", "p after");
+    printf("%-6s %-12s %s\n", "char", "p before", "p after");
     for (int i = 0; i < N; i++) {
         char label[8];
         char_label(m->voc.chars[order[i]], label);
         int w = 0; /* characters, not bytes: U+2423 stands for a space */
         for (const char *c = label; *c; c++) w += (*c & 0xc0) != 0x80;
-        printf("%s%*s %-12.6f %-12.6f\n", label, 6 - w, "", p[order[i]], p[V + order[i]]);
+        printf("%s%*s %-12.6f %.6f\n", label, 6 - w, "", p[order[i]], p[V + order[i]]);
     }
     free(p), free(order);
     return 0;

@@ -7,6 +7,10 @@
 #   live_mask.png    the backward tour's page, two cells of the mask flipped
 #                    (query 0 may see key 1, query 3 may not)
 #   live_step.png    the same, then five training steps taken in the page
+#   live_sampling.png  the GPT's page (a small model trained as the
+#                    translator is), the prompt "We " sampled at temperature
+#                    0.7, top-k 6, top-p 0.8, seed 4: the sampling controls and
+#                    the first new character's distribution before and after
 #   live_pictures.txt  the browser's version, and each picture's numbers
 #                    (the sha256 of the JSON its page computed and drew)
 # Every number they show is computed by WebAssembly (make wasm), which
@@ -65,3 +69,7 @@ node --no-warnings "$here/wasi_run.js" "$B/wasm/translate.wasm" "$tmp" train --d
 shot "$tmp/translate.html" "live_input=i%20lost%20.&attn=cross&layer=1&head=1&token=1" live_typed.png
 shot "$tmp/tour.html" "live_mask=0,1;3,1" live_mask.png
 shot "$tmp/tour.html" "live_mask=0,1;3,1&live_steps=5" live_step.png
+node --no-warnings "$here/wasi_run.js" "$B/wasm/gpt.wasm" "$tmp" train --data /train.tsv --out /g.safetensors \
+    --context 12 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8 --steps 40 --eval-every 10 --quiet
+"$B/gpt" sample --model "$tmp/g.safetensors" --prompt "I " --length 20 --live "$tmp/gpt.html" > /dev/null
+shot "$tmp/gpt.html" "live_input=We%20&live_temperature=0.7&live_top_k=6&live_top_p=0.8&live_seed=4" live_sampling.png

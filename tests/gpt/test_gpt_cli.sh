@@ -9,6 +9,8 @@
 #   - sample with the same seed gives the same text, another seed other text,
 #     temperature 0 ignores the seed; --top-p: hostile values are exit 2
 #     naming the flag, 1 changes no character, 1e-9 is greedy; --show-dist;
+#     --json's first-character distributions, before and after the filters,
+#     against PyTorch (tests/reference/sampling_gpt.txt);
 #   - sample --head-off: a value outside the model or of another kind is
 #     exit 2 naming it; a head switched off is listed in --json's
 #     "heads_off" and changes the next characters' log-sum-exp;
@@ -103,6 +105,27 @@ if grep -q "temperature 0.8, top-k 0, top-p 0.5 keep [0-9]* of [0-9]*" "$tmp/out
     [ "$(grep -c '^[^ ]* *0\.[0-9]* *0\.[0-9]*' "$tmp/out")" = 4 ] &&
     awk 'NR == 3 { good = $3 + 0 > $2 + 0 } END { exit !good }' "$tmp/out"; then ok
 else no "--show-dist 4: $(head -c 300 "$tmp/out")"; fi
+
+# ---- the first character's distributions against PyTorch (tests/reference/sampling_gpt.txt:
+# gpt.py's twin of gpt_tiny in float64; this float build within a relative 1e-4, the
+# characters filtered out the same) --------------------------------------------------
+fixture=tests/reference/sampling_gpt.txt
+while read -r tag hex t k p; do
+    [ "$tag" = gpt ] || continue
+    prompt=$(printf "$(echo "$hex" | sed 's/../\\x&/g')")
+    read -r _ before; read -r _ after
+    if ! "$G" sample --model tests/reference/gpt_tiny.safetensors --prompt "$prompt" --length 1 --temperature "$t" \
+        --top-k "$k" --top-p "$p" --json - > "$tmp/dist.json" 2> "$tmp/err"; then no "gpt sample $t $k $p: $(cat "$tmp/err")"; continue; fi
+    for which in before after; do
+        want=$([ $which = before ] && echo "$before" || echo "$after")
+        got=$(grep -o "\"$which\": \[[^]]*\]" "$tmp/dist.json" | sed 's/.*\[//; s/\]//; s/,//g')
+        if awk -v got="$got" -v want="$want" 'BEGIN { n = split(got, g, " "); m = split(want, w, " ");
+                if (n != m || n < 2) exit 1
+                for (i = 1; i <= n; i++) { d = g[i] - w[i]; if (d < 0) d = -d
+                    if ((g[i] == 0) != (w[i] == 0) || d > 1e-4 * w[i]) exit 1 } }'; then ok
+        else no "gpt sample --prompt '$prompt' --temperature $t --top-k $k --top-p $p: \"$which\" is not PyTorch's"; fi
+    done
+done < "$fixture"
 
 # ---- --head-off: checked against the model; a head off changes the numbers ---------
 for v in self:2:0 self:0:2 self:-1:0 cross:0:0 self:0 self:0:0x; do

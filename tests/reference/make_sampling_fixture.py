@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """make_sampling_fixture.py: PyTorch's next-token distributions after
 temperature, top-k and top-p, for tests/test_sampling.c:
-tests/reference/sampling.txt.
+tests/reference/sampling.txt; and tests/reference/sampling_gpt.txt, the
+first character `gpt sample` draws from tests/reference/gpt_tiny.safetensors
+after a prompt, as its PyTorch twin (gpt.py) gives it, for
+tests/gpt/test_gpt_cli.sh (`gpt sample --json`'s "sampling").
 
 Run with Debian's python3-torch:  /usr/bin/python3 tests/reference/make_sampling_fixture.py
 
@@ -60,7 +63,7 @@ COMBOS = [(1, 0, 1), (0.7, 0, 1), (2.5, 0, 1), (0, 0, 1), (0, 3, 0.5), (1, 3, 1)
           (100, 0, 0.3), (1, 2, 0.6)]
 
 
-def filtered(l, temperature, top_k, top_p):
+def filtered(l, temperature, top_k, top_p, margin=MARGIN):
     """before, after, and whether top-p's decision is clear of the margin"""
     x = torch.tensor(l, dtype=torch.float64)
     x = torch.where(torch.isfinite(x), x, torch.tensor(-math.inf, dtype=torch.float64))
@@ -77,7 +80,7 @@ def filtered(l, temperature, top_k, top_p):
     clear = True
     if top_p < 1:
         above = (probs[None, :] * (probs[None, :] > probs[:, None])).sum(1)
-        clear = bool(((above - top_p).abs() > MARGIN).all())
+        clear = bool(((above - top_p).abs() > margin).all())
         keep = (above < top_p) & (probs > 0)
         if len(set(probs[probs > 0].tolist())) == int((probs > 0).sum()):  # no ties: HF's recipe agrees
             s, idx = torch.sort(probs)
@@ -106,6 +109,36 @@ def num(x):
     return "-inf" if x == -math.inf else "inf" if x == math.inf else repr(float(x))
 
 
+# gpt sample's first character, end to end: the PyTorch twin (gpt.py) of
+# tests/reference/gpt_tiny.safetensors in float64 reads the prompt, and its
+# last logits go through the same filters.  The float build's logits are
+# within ~1e-6 of these: a top-p within 1e-4 of a boundary is left out.
+GPT_MODEL = "tests/reference/gpt_tiny.safetensors"
+GPT_CASES = [("ab", 1, 0, 1), ("ab", 0.8, 10, 0.6), ("ab", 1.5, 0, 0.3), ("the ", 0.7, 5, 0.9), ("the ", 1, 0, 0.05)]
+
+
+def gpt_cases():
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpt
+    model, chars = gpt.load_c_model(torch, GPT_MODEL, torch.float64)
+    lines = ["# make_sampling_fixture.py, torch %s: %s's first sampled character: gpt PROMPT(hex) temperature top_k "
+             "top_p, then before and after" % (torch.__version__, GPT_MODEL)]
+    for prompt, t, k, p in GPT_CASES:
+        ids = torch.tensor([[chars.index(c) for c in prompt.encode()]])
+        with torch.no_grad():
+            logits = model(ids)[0, -1]  # the prompts are shorter than the context
+        before, after, clear = filtered(logits.tolist(), t, k, p, 1e-4)
+        assert clear, "top-p %g is too near a boundary for %r" % (p, prompt)
+        lines.append("gpt %s %r %d %r" % (prompt.encode().hex(), float(t), k, float(p)))
+        lines.append("before " + " ".join(num(x) for x in before.tolist()))
+        lines.append("after " + " ".join(num(x) for x in after.tolist()))
+    with open("tests/reference/sampling_gpt.txt", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("sampling_gpt.txt: %d cases of gpt sample" % len(GPT_CASES))
+
+
 def main():
     lines = ["# make_sampling_fixture.py, torch %s: case, logits, before, after, draws (u token)" % torch.__version__]
     left_out = 0
@@ -128,3 +161,4 @@ def main():
 
 
 main()
+gpt_cases()

@@ -9,8 +9,8 @@
  *     and every filtered-out token exactly 0 on both sides, and the token
  *     drawn for fixed u's the same;
  *   - by hand: top-p's smallest set and its ties, top-k's ties, greedy,
- *     the draw's steps, top-p 1 drawing what ag_sample_logits draws, and a
- *     message naming each bad value.
+ *     the draw's steps, top-p 1 drawing what ag_sample_logits draws, a
+ *     message naming each bad value, and ag_gpt_sample's top_p (0: unset).
  *
  * Regenerate the fixture:  /usr/bin/python3 tests/reference/make_sampling_fixture.py */
 #include <math.h>
@@ -212,4 +212,35 @@ Test(sampling, a_bad_option_is_named_with_its_value)
     cr_assert_eq(ag_sampling_check(&ok, NULL, 0), AG_OK);
     cr_assert_eq(ag_sample_dist(l, 0, &ok, before, after, err, sizeof err), AG_ERR_ARG);
     cr_assert(strstr(err, "empty"), "%s", err);
+}
+
+/* ag_gpt_sample: top_p 0 (a zeroed struct) is no top-p; a bad one is named;
+ * a top-p that keeps only the most probable token samples greedily. */
+Test(sampling, gpt_sample_takes_top_p)
+{
+    ag_store *s = ag_store_new();
+    ag_gpt m;
+    ag_gpt_config cfg = {.vocab = 6, .context = 4, .hidden = 8, .heads = 2, .ffn = 8, .layers = 1};
+    cr_assert_eq(ag_gpt_init(&m, s, &cfg, 5), AG_OK);
+    for (int i = 0; i < ag_store_count(s); i++) ag_init_uniform(ag_store_at(s, i), -1, 1, 70 + (uint64_t)i);
+    ag_graph *g = ag_graph_new();
+    static const int prompt[2] = {3, 1};
+    int a[22], b[22], greedy[22];
+    ag_sample_opts o = {.temperature = 1.0, .seed = 11}, one = {.temperature = 1.0, .seed = 11, .top_p = 1};
+    cr_assert_eq(ag_gpt_sample(g, &m, prompt, 2, 20, &o, a), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_eq(ag_gpt_sample(g, &m, prompt, 2, 20, &one, b), AG_OK);
+    cr_assert_arr_eq(a, b, sizeof a, "top_p 0 (unset) and 1 draw alike");
+    const double bad[] = {1.5, -0.5, NAN};
+    for (int i = 0; i < 3; i++) {
+        ag_sample_opts x = {.temperature = 1.0, .top_p = bad[i]};
+        cr_assert_eq(ag_gpt_sample(g, &m, prompt, 2, 3, &x, a), AG_ERR_ARG);
+        cr_assert(strstr(ag_graph_error(g), "gpt_sample: top_p"), "%s", ag_graph_error(g));
+    }
+    ag_sample_opts tiny = {.temperature = 1.0, .seed = 4, .top_p = 1e-9}, zero = {.temperature = 0};
+    cr_assert_eq(ag_gpt_sample(g, &m, prompt, 2, 20, &tiny, a), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_eq(ag_gpt_sample(g, &m, prompt, 2, 20, &zero, greedy), AG_OK);
+    cr_assert_arr_eq(a, greedy, sizeof a, "top-p 1e-9 keeps the most probable token only");
+    ag_graph_free(g);
+    ag_gpt_free(&m);
+    ag_store_free(s);
 }

@@ -10,9 +10,11 @@ native `gpt sample --json` data for the same prompt and options.
   - the summary keeps as many characters as the native "after" has above
     0, fewer than the vocabulary; the sample text is the native one;
   - no message beside a box, no injected element.
-With "bad": the page was asked for a bad top-p (markup): its message is
-beside the box as text, no run was made (#live-json is empty), and no
-element came from it."""
+With "bad": the page was asked for a top-p that is markup, and for a
+script, a 10 KB line, control characters with invalid UTF-8 and emoji in
+the other boxes: each box's message is beside it as text (at most 20 of
+the characters given), no run was made (#live-json is empty), and no
+element came from them."""
 import html
 import json
 import re
@@ -34,9 +36,14 @@ if bad:
     want = 'a number above 0 and at most 1, please (not "<img src=x onerror=a")'  # its first 20 characters
     if msgs.get("top_p") != want:
         fails.append("top-p message %r, want %r" % (msgs.get("top_p"), want))
+    # the other boxes, given a script, a 10 KB line, control characters, invalid UTF-8 and emoji
+    for key in ("temperature", "top_k", "seed"):
+        m = msgs.get(key, "")
+        if not re.match(r"a (whole )?number .*, please \(not \".{1,60}\"\)$", m) or len(m) > 140:
+            fails.append("%s: message %r" % (key, m))
     if live_json and live_json.group(1).strip():
         fails.append("the page ran the program with a bad top-p")
-    print("  bad top-p: %r beside the box, no run, no element injected" % msgs.get("top_p"))
+    print("  hostile boxes: %s beside them, no run, no element injected" % sorted(msgs.items()))
     print("FAIL: " + "; ".join(fails) if fails else "ok")
     sys.exit(1 if fails else 0)
 native = json.load(open(sys.argv[2]))["inputs"][0]

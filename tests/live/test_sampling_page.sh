@@ -8,8 +8,10 @@
 #     and after the filters: the native numbers within 1e-5, the page's
 #     own JSON exactly, bars as long as their probabilities, the native
 #     count of characters kept and the native sample;
-#   - asked for a top-p that is markup: its message beside the box, as
-#     text, no run and no element injected;
+#   - asked for a top-p that is markup, a temperature that is a script, a
+#     top-k of 10 KB and a seed of control characters, invalid UTF-8 and
+#     an emoji: each message beside its box, as text, no run, no element
+#     injected, no console error;
 #   - typed (tests/live/drive.js): top-p 0 and temperature 1e999 refused
 #     beside their boxes with no run, top-k 2.5 refused as not whole, then
 #     top-p 0.5 taken: the page's data says 0.5.
@@ -41,11 +43,13 @@ elif $PY "$here/check_sampling.py" "$tmp/a.dom" "$tmp/native.json" > "$tmp/a.out
 else no "the sampling chart: $(tr '\n' ' ' < "$tmp/a.out")"; fi
 
 # ---- a top-p that is markup: a message as text, no run, nothing injected --------
-bad="%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
-browse "file://$(realpath "$page")?live_input=We%20&live_top_p=$bad" "$tmp/b.log" --virtual-time-budget=60000 \
+bad="live_top_p=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&live_temperature=%3Cscript%3Ealert(1)%3C%2Fscript%3E"
+bad+="&live_top_k=$(head -c 10240 /dev/zero | tr '\0' 7)&live_seed=%01%02%1b%FF%FE%F0%9F%98%80"
+browse "file://$(realpath "$page")?live_input=We%20&$bad" "$tmp/b.log" --virtual-time-budget=60000 \
     --dump-dom > "$tmp/b.dom"
-if $PY "$here/check_sampling.py" "$tmp/b.dom" "$tmp/native.json" bad > "$tmp/b.out"; then ok; cat "$tmp/b.out"
-else no "a bad top-p: $(tr '\n' ' ' < "$tmp/b.out")"; fi
+if grep -q CONSOLE "$tmp/b.log"; then no "hostile boxes: console: $(grep CONSOLE "$tmp/b.log" | head -3)"
+elif $PY "$here/check_sampling.py" "$tmp/b.dom" "$tmp/native.json" bad > "$tmp/b.out"; then ok; cat "$tmp/b.out"
+else no "hostile boxes: $(tr '\n' ' ' < "$tmp/b.out")"; fi
 
 # ---- typed: bad values refused beside their boxes, then a good one taken ---------
 if ! [ -d "$B/node/node_modules/puppeteer-core" ] && need npm npm; then # as test_live.sh installs it

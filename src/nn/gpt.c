@@ -1,5 +1,5 @@
 /* gpt.c: a decoder-only Transformer (GPT) from the standard blocks, and its
- * sampler.
+ * sampling loop (the sampler's filters and draw: sample.c).
  *
  *   x      = embed(ids)                  tokens + learned positions   [B, T, C]
  *   x      = block_i(x), i < L           pre-norm, causal             [B, T, C]

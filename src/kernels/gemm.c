@@ -431,7 +431,11 @@ static inline vbase vb_load(const ag_real *p)
     return v;
 }
 static inline void vb_store(ag_real *p, vbase v) { memcpy(p, &v, sizeof v); }
-static inline vbase vb_set1(ag_real x) { return (vbase){0} + x; }
+#ifdef AG_DOUBLE
+static inline vbase vb_set1(ag_real x) { return (vbase){x, x}; }
+#else
+static inline vbase vb_set1(ag_real x) { return (vbase){x, x, x, x}; }
+#endif
 static inline vbase vb_fma(vbase a, vbase b, vbase c) { return a * b + c; }
 static inline vbase vb_add(vbase a, vbase b) { return a + b; }
 #define KBASE(NV) \

@@ -20,8 +20,9 @@
  *               line's data-weight the weight; hovering a token keeps its
  *               lines only
  *
- * ?glance=overview|model|lines in the URL scrolls to one of them (for a
- * screenshot). */
+ * ?glance=model in the URL hides the overview, ?glance=hide the overview
+ * and the model view: what follows comes first, for a screenshot
+ * (headless chromium's shows the top of the page). */
 #include "viz/viz.h"
 
 const char ag__overview_css[] =
@@ -55,9 +56,8 @@ const char ag__overview_js[] =
     "//   head lines     in the attention view: the head's weights as lines\n"
     "//                  between the query and the key tokens (bertviz's head\n"
     "//                  view); hovering a token keeps its lines only\n"
-    "// The URL's ?glance=overview|model|lines scrolls there once drawn.\n"
+    "// The URL's ?glance=model hides the overview, ?glance=hide both.\n"
     "const OV = { W: 150, H: 18, gap: 4, col: 172, title: 16, band: 22 };\n"
-    "const glanceState = { scrolled: false };\n"
     "\n"
     "// The model's stacks, from the config and the attention kinds of the input:\n"
     "// an encoder (its self-attention) and a decoder (causal self-attention,\n"
@@ -314,12 +314,11 @@ const char ag__overview_js[] =
     "    heat.closest(\".row\").after(lines.firstChild);\n"
     "    hookHeadLines(document.getElementById(\"headlines\"));\n"
     "  }\n"
+    "  // ?glance=model: the model view first (the overview hidden); hide: the\n"
+    "  // view first (both hidden); for a screenshot, which shows the top\n"
     "  const asked = query.get(\"glance\");\n"
-    "  if (asked && !glanceState.scrolled) {\n"
-    "    glanceState.scrolled = true;\n"
-    "    const to = document.getElementById({ overview: \"overview\", model: \"model-view\", lines: \"headlines\" }[asked]);\n"
-    "    if (to) to.scrollIntoView({ block: \"start\" });\n"
-    "  }\n"
+    "  if (asked === \"model\") document.getElementById(\"overview\").hidden = true;\n"
+    "  if (asked === \"hide\") box.hidden = true;\n"
     "}\n"
     "if (data.kind === \"attention\") {\n"
     "  drawHooks.unshift(drawGlance);\n"

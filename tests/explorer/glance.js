@@ -74,6 +74,8 @@ const puppeteer = require("puppeteer-core");
     "overview: the encoder's output drawn into each decoder block's cross-attention");
 
   // ---- clicks: the view each opens, checked against the JSON ------------------------
+  // a click on the element sel names; false when there is none
+  const click = async sel => { const el = await tab.$(sel); if (!el) return false; await el.click(); return true; };
   const shown = () => tab.evaluate(() => {
     const s = document.getElementById("selected"), rows = [...document.querySelectorAll("#row tr[data-key]")];
     return { view: document.getElementById("view").dataset.view, sel: Object.assign({}, s ? s.dataset : {}),
@@ -86,7 +88,7 @@ const puppeteer = require("puppeteer-core");
   };
   let clicked = 0, wrong = [];
   for (const k of kinds) for (let l = 0; l < cfg.layers; l++) for (let h = 0; h < cfg.heads; h++) {
-    await tab.click('#overview .ov-head[data-attn="' + k + '"][data-layer="' + l + '"][data-head="' + h + '"]');
+    if (!(await click('#overview .ov-head[data-attn="' + k + '"][data-layer="' + l + '"][data-head="' + h + '"]'))) { wrong.push(k + ":" + l + ":" + h + " has no square"); continue; }
     const s = await shown();
     clicked++;
     if (!sameAttention(s, k, l, h)) wrong.push(k + ":" + l + ":" + h + " -> " + JSON.stringify(s.sel));
@@ -96,7 +98,7 @@ const puppeteer = require("puppeteer-core");
   check(thumbs === kinds.length * cfg.layers * cfg.heads, "model view: " + thumbs + " thumbnails = " + kinds.length + " kinds x " + cfg.layers + " layers x " + cfg.heads + " heads");
   clicked = 0, wrong = [];
   for (const k of kinds) for (let l = 0; l < cfg.layers; l++) for (let h = 0; h < cfg.heads; h++) {
-    await tab.click('#model-view .mv-thumb[data-attn="' + k + '"][data-layer="' + l + '"][data-head="' + h + '"]');
+    if (!(await click('#model-view .mv-thumb[data-attn="' + k + '"][data-layer="' + l + '"][data-head="' + h + '"]'))) { wrong.push(k + ":" + l + ":" + h + " has no thumbnail"); continue; }
     const s = await shown();
     clicked++;
     if (!sameAttention(s, k, l, h)) wrong.push(k + ":" + l + ":" + h + " -> " + JSON.stringify(s.sel));
@@ -137,8 +139,8 @@ const puppeteer = require("puppeteer-core");
 
   // ---- head lines of the head shown -------------------------------------------------------
   const k = kinds[kinds.length - 1], l = cfg.layers - 1, h = cfg.heads - 1;
-  await tab.click('#model-view .mv-thumb[data-attn="' + k + '"][data-layer="' + l + '"][data-head="' + h + '"]');
-  const m = input.maps.filter(x => x.kind === k)[l], w = m.heads[h].weights;
+  await click('#model-view .mv-thumb[data-attn="' + k + '"][data-layer="' + l + '"][data-head="' + h + '"]');
+  const m = input.maps.filter(x => x.kind === k)[l], w = (m.heads[h] || m.heads[0]).weights;
   const hl = await tab.evaluate(() => {
     const b = document.getElementById("headlines");
     return b && { sel: Object.assign({}, b.dataset), lines: [...b.querySelectorAll(".hl-line")].map(x => [Number(x.dataset.row), Number(x.dataset.col), Number(x.dataset.weight), Number(x.getAttribute("stroke-opacity"))]) };

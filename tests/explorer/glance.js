@@ -36,7 +36,7 @@ const puppeteer = require("puppeteer-core");
   tab.on("console", m => consoleLog.push(m.type() + ": " + m.text()));
   tab.on("pageerror", e => consoleLog.push("pageerror: " + e.message));
   await tab.goto("file://" + page + (query ? "?" + query : ""));
-  await tab.waitForFunction(() => document.body.dataset.ready && (!document.getElementById("live") || document.body.dataset.live), { timeout: 300000 });
+  await tab.waitForFunction(() => document.body.dataset.ready && document.body.dataset.glance && (!document.getElementById("live") || document.body.dataset.live), { timeout: 300000 });
   const data = await tab.evaluate(() => data);
   const cfg = data.config;
   check(cfg && cfg.layers > 0 && cfg.heads > 0, "the page's JSON has the model's config: " + JSON.stringify(cfg));

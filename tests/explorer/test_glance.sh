@@ -7,6 +7,7 @@
 # the page (its "config" and its attention maps: see glance.js):
 #   - translate run --html, two sentences, and with --head-off cross:1:0;
 #   - gpt sample --html, and with --head-off self:0:1;
+#   - other shapes: a post-norm translator and a GPT of 3 layers, 4 heads;
 #   - the translator's live page (make wasm): "i lost ." typed and head
 #     cross:1:0 switched off in the page: the overview, the model view and
 #     the mark of the head off drawn again from what the program printed;
@@ -79,6 +80,18 @@ glance translate-off "$out/glance-translate-off.html" "attn=encoder&layer=0&head
     --head-off self:0:1 --html "$out/glance-gpt-off.html" > /dev/null 2>&1 || no "gpt sample --html failed"
 glance gpt "$out/glance-gpt.html" "layer=1&head=0&token=20"
 glance gpt-off "$out/glance-gpt-off.html" "view=ffn" self:0:1
+
+# other shapes draw themselves: a post-norm translator of 3 layers and 4 heads, a GPT of 3 layers and 4 heads
+"$B/translate" train --data "$tmp/train.tsv" --out "$tmp/t3.safetensors" --epochs 1 --post-norm --hidden 16 --heads 4 \
+    --ffn 32 --layers 3 --batch 16 --seed 3 --quiet > "$tmp/t3.log" 2>&1 &&
+    "$B/translate" run --model "$tmp/t3.safetensors" --html "$out/glance-translate-3.html" "i lost ." > /dev/null 2>&1 ||
+    no "translate --post-norm --layers 3: $(tail -n 3 "$tmp/t3.log")"
+glance translate-3 "$out/glance-translate-3.html" "attn=decoder&layer=2&head=3&token=2"
+"$B/gpt" train --data "$tmp/train.tsv" --out "$tmp/g3.safetensors" --context 16 --hidden 16 --heads 4 --ffn 32 \
+    --layers 3 --batch 8 --steps 5 --eval-every 5 --quiet > "$tmp/g3.log" 2>&1 &&
+    "$B/gpt" sample --model "$tmp/g3.safetensors" --prompt "I " --length 20 --seed 1 --html "$out/glance-gpt-3.html" \
+        > /dev/null 2>&1 || no "gpt --layers 3: $(tail -n 3 "$tmp/g3.log")"
+glance gpt-3 "$out/glance-gpt-3.html" "layer=2&head=3&token=5"
 
 # the live page: the program's output drawn again, a head switched off in the page
 if [ -f "$B/wasm/translate.wasm" ]; then

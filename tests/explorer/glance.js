@@ -48,7 +48,7 @@ const puppeteer = require("puppeteer-core");
   const ov = await tab.evaluate(() => ({
     bands: [...document.querySelectorAll("#overview .ov-band")].map(b => b.dataset.stack),
     heads: [...document.querySelectorAll("#overview .ov-heads")].map(g => ({ attn: g.dataset.attn, layer: Number(g.dataset.layer), n: g.querySelectorAll(".ov-head").length })),
-    ffn: [...document.querySelectorAll('#overview [data-ov="ffn"]')].map(g => JSON.parse(g.dataset.open)),
+    ffn: [...document.querySelectorAll('#overview [data-ov="ffn"]')].map(g => g.dataset.open ? JSON.parse(g.dataset.open) : null),
     boxes: [...document.querySelectorAll("#overview [data-ov]")].map(g => g.dataset.ov),
   }));
   check(JSON.stringify(ov.bands) === JSON.stringify(two ? ["encoder", "decoder"] : ["blocks"]),
@@ -63,13 +63,17 @@ const puppeteer = require("puppeteer-core");
     }
   });
   check(boxesOk, "overview: one attention box per layer and kind (" + ov.heads.length + "), " + cfg.heads + " head squares each");
-  check(ov.ffn.length === cfg.layers * (two ? 2 : 1), "overview: a feed-forward box per block (" + ov.ffn.length + ")");
-  const want = ["tokens", "emb", "pos", "qkv", "add", "ffn", "out", "probs"].concat(cfg.pre_norm ? ["ln"] : []);
-  check(want.every(b => ov.boxes.includes(b)), "overview: embedding, positions, Q/K/V, residual, FFN, output, probabilities" +
-    (cfg.pre_norm ? ", layer norms" : "") + " drawn");
-  const lnCount = ov.boxes.filter(b => b === "ln").length;
-  if (cfg.pre_norm) check(lnCount === kinds.length * cfg.layers + cfg.layers * (two ? 2 : 1) + (two ? 2 : 1),
-    "overview: a layer norm before each attention and FFN, and a final one per stack (" + lnCount + ")");
+  const stacks = two ? 2 : 1, residual = cfg.residual === undefined || !!cfg.residual;
+  check(ov.ffn.length === (cfg.ffn ? cfg.layers * stacks : 0), "overview: a feed-forward box per block (" + ov.ffn.length + ", F = " + cfg.ffn + ")");
+  const want = ["tokens", "emb", "pos", "qkv", "out", "probs"].concat(residual ? ["add"] : [], cfg.ffn ? ["ffn"] : [], cfg.pre_norm ? ["ln"] : []);
+  check(want.every(b => ov.boxes.includes(b)) && (residual || !ov.boxes.includes("add")), "overview: " + want.join(", ") + " drawn" +
+    (residual ? "" : ", no residual add"));
+  const count = b => ov.boxes.filter(x => x === b).length;
+  check(count("ln") === (cfg.pre_norm ? kinds.length * cfg.layers + (cfg.ffn ? cfg.layers * stacks : 0) + stacks : 0),
+    "overview: " + (cfg.pre_norm ? "a layer norm before each attention and FFN, and a final one per stack" : "no layer norm box of its own") +
+    " (" + count("ln") + ")");
+  if (residual) check(count("add") === kinds.length * cfg.layers + (cfg.ffn ? cfg.layers * stacks : 0),
+    "overview: a residual add after each attention and FFN (" + count("add") + ")");
   if (two) check(await tab.evaluate(() => document.querySelectorAll("#overview .ov-cross").length) === cfg.layers,
     "overview: the encoder's output drawn into each decoder block's cross-attention");
 
@@ -117,13 +121,15 @@ const puppeteer = require("puppeteer-core");
   px.forEach(p => { if (p.rgb.join() !== "253,231,37") wrong.push(p.name + " " + p.rgb); });
   check(!wrong.length, "model view: each thumbnail's largest weight drawn brightest (viridis' top colour): " + wrong.slice(0, 3).join("; "));
 
-  for (const o of ov.ffn) {
+  check(ov.ffn.every(o => !o === !input.ffn), "overview: the feed-forward boxes open a view where the page has one (" + !!input.ffn + ")");
+  for (const o of ov.ffn.filter(o => o)) {
     await tab.click("#overview [data-ov=\"ffn\"][data-open='" + JSON.stringify(o) + "']");
     const s = await shown(), f = input.ffn[o.ffn];
-    const ok = s.view === "ffn" && Number(s.sel.ffn) === o.ffn && f && ov.ffn.filter(x => x.ffn < o.ffn && (two ? (x.ffn < cfg.layers) === (o.ffn < cfg.layers) : true)).length === f.layer;
+    const ok = s.view === "ffn" && Number(s.sel.ffn) === o.ffn && f && ov.ffn.filter(x => x && x.ffn < o.ffn && (two ? (x.ffn < cfg.layers) === (o.ffn < cfg.layers) : true)).length === f.layer;
     check(ok, "overview: the feed-forward box of " + (f ? f.name : "?") + " opens it (ffn " + s.sel.ffn + ")");
   }
-  const embs = await tab.evaluate(() => [...document.querySelectorAll('#overview [data-ov="emb"]')].map(g => g.dataset.stack));
+  const embs = await tab.evaluate(() => [...document.querySelectorAll('#overview [data-ov="emb"][data-open]')].map(g => g.dataset.stack));
+  check(embs.length === (input.embeddings ? input.embeddings.length : 0), "overview: an embedding box opening each embedding the page holds (" + embs.length + ")");
   for (const st of embs) {
     await tab.click('#overview [data-ov="emb"][data-stack="' + st + '"]');
     const s = await shown(), i = st === "decoder" ? 1 : 0;

@@ -3,6 +3,6 @@
 # GPT's pages, explorer and live, in headless chromium
 # (tests/explorer/test_glance.sh; about a minute).
 .PHONY: glance-test
-glance-test: $(BUILD)/translate $(BUILD)/gpt wasm
+glance-test: $(BUILD)/translate $(BUILD)/gpt $(BUILD)/ladder wasm
 	bash tests/explorer/test_glance.sh $(BUILD)
 TEST_SUITES += glance-test

@@ -8,6 +8,7 @@
 #   - translate run --html, two sentences, and with --head-off cross:1:0;
 #   - gpt sample --html, and with --head-off self:0:1;
 #   - other shapes: a post-norm translator and a GPT of 3 layers, 4 heads;
+#     the ladder's rungs 3 (no feed-forward, residual or norm), 6 and 7;
 #   - the translator's live page (make wasm): "i lost ." typed and head
 #     cross:1:0 switched off in the page: the overview, the model view and
 #     the mark of the head off drawn again from what the program printed;
@@ -92,6 +93,13 @@ glance translate-3 "$out/glance-translate-3.html" "attn=decoder&layer=2&head=3&t
     "$B/gpt" sample --model "$tmp/g3.safetensors" --prompt "I " --length 20 --seed 1 --html "$out/glance-gpt-3.html" \
         > /dev/null 2>&1 || no "gpt --layers 3: $(tail -n 3 "$tmp/g3.log")"
 glance gpt-3 "$out/glance-gpt-3.html" "layer=2&head=3&token=5"
+
+# the ladder's rungs: one head without feed-forward, residual or norm (3); residual without norm (6); post-norm (7)
+for r in 3 6 7; do
+    "$B/ladder" $r --steps 20 --input "We go." --html "$out/glance-ladder-$r.html" > "$tmp/l.log" 2>&1 ||
+        no "ladder $r --html: $(tail -n 3 "$tmp/l.log")"
+    glance ladder-$r "$out/glance-ladder-$r.html" "layer=1&token=3"
+done
 
 # the live page: the program's output drawn again, a head switched off in the page
 if [ -f "$B/wasm/translate.wasm" ]; then

@@ -168,7 +168,10 @@ int explore_sample(const model *m, const int *ids, int n, int prompt_len, const 
         goto done;
     }
     if (!explorer_open(&x, prog)) goto done;
-    fprintf(x.f, "{\"kind\": \"attention\", \"model\": \"gpt\", "), json_heads_off(x.f, m, o);
+    fprintf(x.f, "{\"kind\": \"attention\", \"model\": \"gpt\", \"config\": {\"layers\": %d, \"heads\": %d, "
+                 "\"hidden\": %d, \"ffn\": %d, \"vocab\": %d, \"context\": %d, \"positions\": \"learned\", "
+                 "\"pre_norm\": 1}, ", L, m->cfg.heads, m->cfg.hidden, m->cfg.ffn, m->cfg.vocab, m->cfg.context);
+    json_heads_off(x.f, m, o);
     fprintf(x.f, "\"inputs\": [{\"name\": "), json_string(x.f, text);
     fprintf(x.f, ", \"prompt\": "), json_chars(x.f, m, ids, prompt_len);
     fprintf(x.f, ", \"sample\": "), json_chars(x.f, m, ids + prompt_len, n - prompt_len);

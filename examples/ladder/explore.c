@@ -57,7 +57,13 @@ static int write_data(FILE *f, ag_graph *g, const ladder_model *m, const text *t
     char line[65];
     for (int i = 0; i < T; i++) line[i] = (char)t->chars[ids[i]];
     line[T] = '\0';
-    fprintf(f, "{\"kind\": \"attention\", \"model\": \"ladder\", \"rung\": %d, \"idea\": ", m->cfg.rung);
+    const ladder_config *c = &m->cfg; /* what the rung has, for the page's overview */
+    fprintf(f, "{\"kind\": \"attention\", \"model\": \"ladder\", \"config\": {\"layers\": %d, \"heads\": %d, "
+               "\"hidden\": %d, \"ffn\": %d, \"vocab\": %d, \"context\": %d, \"positions\": \"learned\", "
+               "\"residual\": %d, \"norm\": %d, \"pre_norm\": %d}, ",
+            c->layers, c->rung >= HEADS ? c->heads : 1, c->hidden, c->rung >= FEED_FORWARD ? c->ffn : 0, V, c->context,
+            c->rung >= RESIDUAL, c->rung >= POST_NORM, c->rung == PRE_NORM);
+    fprintf(f, "\"rung\": %d, \"idea\": ", c->rung);
     json_string(f, rung_idea[m->cfg.rung]);
     fprintf(f, ", \"steps\": %d, \"seed\": %llu, \"inputs\": [{\"name\": ", o->steps, (unsigned long long)o->seed);
     json_string(f, line), fprintf(f, ", \"maps\": [");

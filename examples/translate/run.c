@@ -363,6 +363,15 @@ static int run_stdin(const model *m, ag_graph *g, pictures *pic, int *good, int 
     return 0;
 }
 
+/* The model's shape, from which the page draws its overview: N encoder and
+ * N decoder blocks of H heads, widths C and F, post- or pre-norm. */
+static void json_config(FILE *f, const ag_seq2seq_config *c)
+{
+    fprintf(f, "\"config\": {\"layers\": %d, \"heads\": %d, \"hidden\": %d, \"ffn\": %d, \"vocab\": %d, "
+               "\"src_vocab\": %d, \"positions\": \"sinusoidal\", \"pre_norm\": %d, \"qk_norm\": %d}, ",
+            c->layers, c->heads, c->hidden, c->ffn, c->tgt_vocab, c->src_vocab, c->pre_norm != 0, c->qk_norm != 0);
+}
+
 #define TITLE "attograd explorer: inside the translator"
 
 /* The explorer's data (len bytes of JSON) to each output asked for:
@@ -433,7 +442,9 @@ int cmd_run(const opts *o, char **sentences, int n)
     else if ((o->html || o->json || o->live) && !explorer_open(&page, prog)) rc = 1;
     else {
         if ((pic.html = page.f)) {
-            fprintf(page.f, "{\"kind\": \"attention\", \"model\": \"translator\", \"heads_off\": ");
+            fprintf(page.f, "{\"kind\": \"attention\", \"model\": \"translator\", ");
+            json_config(page.f, &m.cfg);
+            fprintf(page.f, "\"heads_off\": ");
             heads_off(o, &m, page.f); /* checked above: the names only (zeros again) */
             fprintf(page.f, "\"inputs\": [");
         }

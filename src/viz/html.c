@@ -102,12 +102,12 @@ ag_status ag_html_explorer(const char *path, const char *title, const char *data
                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                       "script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n<title>");
     ag__text_xml(&t, title ? title : "attograd explorer", 0);
-    ag__text_printf(&t, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", ag__explorer_css);
+    ag__text_printf(&t, "</title>\n<style>\n%s%s</style>\n</head>\n<body>\n<h1>", ag__explorer_css, ag__overview_css);
     ag__text_xml(&t, title ? title : "attograd explorer", 0);
     ag__text_puts(&t, "</h1>\n<div id=\"app\"></div>\n<script type=\"application/json\" id=\"data\">\n");
     ag__explorer_put_json(&t, data_json);
-    ag__text_printf(&t, "\n</script>\n<script>\n%s\n%s</script>\n</body>\n</html>\n", ag__explorer_draw_js,
-                    ag__explorer_js);
+    ag__text_printf(&t, "\n</script>\n<script>\n%s\n%s\n%s</script>\n</body>\n</html>\n", ag__explorer_draw_js,
+                    ag__explorer_js, ag__overview_js);
     st = ag__text_save(&t, "explorer", path, err, errlen);
     ag__text_free(&t);
     return st;

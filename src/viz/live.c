@@ -70,7 +70,7 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
                       "script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; worker-src blob:\">\n"
                       "<title>");
     ag__text_xml(&t, name, 0);
-    ag__text_printf(&t, "</title>\n<style>\n%s", ag__explorer_css);
+    ag__text_printf(&t, "</title>\n<style>\n%s%s", ag__explorer_css, ag__overview_css);
     ag__text_puts(&t, "#live{border:1px solid #ccc;border-radius:4px;padding:8px;margin:0 0 12px}\n"
                       "#live input[type=text]{font:inherit;width:28em}#live button{font:inherit;margin-left:6px}\n"
                       "table.mask td{width:26px;height:22px;text-align:center;cursor:pointer;border:1px solid #bbb}\n"
@@ -108,9 +108,9 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
     put_base64(&t, prog->wasm, prog->wasm_len);
     ag__text_puts(&t, "</script>\n<script type=\"application/octet-stream\" id=\"live-file\">\n");
     if (prog->file_name) put_base64(&t, prog->file, prog->file_len);
-    ag__text_printf(&t, "</script>\n<script>\n%s\n%s</script>\n<script id=\"live-wasi\">\n%s</script>\n<script>\n%s%s"
+    ag__text_printf(&t, "</script>\n<script>\n%s\n%s\n%s</script>\n<script id=\"live-wasi\">\n%s</script>\n<script>\n%s%s"
                         "</script>\n</body>\n</html>\n",
-                    ag__explorer_draw_js, ag__explorer_js, ag__live_wasi_js, ag__sampling_js, ag__live_js);
+                    ag__explorer_draw_js, ag__explorer_js, ag__overview_js, ag__live_wasi_js, ag__sampling_js, ag__live_js);
     st = ag__text_save(&t, "live page", path, err, errlen);
     ag__text_free(&t);
     return st;

@@ -70,6 +70,10 @@ int ag__svg_step_decimals(double step);
  * functions (explorer_draw_js.c), then the page (explorer_js.c). */
 extern const char ag__explorer_draw_js[];
 extern const char ag__explorer_js[];
+/* The whole model at a glance (overview_js.c): its style, and its script,
+ * after the page's, on the explorer and the live page alike. */
+extern const char ag__overview_css[];
+extern const char ag__overview_js[];
 /* What the explorer page and the live page (live.c) share, from html.c:
  * the style; the check of the data (strict UTF-8 JSON, an object whose
  * "kind" the script draws), AG_ERR_ARG naming path; the JSON put in the

@@ -3,7 +3,13 @@
 # the live pages (docs/explorer.md) into OUT_DIR, made by Debian's chromium,
 # headless, at 1000 x 1100 pixels:
 #   live_typed.png   the translator's page, "i lost ." typed: its
-#                    cross-attention, layer 1, head 1, query 1
+#                    cross-attention, layer 1, head 1, query 1, and its
+#                    lines between tokens (the overview hidden: glance=hide)
+#   live_overview.png  the same page as it opens: the model at a glance
+#   live_model_view.png  the same with head cross:1:0 switched off in the
+#                    page: every head as a thumbnail, that one marked off
+#   live_gpt_overview.png  the GPT's page (a small GPT, trained as the
+#                    translator is), "We " typed: its overview
 #   live_mask.png    the backward tour's page, two cells of the mask flipped
 #                    (query 0 may see key 1, query 3 may not)
 #   live_step.png    the same, then five training steps taken in the page
@@ -66,10 +72,15 @@ node --no-warnings "$here/wasi_run.js" "$B/wasm/translate.wasm" "$tmp" train --d
     echo "# them, and for each the sha256 of the JSON the page computed and drew"
     echo "browser $(chromium --version 2> /dev/null | tr -s ' ' | sed 's/ *$//')"
 } > "$out/live_pictures.txt"
-shot "$tmp/translate.html" "live_input=i%20lost%20.&attn=cross&layer=1&head=1&token=1" live_typed.png
+shot "$tmp/translate.html" "live_input=i%20lost%20.&attn=cross&layer=1&head=1&token=1&glance=hide" live_typed.png
+shot "$tmp/translate.html" "live_input=i%20lost%20.&attn=cross&layer=1&head=1&token=1" live_overview.png
+shot "$tmp/translate.html" "live_input=i%20lost%20.&live_head_off=cross:1:0&attn=cross&layer=1&head=1&glance=model" \
+    live_model_view.png
 shot "$tmp/tour.html" "live_mask=0,1;3,1" live_mask.png
 shot "$tmp/tour.html" "live_mask=0,1;3,1&live_steps=5" live_step.png
 node --no-warnings "$here/wasi_run.js" "$B/wasm/gpt.wasm" "$tmp" train --data /train.tsv --out /g.safetensors \
-    --context 12 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8 --steps 40 --eval-every 10 --quiet
-"$B/gpt" sample --model "$tmp/g.safetensors" --prompt "I " --length 20 --live "$tmp/gpt.html" > /dev/null
-shot "$tmp/gpt.html" "live_input=We%20&live_temperature=0.7&live_top_k=6&live_top_p=0.8&live_seed=4" live_sampling.png
+    --context 32 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8 --steps 40 --eval-every 10 --quiet
+"$B/gpt" sample --model "$tmp/g.safetensors" --prompt "I " --length 40 --seed 1 --live "$tmp/gpt.html" > /dev/null
+shot "$tmp/gpt.html" "live_input=We%20&layer=1&head=0&token=2" live_gpt_overview.png
+shot "$tmp/gpt.html" "live_input=We%20&live_temperature=0.7&live_top_k=6&live_top_p=0.8&live_seed=4&glance=hide" \
+    live_sampling.png

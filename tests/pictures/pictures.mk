@@ -11,7 +11,7 @@
 # The trained pictures were made by gcc's build with the default CFLAGS on
 # AVX-512 kernels: made and compared only in such a build, on such a CPU.
 PICTURES_TRAINED := $(if $(shell $(CC) --version 2>/dev/null | grep -i clang)$(filter-out -O2 -g,$(CFLAGS)),,--trained)
-pictures: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate wasm
+pictures: $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate $(BUILD)/gpt wasm
 	rm -rf $(BUILD)/pictures-made
 	bash tests/pictures/make_pictures.sh $(BUILD) $(BUILD)/pictures-made $(PICTURES_TRAINED)
 	bash tests/pictures/update_pictures.sh $(BUILD)/pictures-made examples/pictures
@@ -27,6 +27,6 @@ check-rsvg:
 	    echo "rsvg-convert is missing: the pictures will not be rendered (sudo apt-get install librsvg2-bin)"; \
 	  fi; \
 	fi
-pictures-test: check-rsvg $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate wasm
+pictures-test: check-rsvg $(BUILD)/attention_demo $(BUILD)/backward_tour $(BUILD)/translate $(BUILD)/gpt wasm
 	bash tests/pictures/check_pictures.sh $(BUILD) $(PICTURES_TRAINED)
 TEST_SUITES += pictures-test

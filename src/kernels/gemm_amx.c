@@ -1,0 +1,334 @@
+/* gemm_amx.c: C = beta C + bf16(op(A)) bf16(op(B)) on AMX's tiles: the
+ * product of the operands rounded to bf16 (ops/bf16.c's rule, applied
+ * while packing), summed in float.
+ *
+ * AMX (Advanced Matrix Extensions, Sapphire Rapids on) adds eight tile
+ * registers tmm0..tmm7 of up to 16 rows of 64 bytes, loaded and stored
+ * with a row stride (tileloadd, tilestored), and TDPBF16PS, a matrix
+ * multiply-add on them: with C a tile of 16 x 16 floats, A 16 rows of 16
+ * bf16 pairs and B 16 rows (pairs of depths) of 16 columns' pairs,
+ *   for m, n, p:  C[m][n] += A[m].bf16[2p] B[p].bf16[2n]
+ *                 C[m][n] += A[m].bf16[2p+1] B[p].bf16[2n+1]
+ * 16 x 16 x 32 multiply-adds, one instruction.  Intel's description: each
+ * accumulation rounds to nearest even, input denormals are read as zero
+ * and output denormals flushed to zero (MXCSR is not consulted), as
+ * vdpbf16ps does.  The shape of each tile is set by a 64-byte
+ * configuration (ldtilecfg), per thread; tilerelease gives the tiles back.
+ * Linux enables the tiles' 8 KB of state per process, on request
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); without it the
+ * first tile instruction kills the process, so ag__amx_permitted() asks
+ * once and the dispatch (core/cpu.c) uses the tiles only when granted.
+ *
+ * The layout: B "VNNI", each 32-bit word a pair of depths (k in the low
+ * half, k + 1 in the high one: the order in which the instruction adds
+ * them), 16 columns to a tile row; A rows of pairs, 16 rows to a tile.
+ * Both are packed into whole tiles of 16 x 64 bytes, 1 KB each, laid one
+ * after the other so that each tileloadd reads 1 KB in a row; packing
+ * rounds, and pads with zeros to whole tiles (rows, columns, and pairs of
+ * depth: an odd depth's last pair is (k, 0)).  A zero pair adds +0 to a
+ * sum that starts at +0 and so never is -0: the sum stays as it is.
+ *
+ * The micro-kernel holds a 32 x 32 block of C in four tiles (2 x 2),
+ * with two tiles of A and two of B: each step of 16 pairs of depth is
+ * four loads and four TDPBF16PS.  The depth is cut in ag__gemm's blocks
+ * (KC 384), each block's sum started at 0 and then added to C, as the
+ * fp32 kernel does.  Within a block the order in which the tiles add
+ * their products is the hardware's, so this kernel is held to the bound
+ * of a sum in float (tests/test_amx.c), not to ag__gemm's bits. */
+#define _DEFAULT_SOURCE /* syscall(), for arch_prctl */
+#include "kernels/amx.h"
+#include "kernels/bf16.h"
+#include "kernels/gemm.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#if AG_AMX_KERNEL
+#include <cpuid.h>
+#include <errno.h>
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ARCH_REQ_XCOMP_PERM 0x1023 /* arch/x86/include/uapi/asm/prctl.h */
+#define XFEATURE_XTILEDATA 18
+
+/* -1: not asked yet; 0: refused (why_not says why); 1: granted */
+static _Atomic int permission = -1;
+static const char *why_not = "not asked yet";
+
+static int ask(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 22 & 1)) {
+        why_not = "the CPU has no AMX-TILE and AMX-BF16";
+        return 0;
+    }
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
+        why_not = errno == EINVAL || errno == ENOSYS ? "the kernel does not offer AMX tile data (Linux 5.16 on)"
+                                                     : "the kernel refused AMX tile data (arch_prctl)";
+        return 0;
+    }
+    return 1;
+}
+
+bool ag__amx_permitted(const char **why)
+{
+    int p = atomic_load_explicit(&permission, memory_order_acquire);
+    if (p < 0) { /* threads that race here ask twice: the same answer */
+        p = ask();
+        atomic_store_explicit(&permission, p, memory_order_release);
+    }
+    if (why) *why = p ? NULL : why_not;
+    return p == 1;
+}
+
+#define TR 16   /* rows of a tile, and pairs of depth in a tile row */
+#define TW 256  /* 32-bit words in a tile: 16 x 16 */
+#define BM 32   /* rows of C's block of tiles (2 tiles) */
+#define BN 32   /* columns of it (2 tiles) */
+#define KC 384  /* ag__gemm's depth block: 192 pairs, 12 steps */
+#define MC 128  /* rows of A packed at a time (a multiple of BM) */
+#define NC 1024 /* columns of B packed at a time (a multiple of BN) */
+
+/* the pair (k, k + 1) from their floats' bits, each rounded: k low */
+static inline uint32_t pair(uint32_t k0, uint32_t k1) { return ag__bf16_bits(k0) >> 16 | ag__bf16_bits(k1); }
+static inline uint32_t bits(const float *x)
+{
+    uint32_t u;
+    memcpy(&u, x, sizeof u);
+    return u;
+}
+
+/* dst[p] = pair(x[2p], x[2p + 1]), p < (n + 1) / 2, x contiguous (an odd
+ * n's last pair: (x[n-1], 0)); 32 values a step: round 16 and 16, keep
+ * the high halves in order. */
+__attribute__((target("avx512f,avx512bw"))) static void pairs_along(uint32_t *dst, const float *x, int n)
+{
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
+                                         25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    int k = 0;
+    for (; k + 32 <= n; k += 32) {
+        ag__u32x16 lo, hi;
+        memcpy(&lo, x + k, sizeof lo), memcpy(&hi, x + k + 16, sizeof hi);
+        ag__bf16_bits16(&lo), ag__bf16_bits16(&hi);
+        _mm512_storeu_si512(dst + k / 2, _mm512_permutex2var_epi16((__m512i)lo, odd, (__m512i)hi));
+    }
+    for (; k < n; k += 2) dst[k / 2] = pair(bits(x + k), k + 1 < n ? bits(x + k + 1) : 0);
+}
+
+/* dst[i] = pair(x0[i], x1[i]), i < n (x1 NULL: (x0[i], 0)) */
+__attribute__((target("avx512f"))) static void pairs_across(uint32_t *dst, const float *x0, const float *x1, int n)
+{
+    int i = 0;
+    for (; x1 && i + 16 <= n; i += 16) {
+        ag__u32x16 lo, hi;
+        memcpy(&lo, x0 + i, sizeof lo), memcpy(&hi, x1 + i, sizeof hi);
+        ag__bf16_bits16(&lo), ag__bf16_bits16(&hi);
+        lo = lo >> 16 | hi;
+        memcpy(dst + i, &lo, sizeof lo);
+    }
+    for (; i < n; i++) dst[i] = pair(bits(x0 + i), x1 ? bits(x1 + i) : 0);
+}
+
+/* Rows [i0, i0+mr) of op(A), depth [p0, p0+kc), into row tiles: tile
+ * (s, q) holds rows 16 s.. and pairs 16 q.., row r's pair c at word
+ * (s nq + q) 256 + 16 r + c; nq = kp16 / 16; zeros up to mr16 rows. */
+static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int mr, int mr16, int p0, int kc, int kp16)
+{
+    int kp = (kc + 1) / 2, nq = kp16 / TR;
+    uint32_t row[KC / 2];
+#define A_AT(i, p) dst[((size_t)((i) / TR) * nq + (p) / TR) * TW + (size_t)((i) % TR) * TR + (p) % TR]
+    for (int i = 0; i < mr16; i++)
+        for (int p = i < mr ? kp : 0; p < kp16; p++) A_AT(i, p) = 0;
+    if (!ta) /* A stored [M, K]: a row's pairs are adjacent */
+        for (int i = 0; i < mr; i++) {
+            pairs_along(row, A + (size_t)(i0 + i) * lda + p0, kc);
+            for (int p = 0; p < kp; p++) A_AT(i, p) = row[p];
+        }
+    else /* A stored [K, M]: rows k and k + 1 hold the pairs' halves */
+        for (int p = 0; p < kp; p++) {
+            const float *a0 = A + (size_t)(p0 + 2 * p) * lda + i0;
+            pairs_across(row, a0, 2 * p + 1 < kc ? a0 + lda : NULL, mr);
+            for (int i = 0; i < mr; i++) A_AT(i, p) = row[i];
+        }
+#undef A_AT
+}
+
+/* Columns [j0, j0+nr) of op(B), depth [p0, p0+kc), into column tiles:
+ * tile (t, q) holds columns 16 t.. and pairs 16 q.., pair c of column j
+ * at word (t nq + q) 256 + 16 c + j; zeros up to nr16 columns. */
+static void pack_b(uint32_t *dst, const float *B, int tb, int ldb, int j0, int nr, int nr16, int p0, int kc, int kp16)
+{
+    int kp = (kc + 1) / 2, nq = kp16 / TR;
+    uint32_t line[NC > KC / 2 ? NC : KC / 2];
+#define B_AT(j, p) dst[((size_t)((j) / TR) * nq + (p) / TR) * TW + (size_t)((p) % TR) * TR + (j) % TR]
+    for (int j = 0; j < nr16; j++)
+        for (int p = j < nr ? kp : 0; p < kp16; p++) B_AT(j, p) = 0;
+    if (!tb) /* B stored [K, N]: rows k and k + 1 side by side */
+        for (int p = 0; p < kp; p++) {
+            const float *b0 = B + (size_t)(p0 + 2 * p) * ldb + j0;
+            pairs_across(line, b0, 2 * p + 1 < kc ? b0 + ldb : NULL, nr);
+            for (int j = 0; j < nr; j++) B_AT(j, p) = line[j];
+        }
+    else /* B stored [N, K]: a column of op(B) is a row of B, its pairs adjacent */
+        for (int j = 0; j < nr; j++) {
+            pairs_along(line, B + (size_t)(j0 + j) * ldb + p0, kc);
+            for (int p = 0; p < kp; p++) B_AT(j, p) = line[p];
+        }
+#undef B_AT
+}
+
+/* The 64-byte tile configuration: palette 1, every tile 16 rows of 64 bytes */
+typedef struct tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* gcc's tile intrinsics are asm statements that tell the compiler of the
+ * address they read or write but not of the memory: this says that the
+ * memory at p is read and written here, so its stores are done before (a
+ * packed panel, the configuration) and its loads come after (a stored
+ * block). */
+#define MEMORY_AT(p) __asm__ volatile("" : : "r"(p) : "memory")
+
+__attribute__((target("amx-tile"))) static void tiles_on(void)
+{
+    tile_config cfg = {.palette = 1};
+    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = TR;
+    MEMORY_AT(&cfg);
+    _tile_loadconfig(&cfg);
+}
+__attribute__((target("amx-tile"))) static void tiles_off(void) { _tile_release(); }
+
+/* The 32 x 32 block of sums of nq steps of 16 pairs, from row tiles a,
+ * a + nq (A's tiles (s, .) and (s + 1, .)) and column tiles b, b + nq,
+ * into out[32][32] (rows of 128 bytes). */
+__attribute__((target("amx-tile,amx-bf16"))) static void block(int nq, const uint32_t *a, const uint32_t *b,
+                                                               float *out)
+{
+    MEMORY_AT(a);
+    MEMORY_AT(b);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    const uint32_t *a1 = a + (size_t)nq * TW, *b1 = b + (size_t)nq * TW;
+    for (int q = 0; q < nq; q++) {
+        _tile_loadd(4, a + (size_t)q * TW, 64);
+        _tile_loadd(5, a1 + (size_t)q * TW, 64);
+        _tile_loadd(6, b + (size_t)q * TW, 64);
+        _tile_loadd(7, b1 + (size_t)q * TW, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, out, BN * 4);
+    _tile_stored(1, out + 16, BN * 4);
+    _tile_stored(2, out + 16 * BN, BN * 4);
+    _tile_stored(3, out + 16 * BN + 16, BN * 4);
+    MEMORY_AT(out);
+}
+
+/* c (mr x nr of it, row stride ldc) = t, or += t */
+__attribute__((target("avx512f"))) static void put(float *c, int ldc, const float *t, int mr, int nr, bool overwrite)
+{
+    for (int i = 0; i < mr; i++) {
+        float *ci = c + (size_t)i * ldc;
+        const float *ti = t + (size_t)i * BN;
+        if (overwrite)
+            for (int j = 0; j < nr; j++) ci[j] = ti[j];
+        else
+            for (int j = 0; j < nr; j++) ci[j] += ti[j];
+    }
+}
+
+typedef ag__bf16_job job;
+
+static int up(int n, int m) { return (n + m - 1) / m * m; }
+
+/* C[m0:m1, n0:n1] on the calling thread, with its packing buffers and its
+ * tile configuration: the loops jc, pc, ic, then the 32 x 32 blocks.
+ * false: no memory for the buffers. */
+static bool part(const job *jb, int m0, int m1, int n0, int n1)
+{
+    int K = jb->K, kpmax = up((K < KC ? K : KC) + 1, 2) / 2, kp16max = up(kpmax, TR);
+    int mcmax = up(m1 - m0 < MC ? m1 - m0 : MC, BM), ncmax = up(n1 - n0 < NC ? n1 - n0 : NC, BN);
+    float *abuf, *bbuf;
+    if (!ag__gemm_buffers((size_t)mcmax * kp16max, (size_t)ncmax * kp16max, &abuf, &bbuf)) return false;
+    uint32_t *apack = (uint32_t *)abuf, *bpack = (uint32_t *)bbuf;
+    float out[BM * BN] __attribute__((aligned(64)));
+    tiles_on();
+    for (int jc = n0; jc < n1; jc += NC) {
+        int nc = n1 - jc < NC ? n1 - jc : NC, nc32 = up(nc, BN);
+        for (int pc = 0; pc < K; pc += KC) {
+            int kc = K - pc < KC ? K - pc : KC, kp16 = up((kc + 1) / 2, TR), nq = kp16 / TR;
+            bool overwrite = pc == 0 && jb->overwrite;
+            pack_b(bpack, jb->B, jb->tb, jb->ldb, jc, nc, nc32, pc, kc, kp16);
+            for (int ic = m0; ic < m1; ic += MC) {
+                int mc = m1 - ic < MC ? m1 - ic : MC, mc32 = up(mc, BM);
+                pack_a(apack, jb->A, jb->ta, jb->lda, ic, mc, mc32, pc, kc, kp16);
+                for (int i = 0; i < mc; i += BM)
+                    for (int j = 0; j < nc; j += BN) {
+                        block(nq, apack + (size_t)(i / TR) * nq * TW, bpack + (size_t)(j / TR) * nq * TW, out);
+                        put(jb->C + (size_t)(ic + i) * jb->ldc + jc + j, jb->ldc, out, mc - i < BM ? mc - i : BM,
+                            nc - j < BN ? nc - j : BN, overwrite);
+                    }
+            }
+        }
+    }
+    tiles_off();
+    return true;
+}
+
+/* Thread t's share: a contiguous run of 32-row (or 32-column) strips. */
+static void share(void *ctx, size_t t)
+{
+    const job *jb = ctx;
+    int n = jb->by_rows ? jb->M : jb->N, strips = (n + BM - 1) / BM, nt = jb->nshares;
+    int lo = (int)((long)strips * (long)t / nt) * BM, hi = (int)((long)strips * ((long)t + 1) / nt) * BM;
+    if (hi > n) hi = n;
+    if (lo >= hi) return;
+    int m0 = jb->by_rows ? lo : 0, m1 = jb->by_rows ? hi : jb->M, n0 = jb->by_rows ? 0 : lo, n1 = jb->by_rows ? jb->N : hi;
+    if (!part(jb, m0, m1, n0, n1)) /* no buffers: plain loops, the same rounded products, one sum each */
+        ag__gemm_bf16_plain(jb->ta, jb->tb, m0, m1, n0, n1, jb->K, jb->A, jb->lda, jb->B, jb->ldb, jb->overwrite,
+                            jb->C, jb->ldc);
+}
+
+void ag__gemm_amx(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
+                  float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) { /* no product: C = beta C */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : C[(size_t)i * ldc + j];
+        return;
+    }
+    job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta == 0, 1, 0};
+    int nt = ag__threads_for((size_t)((double)M * N * K / 8));
+    if (nt > 1) { /* the split that shares the fewer padded strips' work */
+        long ms = (M + BM - 1) / BM, ns = (N + BN - 1) / BN;
+        jb.nshares = nt, jb.by_rows = (ms + nt - 1) / nt * BM * (long)N <= (ns + nt - 1) / nt * BN * (long)M;
+    }
+    ag__parallel_for((size_t)jb.nshares, jb.nshares, share, &jb);
+}
+
+#else
+
+bool ag__amx_permitted(const char **why)
+{
+    if (why) *why = "built without the AMX kernel (x86-64 Linux, float, gcc 12 or clang 14)";
+    return false;
+}
+
+void ag__gemm_amx(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
+                  float *C, int ldc)
+{
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
+        (void)ldc;
+}
+
+#endif

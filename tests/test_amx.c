@@ -3,7 +3,10 @@
  *
  * The bound.  Each product of two bf16 values is exact in a float, and
  * TDPBF16PS rounds each accumulation to nearest even (Intel's description
- * of the instruction), in an order of its own within a block of depth: so
+ * of the instruction: within one instruction, 32 depths, the even
+ * depths' and the odd depths' products are summed apart, then both added
+ * to C; a test below checks that bit for bit), and across instructions
+ * in an order of its own: so
  * C[i, j], a sum of n = K (+ 1 with beta 1: C's old value) terms in float
  * in some order, is within gamma(n) = n u / (1 - n u) of the exact sum, u
  * = 2^-24, times the sum of the terms' magnitudes (Higham 3.1: any order
@@ -105,6 +108,55 @@ Test(amx, kernel_within_the_fp32_sum_bound_at_every_shape_and_transpose)
                 }
     printf("test_amx: %zu of %zu sums differ from the fp32 kernel's bits on the same rounded operands\n", differ,
            total);
+}
+
+/* Intel's pseudo-code of TDPBF16PS, for C[i, j] and one instruction's
+ * depth (K <= 32, 16 pairs): the even depths' products summed in order
+ * from 0, the odd depths' apart, each addition rounded; then C + (even +
+ * odd).  a, b: the rounded operands, b with stride ldb. */
+static float tdpbf16ps_model(const float *a, const float *b, int ldb, int K, float c)
+{
+    float even = 0, odd = 0;
+    for (int k = 0; k < K; k += 2) {
+        even += a[k] * b[(size_t)k * ldb];
+        if (k + 1 < K) odd += a[k + 1] * b[(size_t)(k + 1) * ldb];
+    }
+    return c + (even + odd);
+}
+
+/* Within one instruction the tiles follow that pseudo-code bit for bit
+ * (so the packing puts each pair where the instruction expects it).
+ * Across instructions their accumulation is their own: this model then
+ * gives other last bits for about a quarter of the sums at K = 64, and
+ * the test above holds them to the bound instead. */
+Test(amx, one_instructions_depth_is_intels_pseudo_code_bit_for_bit)
+{
+    SKIP_WITHOUT_AMX();
+    enum { M = 40, N = 50 };
+    const int depths[] = {1, 2, 17, 31, 32};
+    ag_rng r;
+    ag_rng_seed(&r, 148);
+    for (int d = 0; d < 5; d++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int beta = 0; beta < 2; beta++) {
+                    int K = depths[d], lda = ta ? M : K, ldb = tb ? K : N;
+                    float A[M * 32], B[32 * N], a[32], b[32 * N], C0[M * N], C[M * N];
+                    fill(&r, A, (size_t)M * K), fill(&r, B, (size_t)K * N), fill(&r, C0, M * N);
+                    memcpy(C, C0, sizeof C);
+                    ag__gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C, N);
+                    for (int k = 0; k < K; k++)
+                        for (int j = 0; j < N; j++) b[k * N + j] = ag_bf16_round(tb ? B[j * ldb + k] : B[k * ldb + j]);
+                    for (int i = 0; i < M; i++) {
+                        for (int k = 0; k < K; k++) a[k] = ag_bf16_round(ta ? A[k * lda + i] : A[i * lda + k]);
+                        for (int j = 0; j < N; j++) {
+                            float want = tdpbf16ps_model(a, b + j, N, K, beta ? C0[i * N + j] : 0);
+                            cr_assert_eq(bits_of(C[i * N + j]), bits_of(want),
+                                         "K %d ta %d tb %d beta %d C[%d, %d] = %.9g, the pseudo-code's %.9g", K, ta,
+                                         tb, beta, i, j, C[i * N + j], want);
+                        }
+                    }
+                }
 }
 
 /* Strides wider than the matrices (a block of a bigger one), and C's own

@@ -19,9 +19,12 @@
  * first tile instruction kills the process, so ag__amx_permitted() asks
  * once and the dispatch (core/cpu.c) uses the tiles only when granted.
  *
- * The layout: B "VNNI", each 32-bit word a pair of depths (k in the low
- * half, k + 1 in the high one: the order in which the instruction adds
- * them), 16 columns to a tile row; A rows of pairs, 16 rows to a tile.
+ * Within one instruction (Intel's pseudo-code, which the tiles follow bit
+ * for bit: tests/test_amx.c) the even depths' products are summed from 0
+ * in order, the odd depths' apart, then C + (even + odd).
+ *
+ * The layout: B "VNNI", each 32-bit word a pair of depths (k even in the
+ * low half, k + 1 in the high one), 16 columns to a tile row; A rows of pairs, 16 rows to a tile.
  * Both are packed into whole tiles of 16 x 64 bytes, 1 KB each, laid one
  * after the other so that each tileloadd reads 1 KB in a row; packing
  * rounds, and pads with zeros to whole tiles (rows, columns, and pairs of
@@ -30,11 +33,12 @@
  *
  * The micro-kernel holds a 32 x 32 block of C in four tiles (2 x 2),
  * with two tiles of A and two of B: each step of 16 pairs of depth is
- * four loads and four TDPBF16PS.  The depth is cut in ag__gemm's blocks
- * (KC 384), each block's sum started at 0 and then added to C, as the
- * fp32 kernel does.  Within a block the order in which the tiles add
- * their products is the hardware's, so this kernel is held to the bound
- * of a sum in float (tests/test_amx.c), not to ag__gemm's bits. */
+ * four loads and four TDPBF16PS.  The tiles load C's block, add a block
+ * of depth (KC 384: 12 steps, A's two row tiles, 24 KB, stay in L1 while
+ * B's tiles stream from L2) and store it back; an edge block goes through
+ * a buffer.  The order in which the tiles add their products is the
+ * hardware's, so this kernel is held to the bound of a sum in float
+ * (tests/test_amx.c), not to ag__gemm's bits. */
 #define _DEFAULT_SOURCE /* syscall(), for arch_prctl */
 #include "kernels/amx.h"
 #include "kernels/bf16.h"
@@ -103,9 +107,13 @@ static inline uint32_t bits(const float *x)
 
 /* dst[p] = pair(x[2p], x[2p + 1]), p < (n + 1) / 2, x contiguous (an odd
  * n's last pair: (x[n-1], 0)); 32 values a step: round 16 and 16, keep
- * the high halves in order. */
-__attribute__((target("avx512f,avx512bw"))) static void pairs_along(uint32_t *dst, const float *x, int n)
+ * the high halves in order.  The n values at next (the next row, read
+ * next) are fetched into the cache meanwhile: packing reads rows of a few
+ * cache lines each, too short for the hardware's prefetcher. */
+__attribute__((target("avx512f,avx512bw"))) static void pairs_along(uint32_t *dst, const float *x, int n,
+                                                                    const float *next)
 {
+    for (int k = 0; next && k < n; k += 16) _mm_prefetch((const char *)(next + k), _MM_HINT_T0);
     const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
                                          25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     int k = 0;
@@ -144,7 +152,8 @@ static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int m
         for (int p = i < mr ? kp : 0; p < kp16; p++) A_AT(i, p) = 0;
     if (!ta) /* A stored [M, K]: a row's pairs are adjacent */
         for (int i = 0; i < mr; i++) {
-            pairs_along(row, A + (size_t)(i0 + i) * lda + p0, kc);
+            const float *a = A + (size_t)(i0 + i) * lda + p0;
+            pairs_along(row, a, kc, i + 1 < mr ? a + lda : NULL);
             for (int p = 0; p < kp; p++) A_AT(i, p) = row[p];
         }
     else /* A stored [K, M]: rows k and k + 1 hold the pairs' halves */
@@ -174,7 +183,8 @@ static void pack_b(uint32_t *dst, const float *B, int tb, int ldb, int j0, int n
         }
     else /* B stored [N, K]: a column of op(B) is a row of B, its pairs adjacent */
         for (int j = 0; j < nr; j++) {
-            pairs_along(line, B + (size_t)(j0 + j) * ldb + p0, kc);
+            const float *b = B + (size_t)(j0 + j) * ldb + p0;
+            pairs_along(line, b, kc, j + 1 < nr ? b + ldb : NULL);
             for (int p = 0; p < kp; p++) B_AT(j, p) = line[p];
         }
 #undef B_AT
@@ -203,18 +213,29 @@ __attribute__((target("amx-tile"))) static void tiles_on(void)
 }
 __attribute__((target("amx-tile"))) static void tiles_off(void) { _tile_release(); }
 
-/* The 32 x 32 block of sums of nq steps of 16 pairs, from row tiles a,
- * a + nq (A's tiles (s, .) and (s + 1, .)) and column tiles b, b + nq,
- * into out[32][32] (rows of 128 bytes). */
-__attribute__((target("amx-tile,amx-bf16"))) static void block(int nq, const uint32_t *a, const uint32_t *b,
-                                                               float *out)
+/* A 32 x 32 block of C, c (row stride ldc floats), += the sums of nq
+ * steps of 16 pairs from row tiles a, a + nq (A's tiles (s, .) and
+ * (s + 1, .)) and column tiles b, b + nq; overwrite: = them.  The tiles
+ * start from C itself (or zeros) and are stored back to it. */
+__attribute__((target("amx-tile,amx-bf16"))) static void block(int nq, const uint32_t *a, const uint32_t *b, float *c,
+                                                               int ldc, bool overwrite)
 {
+    const size_t stride = (size_t)ldc * sizeof(float);
+    float *c1 = c + (size_t)16 * ldc;
     MEMORY_AT(a);
     MEMORY_AT(b);
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    MEMORY_AT(c);
+    if (overwrite) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    } else {
+        _tile_loadd(0, c, stride);
+        _tile_loadd(1, c + 16, stride);
+        _tile_loadd(2, c1, stride);
+        _tile_loadd(3, c1 + 16, stride);
+    }
     const uint32_t *a1 = a + (size_t)nq * TW, *b1 = b + (size_t)nq * TW;
     for (int q = 0; q < nq; q++) {
         _tile_loadd(4, a + (size_t)q * TW, 64);
@@ -226,11 +247,11 @@ __attribute__((target("amx-tile,amx-bf16"))) static void block(int nq, const uin
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
-    _tile_stored(0, out, BN * 4);
-    _tile_stored(1, out + 16, BN * 4);
-    _tile_stored(2, out + 16 * BN, BN * 4);
-    _tile_stored(3, out + 16 * BN + 16, BN * 4);
-    MEMORY_AT(out);
+    _tile_stored(0, c, stride);
+    _tile_stored(1, c + 16, stride);
+    _tile_stored(2, c1, stride);
+    _tile_stored(3, c1 + 16, stride);
+    MEMORY_AT(c);
 }
 
 /* c (mr x nr of it, row stride ldc) = t, or += t */
@@ -273,9 +294,14 @@ static bool part(const job *jb, int m0, int m1, int n0, int n1)
                 pack_a(apack, jb->A, jb->ta, jb->lda, ic, mc, mc32, pc, kc, kp16);
                 for (int i = 0; i < mc; i += BM)
                     for (int j = 0; j < nc; j += BN) {
-                        block(nq, apack + (size_t)(i / TR) * nq * TW, bpack + (size_t)(j / TR) * nq * TW, out);
-                        put(jb->C + (size_t)(ic + i) * jb->ldc + jc + j, jb->ldc, out, mc - i < BM ? mc - i : BM,
-                            nc - j < BN ? nc - j : BN, overwrite);
+                        const uint32_t *a = apack + (size_t)(i / TR) * nq * TW, *b = bpack + (size_t)(j / TR) * nq * TW;
+                        float *c = jb->C + (size_t)(ic + i) * jb->ldc + jc + j;
+                        int mr = mc - i < BM ? mc - i : BM, nr = nc - j < BN ? nc - j : BN;
+                        if (mr == BM && nr == BN) block(nq, a, b, c, jb->ldc, overwrite);
+                        else { /* an edge: the block in out, its mr x nr part added to C */
+                            block(nq, a, b, out, BN, true);
+                            put(c, jb->ldc, out, mr, nr, overwrite);
+                        }
                     }
             }
         }
@@ -305,6 +331,10 @@ void ag__gemm_amx(int ta, int tb, int M, int N, int K, const float *A, int lda, 
     if (K <= 0) { /* no product: C = beta C */
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0 ? 0 : C[(size_t)i * ldc + j];
+        return;
+    }
+    if (!ag__amx_permitted(NULL)) { /* (asks first: a tile instruction before the grant kills the process) */
+        ag__gemm_bf16_plain(ta, tb, 0, M, 0, N, K, A, lda, B, ldb, beta == 0, C, ldc);
         return;
     }
     job jb = {ta, tb, M, N, K, lda, ldb, ldc, A, B, C, beta == 0, 1, 0};

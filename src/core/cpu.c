@@ -36,7 +36,9 @@ static const char *const names[AG_ISA_COUNT] = {
 _Atomic int ag__isa_level = -1;
 /* whether the bf16 products may use vdpbf16ps (set with the level) */
 static _Atomic bool bf16_on;
-/* whether they may use AMX's tiles (with bf16_on; kernels/gemm_amx.c) */
+/* whether they may use AMX's tiles (with bf16_on, where Linux grants
+ * them: asked at the first bf16 product, so that a process that never
+ * runs one never asks; kernels/gemm_amx.c) */
 static _Atomic bool amx_on;
 
 /* AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5 (and a kernel built:
@@ -75,7 +77,7 @@ int ag__isa_read(void)
 {
     int l = best(); /* threads that race here all store the same value */
     bool bf16 = l == AG_ISA_AVX512 && cpu_bf16();
-    atomic_store_explicit(&amx_on, bf16 && ag__amx_permitted(NULL), memory_order_relaxed);
+    atomic_store_explicit(&amx_on, bf16, memory_order_relaxed);
     atomic_store_explicit(&bf16_on, bf16, memory_order_relaxed);
     atomic_store_explicit(&ag__isa_level, l, memory_order_relaxed);
     return l;
@@ -84,9 +86,9 @@ int ag__isa_read(void)
 const char *ag__isa_force(const char *name)
 {
     int top = best(), want = top;
-    bool bf16 = top == AG_ISA_AVX512 && cpu_bf16(), amx = bf16 && ag__amx_permitted(NULL);
+    bool bf16 = top == AG_ISA_AVX512 && cpu_bf16();
     if (name && (!strcmp(name, "amx") || !strcmp(name, "avx512bf16"))) { /* the tiles on or off */
-        bool tiles = !strcmp(name, "amx") && amx;
+        bool tiles = !strcmp(name, "amx") && bf16 && ag__amx_permitted(NULL);
         atomic_store_explicit(&amx_on, tiles, memory_order_relaxed);
         atomic_store_explicit(&bf16_on, bf16, memory_order_relaxed);
         atomic_store_explicit(&ag__isa_level, top, memory_order_relaxed);
@@ -95,7 +97,7 @@ const char *ag__isa_force(const char *name)
     bool named = false; /* a level by name: vdpbf16ps and the tiles off */
     for (int l = 0; name && l < AG_ISA_COUNT; l++)
         if (!strcmp(name, names[l]) && has(l, top)) want = l, named = true;
-    atomic_store_explicit(&amx_on, amx && !named, memory_order_relaxed);
+    atomic_store_explicit(&amx_on, bf16 && !named, memory_order_relaxed);
     atomic_store_explicit(&bf16_on, bf16 && !named, memory_order_relaxed);
     atomic_store_explicit(&ag__isa_level, want, memory_order_relaxed);
     return names[want];
@@ -103,7 +105,10 @@ const char *ag__isa_force(const char *name)
 
 bool ag__isa_bf16(void) { return ag__isa() == AG_ISA_AVX512 && atomic_load_explicit(&bf16_on, memory_order_relaxed); }
 
-bool ag__isa_amx(void) { return ag__isa_bf16() && atomic_load_explicit(&amx_on, memory_order_relaxed); }
+bool ag__isa_amx(void)
+{
+    return ag__isa_bf16() && atomic_load_explicit(&amx_on, memory_order_relaxed) && ag__amx_permitted(NULL);
+}
 
 const char *ag__isa_bf16_kernel(const char **why_not_amx)
 {

@@ -105,89 +105,106 @@ static inline uint32_t bits(const float *x)
     return u;
 }
 
-/* dst[p] = pair(x[2p], x[2p + 1]), p < (n + 1) / 2, x contiguous (an odd
- * n's last pair: (x[n-1], 0)); 32 values a step: round 16 and 16, keep
- * the high halves in order.  The n values at next (the next row, read
- * next) are fetched into the cache meanwhile: packing reads rows of a few
- * cache lines each, too short for the hardware's prefetcher. */
-__attribute__((target("avx512f,avx512bw"))) static void pairs_along(uint32_t *dst, const float *x, int n,
-                                                                    const float *next)
+/* One line of a tile, 16 words: the 16 pairs of depths (x[2c], x[2c+1])
+ * of 32 contiguous values (n of them there, n <= 32: zeros past them; an
+ * odd n's last pair is (x[n-1], 0)).  Rounds 16 and 16 and keeps the high
+ * halves in order. */
+__attribute__((target("avx512f,avx512bw"))) static void along16(uint32_t *dst, const float *x, int n)
 {
-    for (int k = 0; next && k < n; k += 16) _mm_prefetch((const char *)(next + k), _MM_HINT_T0);
     const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
                                          25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    int k = 0;
-    for (; k + 32 <= n; k += 32) {
-        ag__u32x16 lo, hi;
-        memcpy(&lo, x + k, sizeof lo), memcpy(&hi, x + k + 16, sizeof hi);
-        ag__bf16_bits16(&lo), ag__bf16_bits16(&hi);
-        _mm512_storeu_si512(dst + k / 2, _mm512_permutex2var_epi16((__m512i)lo, odd, (__m512i)hi));
+    float pad[32];
+    if (n < 32) { /* a depth block's end */
+        for (int k = 0; k < 32; k++) pad[k] = k < n ? x[k] : 0;
+        x = pad;
     }
-    for (; k < n; k += 2) dst[k / 2] = pair(bits(x + k), k + 1 < n ? bits(x + k + 1) : 0);
+    ag__u32x16 lo, hi;
+    memcpy(&lo, x, sizeof lo), memcpy(&hi, x + 16, sizeof hi);
+    ag__bf16_bits16(&lo), ag__bf16_bits16(&hi);
+    _mm512_storeu_si512(dst, _mm512_permutex2var_epi16((__m512i)lo, odd, (__m512i)hi));
 }
 
-/* dst[i] = pair(x0[i], x1[i]), i < n (x1 NULL: (x0[i], 0)) */
-__attribute__((target("avx512f"))) static void pairs_across(uint32_t *dst, const float *x0, const float *x1, int n)
+/* One line of a tile, 16 words: the pairs (x0[i], x1[i]) of 16 entries (n
+ * of them there: zeros past them; x1 NULL: (x0[i], 0)). */
+__attribute__((target("avx512f"))) static void across16(uint32_t *dst, const float *x0, const float *x1, int n)
 {
-    int i = 0;
-    for (; x1 && i + 16 <= n; i += 16) {
+    if (n == 16 && x1) {
         ag__u32x16 lo, hi;
-        memcpy(&lo, x0 + i, sizeof lo), memcpy(&hi, x1 + i, sizeof hi);
+        memcpy(&lo, x0, sizeof lo), memcpy(&hi, x1, sizeof hi);
         ag__bf16_bits16(&lo), ag__bf16_bits16(&hi);
         lo = lo >> 16 | hi;
-        memcpy(dst + i, &lo, sizeof lo);
+        memcpy(dst, &lo, sizeof lo);
+        return;
     }
-    for (; i < n; i++) dst[i] = pair(bits(x0 + i), x1 ? bits(x1 + i) : 0);
+    for (int i = 0; i < 16; i++) dst[i] = i < n ? pair(bits(x0 + i), x1 ? bits(x1 + i) : 0) : 0;
 }
 
-/* Rows [i0, i0+mr) of op(A), depth [p0, p0+kc), into row tiles: tile
- * (s, q) holds rows 16 s.. and pairs 16 q.., row r's pair c at word
- * (s nq + q) 256 + 16 r + c; nq = kp16 / 16; zeros up to mr16 rows. */
+/* tile = the transpose of t (16 x 16 words) */
+static void transpose16(uint32_t *tile, const uint32_t *t)
+{
+    for (int r = 0; r < TR; r++)
+        for (int c = 0; c < TR; c++) tile[r * TR + c] = t[c * TR + r];
+}
+
+static int least(int a, int b) { return a < b ? a : b; }
+
+/* Rows [i0, i0+mr) of op(A), depth [p0, p0+kc), into row tiles of 16 rows
+ * by 16 pairs: tile (s, q) at dst + (s nq + q) 256 words, row r's pair c
+ * at word 16 r + c; nq = kp16 / 16 steps, zero rows up to mr16 (the
+ * pairs past the depth are zeros too). */
 static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int mr, int mr16, int p0, int kc, int kp16)
 {
-    int kp = (kc + 1) / 2, nq = kp16 / TR;
-    uint32_t row[KC / 2];
-#define A_AT(i, p) dst[((size_t)((i) / TR) * nq + (p) / TR) * TW + (size_t)((i) % TR) * TR + (p) % TR]
-    for (int i = 0; i < mr16; i++)
-        for (int p = i < mr ? kp : 0; p < kp16; p++) A_AT(i, p) = 0;
-    if (!ta) /* A stored [M, K]: a row's pairs are adjacent */
-        for (int i = 0; i < mr; i++) {
-            const float *a = A + (size_t)(i0 + i) * lda + p0;
-            pairs_along(row, a, kc, i + 1 < mr ? a + lda : NULL);
-            for (int p = 0; p < kp; p++) A_AT(i, p) = row[p];
-        }
-    else /* A stored [K, M]: rows k and k + 1 hold the pairs' halves */
-        for (int p = 0; p < kp; p++) {
-            const float *a0 = A + (size_t)(p0 + 2 * p) * lda + i0;
-            pairs_across(row, a0, 2 * p + 1 < kc ? a0 + lda : NULL, mr);
-            for (int i = 0; i < mr; i++) A_AT(i, p) = row[i];
-        }
-#undef A_AT
+    int nq = kp16 / TR, ns = mr16 / TR;
+    if (!ta) { /* A stored [M, K]: a tile row is 32 depths of a row of A */
+        for (int i = 0; i < mr16; i++)
+            for (int q = 0; q < nq; q++) {
+                uint32_t *line = dst + ((size_t)(i / TR) * nq + q) * TW + (i % TR) * TR;
+                if (i < mr) along16(line, A + (size_t)(i0 + i) * lda + p0 + 32 * q, kc - 32 * q);
+                else memset(line, 0, TR * sizeof *line);
+            }
+        return;
+    }
+    /* A stored [K, M]: rows k and k + 1 of A hold a pair for 16 rows of
+     * op(A), a tile column: read along A's rows, then each tile transposed */
+    uint32_t t[MC / TR][TW];
+    for (int q = 0; q < nq; q++) {
+        for (int c = 0, k = 32 * q; c < TR; c++, k += 2)
+            for (int s = 0; s < ns; s++) {
+                const float *a0 = A + (size_t)(p0 + k) * lda + i0 + TR * s;
+                if (k < kc && TR * s < mr) across16(t[s] + c * TR, a0, k + 1 < kc ? a0 + lda : NULL, least(TR, mr - TR * s));
+                else memset(t[s] + c * TR, 0, TR * sizeof *t[s]);
+            }
+        for (int s = 0; s < ns; s++) transpose16(dst + ((size_t)s * nq + q) * TW, t[s]);
+    }
 }
 
-/* Columns [j0, j0+nr) of op(B), depth [p0, p0+kc), into column tiles:
- * tile (t, q) holds columns 16 t.. and pairs 16 q.., pair c of column j
- * at word (t nq + q) 256 + 16 c + j; zeros up to nr16 columns. */
+/* Columns [j0, j0+nr) of op(B), depth [p0, p0+kc), into column tiles of
+ * 16 pairs by 16 columns: tile (t, q) at dst + (t nq + q) 256 words, pair
+ * c of column j at word 16 c + j; zero columns up to nr16. */
 static void pack_b(uint32_t *dst, const float *B, int tb, int ldb, int j0, int nr, int nr16, int p0, int kc, int kp16)
 {
-    int kp = (kc + 1) / 2, nq = kp16 / TR;
-    uint32_t line[NC > KC / 2 ? NC : KC / 2];
-#define B_AT(j, p) dst[((size_t)((j) / TR) * nq + (p) / TR) * TW + (size_t)((p) % TR) * TR + (j) % TR]
-    for (int j = 0; j < nr16; j++)
-        for (int p = j < nr ? kp : 0; p < kp16; p++) B_AT(j, p) = 0;
-    if (!tb) /* B stored [K, N]: rows k and k + 1 side by side */
-        for (int p = 0; p < kp; p++) {
-            const float *b0 = B + (size_t)(p0 + 2 * p) * ldb + j0;
-            pairs_across(line, b0, 2 * p + 1 < kc ? b0 + ldb : NULL, nr);
-            for (int j = 0; j < nr; j++) B_AT(j, p) = line[j];
+    int nq = kp16 / TR, nu = nr16 / TR;
+    if (!tb) { /* B stored [K, N]: rows k and k + 1 hold tile rows' pairs, read along */
+        for (int q = 0; q < nq; q++)
+            for (int c = 0, k = 32 * q; c < TR; c++, k += 2)
+                for (int u = 0; u < nu; u++) {
+                    uint32_t *line = dst + ((size_t)u * nq + q) * TW + c * TR;
+                    const float *b0 = B + (size_t)(p0 + k) * ldb + j0 + TR * u;
+                    if (k < kc && TR * u < nr) across16(line, b0, k + 1 < kc ? b0 + ldb : NULL, least(TR, nr - TR * u));
+                    else memset(line, 0, TR * sizeof *line);
+                }
+        return;
+    }
+    /* B stored [N, K]: a column of op(B) is a row of B, a tile column */
+    uint32_t t[TW];
+    for (int u = 0; u < nu; u++)
+        for (int q = 0; q < nq; q++) {
+            for (int j = 0; j < TR; j++) {
+                if (TR * u + j < nr) along16(t + j * TR, B + (size_t)(j0 + TR * u + j) * ldb + p0 + 32 * q, kc - 32 * q);
+                else memset(t + j * TR, 0, TR * sizeof *t);
+            }
+            transpose16(dst + ((size_t)u * nq + q) * TW, t);
         }
-    else /* B stored [N, K]: a column of op(B) is a row of B, its pairs adjacent */
-        for (int j = 0; j < nr; j++) {
-            const float *b = B + (size_t)(j0 + j) * ldb + p0;
-            pairs_along(line, b, kc, j + 1 < nr ? b + ldb : NULL);
-            for (int p = 0; p < kp; p++) B_AT(j, p) = line[p];
-        }
-#undef B_AT
 }
 
 /* The 64-byte tile configuration: palette 1, every tile 16 rows of 64 bytes */

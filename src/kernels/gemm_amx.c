@@ -58,23 +58,22 @@
 #define ARCH_REQ_XCOMP_PERM 0x1023 /* arch/x86/include/uapi/asm/prctl.h */
 #define XFEATURE_XTILEDATA 18
 
-/* -1: not asked yet; 0: refused (why_not says why); 1: granted */
+/* The answer: -1 not asked yet, 0 granted, else why not (an index of why_not) */
 static _Atomic int permission = -1;
-static const char *why_not = "not asked yet";
+static const char *const why_not[] = {
+    NULL,
+    "the CPU has no AMX-TILE and AMX-BF16",
+    "the kernel does not offer AMX tile data (Linux 5.16 on)",
+    "the kernel refused AMX tile data (arch_prctl)",
+};
 
 static int ask(void)
 {
     unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 22 & 1)) {
-        why_not = "the CPU has no AMX-TILE and AMX-BF16";
-        return 0;
-    }
-    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
-        why_not = errno == EINVAL || errno == ENOSYS ? "the kernel does not offer AMX tile data (Linux 5.16 on)"
-                                                     : "the kernel refused AMX tile data (arch_prctl)";
-        return 0;
-    }
-    return 1;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 22 & 1)) return 1;
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+        return errno == EINVAL || errno == ENOSYS ? 2 : 3;
+    return 0;
 }
 
 bool ag__amx_permitted(const char **why)
@@ -84,8 +83,8 @@ bool ag__amx_permitted(const char **why)
         p = ask();
         atomic_store_explicit(&permission, p, memory_order_release);
     }
-    if (why) *why = p ? NULL : why_not;
-    return p == 1;
+    if (why) *why = why_not[p];
+    return p == 0;
 }
 
 #define TR 16   /* rows of a tile, and pairs of depth in a tile row */

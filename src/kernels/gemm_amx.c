@@ -155,12 +155,16 @@ static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int m
 {
     int nq = kp16 / TR, ns = mr16 / TR;
     if (!ta) { /* A stored [M, K]: a tile row is 32 depths of a row of A */
-        for (int i = 0; i < mr16; i++)
+        for (int i = 0; i < mr16; i++) {
+            /* the row after next fetched meanwhile: a row's kc values are a
+             * few cache lines, too short a run for the hardware's prefetcher */
+            for (int k = 0; i + 2 < mr && k < kc; k += 16) __builtin_prefetch(A + (size_t)(i0 + i + 2) * lda + p0 + k);
             for (int q = 0; q < nq; q++) {
                 uint32_t *line = dst + ((size_t)(i / TR) * nq + q) * TW + (i % TR) * TR;
                 if (i < mr) along16(line, A + (size_t)(i0 + i) * lda + p0 + 32 * q, kc - 32 * q);
                 else memset(line, 0, TR * sizeof *line);
             }
+        }
         return;
     }
     /* A stored [K, M]: rows k and k + 1 of A hold a pair for 16 rows of
@@ -194,16 +198,21 @@ static void pack_b(uint32_t *dst, const float *B, int tb, int ldb, int j0, int n
                 }
         return;
     }
-    /* B stored [N, K]: a column of op(B) is a row of B, a tile column */
-    uint32_t t[TW];
-    for (int u = 0; u < nu; u++)
-        for (int q = 0; q < nq; q++) {
-            for (int j = 0; j < TR; j++) {
-                if (TR * u + j < nr) along16(t + j * TR, B + (size_t)(j0 + TR * u + j) * ldb + p0 + 32 * q, kc - 32 * q);
-                else memset(t + j * TR, 0, TR * sizeof *t);
+    /* B stored [N, K]: a column of op(B) is a row of B, a tile column: each
+     * row read along (the row after next fetched meanwhile, as for A),
+     * then each tile transposed */
+    uint32_t t[KC / 32][TW];
+    for (int u = 0; u < nu; u++) {
+        for (int j = 0; j < TR; j++) {
+            const float *b = B + (size_t)(j0 + TR * u + j) * ldb + p0;
+            for (int k = 0; TR * u + j + 2 < nr && k < kc; k += 16) __builtin_prefetch(b + 2 * (size_t)ldb + k);
+            for (int q = 0; q < nq; q++) {
+                if (TR * u + j < nr) along16(t[q] + j * TR, b + 32 * q, kc - 32 * q);
+                else memset(t[q] + j * TR, 0, TR * sizeof *t[q]);
             }
-            transpose16(dst + ((size_t)u * nq + q) * TW, t);
         }
+        for (int q = 0; q < nq; q++) transpose16(dst + ((size_t)u * nq + q) * TW, t[q]);
+    }
 }
 
 /* The 64-byte tile configuration: palette 1, every tile 16 rows of 64 bytes */

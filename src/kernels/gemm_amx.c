@@ -24,12 +24,13 @@
  * in order, the odd depths' apart, then C + (even + odd).
  *
  * The layout: B "VNNI", each 32-bit word a pair of depths (k even in the
- * low half, k + 1 in the high one), 16 columns to a tile row; A rows of pairs, 16 rows to a tile.
- * Both are packed into whole tiles of 16 x 64 bytes, 1 KB each, laid one
- * after the other so that each tileloadd reads 1 KB in a row; packing
- * rounds, and pads with zeros to whole tiles (rows, columns, and pairs of
- * depth: an odd depth's last pair is (k, 0)).  A zero pair adds +0 to a
- * sum that starts at +0 and so never is -0: the sum stays as it is.
+ * low half, k + 1 in the high one), 16 columns to a tile row; A rows of
+ * pairs, 16 rows to a tile.  Both are packed into whole tiles of 16 x 64
+ * bytes, 1 KB each, laid one after the other so that each tileloadd reads
+ * 1 KB in a row; packing rounds, and pads with zeros to whole tiles (rows,
+ * columns, and pairs of depth: an odd depth's last pair is (k, 0)).  A
+ * zero pair adds +0 to an instruction's even and odd sums, which start at
+ * +0 and so are never -0: they stay as they are.
  *
  * The micro-kernel holds a 32 x 32 block of C in four tiles (2 x 2),
  * with two tiles of A and two of B: each step of 16 pairs of depth is
@@ -91,7 +92,7 @@ bool ag__amx_permitted(const char **why)
 #define TW 256  /* 32-bit words in a tile: 16 x 16 */
 #define BM 32   /* rows of C's block of tiles (2 tiles) */
 #define BN 32   /* columns of it (2 tiles) */
-#define KC 384  /* ag__gemm's depth block: 192 pairs, 12 steps */
+#define KC 384  /* depth block: 192 pairs, 12 steps (A's two row tiles, 24 KB, in L1) */
 #define MC 128  /* rows of A packed at a time (a multiple of BM) */
 #define NC 1024 /* columns of B packed at a time (a multiple of BN) */
 

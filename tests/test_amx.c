@@ -206,6 +206,41 @@ Test(amx, two_threads_give_one_threads_bits)
     }
 }
 
+/* A bf16 graph's batched matmul runs its entries' products on two
+ * threads at once, each loading its own tile configuration: the same
+ * bits as on one thread, and the tiles ran (not vdpbf16ps's bits). */
+static void batched_y(int threads, const float *a, const float *b, float *y, int E, int M, int N, int K)
+{
+    ag_set_threads(threads);
+    ag_graph *g = ag_graph_new();
+    ag_graph_set_precision(g, AG_PRECISION_BF16);
+    ag_tensor *ta = ag_tensor_from(g, 3, (int[]){E, M, K}, a), *tb = ag_tensor_from(g, 2, (int[]){K, N}, b);
+    ag_tensor *ty = ag_matmul(g, ta, tb);
+    cr_assert_not_null(ty, "%s", ag_graph_error(g));
+    memcpy(y, ty->data, (size_t)E * M * N * sizeof *y);
+    ag_graph_free(g);
+    ag_set_threads(1);
+}
+
+Test(amx, batched_products_on_two_threads_give_one_threads_bits)
+{
+    SKIP_WITHOUT_AMX();
+    enum { E = 16, M = 70, N = 90, K = 200 }; /* E M N K / 16 above ag__thread_min_work: two threads */
+    ag_rng r;
+    ag_rng_seed(&r, 149);
+    float *a = malloc(E * M * K * 4), *b = malloc(K * N * 4), *y1 = malloc(E * M * N * 4), *y2 = malloc(E * M * N * 4),
+          *y3 = malloc(E * M * N * 4);
+    fill(&r, a, E * M * K), fill(&r, b, K * N);
+    batched_y(2, a, b, y2, E, M, N, K);
+    batched_y(1, a, b, y1, E, M, N, K);
+    cr_assert_eq(memcmp(y1, y2, E * M * N * 4), 0, "two threads changed the bits");
+    ag__isa_force("avx512bf16");
+    batched_y(1, a, b, y3, E, M, N, K);
+    ag__isa_force(NULL);
+    cr_assert_neq(memcmp(y1, y3, E * M * N * 4), 0, "the tiles gave vdpbf16ps's bits: did they run?");
+    free(a), free(b), free(y1), free(y2), free(y3);
+}
+
 /* The dispatch: "amx" is the best level's bf16 kernel, ag__gemm_bias_res_bf16
  * runs the tiles under it (then adds bias and R, as the fp32 kernel does),
  * and forcing "avx512bf16" or lower turns the tiles off. */

@@ -109,7 +109,7 @@ static inline uint32_t bits(const float *x)
  * of 32 contiguous values (n of them there, n <= 32: zeros past them; an
  * odd n's last pair is (x[n-1], 0)).  Rounds 16 and 16 and keeps the high
  * halves in order. */
-__attribute__((target("avx512f,avx512bw"))) static void along16(uint32_t *dst, const float *x, int n)
+__attribute__((target("avx512f,avx512bw"))) static inline void along16(uint32_t *dst, const float *x, int n)
 {
     const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
                                          25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
@@ -126,7 +126,8 @@ __attribute__((target("avx512f,avx512bw"))) static void along16(uint32_t *dst, c
 
 /* One line of a tile, 16 words: the pairs (x0[i], x1[i]) of 16 entries (n
  * of them there: zeros past them; x1 NULL: (x0[i], 0)). */
-__attribute__((target("avx512f"))) static void across16(uint32_t *dst, const float *x0, const float *x1, int n)
+__attribute__((target("avx512f,avx512bw"))) static inline void across16(uint32_t *dst, const float *x0,
+                                                                        const float *x1, int n)
 {
     if (n == 16 && x1) {
         ag__u32x16 lo, hi;
@@ -140,7 +141,7 @@ __attribute__((target("avx512f"))) static void across16(uint32_t *dst, const flo
 }
 
 /* tile = the transpose of t (16 x 16 words) */
-static void transpose16(uint32_t *tile, const uint32_t *t)
+__attribute__((target("avx512f,avx512bw"))) static inline void transpose16(uint32_t *tile, const uint32_t *t)
 {
     for (int r = 0; r < TR; r++)
         for (int c = 0; c < TR; c++) tile[r * TR + c] = t[c * TR + r];
@@ -152,7 +153,9 @@ static int least(int a, int b) { return a < b ? a : b; }
  * by 16 pairs: tile (s, q) at dst + (s nq + q) 256 words, row r's pair c
  * at word 16 r + c; nq = kp16 / 16 steps, zero rows up to mr16 (the
  * pairs past the depth are zeros too). */
-static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int mr, int mr16, int p0, int kc, int kp16)
+/* (compiled for AVX-512, as the lines it calls, so that they inline) */
+__attribute__((target("avx512f,avx512bw"))) static void pack_a(uint32_t *dst, const float *A, int ta, int lda,
+                                                                int i0, int mr, int mr16, int p0, int kc, int kp16)
 {
     int nq = kp16 / TR, ns = mr16 / TR;
     if (!ta) { /* A stored [M, K]: a tile row is 32 depths of a row of A */
@@ -175,7 +178,8 @@ static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int m
         for (int c = 0, k = 32 * q; c < TR; c++, k += 2)
             for (int s = 0; s < ns; s++) {
                 const float *a0 = A + (size_t)(p0 + k) * lda + i0 + TR * s;
-                if (k < kc && TR * s < mr) across16(t[s] + c * TR, a0, k + 1 < kc ? a0 + lda : NULL, least(TR, mr - TR * s));
+                if (k < kc && TR * s < mr)
+                    across16(t[s] + c * TR, a0, k + 1 < kc ? a0 + lda : NULL, least(TR, mr - TR * s));
                 else memset(t[s] + c * TR, 0, TR * sizeof *t[s]);
             }
         for (int s = 0; s < ns; s++) transpose16(dst + ((size_t)s * nq + q) * TW, t[s]);
@@ -185,7 +189,8 @@ static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int m
 /* Columns [j0, j0+nr) of op(B), depth [p0, p0+kc), into column tiles of
  * 16 pairs by 16 columns: tile (t, q) at dst + (t nq + q) 256 words, pair
  * c of column j at word 16 c + j; zero columns up to nr16. */
-static void pack_b(uint32_t *dst, const float *B, int tb, int ldb, int j0, int nr, int nr16, int p0, int kc, int kp16)
+__attribute__((target("avx512f,avx512bw"))) static void pack_b(uint32_t *dst, const float *B, int tb, int ldb,
+                                                                int j0, int nr, int nr16, int p0, int kc, int kp16)
 {
     int nq = kp16 / TR, nu = nr16 / TR;
     if (!tb) { /* B stored [K, N]: rows k and k + 1 hold tile rows' pairs, read along */
@@ -344,7 +349,8 @@ static void share(void *ctx, size_t t)
     int lo = (int)((long)strips * (long)t / nt) * BM, hi = (int)((long)strips * ((long)t + 1) / nt) * BM;
     if (hi > n) hi = n;
     if (lo >= hi) return;
-    int m0 = jb->by_rows ? lo : 0, m1 = jb->by_rows ? hi : jb->M, n0 = jb->by_rows ? 0 : lo, n1 = jb->by_rows ? jb->N : hi;
+    int m0 = jb->by_rows ? lo : 0, m1 = jb->by_rows ? hi : jb->M;
+    int n0 = jb->by_rows ? 0 : lo, n1 = jb->by_rows ? jb->N : hi;
     if (!part(jb, m0, m1, n0, n1)) /* no buffers: plain loops, the same rounded products, one sum each */
         ag__gemm_bf16_plain(jb->ta, jb->tb, m0, m1, n0, n1, jb->K, jb->A, jb->lda, jb->B, jb->ldb, jb->overwrite,
                             jb->C, jb->ldc);

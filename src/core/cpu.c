@@ -9,10 +9,16 @@
  * resolvers, so gcc and clang (and Mach-O, which has no ifuncs) all build
  * it the same way.
  *
+ * The bf16 products have two more kernels beside the AVX-512 level:
+ * vdpbf16ps (AVX512_BF16, "avx512bf16") and AMX's tiles ("amx", where
+ * Linux grants them: kernels/gemm_amx.c), the best the CPU has unless a
+ * lower level is forced.
+ *
  * Invariant: the level is read from the CPU once (the first call, from any
  * thread) and changes only through ag__isa_force, which tests and the
  * benchmark call while no kernel runs. */
 #include "core/internal.h"
+#include "kernels/amx.h"
 
 #include <stdatomic.h>
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
@@ -30,6 +36,10 @@ static const char *const names[AG_ISA_COUNT] = {
 _Atomic int ag__isa_level = -1;
 /* whether the bf16 products may use vdpbf16ps (set with the level) */
 static _Atomic bool bf16_on;
+/* whether they may use AMX's tiles (with bf16_on, where Linux grants
+ * them: asked at the first bf16 product, so that a process that never
+ * runs one never asks; kernels/gemm_amx.c) */
+static _Atomic bool amx_on;
 
 /* AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5 (and a kernel built:
  * the float build's) */
@@ -66,7 +76,9 @@ static bool has(int l, int best)
 int ag__isa_read(void)
 {
     int l = best(); /* threads that race here all store the same value */
-    atomic_store_explicit(&bf16_on, l == AG_ISA_AVX512 && cpu_bf16(), memory_order_relaxed);
+    bool bf16 = l == AG_ISA_AVX512 && cpu_bf16();
+    atomic_store_explicit(&amx_on, bf16, memory_order_relaxed);
+    atomic_store_explicit(&bf16_on, bf16, memory_order_relaxed);
     atomic_store_explicit(&ag__isa_level, l, memory_order_relaxed);
     return l;
 }
@@ -75,17 +87,34 @@ const char *ag__isa_force(const char *name)
 {
     int top = best(), want = top;
     bool bf16 = top == AG_ISA_AVX512 && cpu_bf16();
-    if (name && !strcmp(name, "avx512bf16")) {
+    if (name && (!strcmp(name, "amx") || !strcmp(name, "avx512bf16"))) { /* the tiles on or off */
+        bool tiles = !strcmp(name, "amx") && bf16 && ag__amx_permitted(NULL);
+        atomic_store_explicit(&amx_on, tiles, memory_order_relaxed);
         atomic_store_explicit(&bf16_on, bf16, memory_order_relaxed);
         atomic_store_explicit(&ag__isa_level, top, memory_order_relaxed);
-        return bf16 ? "avx512bf16" : names[top];
+        return tiles ? "amx" : bf16 ? "avx512bf16" : names[top];
     }
-    bool named = false; /* a level by name: vdpbf16ps off */
+    bool named = false; /* a level by name: vdpbf16ps and the tiles off */
     for (int l = 0; name && l < AG_ISA_COUNT; l++)
         if (!strcmp(name, names[l]) && has(l, top)) want = l, named = true;
+    atomic_store_explicit(&amx_on, bf16 && !named, memory_order_relaxed);
     atomic_store_explicit(&bf16_on, bf16 && !named, memory_order_relaxed);
     atomic_store_explicit(&ag__isa_level, want, memory_order_relaxed);
     return names[want];
 }
 
 bool ag__isa_bf16(void) { return ag__isa() == AG_ISA_AVX512 && atomic_load_explicit(&bf16_on, memory_order_relaxed); }
+
+bool ag__isa_amx(void)
+{
+    return ag__isa_bf16() && atomic_load_explicit(&amx_on, memory_order_relaxed) && ag__amx_permitted(NULL);
+}
+
+const char *ag__isa_bf16_kernel(const char **why_not_amx)
+{
+    const char *why = NULL;
+    if (ag__amx_permitted(&why) && !ag__isa_amx())
+        why = ag__isa_bf16() ? "forced off (--isa avx512bf16 or lower)" : "the level in use has no AVX512_BF16";
+    if (why_not_amx) *why_not_amx = why;
+    return ag__isa_amx() ? "amx" : ag__isa_bf16() ? "avx512bf16" : "fp32 kernel";
+}

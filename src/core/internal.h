@@ -542,9 +542,9 @@ static inline int ag__isa(void)
     int l = atomic_load_explicit(&ag__isa_level, memory_order_relaxed);
     return l >= 0 ? l : ag__isa_read();
 }
-/* Force "baseline", "avx2", "avx512", "avx512bf16" or "neon" (only a level
- * the CPU has; NULL or an unknown name: the CPU's best, AVX512_BF16 on where
- * it has it); returns the name now in use ("avx512" for NULL on an
+/* Force "baseline", "avx2", "avx512", "avx512bf16", "amx" or "neon" (only a
+ * level the CPU has; NULL or an unknown name: the CPU's best, AVX512_BF16
+ * and AMX on where it has them; kernels/amx.h); returns the name now in use ("avx512" for NULL on an
  * AVX512_BF16 CPU too).  For tests and benchmarks, while no kernel runs. */
 const char *ag__isa_force(const char *name);
 /* One kernel, several instruction sets.  Write the body once as

@@ -4,6 +4,7 @@
 #ifndef AG_KERNELS_BF16_H
 #define AG_KERNELS_BF16_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* to nearest, ties to even; a NaN is 0x7fc0 */
@@ -21,5 +22,22 @@ static inline __attribute__((always_inline)) void ag__bf16_bits16(ag__u32x16 *v)
     ag__u32x16 nan = (ag__u32x16)((u & 0x7fffffffu) > 0x7f800000u); /* all ones where u is a NaN */
     *v = (nan & 0x7fc00000u) | (~nan & r);
 }
+
+/* A bf16 product shared among threads (kernels/gemm_bf16.c, gemm_amx.c):
+ * C = beta C + bf16(op(A)) bf16(op(B)), in nshares strips of rows
+ * (by_rows) or columns. */
+typedef struct ag__bf16_job {
+    int ta, tb, M, N, K, lda, ldb, ldc;
+    const float *A, *B;
+    float *C;
+    bool overwrite; /* beta 0 */
+    int nshares, by_rows;
+} ag__bf16_job;
+
+/* C[m0:m1, n0:n1] (= or +=) sum_k bf16(op(A)(i, k)) bf16(op(B)(k, j)), k
+ * ascending, by plain loops: the bf16 kernels' fallback when there are no
+ * packing buffers (kernels/gemm_bf16.c). */
+void ag__gemm_bf16_plain(int ta, int tb, int m0, int m1, int n0, int n1, int K, const float *A, int lda,
+                         const float *B, int ldb, bool overwrite, float *C, int ldc);
 
 #endif

@@ -30,11 +30,28 @@
  * go to ag__gemm on rounded copies (a thread's scratch: they are small),
  * with the same sums. */
 #include "core/internal.h"
+#include "kernels/amx.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 
 #include <assert.h>
 #include <stdint.h>
+
+void ag__gemm_bf16_plain(int ta, int tb, int m0, int m1, int n0, int n1, int K, const float *A, int lda,
+                         const float *B, int ldb, bool overwrite, float *C, int ldc)
+{
+    for (int i = m0; i < m1; i++)
+        for (int j = n0; j < n1; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++) {
+                float a = ag_bf16_round(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
+                float b = ag_bf16_round(tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+                s += a * b;
+            }
+            float *c = C + (size_t)i * ldc + j;
+            *c = overwrite ? s : *c + s;
+        }
+}
 
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
 #include <immintrin.h>
@@ -166,13 +183,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void kernel(int kp, const u
         }
 }
 
-typedef struct job {
-    int ta, tb, M, N, K, lda, ldb, ldc;
-    const float *A, *B;
-    float *C;
-    bool overwrite; /* beta 0 */
-    int nshares, by_rows;
-} job;
+typedef ag__bf16_job job;
 
 /* C[m0:m1, n0:n1] on the calling thread, with its packing buffers: the
  * loops jc, pc, ic of the blocked design, then the tiles.  false: no
@@ -205,25 +216,6 @@ static bool part(const job *jb, int m0, int m1, int n0, int n1)
     return true;
 }
 
-/* C[m0:m1, n0:n1] by plain loops: sum_k bf16(A(i, k)) bf16(B(k, j)), k
- * ascending, then added to C (or stored).  For want of packing buffers. */
-static void plain(const job *jb, int m0, int m1, int n0, int n1)
-{
-    for (int i = m0; i < m1; i++)
-        for (int j = n0; j < n1; j++) {
-            float s = 0;
-            for (int k = 0; k < jb->K; k++) {
-                uint32_t a = ag__bf16_bits(bits(jb->ta ? jb->A + (size_t)k * jb->lda + i : jb->A + (size_t)i * jb->lda + k));
-                uint32_t b = ag__bf16_bits(bits(jb->tb ? jb->B + (size_t)j * jb->ldb + k : jb->B + (size_t)k * jb->ldb + j));
-                float x, y;
-                memcpy(&x, &a, sizeof x), memcpy(&y, &b, sizeof y);
-                s += x * y;
-            }
-            float *c = jb->C + (size_t)i * jb->ldc + j;
-            *c = jb->overwrite ? s : *c + s;
-        }
-}
-
 /* Thread t's share: a contiguous run of row (or column) panels. */
 static void share(void *ctx, size_t t)
 {
@@ -234,7 +226,9 @@ static void share(void *ctx, size_t t)
     if (lo >= hi_) return;
     bool ok = jb->by_rows ? part(jb, lo, hi_, 0, jb->N) : part(jb, 0, jb->M, lo, hi_);
     if (!ok) /* no buffers: plain loops, the same rounded products, one sum each */
-        plain(jb, jb->by_rows ? lo : 0, jb->by_rows ? hi_ : jb->M, jb->by_rows ? 0 : lo, jb->by_rows ? jb->N : hi_);
+        ag__gemm_bf16_plain(jb->ta, jb->tb, jb->by_rows ? lo : 0, jb->by_rows ? hi_ : jb->M, jb->by_rows ? 0 : lo,
+                            jb->by_rows ? jb->N : hi_, jb->K, jb->A, jb->lda, jb->B, jb->ldb, jb->overwrite, jb->C,
+                            jb->ldc);
 }
 
 /* Whether the blocked kernel takes the product: ag__gemm blocks it (not
@@ -327,7 +321,8 @@ void ag__gemm_bias_res_bf16(int ta, int tb, int M, int N, int K, const ag_real *
         small(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res);
         return;
     }
-    blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    if (ag__isa_amx()) ag__gemm_amx(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc); /* the tiles */
+    else blocked(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
     if (bias || res) add_bias_res(M, N, bias, res, C, ldc);
 #else
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,

@@ -29,6 +29,7 @@
 #include "attograd.h"
 #include "../../examples/translate/seq2seq_data.h" /* translate's dataset and batches */
 #include "core/internal.h"
+#include "kernels/amx.h"     /* ag__gemm_amx, ag__isa_bf16_kernel: the bf16 section, the machine line */
 #include "kernels/kernels.h" /* AG__FLASH_KEYS, for the long-context section */
 
 #include <errno.h>
@@ -870,6 +871,7 @@ typedef struct isa_level {
     const char *name, *aten, *onednn, *openblas;
 } isa_level;
 static const isa_level isa_levels[] = {
+    {"amx", "avx512", "AVX512_CORE_AMX", "SkylakeX"},         /* avx512, vdpbf16ps and AMX's tiles */
     {"avx512bf16", "avx512", "AVX512_CORE_BF16", "SkylakeX"}, /* avx512 and vdpbf16ps */
     {"avx512", "avx512", "AVX512_CORE", "SkylakeX"},
     {"avx2", "avx2", "AVX2", "Haswell"},
@@ -884,7 +886,7 @@ static bool force_isa(const char *name)
     for (size_t i = 0; i < sizeof isa_levels / sizeof isa_levels[0]; i++)
         if (!strcmp(name, isa_levels[i].name)) isa_forced = &isa_levels[i];
     if (!isa_forced) {
-        fprintf(stderr, "bench: --isa %s: not a level (avx512bf16, avx512, avx2 or baseline)\n", name);
+        fprintf(stderr, "bench: --isa %s: not a level (amx, avx512bf16, avx512, avx2 or baseline)\n", name);
         return false;
     }
     const char *got = ag__isa_force(name);
@@ -918,9 +920,10 @@ static void machine(void)
     const char *wait = getenv("OMP_WAIT_POLICY");
     /* (ag__gemm_kernel(NULL) would undo a forced level: it names the CPU's) */
     const char *level = isa_forced ? isa_forced->name : ag__gemm_kernel(NULL);
-    emit("CPU: %s, %ld cores online; gemm micro-kernel: %s%s; %s; OMP_WAIT_POLICY=%s.\n", model,
-         sysconf(_SC_NPROCESSORS_ONLN), level, isa_forced ? " (forced)" : "", sizeof(ag_real) == 4 ? "float32" : "float64",
-         wait ? wait : "(unset)");
+    const char *no_amx, *bf16 = ag__isa_bf16_kernel(&no_amx);
+    emit("CPU: %s, %ld cores online; gemm micro-kernel: %s%s; bf16 products: %s%s%s%s; %s; OMP_WAIT_POLICY=%s.\n",
+         model, sysconf(_SC_NPROCESSORS_ONLN), level, isa_forced ? " (forced)" : "", bf16, no_amx ? " (no AMX: " : "",
+         no_amx ? no_amx : "", no_amx ? ")" : "", sizeof(ag_real) == 4 ? "float32" : "float64", wait ? wait : "(unset)");
 #ifdef HAVE_OPENBLAS
     emit("OpenBLAS kernels: %s.\n", openblas_get_corename());
 #endif

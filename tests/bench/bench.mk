@@ -8,11 +8,13 @@
 # with the apt-get line, and attograd's figures are printed alone.
 # The table goes to stdout and to $(BENCH_OUT).
 
-# BENCH_ISA=avx512|avx2|baseline: attograd, PyTorch and OpenBLAS all at that
+# BENCH_ISA=amx|avx512bf16|avx512|avx2|baseline: attograd, PyTorch and OpenBLAS all at that
 # instruction-set level (bench --isa; OpenBLAS's core type set here, as it
 # picks its kernels when loaded), so that an AVX-512 machine reports the
 # AVX2 and baseline tables too; each level's table goes to a file of its own.
 BENCH_ISA     ?=
+BENCH_CORETYPE_amx        := SkylakeX
+BENCH_CORETYPE_avx512bf16 := SkylakeX
 BENCH_CORETYPE_avx512   := SkylakeX
 BENCH_CORETYPE_avx2     := Haswell
 BENCH_CORETYPE_baseline := Nehalem

@@ -5,12 +5,15 @@
  *   vdpbf16ps peak: 12 independent chains of vdpbf16ps, 64 flops each (16
  *                   lanes, 2 products, each a multiply and an add);
  *   FMA peak:       peak.h's 12 chains of zmm FMAs (32 flops each);
- *   gemm:           ag__gemm_bf16 on rounded operands and ag__gemm, M x N x
+ *   gemm:           ag__gemm_amx (AMX's tiles, where the process may use
+ *                   them), ag__gemm_bf16 forced to vdpbf16ps, and ag__gemm,
+ *                   in turn, M x N x
  *                   K = 512 x 512 x 2048, 768 x 768 x 4096, 2048 x 768 x 768,
  *                   and PyTorch's torch.matmul in bf16 and fp32 on the same
  *                   shapes when it is there;
  *   GPT step:       gpt.h's training step (examples/gpt's default model)
- *                   with the process default at fp32, then at bf16.
+ *                   with the process default at fp32, then at bf16 with
+ *                   vdpbf16ps, then with AMX.
  * Shares of peak are against the instruction loops measured here. */
 
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
@@ -32,14 +35,37 @@ __attribute__((target("avx512f,avx512bf16"), noinline)) static float dpbf16_chai
 static void peak_dpbf16(void *p) { ((fma_ctx *)p)->sink += dpbf16_chains(); }
 
 typedef struct bf16_gemm_ctx {
-    int M, N, K, bf16;
+    int M, N, K, kind; /* 0 fp32 (ag__gemm), 1 bf16 by vdpbf16ps, 2 bf16 by AMX's tiles */
     float *a, *b, *c;
 } bf16_gemm_ctx;
 
 static void bf16_gemm_run(void *p)
 {
     bf16_gemm_ctx *k = p;
-    (k->bf16 ? ag__gemm_bf16 : ag__gemm)(0, 0, k->M, k->N, k->K, k->a, k->K, k->b, k->N, 0, k->c, k->N);
+    if (k->kind == 2) ag__gemm_amx(0, 0, k->M, k->N, k->K, k->a, k->K, k->b, k->N, 0, k->c, k->N);
+    else (k->kind ? ag__gemm_bf16 : ag__gemm)(0, 0, k->M, k->N, k->K, k->a, k->K, k->b, k->N, 0, k->c, k->N);
+    /* (kind 1 runs with the level forced to avx512bf16: bf16_gemm_rates) */
+}
+
+/* GFLOP/s of the three kernels on one shape, out[kind]: measured in turn,
+ * three rounds, the best of each (a busy machine slows one round, not
+ * one kernel); out[2] 0 without AMX */
+static void bf16_gemm_rates(int M, int N, int K, const char *level, double budget, double out[3])
+{
+    bf16_gemm_ctx k = {M, N, K, 0, malloc((size_t)M * K * 4), malloc((size_t)K * N * 4), malloc((size_t)M * N * 4)};
+    out[0] = out[1] = out[2] = 0;
+    if (k.a && k.b && k.c) {
+        for (size_t i = 0; i < (size_t)M * K; i++) k.a[i] = ag_bf16_round((float)(i % 7) / 7);
+        for (size_t i = 0; i < (size_t)K * N; i++) k.b[i] = ag_bf16_round((float)(i % 5) / 5);
+        for (int round = 0; round < 3; round++)
+            for (k.kind = 0; k.kind < (strcmp(level, "amx") ? 2 : 3); k.kind++) {
+                ag__isa_force(k.kind == 1 ? "avx512bf16" : level);
+                double r = 2.0 * M * N * K / best_time(bf16_gemm_run, &k, budget / 3) / 1e9;
+                if (r > out[k.kind]) out[k.kind] = r;
+            }
+        ag__isa_force(level);
+    }
+    free(k.a), free(k.b), free(k.c);
 }
 
 /* PyTorch's matmul GFLOP/s for the three shapes, bf16 then fp32 (0: not run) */
@@ -76,41 +102,51 @@ static void bench_bf16(const char *python, int have_torch, double budget)
     double fma = 2.0 * 12 * PEAK_STEPS * 16 / best_time(peak_fma, &f, budget) / 1e9;
     double dp = 64.0 * 12 * PEAK_STEPS / best_time(peak_dpbf16, &f, budget) / 1e9;
     emit("\n### bf16 products against fp32, one thread (same run)\n\n"
-         "Instruction loops: vdpbf16ps %.0f GFLOP/s, fp32 FMA (zmm) %.0f GFLOP/s: %.2fx.\n\n"
-         "| M x N x K | bf16 gemm, GFLOP/s | share of vdpbf16ps peak | fp32 gemm, GFLOP/s | bf16 / fp32 |"
-         " PyTorch bf16 | PyTorch fp32 | bf16 / PyTorch bf16 |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+         "Instruction loops: vdpbf16ps %.0f GFLOP/s, fp32 FMA (zmm) %.0f GFLOP/s: %.2fx.  Products in "
+         "GFLOP/s: AMX's tiles, vdpbf16ps (and its share of its loop's peak), fp32, PyTorch's torch.matmul.\n\n",
          dp, fma, dp / fma);
     if (f.sink == 12345) emit(" "); /* the chains' result is used */
     static const int shapes[3][3] = {{512, 512, 2048}, {768, 768, 4096}, {2048, 768, 768}};
     double torch[3][2] = {{0}};
     if (have_torch) torch_bf16_gemm(python, torch);
+    const char *why = NULL, *level = ag__isa_bf16_kernel(&why); /* "amx" or "avx512bf16" */
+    bool amx = !why;
+    if (!amx) emit("AMX: not used (%s).\n\n", why);
+    emit("| M x N x K | AMX | vdpbf16ps | its share of peak | fp32 | AMX / fp32 | AMX / vdpbf16ps |"
+         " PyTorch bf16 | PyTorch fp32 | AMX / PyTorch bf16 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int s = 0; s < 3; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        bf16_gemm_ctx k = {M, N, K, 1, malloc((size_t)M * K * 4), malloc((size_t)K * N * 4), malloc((size_t)M * N * 4)};
-        if (!k.a || !k.b || !k.c) return;
-        for (size_t i = 0; i < (size_t)M * K; i++) k.a[i] = ag_bf16_round((float)(i % 7) / 7);
-        for (size_t i = 0; i < (size_t)K * N; i++) k.b[i] = ag_bf16_round((float)(i % 5) / 5);
-        double flops = 2.0 * M * N * K, b16 = flops / best_time(bf16_gemm_run, &k, budget) / 1e9;
-        k.bf16 = 0;
-        double f32 = flops / best_time(bf16_gemm_run, &k, budget) / 1e9;
-        emit("| %d x %d x %d | %.0f | %.0f%% | %.0f | %.2fx | ", M, N, K, b16, 100 * b16 / dp, f32, b16 / f32);
-        if (torch[s][0] > 0) emit("%.0f | %.0f | %.2fx |\n", torch[s][0], torch[s][1], b16 / torch[s][0]);
+        double r[3];
+        bf16_gemm_rates(M, N, K, level, budget, r);
+        char amx_r[32] = "-", ratios[2][16], vs_torch[16];
+        if (amx) snprintf(amx_r, sizeof amx_r, "%.0f", r[2]);
+        ratio_cell(ratios[0], sizeof ratios[0], r[2] / r[0]), ratio_cell(ratios[1], sizeof ratios[1], r[2] / r[1]);
+        ratio_cell(vs_torch, sizeof vs_torch, torch[s][0] > 0 ? r[2] / torch[s][0] : 0);
+        emit("| %d x %d x %d | %s | %.0f | %.0f%% | %.0f | %s | %s | ", M, N, K, amx_r, r[1], 100 * r[1] / dp, r[0],
+             ratios[0], ratios[1]);
+        if (torch[s][0] > 0) emit("%.0f | %.0f | %s |\n", torch[s][0], torch[s][1], vs_torch);
         else emit("- | - | - |\n");
-        free(k.a), free(k.b), free(k.c);
     }
-    /* the GPT step, the process default at each precision */
-    double ms[2];
-    for (int p = 0; p < 2; p++) {
-        ag_set_precision(p ? AG_PRECISION_BF16 : AG_PRECISION_FP32);
-        gpt_bench b;
-        if (gpt_bench_new(&b, 1)) return;
-        ms[p] = 1e3 * best_time(gpt_step, &b, 5 * budget);
-        gpt_bench_free(&b);
-    }
+    /* the GPT step, the process default at each precision, bf16 with the
+     * tiles and with vdpbf16ps, in turn, three rounds, the best of each */
+    double ms[3] = {INFINITY, INFINITY, INFINITY};
+    for (int round = 0; round < 3; round++)
+        for (int p = 0; p < (amx ? 3 : 2); p++) {
+            ag_set_precision(p ? AG_PRECISION_BF16 : AG_PRECISION_FP32);
+            ag__isa_force(p == 1 ? "avx512bf16" : level);
+            gpt_bench b;
+            if (gpt_bench_new(&b, 1)) return;
+            double t = 1e3 * best_time(gpt_step, &b, 5 * budget / 3);
+            if (t < ms[p]) ms[p] = t;
+            gpt_bench_free(&b);
+        }
+    ag__isa_force(level);
     ag_set_precision(AG_PRECISION_FP32);
-    emit("\nGPT training step (examples/gpt's default model, batch 32, one thread): fp32 %.2f ms, bf16 %.2f ms: "
-         "bf16 %.2fx fp32's speed.\n",
+    emit("\nGPT training step (examples/gpt's default model, batch 32, one thread): fp32 %.2f ms, bf16 by vdpbf16ps "
+         "%.2f ms (%.2fx fp32's speed)",
          ms[0], ms[1], ms[0] / ms[1]);
+    if (amx) emit(", bf16 by AMX %.2f ms (%.2fx fp32's speed)", ms[2], ms[0] / ms[2]);
+    emit(".\n");
 }
 #else
 static void bench_bf16(const char *python, int have_torch, double budget)

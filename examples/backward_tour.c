@@ -303,6 +303,7 @@ static int write_picture(model *m, const char *path)
     ag_graph *g = ag_graph_new();
     char err[512];
     m->probes = 0;
+    ag_graph_set_keep_grads(g, 1); /* the picture shows every node's gradient */
     ag_store_zero_grad(m->s);
     ag_status st = g ? ag_backward(g, forward(g, m)) : AG_ERR_NOMEM;
     if (st == AG_OK) st = ag_graph_write_dot(g, NULL, AG_DOT_VALUES | AG_DOT_GRADS, path, err, sizeof err);

@@ -188,11 +188,14 @@ int ag_graph_training(const ag_graph *g);
  * backward, and ag_backward fails with AG_ERR_STATE. */
 void ag_graph_set_grad(ag_graph *g, int grad);
 int ag_graph_grad(const ag_graph *g);
-/* Keep intermediates' gradients after backward (default on).  Off, as
- * PyTorch does: an intermediate's gradient buffer is reused as soon as its
- * node's backward has run, and its grad reads NULL after backward unless
- * ag_retain_grad kept it.  Leaves are unchanged.  Saves a training step
- * the memory of every intermediate's gradient but the few alive at once. */
+/* Keep intermediates' gradients after backward (default off, as PyTorch):
+ * off, an intermediate's gradient buffer is reused as soon as its node's
+ * backward has run, and its grad reads NULL after backward unless
+ * ag_retain_grad kept it, so that a training step holds only the few
+ * gradients alive at once.  On (keep 1), every intermediate's grad is its
+ * gradient after backward (a picture of the whole graph's gradients).
+ * Leaves (parameters, inputs with requires_grad) keep theirs either way;
+ * AG_CHECK_FINITE keeps them all for its check. */
 void ag_graph_set_keep_grads(ag_graph *g, int keep);
 int ag_graph_keep_grads(const ag_graph *g);
 /* The graph's random stream (dropout).  Seeded, so runs repeat. */

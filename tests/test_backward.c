@@ -36,6 +36,7 @@ Test(backward, a_five_op_chain_twice_gives_exactly_twice)
     ag_store *s = ag_store_new();
     ag_tensor *w = param_w(s, 4);
     ag_graph *g = ag_graph_new();
+    ag_graph_set_keep_grads(g, 1); /* reads intermediates' gradients */
     /* L = sum(tanh(exp(0.3 (w + 0.5)))): five ops, w used once, so the
      * second call adds the same numbers in the same order: exactly 2x */
     ag_tensor *loss = ag_sum_all(g, ag_tanh(g, ag_exp(g, ag_scale(g, ag_shift(g, w, 0.5), 0.3))));
@@ -56,6 +57,7 @@ Test(backward, two_losses_sharing_a_subgraph_give_the_sum)
     ag_store *s = ag_store_new();
     ag_tensor *w = param_w(s, 3);
     ag_graph *g = ag_graph_new();
+    ag_graph_set_keep_grads(g, 1); /* reads intermediates' gradients */
     /* h = tanh(w); L1 = sum(h); L2 = sum(h * h)
      * dL1/dw = 1 - h^2;  dL2/dw = 2 h (1 - h^2) */
     ag_tensor *h = ag_tanh(g, w);
@@ -147,6 +149,7 @@ static void expect_honest(bin_fn op, double sign)
     ag_store *s = ag_store_new();
     ag_tensor *x = param_w(s, 3);
     ag_graph *g = ag_graph_new();
+    ag_graph_set_keep_grads(g, 1); /* reads intermediates' gradients */
     for (int retain = 0; retain < 2; retain++) {
         ag_graph_reset(g);
         ag_store_zero_grad(s);

@@ -207,6 +207,7 @@ static void linear_add_case(int ndim, const int *xshape, int O, int bias, int re
     if (bias) param(s, "b", AG_SHAPE(O), 3);
     if (res == RES_OWN) param(s, "r", ndim, rshape, 4);
     ag_graph *g = ag_graph_new();
+    ag_graph_set_keep_grads(g, 1); /* reads intermediates' gradients */
     ag_tensor *y;
     /* the pair */
     cr_assert_eq(ag_backward(g, linear_add_build(g, s, 0, res, &y)), AG_OK, "%s", ag_graph_error(g));

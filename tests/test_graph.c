@@ -53,6 +53,7 @@ static void shared_view_case(int reshape_first)
     ag_tensor *x = ag_param(s, "x", AG_SHAPE(2, 2));
     for (int i = 0; i < 4; i++) x->data[i] = (ag_real)(i + 1); /* x = [[1, 2], [3, 4]] */
     ag_graph *g = ag_graph_new();
+    ag_graph_set_keep_grads(g, 1); /* reads intermediates' gradients */
     /* h = 2 x;  L = sum(reshape(h, [4]) * w) + sum(h * h) + sum(relu(h))
      * dL/dh = w (reshaped) + 2 h + 1,  dL/dx = 2 dL/dh */
     ag_tensor *h = ag_scale(g, x, 2);
@@ -81,6 +82,7 @@ Test(graph, add_and_sub_share_their_first_inputs_buffer_exactly)
     ag_tensor *x = ag_param(s, "x", AG_SHAPE(3));
     for (int i = 0; i < 3; i++) x->data[i] = (ag_real)(i + 1); /* x = [1, 2, 3] */
     ag_graph *g = ag_graph_new();
+    ag_graph_set_keep_grads(g, 1); /* reads intermediates' gradients */
     ag_tensor *h = ag_scale(g, x, 2); /* [2, 4, 6] */
     ag_tensor *c = ag_tensor_from(g, AG_SHAPE(3), ((ag_real[]){1, 1, 1}));
     ag_set_requires_grad(c, 1);
@@ -100,6 +102,7 @@ Test(graph, add_and_sub_share_their_first_inputs_buffer_exactly)
 Test(graph, a_reused_gradient_buffer_shows_no_old_values)
 {
     ag_graph *g = ag_graph_new();
+    ag_graph_set_keep_grads(g, 1); /* reads intermediates' gradients */
     /* step 1 leaves gradients of 1 in the arena; step 2 reuses the same
      * bytes for buffers that backward reserves unwritten, and relu's first
      * (and only) contribution must replace them, not add to them */

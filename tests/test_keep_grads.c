@@ -1,28 +1,76 @@
-/* tests/test_keep_grads.c: ag_graph_set_keep_grads(g, 0), intermediates'
- * gradient buffers reused as soon as their node's backward has run.
+/* tests/test_keep_grads.c: ag_graph_set_keep_grads, whether intermediates'
+ * gradients stay after backward (off by default, as PyTorch: their buffers
+ * are reused as soon as their node's backward has run).
  *
  * The promise: the leaves' gradients are the same bits as with the
  * buffers kept, for every model and for repeated backward calls; an
  * intermediate's grad is NULL after backward unless ag_retain_grad kept
- * it (then it is the same gradient); the arena holds less after backward. */
+ * it (then it is the same gradient) or the graph keeps them all; the arena
+ * holds less after backward. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 
 /* ---- the switch ----------------------------------------------------------- */
 
-Test(keep_grads, is_on_by_default_and_switches)
+Test(keep_grads, is_off_by_default_and_switches)
 {
     ag_graph *g = ag_graph_new();
-    cr_assert_eq(ag_graph_keep_grads(g), 1);
-    ag_graph_set_keep_grads(g, 0);
-    cr_assert_eq(ag_graph_keep_grads(g), 0);
-    ag_graph_reset(g); /* a setting of the graph, as training mode: kept */
     cr_assert_eq(ag_graph_keep_grads(g), 0);
     ag_graph_set_keep_grads(g, 7);
     cr_assert_eq(ag_graph_keep_grads(g), 1);
+    ag_graph_reset(g); /* a setting of the graph, as training mode: kept */
+    cr_assert_eq(ag_graph_keep_grads(g), 1);
+    ag_graph_set_keep_grads(g, 0);
+    cr_assert_eq(ag_graph_keep_grads(g), 0);
     cr_assert_eq(ag_graph_keep_grads(NULL), 0);
-    ag_graph_set_keep_grads(NULL, 0); /* no crash */
+    ag_graph_set_keep_grads(NULL, 1); /* no crash */
+    ag_graph_free(g);
+}
+
+/* By default, as PyTorch: after backward an intermediate's grad is NULL
+ * unless retained; leaves (a parameter, an input with requires_grad) get
+ * theirs.  L = sum(tanh(x w) * 3): dL/dh = 3, dL/dp = 3 (1 - h^2) for
+ * p = x w, h = tanh(p). */
+Test(keep_grads, by_default_only_leaves_and_retained_tensors_keep_a_gradient)
+{
+    ag_store *s = ag_store_new();
+    ag_tensor *w = ag_param(s, "w", AG_SHAPE(2, 1));
+    w->data[0] = 0.5, w->data[1] = -0.25;
+    ag_graph *g = ag_graph_new();
+    ag_tensor *x = ag_tensor_from(g, AG_SHAPE(2, 2), ((ag_real[]){1, 2, -1, 0.5}));
+    ag_set_requires_grad(x, 1);
+    ag_tensor *p = ag_matmul(g, x, w), *h = ag_tanh(g, p), *y = ag_scale(g, h, 3), *loss = ag_sum_all(g, y);
+    ag_retain_grad(h);
+    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_null(p->grad, "an intermediate not retained has no gradient after backward");
+    cr_assert_null(y->grad);
+    cr_assert_null(loss->grad);
+    expect_close(h->grad, ((double[]){3, 3}), 2, 0, 0, "dh (retained)");
+    double dp[2], dx[4], dw[2] = {0, 0};
+    for (int i = 0; i < 2; i++) dp[i] = 3 * (1 - (double)h->data[i] * (double)h->data[i]);
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) dx[2 * i + k] = dp[i] * (double)w->data[k], dw[k] += dp[i] * (double)x->data[2 * i + k];
+    expect_close(x->grad, dx, 4, TOL(1e-14, 1e-6), TOL(1e-14, 1e-6), "dx (an input leaf)");
+    expect_close(w->grad, dw, 2, TOL(1e-14, 1e-6), TOL(1e-14, 1e-6), "dw (a parameter)");
+    ag_graph_free(g);
+    ag_store_free(s);
+}
+
+/* AG_CHECK_FINITE=1 looks at every gradient, so it keeps them: a bad one
+ * is named at the intermediate where it appears, as with them kept. */
+Test(keep_grads, the_finite_check_sees_the_intermediates_gradients)
+{
+    ag_graph *g = ag_graph_new();
+    setenv("AG_CHECK_FINITE", "1", 1);
+    ag_tensor *x = ag_tensor_from(g, AG_SHAPE(2), ((ag_real[]){0, 1}));
+    ag_set_requires_grad(x, 1);
+    ag_tensor *h = ag_sqrt(g, ag_scale(g, x, 1)); /* d sqrt / du is Inf at 0: first in the scale's gradient */
+    cr_assert_eq(ag_backward(g, ag_sum_all(g, h)), AG_ERR_NUMERIC);
+    unsetenv("AG_CHECK_FINITE");
+    cr_assert_str_eq(ag_graph_error(g), "check_finite: gradient of scale output [2] has Inf at [0] (node 1, inputs [2])");
+    cr_assert_eq(ag_graph_keep_grads(g), 0, "the graph's setting is left as it was");
     ag_graph_free(g);
 }
 

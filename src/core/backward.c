@@ -42,21 +42,31 @@ static ag_real *spare_take(ag_graph *g, size_t bytes)
     return p;
 }
 
+/* Room in the list of spans given back for `nodes` more: each live node
+ * gives back at most one span in a call (spare_take never adds one), so
+ * this, at a call's start, is the list's only allocation. */
+static bool spare_room(ag_graph *g, int nodes)
+{
+    if (g->nspare + nodes <= g->spare_cap) return true;
+    int cap = g->nspare + nodes > 64 ? g->nspare + nodes : 64;
+    ag__span *m = ag__malloc((size_t)cap * sizeof *m);
+    if (!m) {
+        ag_graph_fail(g, AG_ERR_NOMEM, "backward: out of memory for a list of %d gradient buffers", cap);
+        return false;
+    }
+    if (g->nspare) memcpy(m, g->spare, (size_t)g->nspare * sizeof *m);
+    ag__free(g->spare);
+    g->spare = m, g->spare_cap = cap;
+    return true;
+}
+
 /* Give t's gradient buffer back: its node's backward has run, and every
  * consumer of t ran before it, so nothing reads or writes it again in this
- * call.  A full list keeps the buffer (the memory stays the arena's). */
+ * call.  The list has room (spare_room). */
 static void spare_give(ag_graph *g, ag_tensor *t)
 {
     ag__tensor_impl *n = ag__impl(t);
     if (!n->own) return;
-    if (g->nspare == g->spare_cap) {
-        int cap = g->spare_cap ? 2 * g->spare_cap : 64;
-        ag__span *m = ag__malloc((size_t)cap * sizeof *m);
-        if (!m) return;
-        if (g->nspare) memcpy(m, g->spare, (size_t)g->nspare * sizeof *m);
-        ag__free(g->spare);
-        g->spare = m, g->spare_cap = cap;
-    }
     g->spare[g->nspare++] = (ag__span){(unsigned char *)n->own, (t->size * sizeof(ag_real) + 63) & ~(size_t)63};
     n->own = NULL;
     t->grad = NULL;
@@ -202,7 +212,7 @@ static ag_status backward(ag_graph *g, const char *what, ag_tensor *y, const ag_
     if (!y->requires_grad) return AG_OK; /* nothing to differentiate */
     uint32_t pass = ++g->passes;
     unsigned char *live = ag__alloc(g, (size_t)g->count);
-    if (!live) return g->status;
+    if (!live || (g->drop_grads && !spare_room(g, top + 1))) return g->status;
     memset(live, 0, (size_t)g->count);
 
     /* the seed: y's buffer holds dy */
@@ -241,7 +251,11 @@ static ag_status backward_checked(ag_graph *g, const char *what, ag_tensor *y, c
                              "its ops recorded nothing to differentiate", what);
     bool check = check_finite_on();
     if (check && ag__check_before(g, y, dy)) return g->status;
-    if (backward(g, what, y, dy)) return g->status;
+    int drop = g->drop_grads;
+    g->drop_grads = drop && !check; /* the check reads every intermediate's gradient */
+    ag_status st = backward(g, what, y, dy);
+    g->drop_grads = drop;
+    if (st) return g->status;
     return check ? ag__check_gradients(g) : AG_OK;
 }
 

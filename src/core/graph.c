@@ -23,6 +23,7 @@ ag_graph *ag_graph_new(void)
         return NULL;
     }
     g->training = 1;
+    g->drop_grads = 1; /* as PyTorch: intermediates' gradients kept only when asked */
     g->precision = -1;
     g->ops = ag_op_table;
     ag_rng_seed(&g->rng, 0);

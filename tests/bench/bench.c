@@ -833,6 +833,7 @@ static void bench_ops(const char *python, int have_torch, double budget)
 #include "classifier.h"
 #include "scale.h"
 #include "long.h"
+#include "loops.h"
 #include "peak.h"
 #include "bf16.h"
 
@@ -943,6 +944,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) budget = atof(argv[++i]);
         else if (!strcmp(argv[i], "--smoke")) smoke = 1;
+        else if (!strcmp(argv[i], "--loop") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "plain") || !strcmp(argv[i + 1], "fused")))
+            scale_plain = !strcmp(argv[++i], "plain");
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) { /* the products' in every section */
             ag_precision p;
             if (ag_precision_parse(argv[++i], &p)) {
@@ -960,10 +964,10 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long|peak|bf16]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long|loops|peak|bf16]\n"
                     "             [--seconds S] [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n"
                     "             [--isa avx512bf16|avx512|avx2|baseline] [--smoke: the long section on a toy model]\n"
-                    "             [--precision fp32|bf16]\n");
+                    "             [--precision fp32|bf16] [--loop plain|fused: the scale and long sections' step]\n");
             return 2;
         }
     }
@@ -1018,6 +1022,9 @@ int main(int argc, char **argv)
     }
     if (only && !strcmp(only, "long")) { /* longer still */
         SECTION(failed, bench_long(python, have_torch, budget, smoke));
+    }
+    if (only && !strcmp(only, "loops")) { /* minutes */
+        SECTION(failed, bench_loops(python, have_torch, budget, smoke));
     }
     if (only && !strcmp(only, "peak")) { /* for docs/kernels.md (tests/bench/mca.sh): only when asked for */
         SECTION(failed, bench_peak(isa, budget));

@@ -29,7 +29,7 @@ BENCH_BLAS_CFLAGS := $(if $(BENCH_BLAS_LIBS),-DHAVE_OPENBLAS $(shell pkg-config 
 # The classifier's section runs examples/classify's model and data code.
 BENCH_CLASSIFY := examples/classify/model.c examples/classify/data.c
 $(BUILD)/bench: tests/bench/bench.c tests/bench/gpt.h tests/bench/classifier.h tests/bench/scale.h tests/bench/long.h \
-                tests/bench/peak.h tests/bench/bf16.h examples/translate/seq2seq_data.h \
+                tests/bench/peak.h tests/bench/bf16.h tests/bench/loops.h examples/translate/seq2seq_data.h \
                 examples/classify/classify.h $(BENCH_CLASSIFY) $(LIB32)
 	$(CC) $(AG_FLAGS) $(CFLAGS) $(BENCH_BLAS_CFLAGS) $< $(BENCH_CLASSIFY) $(LIB32) -o $@ $(BENCH_BLAS_LIBS) $(LDLIBS)
 
@@ -61,6 +61,14 @@ bench-scale: $(BUILD)/bench
 .PHONY: bench-long
 bench-long: $(BUILD)/bench
 	$(BENCH_ENV) $(BUILD)/bench --only long --out $(BUILD)/bench-long$(BENCH_SUFFIX).md --python $(BENCH_PYTHON) $(BENCH_ISA_FLAG) $(BENCH_FLAGS)
+
+# The peak memory of GPT-2 small's training step at T 1024 (B 1, one
+# thread) as a user writes the loop, and with the fused end of step,
+# against the PyTorch twin (minutes: not part of `make bench`).
+# BENCH_FLAGS=--smoke runs the section on a toy model in seconds.
+.PHONY: bench-loops
+bench-loops: $(BUILD)/bench
+	$(BENCH_ENV) $(BUILD)/bench --only loops --out $(BUILD)/bench-loops$(BENCH_SUFFIX).md --python $(BENCH_PYTHON) $(BENCH_ISA_FLAG) $(BENCH_FLAGS)
 
 # docs/benchmarks.md's table per instruction-set level: make bench-scale at
 # each level the CPU has (BENCH_ISAS="avx2 baseline" for some), written

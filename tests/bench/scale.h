@@ -10,7 +10,11 @@
  *   XL  GPT-2 small's body: C 768, L 12, H 12, F 3072, T 128, B 4, V 65
  *
  * Random ids; at N threads attograd splits the batch among N workers
- * (ag_team_step), PyTorch splits each op.  Each size runs in a process of
+ * (ag_team_step), PyTorch splits each op.  `--loop plain` runs instead
+ * the loop a PyTorch user writes (ag_store_zero_grad, ag_gpt_loss,
+ * ag_backward, ag_clip_grad_norm, ag_optim_step; one graph, each op on
+ * the threads) where the default is the fused end of step
+ * (ag_optim_step_clip_zero).  Each size runs in a process of
  * its own, so that its peak resident memory (getrusage's ru_maxrss, of
  * the whole process: weights, Adam's moments, the arena) is its own. */
 
@@ -25,6 +29,7 @@ static const scale_size scale_sizes[] = {
     {"XL", 65, 128, 768, 12, 12, 3072, 4},
 };
 enum { SCALE_PARTS = 8 };
+static int scale_plain; /* --loop plain: the loop a PyTorch user writes */
 
 typedef struct scale_run {
     scale_size z;
@@ -64,20 +69,32 @@ static ag_tensor *scale_part(void *ctx, ag_graph *g, ag_store *s, int k, int n, 
     return ag_gpt_loss(g, &r->net[k], r->ids + at, r->targets + at, nr, r->z.T);
 }
 
+/* The plain loop: zero the gradients, forward, backward, clip, Adam. */
+static ag_status plain_step(scale_run *r)
+{
+    double norm;
+    ag_store_zero_grad(r->store);
+    ag_tensor *loss = ag_gpt_loss(r->g, &r->net[0], r->ids, r->targets, r->z.B, r->z.T);
+    if (!loss || ag_backward(r->g, loss) != AG_OK) return AG_ERR_STATE;
+    if (ag_clip_grad_norm(r->store, 1.0, &norm) != AG_OK) return AG_ERR_NUMERIC;
+    return ag_optim_step(r->opt);
+}
+
 static void scale_step(void *p)
 {
     scale_run *r = p;
     double loss, norm;
     ag_graph_reset(r->g);
-    if (ag_team_step(r->team, r->g, r->parts, scale_part, r, &loss) != AG_OK ||
-        ag_optim_step_clip_zero(r->opt, 1.0, &norm) != AG_OK) {
+    if (scale_plain ? plain_step(r) != AG_OK
+                    : ag_team_step(r->team, r->g, r->parts, scale_part, r, &loss) != AG_OK ||
+                          ag_optim_step_clip_zero(r->opt, 1.0, &norm) != AG_OK) {
         fprintf(stderr, "bench: scale step failed: %s %s\n", ag_graph_error(r->g), ag_optim_error(r->opt));
         exit(1);
     }
 }
 
 /* Bytes one training forward takes of the arena: the values and the state
- * the backward reads (keep_grads off: the gradients come and go). */
+ * the backward reads (intermediates' gradients, not kept, come and go). */
 static double scale_forward_bytes(scale_run *r)
 {
     ag_graph_reset(r->g);
@@ -95,9 +112,8 @@ static double scale_time(const scale_size *z, int threads, double budget, double
     r.z = *z;
     r.cfg = (ag_gpt_config){.vocab = z->V, .context = z->T, .hidden = z->C, .heads = z->H, .ffn = z->F,
                             .layers = z->L, .activation = AG_ACT_GELU};
-    r.parts = threads < SCALE_PARTS ? threads : SCALE_PARTS;
-    r.store = ag_store_new(), r.g = ag_graph_new();
-    if (r.g) ag_graph_set_keep_grads(r.g, 0);
+    r.parts = scale_plain ? 1 : threads < SCALE_PARTS ? threads : SCALE_PARTS;
+    r.store = ag_store_new(), r.g = ag_graph_new(); /* intermediates' gradients not kept: the default */
     r.ids = malloc((size_t)z->B * (size_t)z->T * sizeof *r.ids);
     r.targets = malloc((size_t)z->B * (size_t)z->T * sizeof *r.targets);
     if (!r.store || !r.g || !r.ids || !r.targets || ag_gpt_init(&r.net[0], r.store, &r.cfg, 0) != AG_OK ||
@@ -181,6 +197,14 @@ static scale_result scale_torch(const char *python, const scale_size *z, int thr
     return res;
 }
 
+/* The step's end, for the sections' headers. */
+static const char *scale_loop_text(void)
+{
+    return scale_plain ? "the plain loop: ag_clip_grad_norm 1, then ag_optim_step (Adam 1e-3), the gradients zeroed "
+                         "before the step"
+                       : "clip 1 and Adam 1e-3 in one pass with the zeroing: ag_optim_step_clip_zero";
+}
+
 /* Parameters of the GPT of size z (tied head). */
 static double scale_params(const scale_size *z)
 {
@@ -210,10 +234,11 @@ static void bench_scale(const int *threads, int nthreads, const char *python, in
     enum { NSIZES = sizeof scale_sizes / sizeof scale_sizes[0] };
     scale_result one[NSIZES][2] = {{{0}}}; /* [size][attograd, PyTorch] at one thread */
     emit("\n### Scale: the GPT's training step from the toy to GPT-2 small's body\n\n");
-    emit("ag_gpt through the public API (random ids, forward, backward with keep_grads off, clip 1 and Adam 1e-3 in one pass with the zeroing: ag_optim_step_clip_zero) "
+    emit("ag_gpt through the public API (random ids, forward, backward, %s) "
          "against %s.  GFLOP/s: the matrix products' flops (multiply-add = 2, backward = 2 x forward) per second of "
          "a whole step, against the gemm's one-core peak measured in this run (%.1f GFLOP/s, a 512^3 product).  "
          "Peak RSS: the whole process's.\n\n",
+         scale_loop_text(),
          have_ref ? "the PyTorch twin (tests/reference/gpt.py bench, the same model and step, in the same run)"
                   : "nothing (PyTorch is not available)",
          peak);

@@ -153,7 +153,8 @@ int ag_kv_cache_len(const ag_kv_cache *c);   /* positions layer 0 holds */
  * with q [B, T, H, D].  B = 1 copies only the new rows; B > 1 also moves
  * the rows of sequences 1 .. B - 1 (the views are packed).  A layer out of
  * range is AG_ERR_ARG, a shape other than [B, T >= 1, Hkv, D] or more than
- * S_max rows AG_ERR_SHAPE (cache unchanged). */
+ * S_max rows AG_ERR_SHAPE, k or v needing a gradient on a graph that
+ * records them AG_ERR_STATE (decode in no-grad mode); cache unchanged. */
 ag_status ag_kv_cache_append(ag_graph *g, ag_kv_cache *c, int layer, ag_tensor *k, ag_tensor *v, ag_tensor **k_all,
                              ag_tensor **v_all);
 

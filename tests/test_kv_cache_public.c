@@ -9,7 +9,9 @@
  *     B 1 and B 2, up to 300 positions (past the kernel's 256-key seam);
  *   - the views hold every sequence's rows in order after appends of
  *     several sizes (B > 1 moves rows);
- *   - hostile arguments get AG_ERR_* with a message, the cache unchanged. */
+ *   - hostile arguments get AG_ERR_* with a message, the cache unchanged;
+ *     so does a k or v that needs a gradient on a graph that records them
+ *     (the cache keeps copies, which pass no gradient). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,6 +193,18 @@ Test(kv_cache_public, hostile_arguments_refused_with_a_message)
     ag_graph_reset(g);
     k = ag_tensor_new(g, AG_SHAPE(1, 1, 4)); /* [B, T, Hkv * D] not reshaped */
     cr_assert_eq(ag_kv_cache_append(g, c, 0, k, k, &ka, &va), AG_ERR_SHAPE);
+    ag_graph_reset(g);
+    k = ag_tensor_new(g, AG_SHAPE(1, 1, 2, 2));
+    ag_set_requires_grad(k, 1); /* a gradient the copies would drop */
+    cr_assert_eq(ag_kv_cache_append(g, c, 0, k, ag_tensor_new(g, AG_SHAPE(1, 1, 2, 2)), &ka, &va), AG_ERR_STATE);
+    cr_assert(strstr(ag_graph_error(g), "no-grad"), "message: %s", ag_graph_error(g));
+    cr_assert_eq(ag_kv_cache_len(c), 3);
+    ag_graph_reset(g);
+    ag_graph_set_grad(g, 0); /* decoding: accepted */
+    k = ag_tensor_new(g, AG_SHAPE(1, 1, 2, 2));
+    ag_set_requires_grad(k, 1);
+    cr_assert_eq(ag_kv_cache_append(g, c, 0, k, k, &ka, &va), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_eq(ag_kv_cache_len(c), 4);
     ag_graph_free(g);
     ag_kv_cache_free(c);
 }

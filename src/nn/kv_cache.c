@@ -90,6 +90,11 @@ ag_status ag_kv_cache_append(ag_graph *g, ag_kv_cache *c, int layer, ag_tensor *
     if (layer < 0 || layer >= c->layers)
         return ag_graph_fail(g, AG_ERR_ARG, "kv_cache_append: layer %d of a cache of %d layers (0 .. %d)", layer,
                              c->layers, c->layers - 1);
+    /* the cache holds copies: a gradient could not flow back to k and v */
+    if (ag_graph_grad(g) && (k->requires_grad || v->requires_grad))
+        return ag_graph_fail(g, AG_ERR_STATE, "kv_cache_append: %s needs a gradient, and the cache keeps copies "
+                             "that pass none: decode in no-grad mode (ag_graph_set_grad(g, 0))",
+                             k->requires_grad ? "k" : "v");
     int T = k->ndim == 4 ? k->shape[1] : 0, len = c->lens[layer];
     if (T < 1 || !rows_ok(c, k, T) || !rows_ok(c, v, T)) {
         char a[96], b[96];

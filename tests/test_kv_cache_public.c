@@ -194,6 +194,10 @@ Test(kv_cache_public, hostile_arguments_refused_with_a_message)
     k = ag_tensor_new(g, AG_SHAPE(1, 1, 4)); /* [B, T, Hkv * D] not reshaped */
     cr_assert_eq(ag_kv_cache_append(g, c, 0, k, k, &ka, &va), AG_ERR_SHAPE);
     ag_graph_reset(g);
+    k = ag_tensor_new(g, AG_SHAPE(2, 1, 2, 2)); /* two sequences for a cache of one */
+    cr_assert_eq(ag_kv_cache_append(g, c, 0, k, k, &ka, &va), AG_ERR_SHAPE);
+    cr_assert(strstr(ag_graph_error(g), "[2, 1, 2, 2]"), "message: %s", ag_graph_error(g));
+    ag_graph_reset(g);
     k = ag_tensor_new(g, AG_SHAPE(1, 1, 2, 2));
     ag_set_requires_grad(k, 1); /* a gradient the copies would drop */
     cr_assert_eq(ag_kv_cache_append(g, c, 0, k, ag_tensor_new(g, AG_SHAPE(1, 1, 2, 2)), &ka, &va), AG_ERR_STATE);

@@ -135,6 +135,29 @@ typedef struct ag_sdpa_config {
 ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
                                            const ag_sdpa_config *cfg);
 
+/* A key/value cache for a decoder written from the calls above: per
+ * layer, the keys and values [B, len, Hkv, D] of the positions seen so far
+ * (up to S_max), so that a decoding step computes only its new rows.
+ * NULL when a size is < 1 or out of memory. */
+typedef struct ag_kv_cache ag_kv_cache;
+ag_kv_cache *ag_kv_cache_new(int layers, int B, int S_max, int Hkv, int D);
+void ag_kv_cache_free(ag_kv_cache *c);
+void ag_kv_cache_clear(ag_kv_cache *c);      /* forget every position */
+int ag_kv_cache_len(const ag_kv_cache *c);   /* positions layer 0 holds */
+/* Copies the new rows k, v [B, T, Hkv, D] (values, not a link: no
+ * gradient flows into the cache) after layer's len rows and sets *k_all,
+ * *v_all to its rows [0, len + T) as [B, len + T, Hkv, D], views of the
+ * cache valid until its next append or clear.  A step then attends as
+ *   ag_scaled_dot_product_attention(g, q, k_all, v_all, &(ag_sdpa_config){
+ *       .causal = AG_CAUSAL_BOTTOM_RIGHT, .heads_layout = 1})
+ * with q [B, T, H, D].  B = 1 copies only the new rows; B > 1 also moves
+ * the rows of sequences 1 .. B - 1 (the views are packed).  A layer out of
+ * range is AG_ERR_ARG, a shape other than [B, T >= 1, Hkv, D] or more than
+ * S_max rows AG_ERR_SHAPE, k or v needing a gradient on a graph that
+ * records them AG_ERR_STATE (decode in no-grad mode); cache unchanged. */
+ag_status ag_kv_cache_append(ag_graph *g, ag_kv_cache *c, int layer, ag_tensor *k, ag_tensor *v, ag_tensor **k_all,
+                             ag_tensor **v_all);
+
 /* Which path the attention that made y took (y as an attention call
  * returned it): "flash" (no [T, S] matrix: each row's max and sum),
  * "P kept" (the fused node's kernel, 256 keys or fewer), "plain" (the

@@ -414,12 +414,12 @@ ag_tensor *ag_mha_layer_forward_textbook(ag_graph *g, const ag_mha_layer *m, ag_
  * written to rows [pos, pos + T), then query t attends to keys s <= pos + t:
  * the rows of the uncached causal attention over the whole prefix.  Only
  * the queries of rows q0 .. T - 1 are computed: the result is [B, T - q0, C]
- * (a last layer whose other rows nobody reads takes q0 = T - 1).  Every
- * call attends over all S rows, the ones past pos + t hidden by the causal
- * rule, diagonal at pos + q0 (their weight is exactly 0, and the kernel
- * skips them by blocks): a step's shapes, hence its arena, do not grow
- * with the position.  Rows past pos + T must be finite
- * (0 * NaN is NaN). */
+ * (a last layer whose other rows nobody reads takes q0 = T - 1).  With
+ * B = 1 (ag_gpt) the attention is ag_scaled_dot_product_attention over
+ * rows [0, pos + T), bottom-right causal.  With B > 1 (the translator) it
+ * attends over all S rows, the ones past pos + t hidden by the causal rule,
+ * diagonal at pos + q0 (their weight is exactly 0, and the kernel skips
+ * them by blocks); rows past pos + T must be finite (0 * NaN is NaN). */
 ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int q0, ag_real *keys, ag_real *values,
                           int pos, int S)
 {
@@ -442,13 +442,27 @@ ag_tensor *ag__mha_cached(ag_graph *g, const ag_mha_layer *m, ag_tensor *x, int 
         memcpy(keys + ((size_t)b * S + pos) * C, k->data + b * row, row * sizeof(ag_real));
         memcpy(values + ((size_t)b * S + pos) * C, v->data + b * row, row * sizeof(ag_real));
     }
-    ag_tensor *kh = ag__view_of(g, keys, AG_SHAPE(B, S, H, C / H));
-    ag_tensor *vh = ag__view_of(g, values, AG_SHAPE(B, S, H, C / H));
-    ag_tensor *qh = split_heads(g, q, H);
-    if (!ag__ok(g, "mha_cached", 3, qh, kh, vh)) return NULL;
-    /* query row i (position pos + q0 + i) sees keys s <= pos + q0 + i */
-    ag__attn_rule r = {.scale = scale_of(qh), .fill = AG_MASK_NEG_INF, .causal = AG__CAUSAL_DIAG, .diag = pos + q0};
-    ag_tensor *o = concat_heads(g, ag__attention(g, qh, kh, vh, &r));
+    ag_tensor *qh = split_heads(g, q, H), *o;
+    if (B == 1) {
+        /* one sequence: its rows [0, pos + T) are the keys, the queries the
+         * last T - q0 of them (bottom-right causal), as a user's decoder
+         * with an ag_kv_cache attends */
+        ag_tensor *kh = ag__view_of(g, keys, AG_SHAPE(1, pos + T, H, C / H));
+        ag_tensor *vh = ag__view_of(g, values, AG_SHAPE(1, pos + T, H, C / H));
+        if (!ag__ok(g, "mha_cached", 3, qh, kh, vh)) return NULL;
+        ag_sdpa_config cfg = {.causal = AG_CAUSAL_BOTTOM_RIGHT, .heads_layout = 1};
+        o = concat_heads(g, ag_scaled_dot_product_attention(g, qh, kh, vh, &cfg));
+    } else {
+        /* B sequences of S rows each: rows [0, pos + T) are not one tensor,
+         * so all S rows, query row i (position pos + q0 + i) seeing keys
+         * s <= pos + q0 + i */
+        ag_tensor *kh = ag__view_of(g, keys, AG_SHAPE(B, S, H, C / H));
+        ag_tensor *vh = ag__view_of(g, values, AG_SHAPE(B, S, H, C / H));
+        if (!ag__ok(g, "mha_cached", 3, qh, kh, vh)) return NULL;
+        ag__attn_rule r = {.scale = scale_of(qh), .fill = AG_MASK_NEG_INF, .causal = AG__CAUSAL_DIAG,
+                           .diag = pos + q0};
+        o = concat_heads(g, ag__attention(g, qh, kh, vh, &r));
+    }
     return ag_linear_layer_forward(g, &m->w_o, o);
 }
 

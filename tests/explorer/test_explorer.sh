@@ -26,7 +26,9 @@
 #     rows labelled, the mask hatched, one legend per group of panels;
 #   - training (translate train, gpt train): every value the program's;
 #     entropies as train --json recorded them, held-out losses as gpt's.
-# And for every page: no http(s) URL in it; no console error in chromium's
+# And for every page: no http(s) URL in it; a Content-Security-Policy of
+# default-src 'none'; the drawing functions reading no page state (another
+# page can draw with them alone); no console error in chromium's
 # log (a page with broken data is caught: the check itself is tested);
 # chromium runs with a proxy to nowhere, so a fetch would fail; a
 # screenshot is taken.  Training the pages' models takes a few seconds.
@@ -109,6 +111,15 @@ check backward "$out/backward.html" "panel=dS" backward dS
 
 # ---- every page: offline, masked cells hatched, and a screenshot of each view -----
 for p in translate-run translate-train gpt-sample gpt-greedy gpt-train backward; do offline "$out/$p.html"; done
+# its Content-Security-Policy forbids loading anything (docs/explorer.md: the page is self-contained)
+for p in translate-run translate-train gpt-sample gpt-greedy gpt-train backward; do
+    if grep -q "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; " "$out/$p.html"; then ok
+    else no "$p.html: no Content-Security-Policy of default-src 'none'"; fi
+done
+# the drawing functions read no page state, so another page can draw with them alone
+if grep -nE '\b(state|data|document|window|query)\.' src/viz/explorer_draw_js.c > "$tmp/state.txt"; then
+    no "the drawing functions read page state: $(head -n 2 "$tmp/state.txt")"
+else ok; fi
 if grep -q 'td\.masked[^{]*{background:repeating-linear-gradient' "$out/backward.html"; then ok
 else no "the page's style draws no hatching for masked cells"; fi
 shot "$out/translate-run.html" "sentence=1&attn=cross&layer=1&head=1&token=1" "$out/translate-run.png"

@@ -15,7 +15,8 @@
 #     (the same seed, temperature and top-k) and its attention maps;
 #     and the same with a head switched off (--head-off self:0:0);
 #   - the ladder: rung 8 (pre-norm) trained for 10 steps in the page, the
-#     typed line "We go." -> its attention maps and next characters;
+#     typed line "We go." -> its attention maps and next characters; its
+#     step box given 2.5, 0 or 1000001: a message beside it, no run;
 #   - the backward tour: the mask edited (query 0 may see key 1, query 3 may
 #     not see key 1) and five training steps taken one by one in the page:
 #     the five losses, P, dP, dS, dQ, dK, dV and their checks; a query
@@ -23,12 +24,12 @@
 #     the step box given 2.5, -3 or 0: a message beside it, no run; 600
 #     steps, then 600 more refused (1000 at most); the edited cells framed;
 #   - clicked (tests/live/drive.js, puppeteer-core from npm): the ladder
-#     trains 500 steps in a Web Worker (its step box given 2.5, 0 or
-#     1000001: a message, no run), its progress shown, no task of the
+#     trains 500 steps in a Web Worker, its progress shown, no task of the
 #     page's thread over 100 ms meanwhile; its stop button keeps the model
 #     trained so far (the native one for as many steps); the tour's step
 #     box typed 2.5 then 3; a run that fails after one that worked; a
 #     heatmap row clicked follows its query, a head's thumbnail chooses it;
+# the times the page measured on <body>; --wasm FILE taken, a missing one named;
 # and for every page: no console error in chromium's log, no http(s) URL in
 # it, chromium run with a proxy to nowhere (a fetch would fail); a program
 # that fails in the page (a bad --mask) is one line beside the controls,
@@ -272,6 +273,15 @@ print("  clicked: a row followed, a head chosen: (token, head) %s" % got)
 sys.exit(0 if got == [("2", "0"), ("2", "1")] and not r["console"] else 1)
 PYEOF
 then ok; else no "clicked: a row followed, a head chosen: $(head -c 300 "$tmp/click.json") $(tail -n 2 "$tmp/click.err")"; fi
+# <body> carries the times the page measured, in ms
+says "the times the page measured" "$tmp/translate.dom" '<body[^>]* data-live_compile="[0-9.]+"' \
+    '<body[^>]* data-live_last_run="[0-9.]+"' '<body[^>]* data-live_ready="[0-9.]+"' '<body[^>]* data-live_done="[0-9.]+"'
+# the module named with --wasm FILE: the page holds that file; a missing one is named, no page written
+"$B/ladder" 8 --steps 1 --live "$tmp/w.html" --wasm "$B/wasm/ladder.wasm" > /dev/null 2>&1 &&
+    "$B/ladder" 8 --steps 1 --live "$tmp/none.html" --wasm "$tmp/none.wasm" > /dev/null 2> "$tmp/w.err"
+rc=$?
+if [ $rc = 1 ] && [ -s "$tmp/w.html" ] && grep -qF "$tmp/none.wasm" "$tmp/w.err" && [ ! -e "$tmp/none.html" ]; then ok
+else no "--wasm FILE: exit $rc, $(head -c 200 "$tmp/w.err")"; fi
 # the feed-forward view's count of units above 0 is visible (not font-size 0)
 if clickable && drive eval "$(realpath "$out/gpt.html")" "live_input=We%20&view=ffn" \
     '[...document.querySelectorAll("#ffn-map td.after")].map(td => getComputedStyle(td).fontSize)' > "$tmp/ffn.json" 2>&1 &&

@@ -13,11 +13,13 @@
 #     view's sum_d q[d] k[d] times the scale = the model's score; the heatmap's
 #     columns are the keys (source tokens for cross-attention); the row as
 #     --attention's SVG drew it; the legend's range that of every head of the
-#     layer; masked cells hatched exactly where the mask is 0; decoder rows
+#     layer; the cells dark (0) to bright, brighter as the weight grows;
+#     masked cells hatched exactly where the mask is 0; decoder rows
 #     predicting the next token; 32 tokens fit the window (the grid scrolls);
 #   - embeddings: token, position and sum as the program wrote them, sum =
 #     token + position, the positions those of the model file (GPT) or
-#     the sinusoids (translator), the legend's range the data's;
+#     the sinusoids (translator), the legend's range the data's; x's
+#     cells blue below 0, white at 0, red above, as deep as |x| / the bound;
 #   - ffn: the hidden units as written, within the activation's range;
 #   - output: the top 5 per position as written, p = exp(logit - lse) (the
 #     softmax), the top token the one greedy decoding printed;

@@ -8,6 +8,7 @@
 #     attention.dot that Graphviz accepts; its --paths table puts one
 #     attention node on the default path; its shape walk equals
 #     ag_mha_layer_forward; a fully masked row is uniform under -1e9, 0 under -inf;
+#     --seed 7 moves the tutorials' weights, not the 4-token example;
 #   - build/backward_tour's 16 gradients pass their checks, and with
 #     softmax's backward broken the 5 above it fail;
 #   - the output that examples/README.md quotes is what they print.
@@ -60,6 +61,13 @@ if (cd "$tmp" && "$B/attention_demo" > demo.txt 2>&1); then
     elif ! command -v dot > /dev/null; then ok "attention.dot written (graphviz not installed: not rendered)"
     elif dot -Tsvg "$tmp/attention.dot" -o "$tmp/attention.svg" 2> "$tmp/dot.err"; then ok "dot -Tsvg accepts attention.dot"
     else no "dot rejects attention.dot: $(head -n 3 "$tmp/dot.err")"; fi
+    # another seed moves the tutorials' random weights (section 1), not the 4-token example (section 3)
+    section() { awk -v n="$1." '/^== / {p = ($2 == n)} p' "$2"; }
+    if (cd "$tmp" && "$B/attention_demo" --seed 7 > demo7.txt 2>&1) &&
+        ! cmp -s <(section 1 "$tmp/demo.txt") <(section 1 "$tmp/demo7.txt") &&
+        [ "$(section 3 "$tmp/demo.txt" | wc -l)" -gt 40 ] && cmp -s <(section 3 "$tmp/demo.txt") <(section 3 "$tmp/demo7.txt")
+    then ok "attention_demo --seed 7: the tutorials' weights move, the 4-token example does not"
+    else no "attention_demo --seed 7: section 1 unmoved or section 3 moved: $(tail -n 2 "$tmp/demo7.txt")"; fi
 else
     no "attention_demo failed: $(tail -n 3 "$tmp/demo.txt")"
 fi

@@ -142,6 +142,7 @@ def attention(page, dom_path, sentence, attn, layer, head, token, svg=None):
         by_id(elems, "head-%d" % i)
     ok("every head of the layer drawn (%d)" % len(m["heads"]))
     hatched(elems, "heatmap", m["mask"], len(m["rows"]), len(m["cols"]))
+    colours(elems, "heatmap", "dark-bright")
     after = [e["text"] for e in elems if e["tag"] == "td" and "heatmap" in e["in"] and e["attrs"].get("class") == "after"]
     out = data["inputs"][int(sentence)].get("output")
     if attn == "encoder":
@@ -185,6 +186,38 @@ def hatched(elems, ident, mask, R, C, where=None):
             fail("%s cell (%d, %d): drawn %s, the mask says %s" % (ident, r, c, "masked" if got else "plain", want))
         n += want
     ok("%s: %d cells masked (hatched) where the mask is 0, no other" % (ident, n))
+
+
+def colours(elems, ident, kind):
+    """The cells of heatmap ident coloured as docs/explorer.md says, on the
+    scale of the legend: weights (kind "dark-bright") dark at 0, never
+    darker for a larger weight, bright at the legend's top; the rest
+    ("blue-red") blue below 0, white at 0, red above, deeper as |value|
+    nears the legend's bound."""
+    cells = []
+    for e in elems:
+        a = e["attrs"]
+        m = re.search(r"background:rgb\((\d+),(\d+),(\d+)\)", a.get("style", ""))
+        if e["tag"] == "td" and ident in e["in"] and m:  # the value: data-value, or the title's "row -> col: x"
+            cells.append((float(a.get("data-value") or a["title"].rsplit(": ", 1)[1]), tuple(int(x) for x in m.groups())))
+    if len(cells) < 2:
+        fail("%s: %d coloured cells" % (ident, len(cells)))
+    lum = lambda c: 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    hi = float(by_id(elems, "legend")["attrs"]["data-hi"])
+    cells.sort()
+    for i, (v, c) in enumerate(cells):
+        if kind == "dark-bright":
+            if (v == 0 and lum(c) > 40) or (v == hi and lum(c) < 200):
+                fail("%s: weight %r drawn %s: not dark at 0, bright at the top %r" % (ident, v, c, hi))
+            if i and lum(c) < lum(cells[i - 1][1]) - 2:
+                fail("%s: weight %r drawn darker (%s) than %r (%s)" % (ident, v, c, cells[i - 1][0], cells[i - 1][1]))
+        else:
+            white = 255 - round(255 * min(1, abs(v) / hi))
+            want = (255, white, white) if v >= 0 else (white, white, 255)
+            if any(abs(x - y) > 1 for x, y in zip(c, want)):
+                fail("%s: %r drawn %s, blue-white-red on [-%g, %g] wants %s" % (ident, v, c, hi, hi, want))
+    ok("%s: %d cells, %s" % (ident, len(cells), "dark (0) to bright (the largest), brighter as the weight grows"
+       if kind == "dark-bright" else "blue (< 0), white (0), red (> 0), deeper as |value| grows"))
 
 
 def cells_of(elems, ident):
@@ -234,6 +267,7 @@ def embeddings(page, dom_path, sentence, emb, model=None):
             if abs(s - (a + b)) > 1.2e-7 * (abs(a) + abs(b)):
                 fail("x[%d, %d] = %r, token + position = %r" % (t, c, s, a + b))
     ok("x = token + position in every cell (to float rounding)")
+    colours(elems, "emb-sum", "blue-red")
     hi = max(abs(x) for part in ("token", "position", "sum") for r in e[part] for x in r)
     legend(elems, "legend", -hi, hi, "the three grids")
     for i in range(T):  # the same token, the same row

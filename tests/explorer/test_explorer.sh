@@ -13,11 +13,13 @@
 #     view's sum_d q[d] k[d] times the scale = the model's score; the heatmap's
 #     columns are the keys (source tokens for cross-attention); the row as
 #     --attention's SVG drew it; the legend's range that of every head of the
-#     layer; masked cells hatched exactly where the mask is 0; decoder rows
+#     layer; the cells dark (0) to bright, brighter as the weight grows;
+#     masked cells hatched exactly where the mask is 0; decoder rows
 #     predicting the next token; 32 tokens fit the window (the grid scrolls);
 #   - embeddings: token, position and sum as the program wrote them, sum =
 #     token + position, the positions those of the model file (GPT) or
-#     the sinusoids (translator), the legend's range the data's;
+#     the sinusoids (translator), the legend's range the data's; x's
+#     cells blue below 0, white at 0, red above, as deep as |x| / the bound;
 #   - ffn: the hidden units as written, within the activation's range;
 #   - output: the top 5 per position as written, p = exp(logit - lse) (the
 #     softmax), the top token the one greedy decoding printed;
@@ -26,7 +28,9 @@
 #     rows labelled, the mask hatched, one legend per group of panels;
 #   - training (translate train, gpt train): every value the program's;
 #     entropies as train --json recorded them, held-out losses as gpt's.
-# And for every page: no http(s) URL in it; no console error in chromium's
+# And for every page: no http(s) URL in it; a Content-Security-Policy of
+# default-src 'none'; the drawing functions reading no page state (another
+# page can draw with them alone); no console error in chromium's
 # log (a page with broken data is caught: the check itself is tested);
 # chromium runs with a proxy to nowhere, so a fetch would fail; a
 # screenshot is taken.  Training the pages' models takes a few seconds.
@@ -109,6 +113,15 @@ check backward "$out/backward.html" "panel=dS" backward dS
 
 # ---- every page: offline, masked cells hatched, and a screenshot of each view -----
 for p in translate-run translate-train gpt-sample gpt-greedy gpt-train backward; do offline "$out/$p.html"; done
+# its Content-Security-Policy forbids loading anything (docs/explorer.md: the page is self-contained)
+for p in translate-run translate-train gpt-sample gpt-greedy gpt-train backward; do
+    if grep -q "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; " "$out/$p.html"; then ok
+    else no "$p.html: no Content-Security-Policy of default-src 'none'"; fi
+done
+# the drawing functions read no page state, so another page can draw with them alone
+if grep -nE '\b(state|data|document|window|query)\.' src/viz/explorer_draw_js.c > "$tmp/state.txt"; then
+    no "the drawing functions read page state: $(head -n 2 "$tmp/state.txt")"
+else ok; fi
 if grep -q 'td\.masked[^{]*{background:repeating-linear-gradient' "$out/backward.html"; then ok
 else no "the page's style draws no hatching for masked cells"; fi
 shot "$out/translate-run.html" "sentence=1&attn=cross&layer=1&head=1&token=1" "$out/translate-run.png"

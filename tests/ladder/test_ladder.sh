@@ -2,7 +2,9 @@
 # tests/ladder/test_ladder.sh BUILD: the ladder example from the command line
 # (tests/lib.sh has the helpers).
 #   - bad flags: exit 2 and a message naming the problem;
-#   - copy and reverse: every held-out answer right, and the lines
+#   - Ctrl-C during a page's training: the page's data of the steps taken;
+#   - two rungs (5 6): their two rows of the table;
+#   - copy and reverse: their attention pictures (--svg), every held-out answer right, and the lines
 #     docs/ladder.md quotes are what the program prints;
 #   - the explorer page of a rung (--html, --json, --json -): the page holds
 #     the data --json writes, stdout holds it alone; refused for two rungs,
@@ -54,8 +56,27 @@ quoted() { awk -v mark="$1" 'index($0, mark) { on = 1; next } on && /^```/ { if 
 same() { # NAME WANT GOT
     if diff "$2" "$3" > "$tmp/diff"; then ok; else no "$1: docs/ladder.md differs from the program: $(cat "$tmp/diff")"; fi
 }
+# Ctrl-C (SIGINT or SIGTERM) while a page's rung trains: it stops after the
+# step in flight, and the page's data is that of the model after the n steps
+# it took, the same as --steps n gives (docs/explorer.md, "The ladder")
+for sig in INT TERM; do
+    stop_when "$sig" "step 3 of" "$tmp/k_$sig.log" 8 --steps 1000000 --progress --input "We go." --json "$tmp/k_$sig.json"
+    n=$(sed -n 's/.*stopped after \([0-9]*\) of 1000000 steps.*/\1/p' "$tmp/k_$sig.log")
+    if [ -n "$n" ] && timeout 600 "$BIN" 8 --steps "$n" --input "We go." --json "$tmp/k_n.json" > /dev/null 2>&1 &&
+        cmp -s "$tmp/k_$sig.json" "$tmp/k_n.json"; then ok
+    else no "a page's training stopped by SIG$sig: exit $stopped_rc, after ${n:-?} steps: $(tail -n 2 "$tmp/k_$sig.log")"; fi
+done
+
+# `ladder 5 6` runs two rungs, and only they: two rows of the table
+run "ladder 5 6" 0 "" 5 6 --steps 20 --quiet
+if [ "$(grep -cE '^\| [0-9] \|' "$tmp/out")" = 2 ] && grep -q '^| 5 | + feed-forward' "$tmp/out" && grep -q '^| 6 | + residual' "$tmp/out"
+then ok; else no "ladder 5 6: two rungs: $(cat "$tmp/out")"; fi
+
+# the attention pictures of copy and reverse (--svg PREFIX: PREFIX_layer0.svg, ...)
 for task in copy reverse; do
-    run "$task" 0 "" $task --quiet
+    run "$task" 0 "" $task --quiet --svg "$tmp/ladder_$task"
+    if grep -q '<svg' "$tmp/ladder_${task}_layer0.svg" 2> /dev/null; then ok
+    else no "the attention pictures of copy and reverse: no $tmp/ladder_${task}_layer0.svg"; fi
     if grep -q "whole answers right 100.00%" "$tmp/out"; then ok; else no "$task: not every answer right: $(cat "$tmp/out")"; fi
     if [ $exact = 1 ]; then same "$task" <(quoted "ladder $task --quiet") "$tmp/out"
     else same "$task" <(quoted "ladder $task --quiet" | shape) <(shape "$tmp/out"); fi

@@ -16,6 +16,10 @@
 //   node drive.js eval PAGE QUERY EXPRESSION
 //       PAGE?QUERY once its runs are done: EXPRESSION evaluated in it
 //       (what a style or a layout gives, which a DOM dump cannot say).
+//   node drive.js click PAGE QUERY SELECTOR [SELECTOR ...]
+//       PAGE?QUERY once its runs are done: each SELECTOR clicked in turn
+//       (a row of the heatmap, a head's thumbnail); reports after each
+//       the page's choice (#selected's data-* attributes).
 //   node drive.js type PAGE ID TEXT CLICK_ID [ID TEXT CLICK_ID ...]
 //       for each triple, TEXT typed into the box ID (replacing it) and
 //       CLICK_ID clicked; reports, after each, the messages beside the
@@ -107,6 +111,17 @@ function state(tab) {
   }));
 }
 
+async function click(page, query, selectors) {
+  const { browser, tab, console_ } = await open(page, query);
+  const after = [];
+  for (const sel of selectors) {
+    await tab.click(sel);
+    after.push(await tab.evaluate(() => Object.assign({}, document.getElementById("selected").dataset)));
+  }
+  await browser.close();
+  return { after, console: console_ };
+}
+
 async function dom(page, query, out) {
   const { browser, tab, console_ } = await open(page, query);
   require("fs").writeFileSync(out, await tab.content());
@@ -125,7 +140,8 @@ async function evaluate(page, query, expr) {
   const [what, page, ...rest] = process.argv.slice(2);
   const r = what === "train" ? await train(page, Number(rest[0]), Number(rest[1] || 0), rest[2])
     : what === "type" ? await type(page, rest) : what === "dom" ? await dom(page, rest[0], rest[1])
-    : what === "eval" ? await evaluate(page, rest[0], rest[1]) : null;
-  if (!r) throw new Error("drive.js train PAGE STEPS [STOP_AT] | type PAGE ID TEXT CLICK_ID");
+    : what === "eval" ? await evaluate(page, rest[0], rest[1])
+    : what === "click" ? await click(page, rest[0], rest.slice(1)) : null;
+  if (!r) throw new Error("drive.js train PAGE STEPS [STOP_AT] | type PAGE ID TEXT CLICK_ID | click PAGE QUERY SELECTOR...");
   process.stdout.write(JSON.stringify(r) + "\n");
 })().catch(e => { process.stderr.write(String(e && e.stack || e) + "\n"); process.exit(1); });

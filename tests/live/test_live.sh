@@ -15,17 +15,21 @@
 #     (the same seed, temperature and top-k) and its attention maps;
 #     and the same with a head switched off (--head-off self:0:0);
 #   - the ladder: rung 8 (pre-norm) trained for 10 steps in the page, the
-#     typed line "We go." -> its attention maps and next characters;
+#     typed line "We go." -> its attention maps and next characters; its
+#     step box given 2.5, 0 or 1000001: a message beside it, no run;
 #   - the backward tour: the mask edited (query 0 may see key 1, query 3 may
 #     not see key 1) and five training steps taken one by one in the page:
 #     the five losses, P, dP, dS, dQ, dK, dV and their checks; a query
 #     that may see no key (--mask 0,0): computed, checked and explained;
-#     the step box given 2.5, -3 or 0: a message beside it, no run;
+#     the step box given 2.5, -3 or 0: a message beside it, no run; 600
+#     steps, then 600 more refused (1000 at most); the edited cells framed;
 #   - clicked (tests/live/drive.js, puppeteer-core from npm): the ladder
 #     trains 500 steps in a Web Worker, its progress shown, the page's
 #     thread busy under a tenth of the run; its stop button keeps the model
 #     trained so far (the native one for as many steps); the tour's step
-#     box typed 2.5 then 3; a run that fails after one that worked;
+#     box typed 2.5 then 3; a run that fails after one that worked; a
+#     heatmap row clicked follows its query, a head's thumbnail chooses it;
+# the times the page measured on <body>; --wasm FILE taken, a missing one named;
 # and for every page: no console error in chromium's log, no http(s) URL in
 # it, chromium run with a proxy to nowhere (a fetch would fail); a program
 # that fails in the page (a bad --mask) is one line beside the controls,
@@ -126,6 +130,13 @@ for v in 2.5 -3 0; do
     else no "the step box given '$v': $(tr '\n' ' ' < "$tmp/count.state" | cut -c1-300)"; fi
 done
 
+# the tour takes at most 1000 steps in all: 600, then a click of 600 more is refused (400 are left)
+run_page "file://$(realpath "$out/backward_tour.html")?live_count=600&live_steps=2" "$tmp/most.log" > "$tmp/most.dom"
+$PY "$here/check_live.py" state "$tmp/most.dom" > "$tmp/most.state"
+if grep -qF 'messages=["a whole number from 1 to 400, please (not \"600\")"]' "$tmp/most.state" &&
+    grep -q '^steps=600$' "$tmp/most.state" && grep -q '^error=""$' "$tmp/most.state"; then ok
+else no "the tour past 1000 steps: $(tr '\n' ' ' < "$tmp/most.state" | cut -c1-300)"; fi
+
 # ---- the ladder: a rung trained in the page, a typed line --------------------------
 # the page made after 5 steps, asked in it for 10: the same weights as 10 natively (more steps, more
 # of the native kernels' rounding in the weights: 3e-6 at 10 steps, 4e-6 at 20)
@@ -138,6 +149,15 @@ if clickable && drive dom "$(realpath "$out/ladder.html")" "live_input=We%20go.&
         ok; sed "s/^/  ladder: /" "$tmp/ladder.out"
     else no "ladder: $(tail -n 1 "$tmp/ladder.out")"; fi
 else no "ladder: the page did not run: $(tail -c 300 "$tmp/ladder.drive" 2>/dev/null)"; fi
+
+# the ladder's step box: 2.5, 0 and 1000001 are not step counts: a message beside it, no run
+for v in 2.5 0 1000001; do
+    run_page "file://$(realpath "$out/ladder.html")?live_input=We&live_train=$v" "$tmp/tbox.log" > "$tmp/tbox.dom"
+    $PY "$here/check_live.py" state "$tmp/tbox.dom" > "$tmp/tbox.state"
+    if grep -qF "messages=[\"a whole number from 1 to 1000000, please (not \\\"$v\\\")\"]" "$tmp/tbox.state" &&
+        grep -q '^steps=None$' "$tmp/tbox.state" && grep -q '^error=""$' "$tmp/tbox.state" && ! grep -q CONSOLE "$tmp/tbox.log"
+    then ok; else no "the ladder's step box given '$v': $(tr '\n' ' ' < "$tmp/tbox.state" | cut -c1-300)"; fi
+done
 
 # ---- the ladder trains in a worker: clicked (puppeteer-core), 500 steps ---------------
 # The page stays responsive: the training is not its thread's work (the
@@ -241,6 +261,31 @@ says "the head off marked" "$tmp/gpt-off.dom" '<button id="live-head" class="hea
 # the tour: dK's and dV's rows are keys; its mask grid names its tokens and has a legend
 says "the tour's labels" "$tmp/tour.dom" 'data-name="dK".*?token \(key\)' 'data-name="dV".*?token \(key\)' \
     'id="live-mask-legend"' '<table class="mask" id="live-mask"><tbody><tr><th class="corner">query \\ key</th><th class="col">token 0</th>'
+# the tour's edited mask cells, and only they, are framed (red, the page's style)
+says "the tour's edited cells framed" "$tmp/tour.dom" '<td class="on edited" data-row="0" data-col="1"' \
+    '<td class="off edited" data-row="3" data-col="1"' 'table\.mask td\.edited\{outline:2px solid #d62728\}'
+if [ "$(body "$tmp/tour.dom" | grep -o '<td class="o[nf]f\? edited"' | wc -l)" != 2 ]; then
+    no "the tour's mask: $(body "$tmp/tour.dom" | grep -o '<td class="o[nf]f\? edited"' | wc -l) cells framed, 2 edited"; fi
+# clicked: a row of the heatmap follows that query, a head's thumbnail chooses that head
+if clickable && drive click "$(realpath "$out/translate.html")" "live_input=i%20lost%20.&attn=encoder&layer=0&head=0&token=0" \
+    '#heatmap tr[data-pick-token="2"]' '[data-pick-head="1"]' > "$tmp/click.json" 2> "$tmp/click.err" &&
+    $PY - "$tmp/click.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+got = [(s.get("token"), s.get("head")) for s in r["after"]]
+print("  clicked: a row followed, a head chosen: (token, head) %s" % got)
+sys.exit(0 if got == [("2", "0"), ("2", "1")] and not r["console"] else 1)
+PYEOF
+then ok; else no "clicked: a row followed, a head chosen: $(head -c 300 "$tmp/click.json") $(tail -n 2 "$tmp/click.err")"; fi
+# <body> carries the times the page measured, in ms
+says "the times the page measured" "$tmp/translate.dom" '<body[^>]* data-live_compile="[0-9.]+"' \
+    '<body[^>]* data-live_last_run="[0-9.]+"' '<body[^>]* data-live_ready="[0-9.]+"' '<body[^>]* data-live_done="[0-9.]+"'
+# the module named with --wasm FILE: the page holds that file; a missing one is named, no page written
+"$B/ladder" 8 --steps 1 --live "$tmp/w.html" --wasm "$B/wasm/ladder.wasm" > /dev/null 2>&1 &&
+    "$B/ladder" 8 --steps 1 --live "$tmp/none.html" --wasm "$tmp/none.wasm" > /dev/null 2> "$tmp/w.err"
+rc=$?
+if [ $rc = 1 ] && [ -s "$tmp/w.html" ] && grep -qF "$tmp/none.wasm" "$tmp/w.err" && [ ! -e "$tmp/none.html" ]; then ok
+else no "--wasm FILE: exit $rc, $(head -c 200 "$tmp/w.err")"; fi
 # the feed-forward view's count of units above 0 is visible (not font-size 0)
 if clickable && drive eval "$(realpath "$out/gpt.html")" "live_input=We%20&view=ffn" \
     '[...document.querySelectorAll("#ffn-map td.after")].map(td => getComputedStyle(td).fontSize)' > "$tmp/ffn.json" 2>&1 &&

@@ -220,6 +220,7 @@ NUL(ag_gpt_forward, ag_gpt_forward(W->g, &W->gpt, ids_bad, 1, 2))
 NUL(ag_gpt_loss, ag_gpt_loss(W->g, &W->gpt, (const int[]){1, 2}, NULL, 1, 2))
 BAD(ag_gpt_sample, ag_gpt_sample(W->g, &W->gpt, NULL, 1, 3, NULL, NULL))
 NUL(ag_gpt_forward_cached, ag_gpt_forward_cached(W->g, &W->gpt, NULL, (const int[]){1}, 1))
+BAD(ag_kv_cache_append, ag_kv_cache_append(W->g, NULL, 0, W->x23, W->x23, NULL, NULL))
 
 /* optim */
 NUL(ag_sgd_new, ag_sgd_new(W->s, -1, 0, 0, 0))
@@ -232,6 +233,9 @@ static bool w_ag_optim_step(world *W)
 BAD(ag_clip_grad_norm, ag_clip_grad_norm(W->s, NAN, NULL))
 BAD(ag_optim_step_clip_zero, ag_optim_step_clip_zero(W->o, NAN, NULL))
 BAD(ag_lr_schedule_check, ag_lr_schedule_check(-1, 10, "cosine", W->err, sizeof W->err))
+BAD(ag_sampling_check, ag_sampling_check(&(ag_sampling){.temperature = 1, .top_p = 1.5}, W->err, sizeof W->err))
+BAD(ag_sample_dist, ag_sample_dist(NULL, 3, &(ag_sampling){.temperature = 1, .top_p = 1}, NULL, NULL, W->err,
+                                   sizeof W->err))
 
 /* text */
 BAD(ag_pairs_load, ag_pairs_load(NULL, &(ag_pairs *){0}, W->err, sizeof W->err))
@@ -288,10 +292,10 @@ static const walk walks[] = {
     G(ag_encoder_block_forward), G(ag_decoder_block_forward), G(ag_decoder_only_block_forward), S(ag_seq2seq_init),
     G(ag_seq2seq_encode), G(ag_seq2seq_decode), G(ag_seq2seq_trace), G(ag_seq2seq_loss), E(ag_seq2seq_team_new),
     G(ag_seq2seq_team_step), G(ag_seq2seq_greedy), S(ag_gpt_init), G(ag_gpt_forward), G(ag_gpt_loss),
-    G(ag_gpt_sample), G(ag_gpt_forward_cached),
+    G(ag_gpt_sample), G(ag_gpt_forward_cached), G(ag_kv_cache_append),
     S(ag_sgd_new), S(ag_adam_new), {"ag_optim_step", ON_OPTIM, w_ag_optim_step}, S(ag_clip_grad_norm),
     {"ag_optim_step_clip_zero", ON_OPTIM, w_ag_optim_step_clip_zero},
-    E(ag_lr_schedule_check),
+    E(ag_lr_schedule_check), E(ag_sampling_check), E(ag_sample_dist),
     E(ag_pairs_load), E(ag_pairs_parse), E(ag_groups_build), E(ag_vocab_build), E(ag_vocab_from_pairs),
     E(ag_vocab_parse),
     E(ag_graph_write_dot), E(ag_svg_heatmaps), E(ag_svg_heatmap), E(ag_svg_heatmap_grid), E(ag_svg_attention),
@@ -337,6 +341,7 @@ static const struct {
     {"ag_safetensors_meta_key", "a lookup: NULL past the keys"},
     {"ag_vocab_token", "a lookup: NULL for no such id"},
     {"ag_gpt_cache_new", "NULL for a model not made (documented; no object to hold a message)"},
+    {"ag_kv_cache_new", "NULL for a size below 1 or too large (documented; no object to hold a message)"},
     {"ag_encode", "status only: NULL pointers or max_len < 1, as its header says; no object or err"},
 };
 #define NEXEMPT (sizeof exempt / sizeof exempt[0])

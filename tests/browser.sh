@@ -9,6 +9,10 @@
 #                            line), with a proxy to nowhere (a fetch fails)
 #   offline PAGE             ok when PAGE names no http(s) URL
 #   shot PAGE QUERY PNG [flags]  a screenshot of PAGE?QUERY
+#   clicker                  puppeteer-core (npm's, which drives this
+#                            chromium where a page must be clicked) in
+#                            $B/node, installed with npm when missing;
+#                            status 1 when it is still missing
 #
 # Sourcing it installs chromium and /usr/bin/python3 ($PY) when missing, or
 # skips the test (exit 0, 'NAME: 0 passed, 0 failed (skipped)').
@@ -19,6 +23,13 @@ need() {
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" > /dev/null
     fi
     command -v "$1" > /dev/null
+}
+clicker() {
+    if ! [ -d "$B/node/node_modules/puppeteer-core" ] && need npm npm; then
+        echo "$NAME: installing puppeteer-core with npm into $B/node"
+        mkdir -p "$B/node" && (cd "$B/node" && npm install --no-audit --no-fund --silent puppeteer-core@22 > /dev/null 2>&1)
+    fi
+    [ -d "$B/node/node_modules/puppeteer-core" ]
 }
 PY=/usr/bin/python3
 if ! need chromium chromium || { [ ! -x $PY ] && ! need python3 python3; }; then

@@ -25,11 +25,7 @@ here=$(dirname "$0")
 
 NAME=glance
 . "$here/../browser.sh" # need, browse, offline, shot; $PY
-if ! [ -d "$B/node/node_modules/puppeteer-core" ] && need npm npm; then
-    echo "glance: installing puppeteer-core with npm into $B/node"
-    mkdir -p "$B/node" && (cd "$B/node" && npm install --no-audit --no-fund --silent puppeteer-core@22 > /dev/null 2>&1)
-fi
-if ! [ -d "$B/node/node_modules/puppeteer-core" ]; then
+if ! clicker; then
     no "puppeteer-core is missing and could not be installed with npm: the pages cannot be clicked"
     finish glance
 fi

@@ -66,10 +66,7 @@ check() {
 out=$B/live
 mkdir -p "$out"
 # a page clicked as a learner clicks it (tests/live/drive.js): puppeteer-core, from npm
-if ! [ -d "$B/node/node_modules/puppeteer-core" ] && need npm npm; then
-    echo "live: installing puppeteer-core with npm into $B/node"
-    mkdir -p "$B/node" && (cd "$B/node" && npm install --no-audit --no-fund --silent puppeteer-core@22 > /dev/null 2>&1)
-fi
+clicker # status checked by clickable below
 drive() { NODE_PATH="$B/node/node_modules" node "$here/drive.js" "$@"; }
 clickable() { [ -d "$B/node/node_modules/puppeteer-core" ]; }
 clickable || no "puppeteer-core is missing and could not be installed with npm: the pages cannot be clicked"

@@ -52,10 +52,7 @@ elif $PY "$here/check_sampling.py" "$tmp/b.dom" "$tmp/native.json" bad > "$tmp/b
 else no "hostile boxes: $(tr '\n' ' ' < "$tmp/b.out")"; fi
 
 # ---- typed: bad values refused beside their boxes, then a good one taken ---------
-if ! [ -d "$B/node/node_modules/puppeteer-core" ] && need npm npm; then # as test_live.sh installs it
-    mkdir -p "$B/node" && (cd "$B/node" && npm install --no-audit --no-fund --silent puppeteer-core@22 > /dev/null 2>&1)
-fi
-if [ -d "$B/node/node_modules/puppeteer-core" ]; then
+if clicker; then
     if NODE_PATH="$B/node/node_modules" node "$here/drive.js" type "$(realpath "$page")" sampling-top_p 0 live-run \
         sampling-temperature 1e999 live-run sampling-top_k 2.5 live-run sampling-temperature 1 live-run \
         sampling-top_k 0 live-run sampling-top_p 0.5 live-run > "$tmp/typed.json" 2> "$tmp/typed.err" &&

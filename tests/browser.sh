@@ -11,8 +11,9 @@
 #   shot PAGE QUERY PNG [flags]  a screenshot of PAGE?QUERY
 #   clicker                  puppeteer-core (npm's, which drives this
 #                            chromium where a page must be clicked) in
-#                            $B/node, installed with npm when missing;
-#                            status 1 when it is still missing
+#                            $B/node, installed with npm when missing, by
+#                            one suite at a time (flock); status 1 when it
+#                            is still missing
 #
 # Sourcing it installs chromium and /usr/bin/python3 ($PY) when missing, or
 # skips the test (exit 0, 'NAME: 0 passed, 0 failed (skipped)').
@@ -24,11 +25,15 @@ need() {
     fi
     command -v "$1" > /dev/null
 }
-clicker() {
-    if ! [ -d "$B/node/node_modules/puppeteer-core" ] && need npm npm; then
-        echo "$NAME: installing puppeteer-core with npm into $B/node"
-        mkdir -p "$B/node" && (cd "$B/node" && npm install --no-audit --no-fund --silent puppeteer-core@22 > /dev/null 2>&1)
-    fi
+clicker() { # one suite at a time (make -j runs them side by side): the others wait, then find it
+    mkdir -p "$B/node" || return 1
+    (
+        flock 9
+        if ! [ -d "$B/node/node_modules/puppeteer-core" ] && need npm npm; then
+            echo "$NAME: installing puppeteer-core with npm into $B/node"
+            (cd "$B/node" && npm install --no-audit --no-fund --silent puppeteer-core@22 > /dev/null 2>&1)
+        fi
+    ) 9> "$B/node/.install-lock"
     [ -d "$B/node/node_modules/puppeteer-core" ]
 }
 PY=/usr/bin/python3

@@ -1,6 +1,7 @@
 /* kernels/gemm.h: what the product's files share (gemm.c, the blocked
- * product; gemm_head.c, a toy attention head's; gemm_small.c, the plain
- * loops for small products; gemm_slots.c, each thread's packing buffers). */
+ * product, and gemm_pack.c, its packing; gemm_head.c, a toy attention
+ * head's; gemm_small.c, the plain loops for small products; gemm_slots.c,
+ * each thread's packing buffers). */
 #ifndef AG_KERNELS_GEMM_H
 #define AG_KERNELS_GEMM_H
 

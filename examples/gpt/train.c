@@ -188,7 +188,6 @@ static int make_batches(trainer *t)
     t->x = malloc((size_t)B * T * sizeof *t->x);
     t->y = malloc((size_t)B * T * sizeof *t->y);
     t->g = ag_graph_new();
-    ag_graph_set_keep_grads(t->g, 0); /* only the parameters' gradients are read */
     if (!t->ids || !t->x || !t->y || !t->g) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;

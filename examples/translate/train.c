@@ -196,7 +196,6 @@ static int make_batches(trainer *t)
     t->order = malloc((size_t)t->d.n * sizeof(int));
     ag_set_threads(t->o->threads);
     t->g = ag_graph_new();
-    ag_graph_set_keep_grads(t->g, 0); /* only the parameters' gradients are read */
     if (!b->src || !b->tgt_in || !b->tgt_out || !b->src_valid || !t->order || !t->g) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;

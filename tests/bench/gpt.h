@@ -68,7 +68,6 @@ static int gpt_bench_new(gpt_bench *b, int threads)
     b->parts = threads < GPT_PARTS ? threads : GPT_PARTS;
     b->store = ag_store_new();
     b->g = ag_graph_new();
-    if (b->g) ag_graph_set_keep_grads(b->g, 0); /* as gpt train */
     if (!b->store || !b->g || ag_gpt_init(&b->net[0], b->store, &gpt_cfg, 0) != AG_OK) return 1;
     b->opt = ag_adam_new(b->store, 1e-3, 0.9, 0.999, 1e-8, 0, 0);
     b->team = ag_team_new(b->store, b->parts, gpt_replica, b, err, sizeof err);

@@ -35,4 +35,9 @@ const char *ag__isa_bf16_kernel(const char **why_not_amx);
 void ag__gemm_amx(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
                   float *C, int ldc);
 
+/* steps x 4 TDPBF16PS and nothing else (4 x 16384 flops a step): the
+ * tiles' peak, which the bench measures; 0 in a build without them.  Only
+ * where ag__amx_permitted(). */
+float ag__amx_peak_loop(int steps);
+
 #endif

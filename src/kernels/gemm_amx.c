@@ -378,6 +378,43 @@ void ag__gemm_amx(int ta, int tb, int M, int N, int K, const float *A, int lda, 
     ag__parallel_for((size_t)jb.nshares, jb.nshares, share, &jb);
 }
 
+/* The tiles' multiply-add peak, for the bench: steps of four TDPBF16PS
+ * into four independent accumulators (the micro-kernel's 2 x 2), their
+ * operands held in tiles 4..7: nothing but the multiply-adds, 4 x 16 x
+ * 16 x 32 of them a step.  Returns the accumulators' sum, so that the
+ * loop is kept.  Only where ag__amx_permitted(). */
+__attribute__((target("amx-tile,amx-bf16"))) float ag__amx_peak_loop(int steps)
+{
+    static _Alignas(64) uint32_t ops[TW];
+    _Alignas(64) float out[4][TW];
+    for (int i = 0; i < TW; i++) ops[i] = 0x3c003c00u; /* the pair (2^-7, 2^-7) */
+    tiles_on();
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    MEMORY_AT(ops);
+    _tile_loadd(4, ops, 64);
+    _tile_loadd(5, ops, 64);
+    _tile_loadd(6, ops, 64);
+    _tile_loadd(7, ops, 64);
+    for (int s = 0; s < steps; s++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, out[0], 64);
+    _tile_stored(1, out[1], 64);
+    _tile_stored(2, out[2], 64);
+    _tile_stored(3, out[3], 64);
+    MEMORY_AT(out);
+    tiles_off();
+    float sum = 0;
+    for (int t = 0; t < 4; t++) sum += out[t][0];
+    return sum;
+}
+
 #else
 
 bool ag__amx_permitted(const char **why)
@@ -391,6 +428,12 @@ void ag__gemm_amx(int ta, int tb, int M, int N, int K, const float *A, int lda, 
 {
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C,
         (void)ldc;
+}
+
+float ag__amx_peak_loop(int steps)
+{
+    (void)steps;
+    return 0;
 }
 
 #endif

@@ -5,6 +5,8 @@
  *   vdpbf16ps peak: 12 independent chains of vdpbf16ps, 64 flops each (16
  *                   lanes, 2 products, each a multiply and an add);
  *   FMA peak:       peak.h's 12 chains of zmm FMAs (32 flops each);
+ *   AMX peak:       ag__amx_peak_loop, TDPBF16PS into four tiles (16 x 16
+ *                   x 32 multiply-adds each), where the tiles are used;
  *   gemm:           ag__gemm_amx (AMX's tiles, where the process may use
  *                   them), ag__gemm_bf16 forced to vdpbf16ps, and ag__gemm,
  *                   in turn, M x N x
@@ -33,6 +35,7 @@ __attribute__((target("avx512f,avx512bf16"), noinline)) static float dpbf16_chai
     return _mm512_reduce_add_ps(acc[0]);
 }
 static void peak_dpbf16(void *p) { ((fma_ctx *)p)->sink += dpbf16_chains(); }
+static void peak_amx(void *p) { ((fma_ctx *)p)->sink += ag__amx_peak_loop(PEAK_STEPS); }
 
 typedef struct bf16_gemm_ctx {
     int M, N, K, kind; /* 0 fp32 (ag__gemm), 1 bf16 by vdpbf16ps, 2 bf16 by AMX's tiles */
@@ -111,19 +114,23 @@ static void bench_bf16(const char *python, int have_torch, double budget)
     if (have_torch) torch_bf16_gemm(python, torch);
     const char *why = NULL, *level = ag__isa_bf16_kernel(&why); /* "amx" or "avx512bf16" */
     bool amx = !why;
-    if (!amx) emit("AMX: not used (%s).\n\n", why);
-    emit("| M x N x K | AMX | vdpbf16ps | its share of peak | fp32 | AMX / fp32 | AMX / vdpbf16ps |"
-         " PyTorch bf16 | PyTorch fp32 | AMX / PyTorch bf16 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    double tiles = 0; /* the tiles' loop: 4 TDPBF16PS of 16 x 16 x 32 multiply-adds a step */
+    if (amx) tiles = 4.0 * 2 * 16 * 16 * 32 * PEAK_STEPS / best_time(peak_amx, &f, budget) / 1e9;
+    if (amx) emit("AMX's tiles, a loop of TDPBF16PS alone: %.0f GFLOP/s, %.2fx vdpbf16ps's loop.\n\n", tiles, tiles / dp);
+    else emit("AMX: not used (%s).\n\n", why);
+    emit("| M x N x K | AMX | its share of peak | vdpbf16ps | its share of peak | fp32 | AMX / fp32 |"
+         " AMX / vdpbf16ps | PyTorch bf16 | PyTorch fp32 | AMX / PyTorch bf16 |\n"
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int s = 0; s < 3; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
         double r[3];
         bf16_gemm_rates(M, N, K, level, budget, r);
-        char amx_r[32] = "-", ratios[2][16], vs_torch[16];
-        if (amx) snprintf(amx_r, sizeof amx_r, "%.0f", r[2]);
+        char amx_r[32] = "-", amx_share[16] = "-", ratios[2][16], vs_torch[16];
+        if (amx) snprintf(amx_r, sizeof amx_r, "%.0f", r[2]), snprintf(amx_share, sizeof amx_share, "%.0f%%", 100 * r[2] / tiles);
         ratio_cell(ratios[0], sizeof ratios[0], r[2] / r[0]), ratio_cell(ratios[1], sizeof ratios[1], r[2] / r[1]);
         ratio_cell(vs_torch, sizeof vs_torch, torch[s][0] > 0 ? r[2] / torch[s][0] : 0);
-        emit("| %d x %d x %d | %s | %.0f | %.0f%% | %.0f | %s | %s | ", M, N, K, amx_r, r[1], 100 * r[1] / dp, r[0],
-             ratios[0], ratios[1]);
+        emit("| %d x %d x %d | %s | %s | %.0f | %.0f%% | %.0f | %s | %s | ", M, N, K, amx_r, amx_share, r[1],
+             100 * r[1] / dp, r[0], ratios[0], ratios[1]);
         if (torch[s][0] > 0) emit("%.0f | %.0f | %s |\n", torch[s][0], torch[s][1], vs_torch);
         else emit("- | - | - |\n");
     }

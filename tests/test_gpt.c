@@ -8,6 +8,9 @@
  *     1e-3, betas 0.9/0.999, eps 1e-8), in float32 and in float64.  The
  *     float build compares with float32, the double build with float64,
  *     with the translator's parity tolerances;
+ *   - the same step in bf16 products against the twin's step under
+ *     torch.autocast("cpu", dtype=torch.bfloat16) (gpt_autocast.safetensors):
+ *     within a bound in bf16 roundoffs, and closer to it than fp32 is;
  *   - the whole model against finite differences (double), tied and untied;
  *   - the sampler: greedy, top-k, the distribution it draws from, the same
  *     seed giving the same tokens, and its errors.
@@ -16,7 +19,10 @@
  *   build/gpt train --data tests/reference/tiny.tsv --out tests/reference/gpt_tiny.safetensors \
  *       --steps 20 --context 8 --hidden 16 --heads 2 --ffn 32 --layers 2 --batch 8 --quiet
  *   /usr/bin/python3 tests/reference/gpt.py step --model tests/reference/gpt_tiny.safetensors \
- *       --data tests/reference/tiny.tsv --out tests/reference/gpt_step.safetensors */
+ *       --data tests/reference/tiny.tsv --out tests/reference/gpt_step.safetensors
+ *   /usr/bin/python3 tests/reference/gpt.py autocast --model tests/reference/gpt_tiny.safetensors \
+ *       --data tests/reference/tiny.tsv --out tests/reference/gpt_autocast.safetensors */
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -390,4 +396,232 @@ Test(gpt, the_same_seed_gives_the_same_tokens)
     ag_graph_free(g);
     ag_gpt_free(&t.m);
     ag_store_free(t.s);
+}
+
+/* ---- one step in bf16 products against PyTorch's autocast -------------------- *
+ *
+ * tests/reference/gpt.py autocast took gpt_step's step (same checkpoint, same
+ * batch) under torch.autocast("cpu", dtype=torch.bfloat16) and stored the
+ * logits, loss, gradients, gradient norm and the weights after clipping and
+ * Adam (gpt_autocast.safetensors, F32).  Both builds compare with it.
+ *
+ * Where the two differ.  attograd's bf16 precision rounds the operands of
+ * linear and of the tied logits product, forward and backward, and returns
+ * fp32.  Autocast (torch 1.13, CPU; gpt.py asserts these rules before
+ * the step) runs linear and matmul in bf16 (the
+ * attention's q k^T and p v among them) and returns bf16; the scale,
+ * masked_fill, softmax and gelu that follow have no autocast rule, so they
+ * run in their input's type, bf16; the residual adds promote back to fp32,
+ * so layer norm and the residual stream stay fp32; cross_entropy is on the
+ * fp32 list.  Its backward runs each op in its forward's type: the
+ * gradients through those tensors are bf16, and each weight's gradient is
+ * rounded to bf16 before it reaches the fp32 .grad.  Both round the same
+ * weights, bit for bit, and (up to their inputs' small differences) the
+ * same activations where attograd rounds an operand.  What autocast adds
+ * are the extra roundings.
+ *
+ * The bound.  Each extra rounding moves what it rounds by at most u = 2^-8
+ * relative.  To first order, if no later stage makes a relative error
+ * grow (the layer norms rescale; each branch adds into a residual stream at
+ * least its size: an assumption, not a theorem), the logits move by at most
+ * u times the extra roundings on their longest path.  Per block: q|k|v,
+ * the scores, the scale, the softmax and w_o's output in attention (5);
+ * dense1's and dense2's outputs in the FFN (2) (p v's and gelu's outputs
+ * both round: attograd rounds them as the next product's operands); then
+ * the logits themselves: 2 x 7 + 1 = 15, so ||dz|| <= 15 u ||z||.  A
+ * gradient's path is that forward and back again, the backward rounding
+ * each of those ops' input gradients, plus the weight gradient's own
+ * rounding: 2 x 15 + 1 = 31, ||dg|| <= 31 u ||g|| per parameter.  The loss:
+ * cross-entropy's gradient for a token, p - onehot(y), has 1-norm at most
+ * 2, so |dL| <= 2 max|dz|.  The key bias's gradient is 0 in exact
+ * arithmetic (see the test above): rounding noise on both sides, held to
+ * 1e-6 and not compared.
+ *
+ * fp32 products pass these bounds too: they bound, they do not tell the
+ * precisions apart.  The second test does: attograd's bf16 shares
+ * autocast's weight and operand roundings, fp32 shares none, so with
+ * rounding errors as independent the expected ||bf16 - autocast||^2 is the
+ * extra roundings' share alone and ||fp32 - autocast||^2 that plus the
+ * shared ones': bf16 must be strictly closer, on the logits, on all the
+ * gradients together and on the loss (where the shared roundings, the same
+ * in every token, add up while the extra ones average out).  fp32 products
+ * give a ratio of exactly 1 and fail. */
+
+#define AUTOCAST "tests/reference/gpt_autocast.safetensors"
+#define U_BF16 (1.0 / 256)
+
+/* One step's results: the loss, the logits [B, T, V], the gradient norm,
+ * and every parameter's gradient (unclipped) and value after clipping to 1
+ * and one Adam step, in the store's order, parameter i at off[i]. */
+typedef struct step_out {
+    double loss, norm;
+    ag_real *logits, *grad, *adam;
+    size_t n_logits, off[64];
+} step_out;
+
+static void run_step(ag_precision p, const int *x, const int *y, int B, int T, step_out *o)
+{
+    ag_store *s = ag_store_new();
+    ag_gpt m;
+    ag_safetensors *ckpt;
+    load_tiny(&m, s, &ckpt);
+    cr_assert_lt(ag_store_count(s), 64);
+    ag_graph *g = ag_graph_new();
+    ag_graph_set_precision(g, p);
+    ag_tensor *logits = ag_gpt_forward(g, &m, x, B, T), *loss = ag_cross_entropy(g, logits, y, -1, 0);
+    cr_assert_eq(ag_backward(g, loss), AG_OK, "%s", ag_graph_error(g));
+    o->loss = loss->data[0];
+    o->n_logits = logits->size;
+    o->logits = malloc(logits->size * sizeof *o->logits);
+    memcpy(o->logits, logits->data, logits->size * sizeof *o->logits);
+    size_t total = ag_store_numel(s);
+    o->grad = malloc(total * sizeof *o->grad), o->adam = malloc(total * sizeof *o->adam);
+    o->off[0] = 0;
+    for (int i = 0; i < ag_store_count(s); i++) {
+        ag_tensor *t = ag_store_at(s, i);
+        memcpy(o->grad + o->off[i], t->grad, t->size * sizeof *o->grad);
+        o->off[i + 1] = o->off[i] + t->size;
+    }
+    cr_assert_eq(ag_clip_grad_norm(s, 1.0, &o->norm), AG_OK);
+    ag_optim *opt = ag_adam_new(s, ADAM_LR, 0.9, 0.999, 1e-8, 0, 0);
+    cr_assert_eq(ag_optim_step(opt), AG_OK, "%s", ag_optim_error(opt));
+    for (int i = 0; i < ag_store_count(s); i++)
+        memcpy(o->adam + o->off[i], ag_store_at(s, i)->data, ag_store_at(s, i)->size * sizeof *o->adam);
+    ag_optim_free(opt);
+    ag_graph_free(g);
+    ag_gpt_free(&m);
+    ag_store_free(s);
+    ag_safetensors_free(ckpt);
+}
+
+static void free_step(step_out *o) { free(o->logits), free(o->grad), free(o->adam); }
+
+/* The fixture, its batch, and the step in precision p on that batch. */
+static ag_safetensors *autocast_step(ag_precision p, step_out *o)
+{
+    ag_safetensors *f = open_fixture(AUTOCAST);
+    int B = ag_safetensors_shape(f, stored(f, "batch.x"))[0], T = ag_safetensors_shape(f, stored(f, "batch.x"))[1];
+    int *x = malloc((size_t)B * T * sizeof *x), *y = malloc((size_t)B * T * sizeof *y);
+    load_ints(f, "batch.x", x, (size_t)B * T);
+    load_ints(f, "batch.y", y, (size_t)B * T);
+    run_step(p, x, y, B, T, o);
+    free(x), free(y);
+    return f;
+}
+
+/* sum of (a - b)^2 over n values (b NULL: of a^2); *max gets max |a - b| */
+static double sq_dist(const ag_real *a, const double *b, size_t n, double *max)
+{
+    double s = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (b ? b[i] : 0);
+        s += d * d, m = fmax(m, fabs(d));
+    }
+    if (max) *max = m;
+    return s;
+}
+
+/* One parameter's stored "<prefix>.<name>", its count checked against off. */
+static double *param_ref(const ag_safetensors *f, const char *prefix, const char *name, const step_out *o, int i)
+{
+    char key[160];
+    snprintf(key, sizeof key, "%s.%s", prefix, name);
+    size_t n;
+    double *v = load_ref(f, key, &n);
+    cr_assert_eq(n, o->off[i + 1] - o->off[i], "%s: element count", key);
+    return v;
+}
+
+Test(gpt, bf16_step_within_bf16_roundoffs_of_pytorch_autocast)
+{
+    step_out bf;
+    ag_safetensors *f = autocast_step(AG_PRECISION_BF16, &bf);
+    size_t n;
+    double *z = load_ref(f, "logits", &n), dz_max;
+    cr_assert_eq(n, bf.n_logits);
+    double dz = sqrt(sq_dist(bf.logits, z, n, &dz_max)), zn = sqrt(sq_dist(bf.logits, NULL, n, NULL));
+    cr_assert_leq(dz, 15 * U_BF16 * zn, "logits: ||bf16 - autocast|| %.3g, bound 15 u ||z|| %.3g", dz, 15 * U_BF16 * zn);
+    double want = scalar(f, "loss");
+    cr_assert_leq(fabs(bf.loss - want), 2 * dz_max, "loss %.9g, autocast %.9g, bound 2 max|dz| %.3g", bf.loss, want,
+                  2 * dz_max);
+    ag_store *s = ag_store_new();
+    ag_gpt m;
+    ag_safetensors *ckpt;
+    load_tiny(&m, s, &ckpt);
+    double c_bf = fmin(1, 1 / (bf.norm + 1e-6)), c_ac = fmin(1, 1 / (scalar(f, "norm") + 1e-6));
+    size_t flips = 0;
+    for (int i = 0; i < ag_store_count(s); i++) {
+        const char *name = ag_store_at(s, i)->name;
+        const ag_real *gb = bf.grad + bf.off[i], *wb = bf.adam + bf.off[i];
+        double *g = param_ref(f, "grad", name, &bf, i), *w = param_ref(f, "adam", name, &bf, i), gmax;
+        size_t k = bf.off[i + 1] - bf.off[i];
+        double d = sqrt(sq_dist(gb, g, k, NULL)), gn = sqrt(sq_dist(gb, NULL, k, &gmax));
+        if (strstr(name, ".w_k.bias"))
+            cr_assert_leq(gmax, 1e-6, "%s: gradient %g is not noise", name, gmax);
+        else
+            cr_assert_leq(d, 31 * U_BF16 * gn, "d%s: ||bf16 - autocast|| %.3g, bound 31 u ||g|| %.3g", name, d,
+                          31 * U_BF16 * gn);
+        /* Adam's first step moves a weight by lr g / (|g| + eps) of the
+         * clipped g: where the two gradients agree in sign, the weights
+         * agree to lr eps (1 / |c g_bf16| + 1 / |c g_autocast|), plus the
+         * float rounding of the update and of w - update on both sides. */
+        for (size_t j = 0; j < k; j++) {
+            if (((double)gb[j] > 0) != (g[j] > 0) || gb[j] == 0 || g[j] == 0) {
+                flips++;
+                continue;
+            }
+            double tol = ADAM_LR * 1e-8 * (1 / fabs(c_bf * gb[j]) + 1 / fabs(c_ac * g[j])) +
+                         (ADAM_LR + fabs(w[j])) * 8 * FLT_EPSILON;
+            cr_assert_leq(fabs((double)wb[j] - w[j]), tol, "adam.%s[%zu]: %.9g, autocast %.9g", name, j,
+                          (double)wb[j], w[j]);
+        }
+        free(g), free(w);
+    }
+    cr_log_info("bf16 against autocast: logits %.3g u ||z||, max %.3g; %zu gradients of another sign", dz / zn / U_BF16,
+                dz_max, flips);
+    free(z);
+    free_step(&bf);
+    ag_gpt_free(&m);
+    ag_store_free(s);
+    ag_safetensors_free(ckpt);
+    ag_safetensors_free(f);
+}
+
+Test(gpt, bf16_step_is_closer_to_pytorch_autocast_than_fp32_is)
+{
+    step_out bf, fp;
+    ag_safetensors *f = autocast_step(AG_PRECISION_BF16, &bf);
+    ag_safetensors_free(autocast_step(AG_PRECISION_FP32, &fp));
+    size_t n;
+    double *z = load_ref(f, "logits", &n), mb, mf;
+    double zb = sqrt(sq_dist(bf.logits, z, n, &mb)), zf = sqrt(sq_dist(fp.logits, z, n, &mf));
+    double want = scalar(f, "loss"), lb = fabs(bf.loss - want), lf = fabs(fp.loss - want);
+    /* every gradient but the key biases' (noise) in one norm */
+    double gb = 0, gf = 0, gmb = 0, gmf = 0;
+    ag_store *s = ag_store_new();
+    ag_gpt m;
+    ag_safetensors *ckpt;
+    load_tiny(&m, s, &ckpt);
+    for (int i = 0; i < ag_store_count(s); i++) {
+        const char *name = ag_store_at(s, i)->name;
+        if (strstr(name, ".w_k.bias")) continue;
+        double *g = param_ref(f, "grad", name, &bf, i), x;
+        size_t k = bf.off[i + 1] - bf.off[i];
+        gb += sq_dist(bf.grad + bf.off[i], g, k, &x), gmb = fmax(gmb, x);
+        gf += sq_dist(fp.grad + fp.off[i], g, k, &x), gmf = fmax(gmf, x);
+        free(g);
+    }
+    gb = sqrt(gb), gf = sqrt(gf);
+    cr_log_info("against autocast, bf16 / fp32: logits %.3g / %.3g (max %.3g / %.3g), gradients %.3g / %.3g (max "
+                "%.3g / %.3g), loss %.3g / %.3g",
+                zb, zf, mb, mf, gb, gf, gmb, gmf, lb, lf);
+    cr_assert_lt(zb, zf, "logits: bf16 %.4g from autocast, fp32 %.4g", zb, zf);
+    cr_assert_lt(gb, gf, "gradients: bf16 %.4g from autocast, fp32 %.4g", gb, gf);
+    cr_assert_lt(lb, lf, "loss: bf16 %.4g from autocast, fp32 %.4g", lb, lf);
+    free(z);
+    free_step(&bf), free_step(&fp);
+    ag_gpt_free(&m);
+    ag_store_free(s);
+    ag_safetensors_free(ckpt);
+    ag_safetensors_free(f);
 }

@@ -8,6 +8,11 @@ text pipeline, and one training step written out as a parity fixture.
     /usr/bin/python3 tests/reference/gpt.py step --model tests/reference/gpt_tiny.safetensors \\
         --data tests/reference/tiny.tsv --out tests/reference/gpt_step.safetensors
 
+    # the same step under torch.autocast("cpu", dtype=torch.bfloat16), with
+    # the logits (tests/test_gpt.c)
+    /usr/bin/python3 tests/reference/gpt.py autocast --model tests/reference/gpt_tiny.safetensors \\
+        --data tests/reference/tiny.tsv --out tests/reference/gpt_autocast.safetensors
+
     # train as `gpt train` does (its flags and defaults), printing the loss and
     # the milliseconds per step (for side-by-side timing; --threads 1 pins
     # torch to one thread)
@@ -190,6 +195,16 @@ def load_c_model(torch, path, dtype):
     return model, chars
 
 
+def step_batch(torch, model, chars, text):
+    """The step's batch: STEP_BATCH windows spread over the text's training
+    part, and their next characters."""
+    index = {c: i for i, c in enumerate(chars)}
+    ids = torch.tensor([index[c] for c in text], dtype=torch.long)
+    T, split = model.cfg["context"], held_out_start(len(text), model.cfg["context"])
+    at = [k * (split - T) // STEP_BATCH for k in range(STEP_BATCH)]
+    return torch.stack([ids[i:i + T] for i in at]), torch.stack([ids[i + 1:i + T + 1] for i in at])
+
+
 def cmd_step(torch, a):
     text = load_text(a.data)
     out, names = [], None
@@ -197,12 +212,7 @@ def cmd_step(torch, a):
             "model": os.path.basename(a.model), "data": os.path.basename(a.data)}
     for dtype, suffix, fdt in ((torch.float32, "", "F32"), (torch.float64, "64", "F64")):
         model, chars = load_c_model(torch, a.model, dtype)
-        index = {c: i for i, c in enumerate(chars)}
-        ids = torch.tensor([index[c] for c in text], dtype=torch.long)
-        T, split = model.cfg["context"], held_out_start(len(text), model.cfg["context"])
-        at = [k * (split - T) // STEP_BATCH for k in range(STEP_BATCH)]  # spread over the training part
-        x = torch.stack([ids[i:i + T] for i in at])
-        y = torch.stack([ids[i + 1:i + T + 1] for i in at])
+        x, y = step_batch(torch, model, chars, text)
         if suffix == "":
             out.append(("batch.x", "I64", list(x.shape), x.reshape(-1).tolist()))
             out.append(("batch.y", "I64", list(y.shape), y.reshape(-1).tolist()))
@@ -228,6 +238,61 @@ def cmd_step(torch, a):
         "clipping to %g and one Adam step, lr %g, betas %s, eps %g), from the checkpoint's weights; in float32, "
         "and with suffix 64 in float64" % (STEP_BATCH, STEP_BATCH, CLIP, ADAM_LR, ADAM_BETAS, ADAM_EPS))
     st_write(a.out, out, meta)
+    print("wrote %s: %d tensors, %d bytes" % (a.out, len(out), os.path.getsize(a.out)))
+    return 0
+
+
+def check_autocast_rules(torch):
+    """What tests/test_gpt.c and docs/precision.md say autocast does on the
+    CPU, asserted on this torch: linear and matmul return bf16; softmax,
+    gelu, a scale and masked_fill of a bf16 tensor stay bf16; adding it to
+    a float32 one gives float32; layer norm of float32 and cross_entropy
+    of bf16 logits give float32."""
+    F, bf16, f32 = torch.nn.functional, torch.bfloat16, torch.float32
+    x, w = torch.randn(4, 6), torch.randn(6, 6)
+    with torch.autocast("cpu", dtype=bf16):
+        y = F.linear(x, w)
+        got = [y, x @ w, torch.softmax(y, -1), F.gelu(y), y / 3.0, y.masked_fill(y > 0, float("-inf")), x + y,
+               F.layer_norm(x, (6,)), F.cross_entropy(y, torch.tensor([0, 1, 2, 3]))]
+    want = [bf16] * 6 + [f32] * 3
+    assert [t.dtype for t in got] == want, [t.dtype for t in got]
+
+
+def cmd_autocast(torch, a):
+    """The step of cmd_step in float32 weights under torch.autocast("cpu",
+    dtype=torch.bfloat16): the forward (and so its backward) runs linear and
+    matmul in bf16, as PyTorch users turn it on; clipping and Adam outside."""
+    check_autocast_rules(torch)
+    text = load_text(a.data)
+    model, chars = load_c_model(torch, a.model, torch.float32)
+    x, y = step_batch(torch, model, chars, text)
+    params = list(model.parameters())
+    opt = torch.optim.Adam(params, lr=ADAM_LR, betas=ADAM_BETAS, eps=ADAM_EPS)
+    opt.zero_grad(set_to_none=False)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(x)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    assert logits.dtype == torch.bfloat16 and loss.dtype == torch.float32, (logits.dtype, loss.dtype)
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    norm = torch.nn.utils.clip_grad_norm_(params, CLIP)
+    opt.step()
+    out = [("batch.x", "I64", list(x.shape), x.reshape(-1).tolist()),
+           ("batch.y", "I64", list(y.shape), y.reshape(-1).tolist()),
+           ("loss", "F32", [1], [float(loss)]), ("norm", "F32", [1], [float(norm)]),
+           ("logits", "F32", list(logits.shape), logits.float().reshape(-1).tolist())]
+    names = [n for n, _ in model.named_parameters()]
+    for prefix, table in (("grad", grads), ("adam", dict(model.named_parameters()))):
+        for n in names:
+            t = table[n].detach()
+            out.append(("%s.%s" % (prefix, n), "F32", list(t.shape), t.reshape(-1).tolist()))
+    meta = {"generator": "tests/reference/gpt.py autocast", "torch": torch.__version__,
+            "model": os.path.basename(a.model), "data": os.path.basename(a.data),
+            "description": "gpt_step.safetensors's batch and step under torch.autocast(\"cpu\", dtype=torch.bfloat16): "
+                           "logits (bf16, stored as float32), loss, norm, grad.<p> (unclipped), adam.<p> (after "
+                           "clipping to %g and one Adam step, lr %g)" % (CLIP, ADAM_LR)}
+    st_write(a.out, out, meta)
+    print("autocast bf16: loss %.9g, gradient norm %.9g" % (float(loss), float(norm)))
     print("wrote %s: %d tensors, %d bytes" % (a.out, len(out), os.path.getsize(a.out)))
     return 0
 
@@ -425,6 +490,11 @@ def main(argv):
     s.add_argument("--data", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--threads", type=int, default=1)
+    c = sub.add_parser("autocast", help="write the same step under torch.autocast(\"cpu\", dtype=torch.bfloat16)")
+    c.add_argument("--model", required=True)
+    c.add_argument("--data", required=True)
+    c.add_argument("--out", required=True)
+    c.add_argument("--threads", type=int, default=1)
     t = sub.add_parser("train", help="train as `gpt train` does")
     t.add_argument("--data", required=True)
     t.add_argument("--steps", type=int, default=2000)
@@ -451,7 +521,7 @@ def main(argv):
         b.add_argument("--" + name, type=int, default=default)
     a = p.parse_args(argv)
     torch = import_torch(a.threads)
-    return {"step": cmd_step, "train": cmd_train, "bench": cmd_bench}[a.cmd](torch, a)
+    return {"step": cmd_step, "autocast": cmd_autocast, "train": cmd_train, "bench": cmd_bench}[a.cmd](torch, a)
 
 
 if __name__ == "__main__":

@@ -119,12 +119,31 @@ AG_ISA_CLONES(void, dscores_tile, DSCORES_PARAMS, dscores_tile DSCORES_ARGS)
 /* Dropout on rows [0, n) of a tile (kb keys from s0, rows ld apart) of
  * queries t0.. of head bh: x = x Z, Z the weight's factor (1 / (1 - p)
  * or 0), drawn from its coordinates (ag__attn_kept), forward and
- * backward alike. */
+ * backward alike.  ag__attn_kept's bits, its per-head half and its
+ * threshold out of the loop: the key head ^ (t << 32 | s) is
+ * (head ^ t << 32) ^ s, and for the integer u = x >> 40, u >= p 2^24
+ * exactly when u >= ceil(p 2^24); the keys of a row in vector lanes. */
+static inline AG_ALWAYS_INLINE void drop_rows(int n, int kb, ag_real *x, int ld, uint64_t head, int t0, int s0,
+                                              uint64_t cut, ag_real keep)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t row = head ^ (uint64_t)(uint32_t)(t0 + i) << 32;
+        ag_real *xr = x + (size_t)i * ld;
+#pragma omp simd
+        for (int s = 0; s < kb; s++) xr[s] *= ag__attn_mix(row ^ (uint32_t)(s0 + s)) >> 40 >= cut ? keep : 0;
+    }
+}
+#define DROP_PARAMS (int n, int kb, ag_real *x, int ld, uint64_t head, int t0, int s0, uint64_t cut, ag_real keep)
+#define DROP_ARGS (n, kb, x, ld, head, t0, s0, cut, keep)
+AG_ISA_CLONES(void, drop_rows, DROP_PARAMS, drop_rows DROP_ARGS)
+
 static void drop_tile(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *x, int ld)
 {
-    if (j->a->dropout <= 0) return;
-    for (int i = 0; i < n; i++)
-        for (int s = 0; s < kb; s++) x[(size_t)i * ld + s] *= (ag_real)ag__attn_kept(j->a, bh, t0 + i, s0 + s);
+    const ag__attn *a = j->a;
+    if (a->dropout <= 0) return;
+    uint64_t head = ag__attn_mix(a->seed + 0x9E3779B97F4A7C15ull * (bh + 1));
+    uint64_t cut = (uint64_t)ceil(a->dropout * 16777216.0);
+    AG_ISA_CALL(drop_rows, (n, kb, x, ld, head, t0, s0, cut, (ag_real)(1 / (1 - a->dropout))));
 }
 
 /* Row i of a tile's scores z (kb keys, after fill) into exp(z - m'), m and

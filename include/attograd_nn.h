@@ -73,6 +73,10 @@ ag_status ag_linear_layer_init_ex(ag_linear_layer *l, ag_store *s, const char *p
                             const ag_init_opts *init, uint64_t seed);
 /* x [..., in] -> [..., out]. */
 ag_tensor *ag_linear_layer_forward(ag_graph *g, const ag_linear_layer *l, ag_tensor *x);
+/* res + x W^T + b, res [..., out]: one node, the bits of ag_add(g, res,
+ * ag_linear_layer_forward(g, l, x)) and less kept (a residual branch's
+ * last projection, as ag_mha_layer's). */
+ag_tensor *ag_linear_layer_forward_add(ag_graph *g, const ag_linear_layer *l, ag_tensor *x, ag_tensor *res);
 
 /* ---- layer norm -------------------------------------------------------------- */
 
@@ -241,6 +245,11 @@ ag_status ag_ffn_layer_init(ag_ffn_layer *f, ag_store *s, const char *prefix, in
 ag_status ag_ffn_layer_init_ex(ag_ffn_layer *f, ag_store *s, const char *prefix, int C, int F, ag_activation act,
                          uint64_t seed);
 ag_tensor *ag_ffn_layer_forward(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x);
+/* res + ffn(x), res x's shape: the bits of ag_add(g, res,
+ * ag_ffn_layer_forward(g, f, x)) with the residual added by dense2 itself,
+ * and, with GELU past 256 positions, GELU recomputed in the backward
+ * instead of kept (8 C fewer values a token): the blocks' own path. */
+ag_tensor *ag_ffn_layer_forward_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_tensor *res);
 
 /* [T, C] leaf: P[t, 2i] = sin(t / 10000^(2i/C)), P[t, 2i+1] = cos(same). */
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C);

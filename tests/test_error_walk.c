@@ -166,6 +166,7 @@ BAD(ag_linear_layer_init, ag_linear_layer_init(&(ag_linear_layer){0}, W->s, "l",
 BAD(ag_linear_layer_init_ex, ag_linear_layer_init_ex(&(ag_linear_layer){0}, W->s, "l", 3, 4, 1,
                                                      &(ag_init_opts){.scheme = AG_INIT_NORMAL}, 1))
 NUL(ag_linear_layer_forward, ag_linear_layer_forward(W->g, &W->lin, W->x4))
+NUL(ag_linear_layer_forward_add, ag_linear_layer_forward_add(W->g, &W->lin, W->x23, W->x23))
 BAD(ag_layer_norm_layer_init, ag_layer_norm_layer_init(&(ag_layer_norm_layer){0}, W->s, "n", 0))
 NUL(ag_layer_norm_layer_forward, ag_layer_norm_layer_forward(W->g, &W->ln, W->x4))
 BAD(ag_norm_init, ag_norm_init(&(ag_norm){0}, W->s, "n", 0))
@@ -183,6 +184,7 @@ NUL(ag_add_norm, ag_add_norm(W->g, &W->ln, W->x23, W->x4, 0))
 BAD(ag_ffn_layer_init, ag_ffn_layer_init(&(ag_ffn_layer){0}, W->s, "f", 4, 0, 1))
 BAD(ag_ffn_layer_init_ex, ag_ffn_layer_init_ex(&(ag_ffn_layer){0}, W->s, "f", 4, 8, (ag_activation)9, 1))
 NUL(ag_ffn_layer_forward, ag_ffn_layer_forward(W->g, &W->ffn, W->x23))
+NUL(ag_ffn_layer_forward_add, ag_ffn_layer_forward_add(W->g, &W->ffn, W->x23, W->x23))
 BAD(ag_mha_layer_add_qk_norm, ag_mha_layer_add_qk_norm(&(ag_mha_layer){0}, W->s, "m"))
 BAD(ag_learned_positions_init,
     ag_learned_positions_init(&(ag_learned_positions){0}, W->s, "pos", 0, 4, 1))
@@ -281,11 +283,11 @@ static const walk walks[] = {
     {"ag_safetensors_add_int", ON_WRITER, w_ag_safetensors_add_int},
     {"ag_safetensors_add_meta", ON_WRITER, w_ag_safetensors_add_meta}, E(ag_safetensors_save), E(ag_store_save),
     E(ag_store_load), E(ag_file_read), E(ag_file_write),
-    S(ag_linear_layer_init), S(ag_linear_layer_init_ex), G(ag_linear_layer_forward), S(ag_layer_norm_layer_init),
+    S(ag_linear_layer_init), S(ag_linear_layer_init_ex), G(ag_linear_layer_forward), G(ag_linear_layer_forward_add), S(ag_layer_norm_layer_init),
     G(ag_layer_norm_layer_forward), S(ag_norm_init), G(ag_norm_forward), G(ag_causal_mask), G(ag_padding_mask),
     G(ag_attention), G(ag_scaled_dot_product_attention), S(ag_mha_layer_init), G(ag_mha_layer_forward), G(ag_attention_textbook),
     G(ag_mha_layer_forward_textbook), G(ag_add_norm), S(ag_ffn_layer_init), S(ag_ffn_layer_init_ex),
-    G(ag_ffn_layer_forward), S(ag_mha_layer_add_qk_norm), S(ag_learned_positions_init), G(ag_learned_positions_forward), G(ag_prepend_token),
+    G(ag_ffn_layer_forward), G(ag_ffn_layer_forward_add), S(ag_mha_layer_add_qk_norm), S(ag_learned_positions_init), G(ag_learned_positions_forward), G(ag_prepend_token),
     G(ag_attention_qk), G(ag_positional_encoding), S(ag_embedding_layer_init), S(ag_embedding_layer_init_ex),
     G(ag_embedding_layer_forward), G(ag_embedding_layer_logits), S(ag_encoder_block_init), S(ag_decoder_block_init),
     S(ag_encoder_block_init_ex), S(ag_decoder_block_init_ex), S(ag_decoder_only_block_init),

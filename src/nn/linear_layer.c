@@ -93,6 +93,17 @@ ag_tensor *ag_linear_layer_forward(ag_graph *g, const ag_linear_layer *l, ag_ten
     return ag__layer_done(g, ok, l->weight, 1, ag__linear(g, x, l->weight, l->bias));
 }
 
+/* y = x W^T + b + res, one op (ops/linear_add.c): the bits of
+ * ag_add(g, res, ag_linear_layer_forward(g, l, x)) without the add's own
+ * node (a residual connection's last projection: x + W_o a). */
+ag_tensor *ag_linear_layer_forward_add(ag_graph *g, const ag_linear_layer *l, ag_tensor *x, ag_tensor *res)
+{
+    if (!ag__given(g, "linear_forward_add", "layer", l)) return NULL;
+    bool ok = ag_graph_status(g) == AG_OK;
+    if (!ag__ok(g, "linear_add", 2, x, res)) return ag__layer_done(g, ok, l->weight, 1, NULL);
+    return ag__layer_done(g, ok, l->weight, 1, ag__linear_add(g, x, l->weight, l->bias, res));
+}
+
 ag_status ag_layer_norm_layer_init(ag_layer_norm_layer *n, ag_store *s, const char *prefix, int C)
 {
     if (!n || !prefix) return ag__store_fail(s, AG_ERR_ARG, "layernorm_init: %s is NULL", n ? "prefix" : "layer");

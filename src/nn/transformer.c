@@ -94,6 +94,12 @@ static ag_tensor *ffn_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_t
 
 ag_tensor *ag_ffn_layer_forward(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x) { return ffn_add(g, f, x, NULL); }
 
+ag_tensor *ag_ffn_layer_forward_add(ag_graph *g, const ag_ffn_layer *f, ag_tensor *x, ag_tensor *res)
+{
+    if (!ag__ok(g, "ffn_forward_add", 1, res)) return NULL;
+    return ffn_add(g, f, x, res);
+}
+
 ag_tensor *ag_positional_encoding(ag_graph *g, int T, int C)
 {
     ag_tensor *p = ag_tensor_new(g, AG_SHAPE(T, C));

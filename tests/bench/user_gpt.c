@@ -47,7 +47,7 @@ typedef struct user_block {
 typedef struct user_gpt {
     int V, T, C, H, F, L; /* vocabulary, context, width, heads, MLP width, blocks */
     double attn_dropout;  /* on the attention weights, in training mode */
-    int ffn_layer;        /* 1: the MLP through ag_ffn_layer_forward (dense1 and
+    int ffn_layer;        /* 1: the MLP through ag_ffn_layer_forward_add (dense1 and
                              GELU in one op), on the same two linear layers */
     ag_embedding_layer embedding; /* tokens [V, C] (also the tied head), positions [T, C] */
     user_block *blocks;
@@ -88,7 +88,9 @@ static ag_status user_gpt_init(user_gpt *m, ag_store *s, uint64_t seed)
 /* x [B, T, C] -> x + attention(norm1(x)) -> that + mlp(norm2(that)):
  *   q, k, v = h W^T + b as [B, T, H, D] (heads_layout 1: no permute)
  *   a = softmax(q k^T / sqrt(D), causal) v, dropout on the weights
- *   mlp(h) = dense2(gelu(dense1(h))), written out or as an ag_ffn_layer */
+ *   mlp(h) = dense2(gelu(dense1(h))), written out, or as an ag_ffn_layer
+ *   with both residuals added by the last projections
+ *   (ag_linear_layer_forward_add, ag_ffn_layer_forward_add) */
 static ag_tensor *user_block_forward(ag_graph *g, const user_gpt *m, const user_block *b, ag_tensor *x, int B)
 {
     int T = m->T, C = m->C, H = m->H, D = C / H;
@@ -98,12 +100,13 @@ static ag_tensor *user_block_forward(ag_graph *g, const user_gpt *m, const user_
     ag_tensor *v = ag_reshape(g, ag_linear_layer_forward(g, &b->w_v, h), AG_SHAPE(B, T, H, D));
     ag_sdpa_config cfg = {.causal = AG_CAUSAL_TOP_LEFT, .heads_layout = 1, .dropout_p = m->attn_dropout};
     ag_tensor *a = ag_reshape(g, ag_scaled_dot_product_attention(g, q, k, v, &cfg), AG_SHAPE(B, T, C));
+    if (m->ffn_layer) { /* the residuals added by the last projections */
+        ag_ffn_layer mlp = {b->dense1, b->dense2, AG_ACT_GELU};
+        x = ag_linear_layer_forward_add(g, &b->w_o, a, x);
+        return ag_ffn_layer_forward_add(g, &mlp, ag_layer_norm_layer_forward(g, &b->norm2, x), x);
+    }
     x = ag_add(g, x, ag_linear_layer_forward(g, &b->w_o, a));
     h = ag_layer_norm_layer_forward(g, &b->norm2, x);
-    if (m->ffn_layer) {
-        ag_ffn_layer mlp = {b->dense1, b->dense2, AG_ACT_GELU};
-        return ag_add(g, x, ag_ffn_layer_forward(g, &mlp, h));
-    }
     h = ag_gelu(g, ag_linear_layer_forward(g, &b->dense1, h));
     return ag_add(g, x, ag_linear_layer_forward(g, &b->dense2, h));
 }

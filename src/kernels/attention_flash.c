@@ -39,10 +39,21 @@
 
 #include <math.h>
 
-/* Queries per block: kernels/attention.c's blocks of rows (block_rows),
- * whose kend the plan holds.  Keys per tile: a tile's scores and their
- * gradient, 2 QB KB values, stay in the cache. */
+/* Queries per block (the plan's blocks are 16 rows when S <= 32, so the
+ * keys a block sees come from the plan's last, not its kend).  Keys per
+ * tile: a tile's scores and their gradient, 2 QB KB values, stay in the
+ * cache. */
 enum { QB = AG__ATT_BLOCK, KB = 128 };
+
+/* The keys [0, e) that some query of rows [t0, t0 + n) may see, e a
+ * multiple of 16 (as seen_keys' kend) or S. */
+static int keys_seen(const ag__att_job *j, int t0, int n)
+{
+    int e = 0;
+    for (int i = 0; i < n; i++) e = j->last[t0 + i] > e ? j->last[t0 + i] : e;
+    e = (e + 15) / 16 * 16;
+    return e < j->S ? e : j->S;
+}
 
 /* Where the mask's row for query t0 + i of head bh starts, for i < n
  * (none without a mask). */
@@ -167,7 +178,7 @@ static ag_real online_row(int kb, ag_real *z, ag_real *m, ag_real *l)
 static void forward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_real *z, ag_real *m, ag_real *l)
 {
     const int T = j->T, D = j->D, Dv = j->Dv, ldq = j->ldq, ldk = j->ldk, ldv = j->ldv, ldy = j->ldy;
-    const int e = j->kend[t0 / QB];
+    const int e = keys_seen(j, t0, n);
     const ag_real *q = j->q + ag__att_at(j, bh, T, D, false) + (size_t)t0 * ldq;
     const ag_real *k = j->k + ag__att_at(j, bh, j->S, D, true), *v = j->v + ag__att_at(j, bh, j->S, Dv, true);
     ag_real *y = j->y + ag__att_at(j, bh, T, Dv, false) + (size_t)t0 * ldy;
@@ -207,7 +218,7 @@ void ag__flash_forward(const ag__att_job *j, size_t bh, ag_real *scratch)
 static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_real *p, ag_real *dp, ag_real *dl)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, ldq = j->ldq, ldk = j->ldk, ldv = j->ldv, ldy = j->ldy;
-    const int e = j->kend[t0 / QB];
+    const int e = keys_seen(j, t0, n);
     const ag_real *q = j->q + ag__att_at(j, bh, T, D, false) + (size_t)t0 * ldq;
     const ag_real *k = j->k + ag__att_at(j, bh, S, D, true), *v = j->v + ag__att_at(j, bh, S, Dv, true);
     const ag_real *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);

@@ -166,9 +166,12 @@ ag_status ag_kv_cache_append(ag_graph *g, ag_kv_cache *c, int layer, ag_tensor *
  * returned it): "flash" (no [T, S] matrix: each row's max and sum),
  * "P kept" (the fused node's kernel, 256 keys or fewer), "plain" (the
  * fused node's plain code: AG_KERNELS_REFERENCE, or a NaN or inf input
- * with fill -inf), "three nodes" (weights asked for, or dropout),
- * "textbook"; NULL when y is no attention's result.  *kept_bytes (may be
- * NULL) gets what it keeps for the backward.  docs/attention_long.md. */
+ * with fill -inf), "three nodes" (the weights asked for, or an
+ * ag_mha_layer's dropout over 256 keys or fewer), "textbook"; NULL when y
+ * is no attention's result.  With dropout (ag_attention's p_drop, the
+ * sdpa's dropout_p, an ag_mha_layer's over more than 256 keys) the fused
+ * node takes "flash", its mask drawn inside.  *kept_bytes (may be NULL) gets what it
+ * keeps for the backward.  docs/attention_long.md. */
 const char *ag_attention_path(const ag_tensor *y, size_t *kept_bytes);
 /* The same over every attention on g's tape. */
 typedef struct ag_attention_stats {
@@ -183,7 +186,9 @@ void ag_graph_attention_stats(const ag_graph *g, ag_attention_stats *st);
 typedef struct ag_mha_layer {
     ag_linear_layer w_q, w_k, w_v, w_o;
     int C, H;
-    double dropout; /* on the attention weights */
+    double dropout; /* on the attention weights, in training mode: drawn
+                       inside the fused node over more than 256 keys (no
+                       mask kept), else as ag_dropout on a kept P */
     int causal;     /* 1: query t attends to keys s <= t only (a rule, with
                        any mask given; a [T, S] mask only where the
                        weights are asked for) */
@@ -195,7 +200,9 @@ typedef struct ag_mha_layer {
  * AG_ERR_SHAPE. */
 ag_status ag_mha_layer_init(ag_mha_layer *m, ag_store *s, const char *prefix, int C, int H, int bias,
                       double dropout, uint64_t seed);
-/* -> [B, T, C]; *weights (if not NULL) gets P [B, H, T, S]. */
+/* -> [B, T, C]; *weights (if not NULL) gets P [B, H, T, S], which then
+ * is kept (three nodes); otherwise one fused node, dropout included past
+ * 256 keys. */
 ag_tensor *ag_mha_layer_forward(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, ag_tensor *x_kv, ag_tensor *mask,
                   double fill, ag_tensor **weights);
 /* QK-norm (ViT-22B, OLMo-2): each head's query and key, width D, go through

@@ -3,13 +3,13 @@
  *
  *   fast      ag_scaled_dot_product_attention: one node over every head
  *             (ops/attention.c), PyTorch's layout or the heads layout;
- *             ag_attention calls it unless the weights are asked for,
- *             ag_mha_layer_forward unless they are or dropout applies
- *             (its dropout stays a node of its own); then Q K^T and
- *             P V read the heads in place (ag__matmul_heads,
- *             ops/matmul_heads.c) and the scale, mask and softmax are one
- *             op (ag__masked_softmax, ops/masked_softmax.c), three nodes
- *             that keep P;
+ *             ag_attention and ag_mha_layer_forward call it (dropout
+ *             drawn inside, no mask kept) unless the weights are asked
+ *             for, or the layer's dropout applies to 256 keys or fewer
+ *             (where P is kept anyway); then Q K^T and P V read the heads in place
+ *             (ag__matmul_heads, ops/matmul_heads.c) and the scale, mask
+ *             and softmax are one op (ag__masked_softmax,
+ *             ops/masked_softmax.c), three nodes that keep P;
  *   textbook  ag_attention_textbook, ag_mha_layer_forward_textbook (or an ag_mha_layer
  *             with .textbook = 1): the tutorials' formula, one public op per
  *             step: matmul, transpose, scale, masked_fill, softmax, matmul;
@@ -18,6 +18,7 @@
  * Invariant: both build the same function; tests/test_textbook.c checks
  * values and every gradient against each other in double.  Gradients come
  * from the ops' backward functions (autodiff over the tape). */
+#include "kernels/kernels.h" /* AG__FLASH_KEYS: where the fused node stops keeping P */
 #include "nn/nn_internal.h"
 
 #include <math.h>
@@ -88,9 +89,11 @@ ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor 
     return ag__attention(g, q, k, v, &r);
 }
 
-/* Scaled dot-product attention as three nodes that keep P, for a caller
- * who asks for the weights or wants dropout on them.  heads = 0: q
- * [..., T, D], k and v [..., S, D] as they are.  heads = 1: q [B, T, H, D],
+/* Scaled dot-product attention as three nodes that keep P (dropout, if
+ * any, an ag_dropout node on it), for a caller who asks for the weights
+ * and for the layer's dropout over 256 keys or fewer.
+ * heads = 0: q [..., T, D], k and v [..., S, D] as they are.  heads = 1:
+ * q [B, T, H, D],
  * k and v [B, S, H, D] (multi-head attention's split heads, a view of the
  * linear layers' outputs): the products read head h of sentence b in
  * place, as the [B, H, T, D] that permute(x, {0, 2, 1, 3}) would copy out,
@@ -351,10 +354,12 @@ static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, c
     if (rkv) k = ag__unpack(g, k, rkv), v = ag__unpack(g, v, rkv);
     double p = ag_graph_training(g) ? m->dropout : 0;
     if (!ag__ok(g, "mha", 3, q, k, v)) return NULL;
-    /* P kept (the textbook path, the weights asked for, dropout): causal
-     * is a [T, S] mask, with the caller's (both 0/1: their product allows
-     * what both allow); otherwise a rule of the one node */
-    bool kept = m->textbook || weights || p > 0;
+    /* P kept (the textbook path, the weights asked for, or dropout over
+     * 256 keys or fewer, where the fused node would keep P anyway and
+     * three nodes run faster than recomputing it): causal is a [T, S]
+     * mask, with the caller's (both 0/1: their product allows what both
+     * allow); otherwise a rule of the one node, dropout drawn inside */
+    bool kept = m->textbook || weights || (p > 0 && k->shape[1] <= AG__FLASH_KEYS);
     if (m->causal && kept) {
         ag_tensor *causal = causal_shared(g, q->shape[1], k->shape[1]);
         mask = mask ? ag_mul(g, mask, causal) : causal;
@@ -368,6 +373,7 @@ static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, c
         if (!ag__ok(g, "mha", 3, qh, kh, vh)) return NULL;
         ag__attn_rule r = {.mask = mask, .scale = scale_of(qh), .fill = fill,
                            .causal = m->causal ? AG__CAUSAL_DIAG : AG__CAUSAL_NONE};
+        if (p > 0 && !kept) r.dropout = p, r.seed = seed_of(g, 0);
         o = concat_heads(g, kept ? attend_kept(g, qh, kh, vh, 1, mask, fill, p, weights)
                                  : ag__attention(g, qh, kh, vh, &r));
     }

@@ -2,14 +2,16 @@
  * its backward, read from the tape (docs/attention_long.md lists when
  * each path is taken):
  *
- *   flash        the fused node past 256 keys: two numbers a row (its max
- *                and sum), no [T, S] matrix;
+ *   flash        the fused node past 256 keys, or with the sdpa's dropout
+ *                at any length: two numbers a row (its max and sum), no
+ *                [T, S] matrix;
  *   P kept       the fused node's kernel at 256 keys or fewer: P
  *                [B, H, T, S];
  *   plain        the fused node by its plain code (ops/attention.c): the
  *                reference mode, or a NaN or inf input with fill -inf; P;
- *   three nodes  products and masked_softmax, when the weights are asked
- *                for or dropout applies: P a tensor of the graph;
+ *   three nodes  products and masked_softmax (and ag_dropout), when the
+ *                weights are asked for or a layer's dropout applies to
+ *                256 keys or fewer: P a tensor of the graph;
  *   textbook     the tutorials' ops (softmax of the masked scores): P too.
  *
  * Invariant: only reads the tape (the node's op, its path argument, its

@@ -104,7 +104,7 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
                         double fill, double p_drop, ag_tensor **weights);
 
 /* PyTorch 2's F.scaled_dot_product_attention: out = dropout(P) V with
- *   P = softmax(mask ? scale Q K^T : fill), row-wise,
+ *   P = softmax(mask ? scale Q K^T + bias : fill), row-wise,
  * q [B, H, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv] -> [B, H, T, Dv];
  * H a multiple of Hkv: query head h reads key/value head h / (H / Hkv)
  * (grouped-query attention; Hkv = 1 is multi-query attention).  One node
@@ -131,6 +131,17 @@ typedef struct ag_sdpa_config {
     int heads_layout;  /* 1: q [B, T, H, D], k and v [B, S, Hkv, D] and the
                           result [B, T, H, Dv]: a linear layer's [B, T, C]
                           reshaped, read in place (no permute) */
+    ag_tensor *bias;   /* NULL, or an additive mask (PyTorch's float
+                          attn_mask: ALiBi, relative positions) broadcast
+                          to [B, H, T, S], added to the scaled scores of
+                          the keys the mask and causal rule keep; -inf
+                          hides a key (a row all -inf gets 0, as with fill
+                          -inf); a NaN or +inf makes NaN only the rows of
+                          the queries that see its key.  With mask, both
+                          apply (a hidden key's score is fill).  A
+                          constant: one that requires a gradient (on a
+                          graph recording them) is AG_ERR_STATE, a shape
+                          that does not broadcast AG_ERR_SHAPE */
 } ag_sdpa_config;
 ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
                                            const ag_sdpa_config *cfg);

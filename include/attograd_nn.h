@@ -138,10 +138,11 @@ typedef struct ag_sdpa_config {
                           hides a key (a row all -inf gets 0, as with fill
                           -inf); a NaN or +inf makes NaN only the rows of
                           the queries that see its key.  With mask, both
-                          apply (a hidden key's score is fill).  A
-                          constant: one that requires a gradient (on a
-                          graph recording them) is AG_ERR_STATE, a shape
-                          that does not broadcast AG_ERR_SHAPE */
+                          apply (a hidden key's score is fill).  One that
+                          requires a gradient gets it (summed over the
+                          axes it is broadcast along) and takes the plain
+                          code, which keeps P; a shape that does not
+                          broadcast is AG_ERR_SHAPE */
 } ag_sdpa_config;
 ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
                                            const ag_sdpa_config *cfg);
@@ -172,8 +173,8 @@ ag_status ag_kv_cache_append(ag_graph *g, ag_kv_cache *c, int layer, ag_tensor *
 /* Which path the attention that made y took (y as an attention call
  * returned it): "flash" (no [T, S] matrix: each row's max and sum),
  * "P kept" (the fused node's kernel, 256 keys or fewer), "plain" (the
- * fused node's plain code: AG_KERNELS_REFERENCE, or a NaN or inf input
- * with fill -inf), "three nodes" (weights asked for, or dropout),
+ * fused node's plain code: AG_KERNELS_REFERENCE, a NaN or inf input
+ * with fill -inf, or a bias that needs a gradient), "three nodes" (weights asked for, or dropout),
  * "textbook"; NULL when y is no attention's result.  *kept_bytes (may be
  * NULL) gets what it keeps for the backward.  docs/attention_long.md. */
 const char *ag_attention_path(const ag_tensor *y, size_t *kept_bytes);

@@ -21,11 +21,12 @@
  * backward: dP = (dO V^T) Z,   dV += (P Z)^T dO
  *           dA = keep ? scale P (dP - rowsum(dP P)) : 0     (masked_softmax's)
  *           dQ += dA K,    dK += dA^T Q
+ *           dM += keep ? P (dP - rowsum(dP P)) : 0          (= dA / scale)
  *
- * M (no bias: 0) is a constant: its gradient, keep ? P (dP - rowsum(dP P))
- * : 0, is not computed (core/fits.c refuses a bias that needs one).  A
- * score M makes -inf has weight exactly 0; a row whose every score is -inf
- * gets 0, as a row that sees no key does.  A NaN or +inf in M makes NaN
+ * M (no bias: 0) is src[3] when it needs a gradient, which sums over the
+ * axes it is broadcast along; then the node takes the plain code (the
+ * kernels leave dM out).  A score M makes -inf has weight exactly 0; a
+ * row whose every score is -inf gets 0, as a row that sees no key does.  A NaN or +inf in M makes NaN
  * only the rows of the queries that see its key.
  *
  * Z is dropout's: 1 without it; else each weight's factor, 1 / (1 - p)
@@ -47,8 +48,8 @@
  * log-sum-exp, and recomputes P in its backward
  * (kernels/attention_flash.c, docs/attention_long.md).
  *
- * src = {q, k, v}; aux = the heads' description (ag__attn) and P (or the
- * rows' maxima and sums);
+ * src = {q, k, v}, and the bias M when it needs a gradient; aux = the
+ * heads' description (ag__attn) and P (or the rows' maxima and sums);
  * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked; iarg[1] the
  * path taken (1 flash: each row's max and sum kept; 2 the kernel, P kept;
  * 3 the plain code, P kept); iarg[2] = 1 in PyTorch's layout. */
@@ -128,7 +129,7 @@ static void forward_ref(const ag__attn *a, const maps *mm, const ag_real *q, con
 /* The reference backward, adding into dq, dk, dv (NULL: not wanted); dp
  * holds S values. */
 static void backward_ref(const ag__attn *a, const maps *mm, ag_tensor *const *x, const ag_real *p,
-                         const ag_real *dy, ag_real *const *dx, ag_real *dp)
+                         const ag_real *dy, ag_real *const *dx, ag_real *dm, ag_real *dp)
 {
     const int T = a->T, S = a->S, D = a->D, Dv = a->Dv;
     const ag_real *q = x[0]->data, *k = x[1]->data, *v = x[2]->data;
@@ -151,6 +152,7 @@ static void backward_ref(const ag__attn *a, const maps *mm, ag_tensor *const *x,
         for (int s = 0; s < S; s++) {
             if (!kept(a, mm, r, s)) continue; /* dA = 0 */
             ag_real da = (ag_real)a->scale * pr[s] * (dp[s] - dot);
+            if (dm) dm[ag__mask_row(&mm->b, r) + (size_t)s * mm->b.along] += pr[s] * (dp[s] - dot);
             for (int d = 0; d < D; d++) {
                 if (dq) dq[at(a, b, h, t, T, D, d, false)] += da * k[at(a, b, h, s, S, D, d, true)];
                 if (dk) dk[at(a, b, h, s, S, D, d, true)] += da * q[at(a, b, h, t, T, D, d, false)];
@@ -183,13 +185,16 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
                   .mask = r->mask, .bias = r->bias, .scale = r->scale, .fill = r->fill, .dropout = r->dropout, .seed = r->seed};
     a.diag = r->causal == AG__CAUSAL_BOTTOM_RIGHT ? a.S - a.T : r->diag;
     int shape[4] = {a.B, r->bhtd ? a.H : a.T, r->bhtd ? a.T : a.H, a.Dv};
-    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, shape, 3, (ag_tensor *[]){q, k, v});
+    /* a bias that needs a gradient is src[3], and the plain code gives it */
+    ag_tensor *bias = (ag_tensor *)(uintptr_t)r->bias;
+    bool dm = bias && bias->requires_grad && ag_graph_grad(g);
+    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, shape, dm ? 4 : 3, (ag_tensor *[]){q, k, v, bias});
     if (!y) return NULL;
     ag__impl(y)->farg[0] = a.scale, ag__impl(y)->farg[1] = a.fill, ag__impl(y)->iarg[0] = a.mask != NULL;
     /* a NaN or inf where the kernels' tiles would multiply it by a hidden
      * key's exact 0 (docs/attention_long.md, "one NaN rule"): the plain code */
     a.plain = (a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v) && below_inf(a.bias))) ||
-              (a.dropout > 0 && a.D == 0);
+              (a.dropout > 0 && a.D == 0) || dm;
     a.flash = ag__fast() && !a.plain && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
     size_t head = (sizeof(saved) + 63) / 64 * 64;
@@ -223,10 +228,11 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     if (kernel && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->data, y->grad)) return;
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
     for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;
+    ag_real *dm = y->nsrc > 3 && y->src[3]->requires_grad ? ag__grad(g, y->src[3]) : NULL;
     if (ag_graph_status(g) != AG_OK) return;
     maps mm;
     maps_init(&mm, a);
-    backward_ref(a, &mm, x, sv->p, y->grad, dx, dp);
+    backward_ref(a, &mm, x, sv->p, y->grad, dx, dm, dp);
 }
 
 /* Fixed masks, made inside the builds: they are data, not checked inputs.
@@ -266,6 +272,15 @@ static ag_tensor *case_bias(ag_graph *g, ag_tensor *const *in)
                                           .bhtd = true, .causal = AG__CAUSAL_BOTTOM_RIGHT});
 }
 
+/* The same with the bias an input, [1, 2, 3, 4]: its gradient, summed
+ * over B. */
+static ag_tensor *case_bias_grad(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__attention(g, in[0], in[1], in[2],
+                         &(ag__attn_rule){.mask = padding(g), .bias = in[3], .scale = 0.9, .fill = -INFINITY,
+                                          .bhtd = true, .causal = AG__CAUSAL_BOTTOM_RIGHT});
+}
+
 /* q, k, v [B, T or S, H, D or Dv] */
 static const ag_op_case cases[] = {
     {"no mask", 3, {4, 4, 4}, {{2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3}}, -1, 1, 0, case_plain},
@@ -278,6 +293,8 @@ static const ag_op_case cases[] = {
     {"dropout 0.3 (seed 5), padding", 3, {4, 4, 4}, {{2, 2, 3, 2}, {2, 1, 4, 2}, {2, 1, 4, 3}}, -1, 1, 0, case_dropout},
     {"bias [3, 4] with -inf rows, padding, causal", 3, {4, 4, 4}, {{2, 2, 3, 2}, {2, 1, 4, 2}, {2, 1, 4, 3}}, -1, 1, 0,
      case_bias},
+    {"bias [1, 2, 3, 4] with a gradient", 4, {4, 4, 4, 4}, {{2, 2, 3, 2}, {2, 1, 4, 2}, {2, 1, 4, 3}, {1, 2, 3, 4}},
+     -1, 1, 0, case_bias_grad},
 };
 
 /* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */

@@ -20,7 +20,7 @@ static const char *const cases[] = {"gqa4",      "mqa1",          "lower_right",
 
 Test(sdpa, grouped_query_heads_match_pytorch_in_every_mode_and_layout)
 {
-    check_cases(SDPA_FIXTURE, cases, sizeof cases / sizeof *cases);
+    check_cases(SDPA_FIXTURE, cases, sizeof cases / sizeof *cases, 0);
 }
 
 /* t's values as doubles (the caller frees them). */
@@ -85,17 +85,17 @@ Test(sdpa, bad_input_is_a_clear_error)
 #ifdef AG_DOUBLE
 Test(sdpa, gradients_pass_finite_differences_across_the_seam)
 {
-    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0, false);
-    gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT, 0, false); /* the flash kernel */
-    gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT, 0, false);
+    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0, 0);
+    gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT, 0, 0); /* the flash kernel */
+    gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT, 0, 0);
 }
 
 /* With the seed fixed, dropout's mask is fixed: the same function at
  * every build, so finite differences check the backward's redrawn mask. */
 Test(sdpa, dropout_gradients_pass_finite_differences_with_the_mask_fixed)
 {
-    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0.3, false);
-    gradcheck_sdpa(3, 260, AG_CAUSAL_NONE, 0.3, false);
+    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0.3, 0);
+    gradcheck_sdpa(3, 260, AG_CAUSAL_NONE, 0.3, 0);
 }
 #endif
 

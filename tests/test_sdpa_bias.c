@@ -8,9 +8,10 @@
  * [B, H, T, S], with and without a 0/1 mask, fills -inf and -1e9, the
  * causal rule both ways, grouped-query heads, T and S from 1 to 300 across
  * the seam at 256 keys (P kept, the flash kernel; the toy heads' kernel
- * declines a bias), and the gradients of L = sum(out * w).  Each case runs
- * in both kernel modes and both layouts.  Then finite differences in
- * double, the NaN rule, and the error paths. */
+ * declines a bias), and the gradients of L = sum(out * w), the bias's
+ * too.  Each case runs in both kernel modes and both layouts, with the
+ * bias a constant and needing its gradient (the plain code).  Then finite
+ * differences in double, the NaN rule, the path, and the error paths. */
 #include "sdpa_check.h"
 
 #include <math.h>
@@ -22,7 +23,7 @@ static const char *const cases[] = {"rand_ts", "rand_ts_mask", "pad",         "a
 
 Test(sdpa_bias, additive_masks_match_pytorch_in_every_mode_and_layout)
 {
-    check_cases(BIAS_FIXTURE, cases, sizeof cases / sizeof *cases);
+    check_cases(BIAS_FIXTURE, cases, sizeof cases / sizeof *cases, 1);
 }
 
 /* A bias of 0 and -inf is the 0/1 mask of its finite entries (fill -inf):
@@ -122,20 +123,31 @@ Test(sdpa_bias, bad_bias_is_a_clear_error)
     c.bias = ag_tensor_new(g, AG_SHAPE(1, 1, 1, 1, 5));
     cr_assert_null(ag_scaled_dot_product_attention(g, q, k, k, &c));
     cr_assert_eq(ag_graph_status(g), AG_ERR_SHAPE, "%s", ag_graph_error(g));
-    ag_graph_reset(g);
-    q = ag_tensor_new(g, AG_SHAPE(1, 4, 3, 4)), k = ag_tensor_new(g, AG_SHAPE(1, 2, 5, 4));
-    c.bias = ag_tensor_new(g, AG_SHAPE(4, 3, 5));
-    ag_set_requires_grad(c.bias, 1);
-    cr_assert_null(ag_scaled_dot_product_attention(g, q, k, k, &c));
-    cr_assert_eq(ag_graph_status(g), AG_ERR_STATE);
-    cr_assert_str_eq(ag_graph_error(g), "attention: the additive mask (bias) [4, 3, 5] needs a gradient; it is a "
-                                        "constant here (make it without requires_grad)");
-    ag_graph_reset(g);
-    ag_graph_set_grad(g, 0); /* no gradients recorded: the same bias is fine */
-    q = ag_tensor_new(g, AG_SHAPE(1, 4, 3, 4)), k = ag_tensor_new(g, AG_SHAPE(1, 2, 5, 4));
-    c.bias = ag_tensor_new(g, AG_SHAPE(4, 3, 5));
-    ag_set_requires_grad(c.bias, 1);
-    cr_assert_not_null(ag_scaled_dot_product_attention(g, q, k, k, &c), "%s", ag_graph_error(g));
+    ag_graph_free(g);
+}
+
+/* A bias that needs a gradient is the node's fourth input and takes the
+ * plain code; one that does not, or on a graph recording no gradients,
+ * leaves the path as it was. */
+Test(sdpa_bias, a_bias_needing_a_gradient_takes_the_plain_code)
+{
+    ag_set_kernels(AG_KERNELS_FAST);
+    ag_graph *g = ag_graph_new();
+    ag_tensor *q = noise(g, AG_SHAPE(1, 4, 3, 4), 1), *k = noise(g, AG_SHAPE(1, 2, 300, 4), 2);
+    ag_tensor *bias = noise(g, AG_SHAPE(4, 3, 300), 3);
+    ag_sdpa_config c = {.bias = bias};
+    ag_tensor *y = ag_scaled_dot_product_attention(g, q, k, k, &c);
+    cr_assert_str_eq(ag_attention_path(y, NULL), "flash");
+    cr_assert_eq(y->nsrc, 3);
+    ag_set_requires_grad(bias, 1);
+    y = ag_scaled_dot_product_attention(g, q, k, k, &c);
+    cr_assert_str_eq(ag_attention_path(y, NULL), "plain");
+    cr_assert_eq(y->nsrc, 4);
+    cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y, y))), AG_OK, "%s", ag_graph_error(g));
+    cr_assert_not_null(bias->grad);
+    ag_graph_set_grad(g, 0);
+    y = ag_scaled_dot_product_attention(g, q, k, k, &c);
+    cr_assert_str_eq(ag_attention_path(y, NULL), "flash");
     ag_graph_free(g);
 }
 
@@ -144,10 +156,12 @@ Test(sdpa_bias, gradients_pass_finite_differences_across_the_seam)
 {
     for (int mode = 0; mode < 2; mode++) {
         ag_set_kernels(mode ? AG_KERNELS_REFERENCE : AG_KERNELS_FAST);
-        gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0, true);
-        gradcheck_sdpa(1, 257, AG_CAUSAL_NONE, 0, true); /* the flash kernel */
-        gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT, 0, true);
-        gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT, 0, true);
+        for (int bias = 1; bias <= 2; bias++) { /* a constant with -inf; a parameter */
+            gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0, bias);
+            gradcheck_sdpa(1, 257, AG_CAUSAL_NONE, 0, bias); /* the flash kernel (bias 1) */
+            gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT, 0, bias);
+            gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT, 0, bias);
+        }
     }
     ag_set_kernels(AG_KERNELS_FAST);
 }

@@ -9,8 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 
-/* The additive mask (bias): a constant that broadcasts to the scores
- * [B, H, T, S]; the node passes no gradient to it. */
+/* The additive mask (bias) broadcasts to the scores [B, H, T, S]. */
 static bool bias_fits(ag_graph *g, const ag_tensor *bias, const int *scores)
 {
     char sb[96], ss[96];
@@ -22,11 +21,6 @@ static bool bias_fits(ag_graph *g, const ag_tensor *bias, const int *scores)
     if (!fits) {
         ag_graph_fail(g, AG_ERR_SHAPE, "attention: the additive mask (bias) %s does not broadcast to the scores' "
                       "[B, H, T, S] = %s", ag_shape_str(bias, sb, sizeof sb), ag_shape_str_n(4, scores, ss, sizeof ss));
-        return false;
-    }
-    if (bias->requires_grad && ag_graph_grad(g)) {
-        ag_graph_fail(g, AG_ERR_STATE, "attention: the additive mask (bias) %s needs a gradient; it is a constant "
-                      "here (make it without requires_grad)", ag_shape_str(bias, sb, sizeof sb));
         return false;
     }
     return true;

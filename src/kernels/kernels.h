@@ -112,7 +112,7 @@ typedef struct ag__attn {
     bool plain; /* the plain code (ops/attention.c) forward and backward
                    whatever the mode: a NaN or inf in q, k or v (a NaN or
                    +inf in the bias) with fill -inf, whose hidden keys it
-                   leaves out exactly */
+                   leaves out exactly; a bias that needs its gradient */
     double dropout; /* on P: a weight kept with probability 1 - dropout, / (1 - dropout) */
     uint64_t seed;  /* which weights: ag__attn_kept, drawn again by the backward */
 } ag__attn;

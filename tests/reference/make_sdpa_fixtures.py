@@ -31,7 +31,8 @@ keys' scaled scores:
 
 (random, ALiBi-like and padding-like biases with -inf entries and rows
 whose every score is -inf, of shapes [T, S], [B, 1, 1, S], [1, H, T, S]
-and [B, H, T, S], on both sides of the 256-key seam).
+and [B, H, T, S], on both sides of the 256-key seam), and grad.c.bias,
+the bias's gradient summed over the axes it is broadcast along.
 """
 import torch
 
@@ -74,7 +75,7 @@ def case(fx, name, B, H, Hkv, T, S, D, Dv, causal=0, fill=float("-inf"), scale=N
         for b, t in dead_rows:
             mask[b, 0, t, :] = 0
     if bias is not None:  # make_bias's kind
-        bias = make_bias(bias, B, H, T, S, seed)
+        bias = leaf(make_bias(bias, B, H, T, S, seed))
     sc = scale if scale is not None else D ** -0.5
     out = sdpa_ref(q, k, v, mask, causal, fill, sc, bias)
     L, w = loss_of(out)
@@ -89,7 +90,8 @@ def case(fx, name, B, H, Hkv, T, S, D, Dv, causal=0, fill=float("-inf"), scale=N
     fx.add(name + ".scale", torch.tensor([sc]))
     fx.add(name + ".w", w)
     fx.add(name + ".out", out)
-    fx.add_grads([("%s.%s" % (name, n), t) for n, t in (("q", q), ("k", k), ("v", v))])
+    ins = (("q", q), ("k", k), ("v", v)) + ((("bias", bias),) if bias is not None else ())
+    fx.add_grads([("%s.%s" % (name, n), t) for n, t in ins])
 
 
 def make_bias(kind, B, H, T, S, seed):

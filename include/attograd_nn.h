@@ -108,7 +108,7 @@ ag_tensor *ag_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, a
                         double fill, double p_drop, ag_tensor **weights);
 
 /* PyTorch 2's F.scaled_dot_product_attention: out = dropout(P) V with
- *   P = softmax(mask ? scale Q K^T : fill), row-wise,
+ *   P = softmax(mask ? scale Q K^T + bias : fill), row-wise,
  * q [B, H, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv] -> [B, H, T, Dv];
  * H a multiple of Hkv: query head h reads key/value head h / (H / Hkv)
  * (grouped-query attention; Hkv = 1 is multi-query attention).  One node
@@ -135,6 +135,18 @@ typedef struct ag_sdpa_config {
     int heads_layout;  /* 1: q [B, T, H, D], k and v [B, S, Hkv, D] and the
                           result [B, T, H, Dv]: a linear layer's [B, T, C]
                           reshaped, read in place (no permute) */
+    ag_tensor *bias;   /* NULL, or an additive mask (PyTorch's float
+                          attn_mask: ALiBi, relative positions) broadcast
+                          to [B, H, T, S], added to the scaled scores of
+                          the keys the mask and causal rule keep; -inf
+                          hides a key (a row all -inf gets 0, as with fill
+                          -inf); a NaN or +inf makes NaN only the rows of
+                          the queries that see its key.  With mask, both
+                          apply (a hidden key's score is fill).  One that
+                          requires a gradient gets it (summed over the
+                          axes it is broadcast along) and takes the plain
+                          code, which keeps P; a shape that does not
+                          broadcast is AG_ERR_SHAPE */
 } ag_sdpa_config;
 ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
                                            const ag_sdpa_config *cfg);
@@ -165,13 +177,14 @@ ag_status ag_kv_cache_append(ag_graph *g, ag_kv_cache *c, int layer, ag_tensor *
 /* Which path the attention that made y took (y as an attention call
  * returned it): "flash" (no [T, S] matrix: each row's max and sum),
  * "P kept" (the fused node's kernel, 256 keys or fewer), "plain" (the
- * fused node's plain code: AG_KERNELS_REFERENCE, or a NaN or inf input
- * with fill -inf), "three nodes" (the weights asked for, or an
- * ag_mha_layer's dropout over 256 keys or fewer), "textbook"; NULL when y
- * is no attention's result.  With dropout (ag_attention's p_drop, the
- * sdpa's dropout_p, an ag_mha_layer's over more than 256 keys) the fused
- * node takes "flash", its mask drawn inside.  *kept_bytes (may be NULL) gets what it
- * keeps for the backward.  docs/attention_long.md. */
+ * fused node's plain code: AG_KERNELS_REFERENCE, a NaN or inf input
+ * with fill -inf, or a bias that needs a gradient), "three nodes" (the
+ * weights asked for, or an ag_mha_layer's dropout over 256 keys or
+ * fewer), "textbook"; NULL when y is no attention's result.  With dropout
+ * (ag_attention's p_drop, the sdpa's dropout_p, an ag_mha_layer's over
+ * more than 256 keys) the fused node takes "flash", its mask drawn
+ * inside.  *kept_bytes (may be NULL) gets what it keeps for the backward.
+ * docs/attention_long.md. */
 const char *ag_attention_path(const ag_tensor *y, size_t *kept_bytes);
 /* The same over every attention on g's tape. */
 typedef struct ag_attention_stats {

@@ -7,19 +7,27 @@
  *   or q [B, T, H, D], k [B, S, Hkv, D], v [B, S, Hkv, Dv] (the heads
  *   layout: a linear layer's [B, T, C] reshaped, core/heads.h); H a
  *   multiple of Hkv, query head h reading key/value head h / (H / Hkv)
- *   (grouped-query attention); mask (broadcast to [B, H, T, S]) or NULL;
- *   causal: query t sees keys s <= t + diag only -> y like q with Dv
+ *   (grouped-query attention); mask, 0/1, and bias M, additive (each
+ *   broadcast to [B, H, T, S], or NULL); causal: query t sees keys
+ *   s <= t + diag only -> y like q with Dv
  *
  * Each head, Q [T, D], K [S, D], V [S, Dv] and O [T, Dv], is read and
  * written in place:
  *
  * forward:  A  = Q K^T                                      [T, S]
  *           keep = mask != 0 and (not causal or s <= t + diag)
- *           P  = softmax(keep ? scale A : fill), row-wise   [T, S]
- *           O  = (P Z) V                                    [T, Dv]
+ *           P  = softmax(keep ? scale A + M : fill), row-wise   [T, S]
+ *           O  = (P Z) V                                        [T, Dv]
  * backward: dP = (dO V^T) Z,   dV += (P Z)^T dO
  *           dA = keep ? scale P (dP - rowsum(dP P)) : 0     (masked_softmax's)
  *           dQ += dA K,    dK += dA^T Q
+ *           dM += keep ? P (dP - rowsum(dP P)) : 0          (= dA / scale)
+ *
+ * M (no bias: 0) is src[3] when it needs a gradient, which sums over the
+ * axes it is broadcast along; then the node takes the plain code (the
+ * kernels leave dM out).  A score M makes -inf has weight exactly 0; a
+ * row whose every score is -inf gets 0, as a row that sees no key does.  A NaN or +inf in M makes NaN
+ * only the rows of the queries that see its key.
  *
  * Z is dropout's: 1 without it; else each weight's factor, 1 / (1 - p)
  * or 0, a function of the seed, the head and (t, s) (ag__attn_kept), so
@@ -40,8 +48,8 @@
  * log-sum-exp, and recomputes P in its backward
  * (kernels/attention_flash.c, docs/attention_long.md).
  *
- * src = {q, k, v}; aux = the heads' description (ag__attn) and P (or the
- * rows' maxima and sums);
+ * src = {q, k, v}, and the bias M when it needs a gradient; aux = the
+ * heads' description (ag__attn) and P (or the rows' maxima and sums);
  * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked; iarg[1] the
  * path taken (1 flash: each row's max and sum kept; 2 the kernel, P kept;
  * 3 the plain code, P kept); iarg[2] = 1 in PyTorch's layout. */
@@ -64,32 +72,47 @@ static size_t at(const ag__attn *a, int b, int h, int t, int rows, int cols, int
 
 /* Whether row r = (b H + h) T + t of the scores [B, H, T, S] keeps key s:
  * the mask's 1, and s <= t + diag when causal. */
-static bool kept(const ag__attn *a, const ag__mask_map *mm, size_t r, int s)
+typedef struct maps { ag__mask_map m, b; } maps; /* where a row finds its mask's and its bias's values */
+
+static bool kept(const ag__attn *a, const maps *mm, size_t r, int s)
 {
     if (s >= ag__attn_hide(a->causal, a->diag, a->S, (int)(r % (size_t)a->T))) return false;
-    return !a->mask || a->mask->data[ag__mask_row(mm, r) + (size_t)s * mm->along] != 0;
+    return !a->mask || a->mask->data[ag__mask_row(&mm->m, r) + (size_t)s * mm->m.along] != 0;
+}
+
+/* M at row r, key s: 0 without a bias. */
+static ag_real bias_at(const ag__attn *a, const maps *mm, size_t r, int s)
+{
+    return a->bias ? a->bias->data[ag__mask_row(&mm->b, r) + (size_t)s * mm->b.along] : 0;
+}
+
+static void maps_init(maps *mm, const ag__attn *a)
+{
+    *mm = (maps){0};
+    if (a->mask) ag__mask_map_init(&mm->m, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
+    if (a->bias) ag__mask_map_init(&mm->b, 4, (int[]){a->B, a->H, a->T, a->S}, a->bias);
 }
 
 /* Whether key s reaches row r at all: a hidden key's weight is exactly 0
  * with fill -inf, and then its value (a NaN, an inf) must not reach the
  * row either, through 0 x NaN; with a finite fill every key has a weight. */
-static bool reaches(const ag__attn *a, const ag__mask_map *mm, size_t r, int s)
+static bool reaches(const ag__attn *a, const maps *mm, size_t r, int s)
 {
     return a->fill != -INFINITY || kept(a, mm, r, s);
 }
 
 /* The reference forward, a query row of a head at a time. */
-static void forward_ref(const ag__attn *a, const ag__mask_map *mm, const ag_real *q, const ag_real *k,
+static void forward_ref(const ag__attn *a, const maps *mm, const ag_real *q, const ag_real *k,
                         const ag_real *v, ag_real *p, ag_real *y)
 {
     const int T = a->T, S = a->S, D = a->D, Dv = a->Dv;
     for (size_t r = 0; r < (size_t)a->B * (size_t)a->H * (size_t)T; r++) { /* row t of head h of sentence b */
         int t = (int)(r % (size_t)T), h = (int)(r / (size_t)T % (size_t)a->H), b = (int)(r / (size_t)T / (size_t)a->H);
         ag_real *pr = p + r * (size_t)S;
-        for (int s = 0; s < S; s++) { /* A = Q K^T, masked and scaled */
+        for (int s = 0; s < S; s++) { /* A = Q K^T, masked, scaled and biased */
             ag_real dot = 0;
             for (int d = 0; d < D; d++) dot += q[at(a, b, h, t, T, D, d, false)] * k[at(a, b, h, s, S, D, d, true)];
-            pr[s] = kept(a, mm, r, s) ? (ag_real)a->scale * dot : (ag_real)a->fill;
+            pr[s] = kept(a, mm, r, s) ? (ag_real)a->scale * dot + bias_at(a, mm, r, s) : (ag_real)a->fill;
         }
         ag__softmax_row_ref((size_t)S, pr, pr);
         for (int e = 0; e < Dv; e++) { /* O = P V */
@@ -105,8 +128,8 @@ static void forward_ref(const ag__attn *a, const ag__mask_map *mm, const ag_real
 
 /* The reference backward, adding into dq, dk, dv (NULL: not wanted); dp
  * holds S values. */
-static void backward_ref(const ag__attn *a, const ag__mask_map *mm, ag_tensor *const *x, const ag_real *p,
-                         const ag_real *dy, ag_real *const *dx, ag_real *dp)
+static void backward_ref(const ag__attn *a, const maps *mm, ag_tensor *const *x, const ag_real *p,
+                         const ag_real *dy, ag_real *const *dx, ag_real *dm, ag_real *dp)
 {
     const int T = a->T, S = a->S, D = a->D, Dv = a->Dv;
     const ag_real *q = x[0]->data, *k = x[1]->data, *v = x[2]->data;
@@ -129,6 +152,7 @@ static void backward_ref(const ag__attn *a, const ag__mask_map *mm, ag_tensor *c
         for (int s = 0; s < S; s++) {
             if (!kept(a, mm, r, s)) continue; /* dA = 0 */
             ag_real da = (ag_real)a->scale * pr[s] * (dp[s] - dot);
+            if (dm) dm[ag__mask_row(&mm->b, r) + (size_t)s * mm->b.along] += pr[s] * (dp[s] - dot);
             for (int d = 0; d < D; d++) {
                 if (dq) dq[at(a, b, h, t, T, D, d, false)] += da * k[at(a, b, h, s, S, D, d, true)];
                 if (dk) dk[at(a, b, h, s, S, D, d, true)] += da * q[at(a, b, h, t, T, D, d, false)];
@@ -144,21 +168,33 @@ static bool finite(const ag_tensor *x)
     return acc == 0;
 }
 
+/* No NaN and no +inf in the bias (-inf hides a key: a score, not a fault). */
+static bool below_inf(const ag_tensor *x)
+{
+    bool ok = true;
+    for (size_t i = 0; x && i < x->size; i++) ok &= x->data[i] < INFINITY || x->data[i] == -INFINITY;
+    return ok;
+}
+
 ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, const ag__attn_rule *r)
 {
     if (!ag__ok(g, "attention", 3, q, k, v) || !ag__attention_fits(g, q, k, v, r)) return NULL; /* core/fits.c */
     int ax_h = r->bhtd ? 1 : 2, ax_t = r->bhtd ? 2 : 1; /* where H and T (S) are */
     ag__attn a = {.B = q->shape[0], .T = q->shape[ax_t], .S = k->shape[ax_t], .H = q->shape[ax_h],
                   .Hkv = k->shape[ax_h], .D = q->shape[3], .Dv = v->shape[3], .bhtd = r->bhtd, .causal = r->causal,
-                  .mask = r->mask, .scale = r->scale, .fill = r->fill, .dropout = r->dropout, .seed = r->seed};
+                  .mask = r->mask, .bias = r->bias, .scale = r->scale, .fill = r->fill, .dropout = r->dropout, .seed = r->seed};
     a.diag = r->causal == AG__CAUSAL_BOTTOM_RIGHT ? a.S - a.T : r->diag;
     int shape[4] = {a.B, r->bhtd ? a.H : a.T, r->bhtd ? a.T : a.H, a.Dv};
-    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, shape, 3, (ag_tensor *[]){q, k, v});
+    /* a bias that needs a gradient is src[3], and the plain code gives it */
+    ag_tensor *bias = (ag_tensor *)(uintptr_t)r->bias;
+    bool dm = bias && bias->requires_grad && ag_graph_grad(g);
+    ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, shape, dm ? 4 : 3, (ag_tensor *[]){q, k, v, bias});
     if (!y) return NULL;
     ag__impl(y)->farg[0] = a.scale, ag__impl(y)->farg[1] = a.fill, ag__impl(y)->iarg[0] = a.mask != NULL;
     /* a NaN or inf where the kernels' tiles would multiply it by a hidden
      * key's exact 0 (docs/attention_long.md, "one NaN rule"): the plain code */
-    a.plain = (a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v))) || (a.dropout > 0 && a.D == 0);
+    a.plain = (a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v) && below_inf(a.bias))) ||
+              (a.dropout > 0 && a.D == 0) || dm;
     a.flash = ag__fast() && !a.plain && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
     size_t head = (sizeof(saved) + 63) / 64 * 64;
@@ -170,8 +206,8 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     ag__impl(y)->aux = sv; /* with no key, P V is an empty sum: the reference's zeros */
     if (np && ag__fast() && !a.plain && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
         return ag_graph_status(g) == AG_OK ? y : NULL;
-    ag__mask_map mm = {0};
-    if (a.mask) ag__mask_map_init(&mm, 4, (int[]){a.B, a.H, a.T, a.S}, a.mask);
+    maps mm;
+    maps_init(&mm, &a);
     forward_ref(&sv->a, &mm, q->data, k->data, v->data, sv->p, y->data);
     return y;
 }
@@ -192,10 +228,11 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     if (kernel && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->data, y->grad)) return;
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
     for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;
+    ag_real *dm = y->nsrc > 3 && y->src[3]->requires_grad ? ag__grad(g, y->src[3]) : NULL;
     if (ag_graph_status(g) != AG_OK) return;
-    ag__mask_map mm = {0};
-    if (a->mask) ag__mask_map_init(&mm, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
-    backward_ref(a, &mm, x, sv->p, y->grad, dx, dp);
+    maps mm;
+    maps_init(&mm, a);
+    backward_ref(a, &mm, x, sv->p, y->grad, dx, dm, dp);
 }
 
 /* Fixed masks, made inside the builds: they are data, not checked inputs.
@@ -223,6 +260,27 @@ static ag_tensor *case_dropout(ag_graph *g, ag_tensor *const *in)
                                           .dropout = 0.3, .seed = 5});
 }
 
+/* An additive mask (bias) [T, S] = [3, 4] with -inf entries, row 1 all
+ * -inf, over the padding mask, causal bottom-right. */
+static ag_tensor *case_bias(ag_graph *g, ag_tensor *const *in)
+{
+    const ag_real inf = INFINITY;
+    ag_tensor *bias = ag_tensor_from(g, AG_SHAPE(3, 4), (ag_real[]){0.5, -inf, 0.25, -1, -inf, -inf, -inf, -inf, 1,
+                                                                     0, -0.5, 2});
+    return ag__attention(g, in[0], in[1], in[2],
+                         &(ag__attn_rule){.mask = padding(g), .bias = bias, .scale = 0.9, .fill = -INFINITY,
+                                          .bhtd = true, .causal = AG__CAUSAL_BOTTOM_RIGHT});
+}
+
+/* The same with the bias an input, [1, 2, 3, 4]: its gradient, summed
+ * over B. */
+static ag_tensor *case_bias_grad(ag_graph *g, ag_tensor *const *in)
+{
+    return ag__attention(g, in[0], in[1], in[2],
+                         &(ag__attn_rule){.mask = padding(g), .bias = in[3], .scale = 0.9, .fill = -INFINITY,
+                                          .bhtd = true, .causal = AG__CAUSAL_BOTTOM_RIGHT});
+}
+
 /* q, k, v [B, T or S, H, D or Dv] */
 static const ag_op_case cases[] = {
     {"no mask", 3, {4, 4, 4}, {{2, 3, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 3}}, -1, 1, 0, case_plain},
@@ -233,6 +291,10 @@ static const ag_op_case cases[] = {
     {"[B, H, T, D], 4 heads over 2, causal bottom-right", 3, {4, 4, 4}, {{2, 4, 3, 3}, {2, 2, 5, 3}, {2, 2, 5, 2}}, -1,
      1, 0, case_gqa_causal},
     {"dropout 0.3 (seed 5), padding", 3, {4, 4, 4}, {{2, 2, 3, 2}, {2, 1, 4, 2}, {2, 1, 4, 3}}, -1, 1, 0, case_dropout},
+    {"bias [3, 4] with -inf rows, padding, causal", 3, {4, 4, 4}, {{2, 2, 3, 2}, {2, 1, 4, 2}, {2, 1, 4, 3}}, -1, 1, 0,
+     case_bias},
+    {"bias [1, 2, 3, 4] with a gradient", 4, {4, 4, 4, 4}, {{2, 2, 3, 2}, {2, 1, 4, 2}, {2, 1, 4, 3}, {1, 2, 3, 4}},
+     -1, 1, 0, case_bias_grad},
 };
 
 /* float-edge cases (tests/edge/float_edges.c): the values where float breaks first */

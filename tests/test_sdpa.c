@@ -9,79 +9,18 @@
  * in both kernel modes and both layouts (PyTorch's [B, H, T, D] and the
  * heads layout [B, T, H, D], read in place).  Then finite differences in
  * double, and the error paths. */
-#include "fixture.h"
+#include "sdpa_check.h"
 
 #include <math.h>
 
 #define SDPA_FIXTURE "tests/reference/sdpa.safetensors"
-#define ABS TOL(1e-12, 1e-5)
-#define REL TOL(1e-9, 1e-4)
-
-static const int to_heads[4] = {0, 2, 1, 3}; /* [B, H, T, D] <-> [B, T, H, D] */
-
-/* Case c of the fixture through the call, compared with PyTorch. */
-static void check_case(const ag_safetensors *f, const char *c, int heads_layout)
-{
-    char n[96];
-    ag_graph *g = ag_graph_new();
-#define LEAF(x) (snprintf(n, sizeof n, "%s.%s", c, x), load_leaf(g, f, n, 1))
-    ag_tensor *q = LEAF("q"), *k = LEAF("k"), *v = LEAF("v"), *w = (snprintf(n, sizeof n, "%s.w", c), load_leaf(g, f, n, 0));
-    int meta[2];
-    snprintf(n, sizeof n, "%s.meta", c);
-    load_ints(f, n, meta, 2);
-    size_t one;
-    snprintf(n, sizeof n, "%s.scale", c);
-    double *scale = load_f64(f, n, &one);
-    snprintf(n, sizeof n, "%s.mask", c);
-    ag_tensor *mask = ag_safetensors_find(f, n) >= 0 ? load_leaf(g, f, n, 0) : NULL;
-    ag_sdpa_config cfg = {.mask = mask, .fill = meta[1] ? 0 : -1e9, .causal = (ag_causal)meta[0],
-                          .scale = scale[0], .heads_layout = heads_layout};
-    free(scale);
-    ag_tensor *y;
-    if (heads_layout) {
-        ag_tensor *qh = ag_permute(g, q, to_heads), *kh = ag_permute(g, k, to_heads), *vh = ag_permute(g, v, to_heads);
-        y = ag_permute(g, ag_scaled_dot_product_attention(g, qh, kh, vh, &cfg), to_heads);
-    } else {
-        y = ag_scaled_dot_product_attention(g, q, k, v, &cfg);
-    }
-    cr_assert_not_null(y, "%s: %s", c, ag_graph_error(g));
-    backward_weighted(g, y, w);
-    snprintf(n, sizeof n, "%s.out", c);
-    expect_f64(f, n, y, y->data, ABS, REL);
-    ag_tensor *in[3] = {q, k, v};
-    const char *names[3] = {"q", "k", "v"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(n, sizeof n, "grad.%s.%s", c, names[i]);
-        expect_f64(f, n, in[i], in[i]->grad, ABS, REL);
-    }
-    ag_graph_free(g);
-#undef LEAF
-}
 
 static const char *const cases[] = {"gqa4",      "mqa1",          "lower_right",     "dead_uniform",
                                     "dead_zero", "seam_mask",     "seam_top_left",   "seam_lower_right"};
 
 Test(sdpa, grouped_query_heads_match_pytorch_in_every_mode_and_layout)
 {
-    ag_safetensors *f = open_fixture(SDPA_FIXTURE);
-    for (int mode = 0; mode < 2; mode++) {
-        ag_set_kernels(mode ? AG_KERNELS_REFERENCE : AG_KERNELS_FAST);
-        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-            for (int layout = 0; layout < 2; layout++) check_case(f, cases[i], layout);
-    }
-    ag_set_kernels(AG_KERNELS_FAST);
-    ag_safetensors_free(f);
-}
-
-/* A leaf of g with values in [-2, 2) from seed. */
-static ag_tensor *noise(ag_graph *g, int nd, const int *shape, uint32_t seed)
-{
-    ag_tensor *t = ag_tensor_new(g, nd, shape);
-    for (size_t i = 0; i < t->size; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        t->data[i] = (ag_real)((seed >> 8) * (4.0 / 16777216.0) - 2);
-    }
-    return t;
+    check_cases(SDPA_FIXTURE, cases, sizeof cases / sizeof *cases, 0);
 }
 
 /* t's values as doubles (the caller frees them). */
@@ -144,53 +83,19 @@ Test(sdpa, bad_input_is_a_clear_error)
 }
 
 #ifdef AG_DOUBLE
-/* Finite differences through the call: GQA, causal bottom-right, a mask
- * with a fully masked row, on both sides of the seam. */
-typedef struct fd { ag_tensor *q, *k, *v, *mask, *w; ag_causal causal; double dropout; } fd;
-
-static ag_tensor *build_fd(ag_graph *g, void *p)
-{
-    fd *c = p;
-    ag_sdpa_config cfg = {.mask = c->mask, .causal = c->causal, .dropout_p = c->dropout, .seed = 7};
-    return ag_sum_all(g, ag_mul(g, ag_scaled_dot_product_attention(g, c->q, c->k, c->v, &cfg), c->w));
-}
-
-static void gradcheck_sdpa(int T, int S, ag_causal causal, double dropout)
-{
-    ag_store *s = ag_store_new();
-    fd c = {.q = ag_param(s, "q", AG_SHAPE(1, 6, T, 3)), .k = ag_param(s, "k", AG_SHAPE(1, 2, S, 3)),
-            .v = ag_param(s, "v", AG_SHAPE(1, 2, S, 2)), .w = ag_param(s, "w", AG_SHAPE(1, 6, T, 2)), .causal = causal,
-            .dropout = dropout};
-    ag_init_normal(c.q, 0, 1, 1), ag_init_normal(c.k, 0, 1, 2), ag_init_normal(c.v, 0, 1, 3);
-    ag_init_normal(c.w, 0, 1, 4);
-    ag_real *m = malloc((size_t)T * (size_t)S * sizeof *m);
-    for (int i = 0; i < T * S; i++) m[i] = (i * 7 % 5) != 0 && i / S != 1; /* row 1 fully masked */
-    c.mask = ag_store_constant(s, "mask", AG_SHAPE(T, S), m);
-    free(m);
-    ag_gradcheck_result r[3];
-    ag_graph *g = ag_graph_new();
-    ag_status st = ag_gradcheck(g, build_fd, &c, (ag_tensor *[]){c.q, c.k, c.v}, 3, NULL, r);
-    for (int i = 0; i < 3; i++)
-        cr_expect_eq(r[i].failed, 0, "T %d S %d: %s: %zu fail (abs %.3g)", T, S, r[i].input->name, r[i].failed,
-                     r[i].max_abs_err);
-    cr_assert_eq(st, AG_OK, "%s", ag_graph_error(g));
-    ag_graph_free(g);
-    ag_store_free(s);
-}
-
 Test(sdpa, gradients_pass_finite_differences_across_the_seam)
 {
-    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0);
-    gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT, 0); /* the flash kernel */
-    gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT, 0);
+    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0, 0);
+    gradcheck_sdpa(3, 260, AG_CAUSAL_BOTTOM_RIGHT, 0, 0); /* the flash kernel */
+    gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT, 0, 0);
 }
 
 /* With the seed fixed, dropout's mask is fixed: the same function at
  * every build, so finite differences check the backward's redrawn mask. */
 Test(sdpa, dropout_gradients_pass_finite_differences_with_the_mask_fixed)
 {
-    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0.3);
-    gradcheck_sdpa(3, 260, AG_CAUSAL_NONE, 0.3);
+    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0.3, 0);
+    gradcheck_sdpa(3, 260, AG_CAUSAL_NONE, 0.3, 0);
 }
 #endif
 

@@ -9,10 +9,28 @@
 #include <math.h>
 #include <stdio.h>
 
+/* The additive mask (bias) broadcasts to the scores [B, H, T, S]. */
+static bool bias_fits(ag_graph *g, const ag_tensor *bias, const int *scores)
+{
+    char sb[96], ss[96];
+    bool fits = bias->ndim <= 4;
+    for (int i = 0; fits && i < bias->ndim; i++) {
+        int d = bias->shape[i], it = 4 - bias->ndim + i;
+        fits = d == 1 || d == scores[it];
+    }
+    if (!fits) {
+        ag_graph_fail(g, AG_ERR_SHAPE, "attention: the additive mask (bias) %s does not broadcast to the scores' "
+                      "[B, H, T, S] = %s", ag_shape_str(bias, sb, sizeof sb), ag_shape_str_n(4, scores, ss, sizeof ss));
+        return false;
+    }
+    return true;
+}
+
 bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, const ag_tensor *v,
                         const ag__attn_rule *r)
 {
     if (r->mask && !ag__usable(g, "attention", 3, r->mask)) return false;
+    if (r->bias && !ag__usable(g, "attention", 4, r->bias)) return false;
     int ax_h = r->bhtd ? 1 : 2, ax_t = r->bhtd ? 2 : 1; /* where H and T (S) are */
     const char *want = r->bhtd ? "[B, H, T, D], [B, Hkv, S, D], [B, Hkv, S, Dv]"
                                : "[B, T, H, D], [B, S, Hkv, D], [B, S, Hkv, Dv]";
@@ -34,7 +52,9 @@ bool ag__attention_fits(ag_graph *g, const ag_tensor *q, const ag_tensor *k, con
         return false;
     }
     int scores[4] = {q->shape[0], H, q->shape[ax_t], k->shape[ax_t]};
-    return !r->mask || ag__mask_fits_shape(g, "attention", r->mask, "the scores' [B, H, T, S] =", 4, scores);
+    if (r->mask && !ag__mask_fits_shape(g, "attention", r->mask, "the scores' [B, H, T, S] =", 4, scores))
+        return false;
+    return !r->bias || bias_fits(g, r->bias, scores);
 }
 
 bool ag__linear_fits(ag_graph *g, const char *op, const ag_tensor *x, const ag_tensor *w, const ag_tensor *b,

@@ -411,6 +411,7 @@ size_t ag__mask_row(const ag__mask_map *mm, size_t r);
 enum { AG__CAUSAL_NONE, AG__CAUSAL_DIAG, AG__CAUSAL_BOTTOM_RIGHT };
 typedef struct ag__attn_rule {
     const ag_tensor *mask;
+    const ag_tensor *bias; /* additive, broadcast to [B, H, T, S], or NULL */
     double scale, fill;
     bool bhtd;
     int causal, diag;

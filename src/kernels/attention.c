@@ -107,6 +107,19 @@ static void hide_causal(const ag__att_job *j, ag_real *x, int t0, int n, int e, 
         for (int s = ag__attn_hide(true, j->a->diag, e, t); s < e; s++) x[(size_t)t * j->S + s] = val;
 }
 
+void ag__att_add_bias(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *z, size_t ld)
+{
+    for (int i = 0; j->bias && i < n; i++) {
+        size_t r = bh * (size_t)j->T + (size_t)(t0 + i), ma = j->mm->along, ba = j->bm->along;
+        const ag_real *m = j->mask ? j->mask->data + ag__mask_row(j->mm, r) : NULL;
+        const ag_real *b = j->bias->data + ag__mask_row(j->bm, r);
+        int hid = ag__attn_hide(j->a->causal, j->a->diag, j->S, t0 + i), end = s0 + kb < hid ? s0 + kb : hid;
+        ag_real *zr = z + (size_t)i * ld - s0;
+        for (int s = s0; s < end; s++)
+            if (!m || m[(size_t)s * ma] != 0) zr[s] += b[(size_t)s * ba];
+    }
+}
+
 static void forward_head(const ag__att_job *j, size_t bh)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
@@ -118,11 +131,12 @@ static void forward_head(const ag__att_job *j, size_t bh)
         ag_real *pt = p + (size_t)t0 * S;
         /* A = Q K^T, into P's place */
         ag__gemm(0, 1, n, e, D, q + (size_t)t0 * j->ldq, j->ldq, k, j->ldk, 0, pt, S);
-        /* P = softmax(mask ? scale A : fill), in place; 0 past the keys seen */
+        /* P = softmax(mask ? scale A + M : fill), in place; 0 past the keys seen */
         if (e > 0) {
             ag__masked_fill_rows(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, j->mask, j->mm,
                                  j->scale, j->fill, pt);
             hide_causal(j, p, t0, n, e, j->fill);
+            ag__att_add_bias(j, bh, t0, n, 0, e, pt, (size_t)S);
             if (e == S) ag__softmax_rows((size_t)n, (size_t)S, pt, pt);
             else
                 for (int i = 0; i < n; i++) ag__softmax_rows(1, (size_t)e, pt + (size_t)i * S, pt + (size_t)i * S);
@@ -149,7 +163,7 @@ static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
         ag_real *dat = da + (size_t)t0 * S;
         /* O = P V:  dP = dO V^T  [n, Dv] x [Dv, e] */
         ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * ldy, ldy, v, ldv, 0, dat, S);
-        /* P = softmax(mask ? scale A : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place */
+        /* P = softmax(mask ? scale A + M : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place */
         if (e > 0) {
             ag__masked_softmax_rows_backward(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, dat,
                                              dat, j->mask, j->mm, j->scale, false);
@@ -241,21 +255,24 @@ static plan *make_plan(ag_graph *g, const ag__attn *a, bool save)
     return pl;
 }
 
-/* The job of a's heads, mask map mm (filled here) and plan pl; a
- * backward's blocks of threads take whole groups of query heads (their
- * key/value head's gradient is one sum), a forward's any heads. */
+/* The job of a's heads, mask maps mm[2] (the mask's and the bias's,
+ * filled here) and plan pl; a backward's blocks of threads take whole
+ * groups of query heads (their key/value head's gradient is one sum), a
+ * forward's any heads. */
 static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, size_t work, bool backward)
 {
-    *mm = (ag__mask_map){0};
-    if (a->mask) ag__mask_map_init(mm, 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
+    mm[0] = mm[1] = (ag__mask_map){0};
+    if (a->mask) ag__mask_map_init(&mm[0], 4, (int[]){a->B, a->H, a->T, a->S}, a->mask);
+    if (a->bias) ag__mask_map_init(&mm[1], 4, (int[]){a->B, a->H, a->T, a->S}, a->bias);
     size_t heads = (size_t)a->B * (size_t)a->H, group = backward ? (size_t)(a->H / a->Hkv) : 1, groups = heads / group;
     int nt = ag__threads_for(heads * (size_t)a->T * (size_t)a->S * (size_t)(a->D + a->Dv) / work);
     nt = groups && (size_t)nt > groups ? (int)groups : nt; /* a block of threads has a group at least */
     return (ag__att_job){.a = a, .T = a->T, .S = a->S, .H = a->H, .D = a->D, .Dv = a->Dv,
                          .ldq = ag__attn_ld(a, a->D, false), .ldk = ag__attn_ld(a, a->D, true),
                          .ldv = ag__attn_ld(a, a->Dv, true), .ldy = ag__attn_ld(a, a->Dv, false), .heads = heads,
-                         .group = group, .nt = (size_t)nt, .mm = mm, .mask = a->mask, .kend = pl->kend,
-                         .tfirst = pl->tfirst, .last = pl->last, .scale = (ag_real)a->scale, .fill = (ag_real)a->fill};
+                         .group = group, .nt = (size_t)nt, .mm = mm, .bm = mm + 1, .mask = a->mask,
+                         .bias = a->bias, .kend = pl->kend, .tfirst = pl->tfirst, .last = pl->last,
+                         .scale = (ag_real)a->scale, .fill = (ag_real)a->fill};
 }
 
 /* Long rows: P [T, S] per head would be the largest thing a step keeps;
@@ -280,8 +297,8 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
     plan *pl = make_plan(g, a, true);
     if (!pl) return true; /* the graph holds the failure */
     a->plan = pl;
-    ag__mask_map mm;
-    ag__att_job j = job_of(a, &mm, pl, 16, false);
+    ag__mask_map mm[2];
+    ag__att_job j = job_of(a, mm, pl, 16, false);
     j.q = q, j.k = k, j.v = v, j.y = y;
     if (a->flash) {
         j.ml = p;
@@ -299,8 +316,8 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
 {
     const plan *pl = a->plan ? a->plan : make_plan(g, a, false);
     if (!pl) return true;
-    ag__mask_map mm;
-    ag__att_job j = job_of(a, &mm, pl, 8, true);
+    ag__mask_map mm[2];
+    ag__att_job j = job_of(a, mm, pl, 8, true);
     j.q = q->data, j.k = k->data, j.v = v->data, j.dy = dy;
     /* the flash kernel adds each tile's share, and so do the query heads
      * of a group to their key/value head's: into zeros when fresh */

@@ -22,8 +22,8 @@ typedef struct ag__att_job {
     int ldq, ldk, ldv, ldy; /* the rows' strides in q (and dQ), k, v, y (and dO) */
     size_t heads, nt; /* B H heads, cut into nt blocks of whole groups */
     size_t group;     /* H / Hkv: the query heads that share a key/value head */
-    const ag__mask_map *mm;
-    const ag_tensor *mask;
+    const ag__mask_map *mm, *bm; /* where a row's mask and bias values start */
+    const ag_tensor *mask, *bias;
     const int *kend, *tfirst, *last; /* kernels/attention.c's seen_keys' */
     const ag_real *q, *k, *v, *dy;
     ag_real *y, *p, *dq, *dk, *dv, *scratch;
@@ -43,6 +43,11 @@ static inline size_t ag__att_at(const ag__att_job *j, size_t bh, int rows, int c
     return ag__attn_head(j->a, bh, rows, cols, kv);
 }
 
+/* scores += M (the bias, ops/attention.c) where the mask and causal rule
+ * keep the key: rows [0, n) of z (queries t0.., rows ld apart), keys
+ * [s0, s0 + kb), of head bh.  Nothing without a bias. */
+void ag__att_add_bias(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *z, size_t ld);
+
 /* Queries per block on the general path when S > 32 (kernels/attention.c's
  * block_rows), whose kend the plan holds; the flash kernel's blocks too. */
 enum { AG__ATT_BLOCK = 64 };
@@ -55,7 +60,7 @@ void ag__flash_forward(const ag__att_job *j, size_t bh, ag_real *scratch);
 void ag__flash_backward(const ag__att_job *j, size_t bh, ag_real *scratch);
 size_t ag__flash_scratch(bool backward);
 
-/* Whether j's heads fit the kernel for toy heads (S <= 32 keys, a
+/* Whether j's heads fit the kernel for toy heads (no bias; S <= 32 keys, a
  * multiple of 8; D, Dv <= 16; T <= 64; on AVX-512, in float); if they do,
  * fills j->ek and j->tf from j->last, and j->keep from the mask when one
  * mask serves every head.  Never true where the kernel is not

@@ -5,7 +5,7 @@
  * in blocks of QB, keys in tiles of KB; for row t of a block, tile after
  * tile:
  *
- * forward:  z  = mask ? scale q_t k_s : fill        (the tile's keys s)
+ * forward:  z  = mask ? scale q_t k_s + M_ts : fill   (the tile's keys s)
  *           m' = max(m, max_s z_s),   c = exp(m - m')
  *           l  = c l + sum_s exp(z_s - m')
  *           o  = c o + sum_s exp(z_s - m') v_s
@@ -192,6 +192,7 @@ static void forward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_rea
         /* z = mask ? scale Q K^T : fill */
         ag__gemm(0, 1, n, kb, D, q, ldq, k + (size_t)s0 * ldk, ldk, 0, z, KB);
         AG_ISA_CALL(fill_tile, (n, kb, z, KB, mr, hid, j->mm->along, s0, j->scale, j->fill));
+        ag__att_add_bias(j, bh, t0, n, s0, kb, z, KB); /* + M where kept */
         for (int i = 0; i < n; i++) { /* z = exp(z - m'); o = c o */
             ag_real c = online_row(kb, z + (size_t)i * KB, &m[i], &l[i]);
             if (s0 > 0 && c != 1)
@@ -237,9 +238,10 @@ static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_re
     }
     for (int s0 = 0; s0 < e; s0 += KB) { /* keys [s0, s0 + kb): the forward's tiles */
         int kb = e - s0 < KB ? e - s0 : KB;
-        /* P = exp((mask ? scale Q K^T : fill) - m) / l, the forward's weights */
+        /* P = exp((mask ? scale Q K^T + M : fill) - m) / l, the forward's weights */
         ag__gemm(0, 1, n, kb, D, q, ldq, k + (size_t)s0 * ldk, ldk, 0, p, KB);
         AG_ISA_CALL(fill_tile, (n, kb, p, KB, mr, hid, j->mm->along, s0, j->scale, j->fill));
+        ag__att_add_bias(j, bh, t0, n, s0, kb, p, KB);
         for (int i = 0; i < n; i++) {
             ag_real *pr = p + (size_t)i * KB, inv = 1 / ml[2 * i + 1];
             if (ml[2 * i + 1] == 0) { /* no key seen: no weight */

@@ -97,7 +97,7 @@ HEAD512 static void keep_bits(const ag__att_job *j, const float *m, size_t mst, 
 bool ag__head512_plan(ag__att_job *j)
 {
     if (!(ag__isa() == AG_ISA_AVX512 && j->S % 8 == 0 && j->S <= 32 && j->D <= 16 && j->Dv <= 16 && j->T <= 64 &&
-          (!j->mask || j->mm->along == 1) && !j->a->bhtd && j->a->H == j->a->Hkv))
+          (!j->mask || j->mm->along == 1) && !j->bias && !j->a->bhtd && j->a->H == j->a->Hkv))
         return false;
     j->one_mask = true;
     for (int k = 0; j->mask && k < j->mm->nd - 1; k++) /* the axes B and H */

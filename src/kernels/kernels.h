@@ -91,8 +91,10 @@ bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_
  * [B, T, H, D], k [B, S, Hkv, D], v [B, S, Hkv, Dv]) or in PyTorch's
  * (bhtd: q [B, H, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv]); query head
  * h reads key/value head h / (H / Hkv) (grouped-query attention).  The
- * mask is broadcast to [B, H, T, S] (or NULL); causal: query t sees keys
- * s <= t + diag only (a rule, no tensor), hidden as a mask 0 hides.  P
+ * mask is broadcast to [B, H, T, S] (or NULL), and so is the bias, added
+ * to the scaled scores of the keys kept (ag__att_add_bias); causal: query
+ * t sees keys s <= t + diag only (a rule, no tensor), hidden as a mask 0
+ * hides.  P
  * [B, H, T, S] is the op's, saved (for long rows, each row's log-sum-exp
  * instead, as its max and sum).  plan: the kernel's own state, made by its
  * forward (NULL until then), kept by the op for the backward
@@ -103,12 +105,14 @@ typedef struct ag__attn {
     bool causal;      /* query t sees keys s <= t + diag only */
     int diag;         /* 0: top-left; S - T: bottom-right */
     const ag_tensor *mask;
+    const ag_tensor *bias; /* added to the kept keys' scale A, or NULL */
     double scale, fill;
     void *plan;
     bool flash; /* the kernel keeps no P: p holds each row's max and sum [B, H, T, 2] */
     bool plain; /* the plain code (ops/attention.c) forward and backward
-                   whatever the mode: a NaN or inf in q, k or v with fill
-                   -inf, whose hidden keys it leaves out exactly */
+                   whatever the mode: a NaN or inf in q, k or v (a NaN or
+                   +inf in the bias) with fill -inf, whose hidden keys it
+                   leaves out exactly; a bias that needs its gradient */
     double dropout; /* on P: a weight kept with probability 1 - dropout, / (1 - dropout) */
     uint64_t seed;  /* which weights: ag__attn_kept, drawn again by the backward */
 } ag__attn;

@@ -83,7 +83,7 @@ ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor 
     int causal = c.causal == AG_CAUSAL_TOP_LEFT       ? AG__CAUSAL_DIAG
                  : c.causal == AG_CAUSAL_BOTTOM_RIGHT ? AG__CAUSAL_BOTTOM_RIGHT
                                                       : AG__CAUSAL_NONE;
-    ag__attn_rule r = {.mask = c.mask, .scale = c.scale != 0 ? c.scale : scale_of(q),
+    ag__attn_rule r = {.mask = c.mask, .bias = c.bias, .scale = c.scale != 0 ? c.scale : scale_of(q),
                        .fill = c.fill != 0 ? c.fill : -INFINITY, .bhtd = !c.heads_layout, .causal = causal};
     if (c.dropout_p > 0 && ag_graph_training(g)) r.dropout = c.dropout_p, r.seed = seed_of(g, c.seed);
     return ag__attention(g, q, k, v, &r);

@@ -36,8 +36,12 @@ const puppeteer = require("puppeteer-core");
   tab.on("console", m => consoleLog.push(m.type() + ": " + m.text()));
   tab.on("pageerror", e => consoleLog.push("pageerror: " + e.message));
   await tab.goto("file://" + page + (query ? "?" + query : ""));
-  await tab.waitForFunction(() => document.body.dataset.ready && document.body.dataset.glance && (!document.getElementById("live") || document.body.dataset.live), { timeout: 300000 });
+  await tab.waitForFunction(() => document.body.dataset.ready && document.body.dataset.glance && !document.body.dataset.glance_due && (!document.getElementById("live") || document.body.dataset.live), { timeout: 300000 });
   const data = await tab.evaluate(() => data);
+  // a live page asked to run: its first computed picture does not wait for the glance, drawn after it
+  const times = await tab.evaluate(() => ({ live: !!document.getElementById("live"), done: document.body.dataset.live_done, at: document.body.dataset.glance_at }));
+  if (times.live && /live_input=/.test(query || ""))
+    check(Number(times.at) >= Number(times.done), "live page: the run's picture done at " + times.done + " ms, the glance drawn after it, at " + times.at + " ms");
   const cfg = data.config;
   check(cfg && cfg.layers > 0 && cfg.heads > 0, "the page's JSON has the model's config: " + JSON.stringify(cfg));
   const input = data.inputs[await tab.evaluate(() => state.input)];
@@ -79,7 +83,10 @@ const puppeteer = require("puppeteer-core");
 
   // ---- clicks: the view each opens, checked against the JSON ------------------------
   // a click on the element sel names; false when there is none
-  const click = async sel => { const el = await tab.$(sel); if (!el) return false; await el.click(); return true; };
+  // and the glance drawn again (in a task of its own after the view: overview_js.c)
+  const drawn = () => tab.waitForFunction(() => !document.body.dataset.glance_due, { timeout: 60000 });
+  const click = async sel => { const el = await tab.$(sel); if (!el) return false; await el.click(); await drawn(); return true; };
+  const tap = async sel => { await tab.click(sel); await drawn(); };
   const shown = () => tab.evaluate(() => {
     const s = document.getElementById("selected"), rows = [...document.querySelectorAll("#row tr[data-key]")];
     return { view: document.getElementById("view").dataset.view, sel: Object.assign({}, s ? s.dataset : {}),
@@ -123,7 +130,7 @@ const puppeteer = require("puppeteer-core");
 
   check(ov.ffn.every(o => !o === !input.ffn), "overview: the feed-forward boxes open a view where the page has one (" + !!input.ffn + ")");
   for (const o of ov.ffn.filter(o => o)) {
-    await tab.click("#overview [data-ov=\"ffn\"][data-open='" + JSON.stringify(o) + "']");
+    await tap("#overview [data-ov=\"ffn\"][data-open='" + JSON.stringify(o) + "']");
     const s = await shown(), f = input.ffn[o.ffn];
     const ok = s.view === "ffn" && Number(s.sel.ffn) === o.ffn && f && ov.ffn.filter(x => x && x.ffn < o.ffn && (two ? (x.ffn < cfg.layers) === (o.ffn < cfg.layers) : true)).length === f.layer;
     check(ok, "overview: the feed-forward box of " + (f ? f.name : "?") + " opens it (ffn " + s.sel.ffn + ")");
@@ -131,13 +138,13 @@ const puppeteer = require("puppeteer-core");
   const embs = await tab.evaluate(() => [...document.querySelectorAll('#overview [data-ov="emb"][data-open]')].map(g => g.dataset.stack));
   check(embs.length === (input.embeddings ? input.embeddings.length : 0), "overview: an embedding box opening each embedding the page holds (" + embs.length + ")");
   for (const st of embs) {
-    await tab.click('#overview [data-ov="emb"][data-stack="' + st + '"]');
+    await tap('#overview [data-ov="emb"][data-stack="' + st + '"]');
     const s = await shown(), i = st === "decoder" ? 1 : 0;
     check(s.view === "embeddings" && Number(s.sel.emb) === i, "overview: the " + st + " embedding opens " + input.embeddings[i].name);
   }
-  await tab.click('#overview [data-ov="probs"]');
+  await tap('#overview [data-ov="probs"]');
   check((await shown()).view === "output", "overview: the probabilities open the output view");
-  await tab.click('#overview [data-ov="qkv"][data-stack="' + (two ? "decoder" : "blocks") + '"]');
+  await tap('#overview [data-ov="qkv"][data-stack="' + (two ? "decoder" : "blocks") + '"]');
   let s = await shown();
   check(s.view === "attention" && s.sel.layer === "0" && s.neuron, "overview: Q, K, V opens layer 0's q.k view (" + s.sel.attn + ")");
   const open = await tab.evaluate(() => [...document.querySelectorAll("#overview .ov-open")].map(g => g.dataset.ov));
@@ -174,7 +181,7 @@ const puppeteer = require("puppeteer-core");
     "head lines: hovering query " + row + " keeps its " + seen.length + " lines at their weights (the other " + hover.dim.length + " at opacity <= 0.05), leaving restores them");
 
   // ---- the selected token's path ------------------------------------------------------------
-  await tab.click('#overview .ov-tok[data-stack="0"][data-tok="1"]');
+  await tap('#overview .ov-tok[data-stack="0"][data-tok="1"]');
   s = await shown();
   const path = await tab.evaluate(() => ({
     chip: [...document.querySelectorAll(".ov-tok.sel")].map(x => x.dataset.stack + ":" + x.dataset.tok),

@@ -56,8 +56,9 @@ const char ag__explorer_css[] =
     "table.nums tr.sel td,table.nums tr.sel th{background:#fff3c4}\n";
 
 /* A JSON object whose "kind" is one the script draws: the checked text, or
- * a message. */
-ag_status ag__explorer_check_json(const char *path, const char *json, char *err, size_t errlen)
+ * a message.  *attention (when not NULL): 1 when the kind is "attention",
+ * the pages that draw the model at a glance (overview_js.c). */
+ag_status ag__explorer_check_json(const char *path, const char *json, int *attention, char *err, size_t errlen)
 {
     size_t n = strlen(json), bad = ag__utf8_check((const unsigned char *)json, n);
     if (bad < n)
@@ -72,6 +73,7 @@ ag_status ag__explorer_check_json(const char *path, const char *json, char *err,
             if (!strcmp(j.pool + j.nodes[c].key, "kind") && j.nodes[c].type == AG__JSON_STRING)
                 kind = j.pool + j.nodes[c].str;
     int known = kind && (!strcmp(kind, "attention") || !strcmp(kind, "backward") || !strcmp(kind, "training"));
+    if (attention) *attention = kind && !strcmp(kind, "attention");
     ag__json_free(&j);
     if (!known)
         return ag__errf(err, errlen, AG_ERR_ARG,
@@ -95,19 +97,21 @@ ag_status ag_html_explorer(const char *path, const char *title, const char *data
 {
     if (!path || !data_json)
         return ag__errf(err, errlen, AG_ERR_ARG, "explorer: %s is NULL", path ? "the data" : "the path");
-    ag_status st = ag__explorer_check_json(path, data_json, err, errlen);
+    int glance = 0;
+    ag_status st = ag__explorer_check_json(path, data_json, &glance, err, errlen);
     if (st != AG_OK) return st;
     ag__text t = {0};
     ag__text_puts(&t, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                       "script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n<title>");
     ag__text_xml(&t, title ? title : "attograd explorer", 0);
-    ag__text_printf(&t, "</title>\n<style>\n%s%s</style>\n</head>\n<body>\n<h1>", ag__explorer_css, ag__overview_css);
+    ag__text_printf(&t, "</title>\n<style>\n%s%s</style>\n</head>\n<body>\n<h1>", ag__explorer_css,
+                    glance ? ag__overview_css : "");
     ag__text_xml(&t, title ? title : "attograd explorer", 0);
     ag__text_puts(&t, "</h1>\n<div id=\"app\"></div>\n<script type=\"application/json\" id=\"data\">\n");
     ag__explorer_put_json(&t, data_json);
     ag__text_printf(&t, "\n</script>\n<script>\n%s\n%s\n%s</script>\n</body>\n</html>\n", ag__explorer_draw_js,
-                    ag__explorer_js, ag__overview_js);
+                    ag__explorer_js, glance ? ag__overview_js : "");
     st = ag__text_save(&t, "explorer", path, err, errlen);
     ag__text_free(&t);
     return st;

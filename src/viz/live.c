@@ -61,7 +61,8 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
     for (int i = 0; !bad && prog->args[i]; i++)
         if (!utf8(prog->args[i])) bad = "arguments";
     if (bad) return ag__errf(err, errlen, AG_ERR_ARG, "live page: %s: the program's %s: not UTF-8", path, bad);
-    ag_status st = ag__explorer_check_json(path, data_json, err, errlen);
+    int glance = 0; /* the model at a glance: on the attention pages only */
+    ag_status st = ag__explorer_check_json(path, data_json, &glance, err, errlen);
     if (st != AG_OK) return st;
     const char *name = title ? title : "attograd explorer";
     ag__text t = {0};
@@ -70,7 +71,7 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
                       "script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; worker-src blob:\">\n"
                       "<title>");
     ag__text_xml(&t, name, 0);
-    ag__text_printf(&t, "</title>\n<style>\n%s%s", ag__explorer_css, ag__overview_css);
+    ag__text_printf(&t, "</title>\n<style>\n%s%s", ag__explorer_css, glance ? ag__overview_css : "");
     ag__text_puts(&t, "#live{border:1px solid #ccc;border-radius:4px;padding:8px;margin:0 0 12px}\n"
                       "#live input[type=text]{font:inherit;width:28em}#live button{font:inherit;margin-left:6px}\n"
                       "table.mask td{width:26px;height:22px;text-align:center;cursor:pointer;border:1px solid #bbb}\n"
@@ -110,7 +111,7 @@ ag_status ag_html_live(const char *path, const char *title, const char *data_jso
     if (prog->file_name) put_base64(&t, prog->file, prog->file_len);
     ag__text_printf(&t, "</script>\n<script>\n%s\n%s\n%s</script>\n<script id=\"live-wasi\">\n%s</script>\n<script>\n%s%s"
                         "</script>\n</body>\n</html>\n",
-                    ag__explorer_draw_js, ag__explorer_js, ag__overview_js, ag__live_wasi_js, ag__sampling_js, ag__live_js);
+                    ag__explorer_draw_js, ag__explorer_js, glance ? ag__overview_js : "", ag__live_wasi_js, ag__sampling_js, ag__live_js);
     st = ag__text_save(&t, "live page", path, err, errlen);
     ag__text_free(&t);
     return st;

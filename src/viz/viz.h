@@ -71,15 +71,16 @@ int ag__svg_step_decimals(double step);
 extern const char ag__explorer_draw_js[];
 extern const char ag__explorer_js[];
 /* The whole model at a glance (overview_js.c): its style, and its script,
- * after the page's, on the explorer and the live page alike. */
+ * after the page's, on the explorer and the live page of kind "attention"
+ * (the others draw no glance). */
 extern const char ag__overview_css[];
 extern const char ag__overview_js[];
 /* What the explorer page and the live page (live.c) share, from html.c:
  * the style; the check of the data (strict UTF-8 JSON, an object whose
- * "kind" the script draws), AG_ERR_ARG naming path; the JSON put in the
- * page with each '<' as \u003c. */
+ * "kind" the script draws; *attention: that kind is "attention"), AG_ERR_ARG
+ * naming path; the JSON put in the page with each '<' as \u003c. */
 extern const char ag__explorer_css[];
-ag_status ag__explorer_check_json(const char *path, const char *json, char *err, size_t errlen);
+ag_status ag__explorer_check_json(const char *path, const char *json, int *attention, char *err, size_t errlen);
 void ag__explorer_put_json(ag__text *t, const char *json);
 /* The live page's scripts: its WASI (live_wasi_js.c, also the source of
  * its worker), then the page (live_js.c), after the explorer's. */

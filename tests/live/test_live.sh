@@ -30,6 +30,7 @@
 #     box typed 2.5 then 3; a run that fails after one that worked; a
 #     heatmap row clicked follows its query, a head's thumbnail chooses it;
 # the times the page measured on <body>; --wasm FILE taken, a missing one named;
+# the model at a glance's script and style on the attention pages only;
 # and for every page: no console error in chromium's log, no http(s) URL in
 # it, chromium run with a proxy to nowhere (a fetch would fail); a program
 # that fails in the page (a bad --mask) is one line beside the controls,
@@ -229,6 +230,10 @@ for p in translate gpt backward_tour ladder; do
     offline "$out/$p.html"
     echo "  $p.html: $(wc -c < "$out/$p.html") bytes"
 done
+# the model at a glance's style and script: on the attention pages, not on the tour's, which draws none
+for p in translate gpt ladder; do grep -q 'function drawGlance' "$out/$p.html" || no "$p.html: no glance script"; done
+if grep -qE 'function drawGlance|\.ov-svg\{' "$out/backward_tour.html"; then no "backward_tour.html holds the glance's script or style"
+else ok; fi
 shot "$out/translate.html" "live_input=i%20lost%20.&attn=cross&layer=1&head=1&token=1" "$out/translate-typed.png" --timeout=5000
 shot "$out/gpt.html" "live_input=We%20&layer=1&head=0&token=6" "$out/gpt-typed.png" --timeout=5000
 shot "$out/backward_tour.html" "live_mask=0,1;3,1" "$out/tour-mask.png" --timeout=5000

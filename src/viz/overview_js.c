@@ -43,7 +43,10 @@ const char ag__overview_css[] =
     ".hl-svg text{font-size:12px;font-family:monospace;cursor:default}.hl-svg text.hl-tok{cursor:pointer}.hl-svg .hl-tok.sel{font-weight:bold;fill:#d62728}\n"
     ".hl-svg.hover .hl-line:not(.hl){stroke-opacity:.03}\n"
     ".ov .note{max-width:640px}.mv .note{max-width:260px}.ov-svg text.ov-label{fill:#4a78c2}\n"
-    ".glance[hidden]{display:none}\n";
+    ".glance[hidden]{display:none}\n"
+    /* the view a box opens slides in (Transformer Explainer's transitions), unless motion is to be reduced */
+    "@keyframes ov-in{from{opacity:.35;transform:translateY(8px)}to{opacity:1;transform:none}}#view.ov-opened{animation:ov-in .3s ease-out}\n"
+    "@media (prefers-reduced-motion:reduce){#view.ov-opened{animation:none}}\n";
 
 const char ag__overview_js[] =
     "\"use strict\";\n"
@@ -285,6 +288,7 @@ const char ag__overview_js[] =
     "  if (o.ffn !== undefined) state.ffn = o.ffn;\n"
     "  if (o.emb !== undefined) state.emb = o.emb;\n"
     "  draw();\n"
+    "  document.getElementById(\"view\").classList.add(\"ov-opened\"); // it slides in\n"
     "  const to = document.getElementById(o.at || \"selected\") || document.getElementById(\"view\");\n"
     "  if (to) to.scrollIntoView({ block: \"start\" });\n"
     "}\n"

@@ -117,6 +117,16 @@ const puppeteer = require("puppeteer-core");
       wrong.push(k + ":" + l + ":" + h + " not marked as the one shown");
   }
   check(!wrong.length, "model view: each of " + clicked + " thumbnails opens its head and is marked shown: " + wrong.slice(0, 3).join("; "));
+  // the view a box opens slides in (its animation), unless the system asks for reduced motion
+  const anim = () => tab.evaluate(() => { const v = document.getElementById("view"); return getComputedStyle(v).animationName + " " + getComputedStyle(v).animationDuration; });
+  const sq = '#overview .ov-head[data-attn="' + kinds[0] + '"][data-layer="0"][data-head="0"]';
+  await click(sq);
+  const moving = await anim();
+  await tab.emulateMediaFeatures([{ name: "prefers-reduced-motion", value: "reduce" }]);
+  await click(sq);
+  const still = await anim();
+  await tab.emulateMediaFeatures([]);
+  check(moving === "ov-in 0.3s" && still === "none 0s", "overview: the view a box opens slides in (" + moving + "), not when motion is to be reduced (" + still + ")");
   // the thumbnail's pixels are its head's weights: the brightest cell of each row where the JSON's largest weight is
   wrong = [];
   const px = await tab.evaluate(() => [...document.querySelectorAll("#model-view .mv-thumb")].map(el => {

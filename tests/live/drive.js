@@ -31,6 +31,7 @@ const puppeteer = require("puppeteer-core");
 async function open(page, query) {
   const browser = await puppeteer.launch({
     executablePath: "/usr/bin/chromium", headless: true,
+    protocolTimeout: 1800000, // a page that runs its program on its own thread answers only when the run ends
     args: ["--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9", "--window-size=1200,1400"],
   });
   const tab = await browser.newPage();
@@ -59,27 +60,26 @@ async function train(page, steps, stopAt, dom) {
   const seen = [];
   let stopped = false;
   for (;;) {
-    const s = await tab.evaluate(() => ({
-      progress: document.getElementById("live-progress").textContent,
-      running: !document.getElementById("live-stop").disabled,
-      status: document.getElementById("live-status").textContent,
-      error: document.getElementById("live-error").textContent,
-    }));
+    // (a page without progress, stop or error line, which ran on its own
+    // thread, reads as none: its run ends with its status)
+    const s = await tab.evaluate(() => {
+      const text = id => (document.getElementById(id) || { textContent: "" }).textContent;
+      return { progress: text("live-progress"), running: !!document.getElementById("live-stop") && !document.getElementById("live-stop").disabled,
+        status: text("live-status"), error: text("live-error") };
+    });
     if (s.progress && seen[seen.length - 1] !== s.progress) seen.push(s.progress);
     const m = /step (\d+) of/.exec(s.progress);
     if (stopAt && !stopped && m && Number(m[1]) >= stopAt) { await tab.click("#live-stop"); stopped = true; }
-    if (!s.running && !/^running/.test(s.status) && (seen.length || s.error)) break;
+    if (!s.running && !/^running/.test(s.status) && (seen.length || s.error || s.status)) break;
     await new Promise(r => setTimeout(r, 1000));
   }
-  const r = await tab.evaluate(t0 => ({
-    long: window.__long.filter(e => e.at >= t0),
-    ms: performance.now() - t0,
-    status: document.getElementById("live-status").textContent,
-    progress: document.getElementById("live-progress").textContent,
-    error: document.getElementById("live-error").textContent,
-    json: document.getElementById("live-json").textContent,
-    trained: Number(document.body.dataset.live_trained || 0),
-  }), t0);
+  const r = await tab.evaluate(t0 => {
+    const text = id => (document.getElementById(id) || { textContent: "" }).textContent;
+    return { long: window.__long.filter(e => e.at >= t0), ms: performance.now() - t0, status: text("live-status"),
+      progress: text("live-progress"), error: text("live-error"), json: text("live-json"),
+      // the run's end as the page says it, else now (the run was seen to end)
+      trained: Number(document.body.dataset.live_trained || performance.now()) };
+  }, t0);
   if (dom) require("fs").writeFileSync(dom, await tab.content());
   r.seen = seen;
   r.console = console_;

@@ -56,7 +56,10 @@ async function train(page, steps, stopAt, dom) {
   const { browser, tab, console_ } = await open(page);
   await setBox(tab, "live-train", String(steps));
   const t0 = await tab.evaluate(() => performance.now());
-  await tab.click("#live-run");
+  // "run" clicked from a task of the page's own: the answer comes once that
+  // task ends, at once when the run goes to a worker, at the run's end when
+  // the page runs it on its own thread (a mouse click then never got its)
+  await tab.evaluate(() => new Promise(done => setTimeout(() => { done(); document.getElementById("live-run").click(); }, 0)));
   const seen = [];
   let stopped = false;
   for (;;) {

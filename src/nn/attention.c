@@ -18,7 +18,6 @@
  * Invariant: both build the same function; tests/test_textbook.c checks
  * values and every gradient against each other in double.  Gradients come
  * from the ops' backward functions (autodiff over the tape). */
-#include "kernels/kernels.h" /* AG__FLASH_KEYS: where the fused node stops keeping P */
 #include "nn/nn_internal.h"
 
 #include <math.h>
@@ -333,6 +332,10 @@ static ag_tensor *causal_shared(ag_graph *g, int T, int S)
     return *slot = ag_causal_mask(g, T, S);
 }
 
+/* Keys up to which the fused node keeps P [T, S] (the kernels' seam,
+ * AG__FLASH_KEYS); past it, its rows keep their max and sum alone. */
+enum { KEPT_KEYS = 256 };
+
 static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, const ag__rows *rq, ag_tensor *x_kv,
                            const ag__rows *rkv, ag_tensor *mask, double fill, ag_tensor **weights, ag_tensor *res)
 {
@@ -359,7 +362,7 @@ static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, c
      * three nodes run faster than recomputing it): causal is a [T, S]
      * mask, with the caller's (both 0/1: their product allows what both
      * allow); otherwise a rule of the one node, dropout drawn inside */
-    bool kept = m->textbook || weights || (p > 0 && k->shape[1] <= AG__FLASH_KEYS);
+    bool kept = m->textbook || weights || (p > 0 && k->shape[1] <= KEPT_KEYS);
     if (m->causal && kept) {
         ag_tensor *causal = causal_shared(g, q->shape[1], k->shape[1]);
         mask = mask ? ag_mul(g, mask, causal) : causal;

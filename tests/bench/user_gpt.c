@@ -9,9 +9,11 @@
  *   user_gpt [--rounds N]   GPT-2 small's body (C 768, L 12, H 12, F 3072,
  *                           V 65), B 1, one thread: at T 2048 the user's
  *                           GPT with dropout 0.1 on the attention weights
- *                           and without (and with its MLP as an
- *                           ag_ffn_layer), ag_gpt without and with dropout
- *                           0.1; at T 8192 one step of each model.  Each
+ *                           and without (and with the residual forms,
+ *                           ag_linear_layer_forward_add and
+ *                           ag_ffn_layer_forward_add), ag_gpt without and
+ *                           with dropout 0.1; at T 8192 one step of each
+ *                           model (the user's with the residual forms).  Each
  *                           configuration runs in a process of its own (its
  *                           peak RSS is its own), in turn, N rounds (1).
  *                           A markdown table on stdout (make bench-user-gpt).
@@ -308,13 +310,13 @@ static int table(int smoke, int rounds)
 {
     int T = smoke ? 320 : 2048, T_long = smoke ? 640 : 8192, steps = 3;
     row rows[] = {
-        {.what = "user GPT, attention dropout 0.1", .cfg = {0, T, steps, 0.1, smoke}},
-        {.what = "user GPT, no dropout", .cfg = {0, T, steps, 0, smoke}},
-        {.what = "user GPT, MLP as ag_ffn_layer, attention dropout 0.1", .cfg = {0, T, steps, 0.1, smoke, 1}},
-        {.what = "ag_gpt, no dropout", .cfg = {1, T, steps, 0, smoke}},
-        {.what = "ag_gpt, dropout 0.1 (embedding, attention, residuals)", .cfg = {1, T, steps, 0.1, smoke}},
-        {.what = "user GPT, no dropout", .cfg = {0, T_long, 1, 0, smoke}},
-        {.what = "ag_gpt, no dropout", .cfg = {1, T_long, 1, 0, smoke}},
+        {.what = "user GPT, attention dropout 0.1", .cfg = {0, T, steps, 0.1, smoke, 0}},
+        {.what = "user GPT, no dropout", .cfg = {0, T, steps, 0, smoke, 0}},
+        {.what = "user GPT, residual forms, attention dropout 0.1", .cfg = {0, T, steps, 0.1, smoke, 1}},
+        {.what = "ag_gpt, no dropout", .cfg = {1, T, steps, 0, smoke, 0}},
+        {.what = "ag_gpt, dropout 0.1 (embedding, attention, residuals)", .cfg = {1, T, steps, 0.1, smoke, 0}},
+        {.what = "user GPT, residual forms, no dropout", .cfg = {0, T_long, 1, 0, smoke, 1}},
+        {.what = "ag_gpt, no dropout", .cfg = {1, T_long, 1, 0, smoke, 0}},
     };
     enum { NROWS = sizeof rows / sizeof rows[0] };
     char load0[64], load1[64];
@@ -345,9 +347,9 @@ static int table(int smoke, int rounds)
           median(rows[3].cpu, rows[3].n));
     ratio("user GPT's step without dropout / ag_gpt's without (CPU)", median(rows[1].cpu, rows[1].n),
           median(rows[3].cpu, rows[3].n));
-    ratio("user GPT's peak RSS, MLP as ag_ffn_layer, attention dropout / ag_gpt's without", rows[2].rss_mb,
+    ratio("user GPT's peak RSS, residual forms, attention dropout / ag_gpt's without", rows[2].rss_mb,
           rows[3].rss_mb);
-    ratio("user GPT's step, MLP as ag_ffn_layer, attention dropout / ag_gpt's without (CPU)",
+    ratio("user GPT's step, residual forms, attention dropout / ag_gpt's without (CPU)",
           median(rows[2].cpu, rows[2].n), median(rows[3].cpu, rows[3].n));
     for (int i = 5; i < NROWS; i++)
         if (!rows[i].failed)
@@ -409,7 +411,8 @@ static void check_same_model(void)
     um.ffn_layer = 1;
     loss = user_gpt_loss(g, &um, ids, targets, 1);
     um.ffn_layer = 0;
-    snprintf(what, sizeof what, "the MLP as ag_ffn_layer: loss %.7f (within 1e-5)", loss ? loss->data[0] : NAN);
+    snprintf(what, sizeof what, "the residual forms (the layers' _forward_add): loss %.7f (within 1e-5)",
+             loss ? loss->data[0] : NAN);
     expect(loss && fabs(loss->data[0] - want) <= 1e-5 * fabs(want), what);
     ag_graph_reset(g);
     loss = user_gpt_loss(g, &ud, ids, targets, 1);

@@ -22,7 +22,7 @@ CC=${CC:-cc}
 table() {
     cat << 'EOF'
 h:criterion/criterion.h        libcriterion-dev        test  the Criterion suites (criterion-f32, criterion-f64)
-/usr/bin/python3               python3                 test  explorer-test, live-test, ladder-test, translate-test, saturation-test
+/usr/bin/python3               python3                 test  explorer-test, live-test, ladder-test, translate-test, saturation-test, bf16-quality-test
 chromium                       chromium                test  explorer-test, live-test, pictures-test
 node                           nodejs                  test  pictures-test (tests/pictures/wasi_run.js), live-test
 npm                            npm                     test  live-test (puppeteer-core, from the npm registry, drives chromium)

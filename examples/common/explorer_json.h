@@ -175,16 +175,18 @@ static inline int json_attention_map(FILE *f, ag_graph *g, const ag_tensor *P, i
  * translator's E[id] * sqrt(C)), pos the positions (learned or
  * sinusoidal), x their sum, what the first block reads; each T x C values.
  * The lookup is followed, node by node, to the add that takes it.  0, or 1
- * when g holds no such lookup. */
-static inline int explorer_embedding(const ag_graph *g, const ag_tensor *table, const ag_tensor **tok,
-                                     const ag_tensor **pos, const ag_tensor **x)
+ * when g holds no such lookup.  explorer_embedding_at(.., last = 1, ..):
+ * the last lookup (of the last forward on g). */
+static inline int explorer_embedding_at(const ag_graph *g, const ag_tensor *table, int last, const ag_tensor **tok,
+                                        const ag_tensor **pos, const ag_tensor **x)
 {
-    int n = ag_graph_node_count(g), i = 0;
+    int n = ag_graph_node_count(g), i = 0, from = n;
     const ag_tensor *y = NULL;
-    for (; i < n && !y; i++) {
+    for (; i < n && (last || !y); i++) {
         const ag_tensor *t = ag_graph_node(g, i);
-        if (t->op == AG_OP_EMBEDDING && t->src[0] == table) y = t;
+        if (t->op == AG_OP_EMBEDDING && t->src[0] == table) y = t, from = i + 1;
     }
+    i = from;
     for (; i < n && y; i++) {
         const ag_tensor *t = ag_graph_node(g, i);
         if (t->nsrc < 1 || t->src[0] != y) continue;
@@ -195,6 +197,11 @@ static inline int explorer_embedding(const ag_graph *g, const ag_tensor *table, 
         y = t; /* the scale by sqrt(C) */
     }
     return 1;
+}
+static inline int explorer_embedding(const ag_graph *g, const ag_tensor *table, const ag_tensor **tok,
+                                     const ag_tensor **pos, const ag_tensor **x)
+{
+    return explorer_embedding_at(g, table, 0, tok, pos, x);
 }
 
 /* The hidden units act(W1 x + b1) of the feed-forward layer f on g: the

@@ -12,7 +12,7 @@
  * layer's attention entropy at each evaluation, and writes the training
  * page. */
 #include "gpt.h"
-#include "../common/explorer_json.h"
+#include "../common/explorer_stream.h"
 #include "../common/live_page.h"
 
 /* A character as a label: itself, or a visible stand-in for a space, a
@@ -60,7 +60,8 @@ int attention_entropy(const model *m, const int *ids, int T, double *out)
 
 /* The embeddings, the feed-forward layers and the next character's
  * distribution of window win[0..T) (labels lab), after blocks() on g: the
- * page's "embeddings", "ffn" and "output".  Row t predicts character
+ * page's "embeddings", "ffn" and "output"; and "norms" and "residuals"
+ * (explorer_stream.h).  Row t predicts character
  * t + 1. */
 static int explore_inside(const model *m, ag_graph *g, FILE *f, const int *win, int T, const char *const *lab)
 {
@@ -86,6 +87,12 @@ static int explore_inside(const model *m, ag_graph *g, FILE *f, const int *win, 
     fprintf(f, "],\n\"output\": ");
     json_output(f, logits->data, probs->data, T, V, vocab, lab, next, "the text");
     if (bad) fprintf(stderr, "%s: --html: the embeddings or a feed-forward layer are not on the graph\n", prog);
+    /* the layer norms and residual adds of ag_gpt_forward's pass (the one with the final norm) */
+    static const char *const self[] = {"self"};
+    const ag_tensor *tok, *pos, *x = NULL;
+    explorer_embedding_at(g, m->net.embedding.tokens, 1, &tok, &pos, &x);
+    explorer_stack st = {"blocks", "block", self, 1, m->cfg.layers, 1, 1, 1, m->net.norm.eps, lab, T};
+    bad |= json_streams(f, g, &x, &st, 1, prog);
     free(next), free(vbuf), free(vocab);
     return bad;
 }

@@ -2,13 +2,14 @@
  * of one rung, trained as the table trains it, reading one line of text
  * (--input TEXT; its last `context` characters): for each layer and head the
  * attention weights, the scores and the queries and keys they came from
- * (ag_attention_qk), and the next character's distribution at each
- * position.  --json FILE: the page's data alone ("-": stdout); --live PAGE:
+ * (ag_attention_qk), the next character's distribution at each
+ * position, and (from rung 6, residual) the residual adds and the layer
+ * norms (explorer_stream.h).  --json FILE: the page's data alone ("-": stdout); --live PAGE:
  * the page that trains the rung again, for the steps asked in it, and reads
  * the line typed in it, running this program compiled to WebAssembly
  * (make wasm) on the text file it holds. */
 #include "ladder.h"
-#include "../common/explorer_json.h"
+#include "../common/explorer_stream.h"
 #include "../common/live_page.h"
 
 #define TITLE "attograd explorer: a rung of the ladder"
@@ -77,6 +78,14 @@ static int write_data(FILE *f, ag_graph *g, const ladder_model *m, const text *t
     if (!probs) return 1;
     fprintf(f, "],\n\"output\": ");
     json_output(f, logits->data, probs->data, T, V, vocab, labs, next, "the line");
+    if (c->rung >= RESIDUAL) { /* the residual stream: its adds, and its layer norms from rung 7 on */
+        static const char *const self[] = {"self"};
+        const ag_tensor *tok, *pos, *x = NULL;
+        explorer_stack st = {"blocks", "block", self, 1, c->layers, c->rung >= FEED_FORWARD, c->rung == PRE_NORM,
+                             c->rung >= POST_NORM, c->rung >= POST_NORM ? m->layers[0].norm1.eps : 0, labs, T};
+        explorer_embedding(g, m->tokens, &tok, &pos, &x);
+        if (json_streams(f, g, &x, &st, 1, prog)) return 1;
+    }
     fprintf(f, "}]}\n");
     return 0;
 }
@@ -94,8 +103,7 @@ int explore_rung(const ladder_model *m, const text *t, const explore_opts *o)
     ag_graph *g = ag_graph_new();
     explorer_out x = {0};
     if (!g) return fprintf(stderr, "%s: out of memory\n", prog), 1;
-    ag_graph_set_grad(g, 0);
-    ag_graph_set_training(g, 0);
+    ag_graph_set_training(g, 0); /* grad mode kept: the tape holds the nodes the page reads (explorer_stream.h) */
     ag_tensor *logits = ladder_forward(g, m, ids, 1, T, w); /* [1, T, V] */
     if (!logits || !explorer_open(&x, prog)) {
         if (!logits) fprintf(stderr, "%s: %s\n", prog, ag_graph_error(g));

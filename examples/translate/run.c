@@ -23,7 +23,7 @@
  * of W_o to 0.  Its weights are still computed and drawn; what the layer
  * passes on no longer holds them, so the translation may change. */
 #include "translate.h"
-#include "../common/explorer_json.h"
+#include "../common/explorer_stream.h"
 #include "../common/live_page.h"
 
 #include <errno.h>
@@ -187,7 +187,7 @@ static int write_attention(const model *m, ag_graph *g, const char *dir, int ind
 
 /* The embeddings, the feed-forward layers and the output of a traced
  * sentence (on g), for the explorer's other views: "embeddings", "ffn",
- * "output".  Row t of the decoder predicts target token t + 1: the
+ * "output", "norms" and "residuals" (explorer_stream.h).  Row t of the decoder predicts target token t + 1: the
  * translation's, then <eos> (greedy decoding stops there, or at max_len). */
 static int explore_inside(const model *m, ag_graph *g, FILE *f, const traced *tr, const char *const *out, int no)
 {
@@ -221,6 +221,15 @@ static int explore_inside(const model *m, ag_graph *g, FILE *f, const traced *tr
     json_output(f, tr->logits->data, probs->data, T, V, vocab, tr->tgt_lab, next, "the translation, then <eos>");
     free(vocab);
     if (bad) fprintf(stderr, "%s: --html: the embeddings or a feed-forward layer are not on the graph\n", prog);
+    static const char *const enc[] = {"encoder"}, *const dec[] = {"decoder", "cross"};
+    const ag_seq2seq_config *c = &m->cfg;
+    double eps = m->net.enc[0].norm1.eps;
+    const explorer_stack st[2] = {{"encoder", "encoder block", enc, 1, c->layers, 1, c->pre_norm, 1, eps, tr->src_lab, S},
+                                  {"decoder", "decoder block", dec, 2, c->layers, 1, c->pre_norm, 1, eps, tr->tgt_lab, T}};
+    const ag_tensor *tok, *pos, *x[2] = {NULL, NULL};
+    explorer_embedding(g, m->net.src_embedding, &tok, &pos, &x[0]);
+    explorer_embedding(g, m->net.tgt_embedding, &tok, &pos, &x[1]);
+    bad |= json_streams(f, g, x, st, 2, prog);
     return bad;
 }
 

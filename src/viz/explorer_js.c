@@ -4,7 +4,7 @@
  * selection, and builds the page from the drawing functions' HTML.  Three
  * pages, by data.kind:
  *
- *   attention  controls (input, view) and four views of one input:
+ *   attention  controls (input, view) and six views of one input:
  *              attention  the head's weights (#heatmap, one colour scale for
  *                         every head of the layer, masked cells hatched, what
  *                         each row predicts), every head of the layer, the
@@ -13,6 +13,11 @@
  *              embeddings token, position and their sum (#emb-token,
  *                         #emb-position, #emb-sum), tokens x dimensions
  *              ffn        a layer's hidden units per token (#ffn-map)
+ *              norms      a layer norm: x, (x - mean) / sqrt(var + eps), y,
+ *                         each row's mean and std (#norm-x, #norm-xhat,
+ *                         #norm-y, #norm-stats), gamma's and beta's range
+ *              residuals  a residual add: x, f(x), the sum (and the norm
+ *                         after it, post-norm) (#res-x, #res-f, #res-sum)
  *              output     the top 5 next tokens per position (#output)
  *   backward   P and the gradients, a heatmap each with labels, one colour
  *              scale per group of comparable panels, its formula, its op
@@ -54,7 +59,8 @@ const char ag__explorer_js[] =
     "function labelsFor(n) { return n <= 32 ? 1 : n <= 64 ? 4 : 8; }\n"
     "\n"
     "// ---- the attention page: views of one input ------------------------------------------\n"
-    "const VIEWS = [[\"attention\", \"attention\"], [\"embeddings\", \"embeddings\"], [\"ffn\", \"feed-forward\"], [\"output\", \"next-token distribution\"]];\n"
+    "const VIEWS = [[\"attention\", \"attention\"], [\"embeddings\", \"embeddings\"], [\"ffn\", \"feed-forward\"], [\"output\", \"next-token distribution\"],\n"
+    "  [\"norms\", \"layer norm\"], [\"residuals\", \"residual add\"]];\n"
     "const state = {};\n"
     "function attentionPage() {\n"
     "  const inputs = data.inputs;\n"
@@ -66,6 +72,8 @@ const char ag__explorer_js[] =
     "  state.token = pick(\"token\", 1 << 20, 0);\n"
     "  state.emb = pick(\"emb\", 1 << 20, 0);\n"
     "  state.ffn = pick(\"ffn\", 1 << 20, 0);\n"
+    "  state.norm = pick(\"norm\", 1 << 20, 0);\n"
+    "  state.res = pick(\"res\", 1 << 20, 0);\n"
     "  state.bar = document.createElement(\"div\");\n"
     "  state.bar.className = \"controls\";\n"
     "  state.out = document.createElement(\"div\");\n"
@@ -85,6 +93,8 @@ const char ag__explorer_js[] =
     "  if (view === \"attention\") html = drawAttention(bar, again);\n"
     "  else if (view === \"embeddings\") html = drawEmbeddings(input, bar, again);\n"
     "  else if (view === \"ffn\") html = drawFfn(input, bar, again);\n"
+    "  else if (view === \"norms\") html = drawNorms(input, bar, again);\n"
+    "  else if (view === \"residuals\") html = drawResiduals(input, bar, again);\n"
     "  else html = drawOutput(input);\n"
     "  state.bar.replaceChildren(...bar);\n"
     "  state.out.innerHTML = said(input) + '<div id=\"view\" data-view=\"' + view + '\">' + html + \"</div>\";\n"
@@ -248,6 +258,66 @@ const char ag__explorer_js[] =
     "    id: \"ffn-map\", scale: scale, rows: f.rows, cols: units, rowAxis: \"token\", colAxis: \"hidden unit\", cell: pixelsFor(F), labelEvery: labelsFor(F), digits: 0,\n"
     "    cellAttrs: (r, c) => ' data-value=\"' + f.values[r][c] + '\"', after: { title: \"> 0\", labels: active.map(String) }\n"
     "  });\n"
+    "}\n"
+    "\n"
+    "// ---- the residual stream: a layer norm, a residual add, per token ------------------------\n"
+    "// A sublayer's name, from the page's maps: \"decoder cross-attention\", or the feed-forward layer.\n"
+    "function subName(input, sub) {\n"
+    "  if (sub === \"ffn\") return \"feed-forward layer\";\n"
+    "  const m = input.maps.find(x => x.kind === sub);\n"
+    "  return m ? m.name : sub;\n"
+    "}\n"
+    "function normName(input, e) {\n"
+    "  if (e.at === \"final\") return \"the final layer norm\" + (e.stack === \"blocks\" ? \"\" : \" of the \" + e.stack);\n"
+    "  return e.block + \" \" + e.layer + \": the layer norm \" + (e.at === \"before\" ? \"before the \" : \"after the residual add of the \") + subName(input, e.sublayer);\n"
+    "}\n"
+    "function resName(input, e) { return e.block + \" \" + e.layer + \": x + \" + subName(input, e.sublayer); }\n"
+    "const range = v => fmt(Math.min(...v), 3) + \" to \" + fmt(Math.max(...v), 3);\n"
+    "// One grid of the stream and its legend: its own colour scale, or the one given; data-value on each cell.\n"
+    "function streamPanel(id, title, values, rows, C, after, shared) {\n"
+    "  const scale = shared || makeScale(\"diverging\", [values], \"value\"), dims = [...Array(C).keys()].map(String);\n"
+    "  return '<div class=\"panel\"><h3>' + esc(title) + \"</h3>\" + drawLegend(scale, { id: \"legend-\" + id }) + drawHeatmap(values, {\n"
+    "    id: id, scale: scale, rows: rows, cols: dims, rowAxis: \"token\", colAxis: \"dimension\", cell: pixelsFor(C), labelEvery: labelsFor(C), digits: 0,\n"
+    "    cellAttrs: (r, c) => ' data-value=\"' + values[r][c] + '\"', after: after }) + \"</div>\";\n"
+    "}\n"
+    "function drawNorms(input, bar, again) {\n"
+    "  const list = input.norms;\n"
+    "  state.norm = Math.min(state.norm, list.length - 1);\n"
+    "  bar.push(select(\"layer norm\", \"norm\", list.map(e => normName(input, e)), state.norm, again(v => { state.norm = v; })));\n"
+    "  const e = list[state.norm], C = e.x[0].length;\n"
+    "  const xhat = e.x.map((r, t) => r.map(v => (v - e.mean[t]) / Math.sqrt(e.std[t] * e.std[t] + e.eps)));\n"
+    "  let s = '<div id=\"selected\" data-norm=\"' + state.norm + '\" data-stack=\"' + esc(e.stack) + '\" data-layer=\"' + e.layer + '\" data-sublayer=\"' +\n"
+    "    esc(e.sublayer) + '\" data-at=\"' + esc(e.at) + '\"><h2>' + esc(normName(input, e)) + '</h2><p class=\"formula\">y = (x &minus; mean) / &radic;(var + eps) &middot; gamma + beta' +\n"
+    "    ' (eps = ' + e.eps + ')</p><p class=\"note\">Each token\\'s row on its own: its C = ' + C + \" values are shifted to mean 0 and scaled to variance 1 \" +\n"
+    "    \"(the middle grid), then dimension d is scaled by gamma[d] and shifted by beta[d], both learned: gamma from \" + range(e.gamma) +\n"
+    "    \", beta from \" + range(e.beta) + \". The table gives each row's mean and standard deviation &radic;var.</p></div>\";\n"
+    "  s += '<div class=\"row\"><table class=\"nums\" id=\"norm-stats\"><tr><th>token</th><th>mean of x</th><th>std of x</th><th>largest |y|</th></tr>' + e.rows.map((r, t) =>\n"
+    "    '<tr data-row=\"' + t + '\" data-mean=\"' + e.mean[t] + '\" data-std=\"' + e.std[t] + '\"><th>' + esc(r) + \"</th><td>\" + fmt(e.mean[t], 4) +\n"
+    "    \"</td><td>\" + fmt(e.std[t], 4) + \"</td><td>\" + fmt(absMax([e.y[t]]), 3) + \"</td></tr>\").join(\"\") + \"</table>\";\n"
+    "  return s + '<div class=\"panels\">' + streamPanel(\"norm-x\", \"x, what the norm reads\", e.x, e.rows, C) +\n"
+    "    streamPanel(\"norm-xhat\", \"x\\u0302 = (x \\u2212 mean) / \\u221a(var + eps): mean 0, variance 1\", xhat, e.rows, C) +\n"
+    "    streamPanel(\"norm-y\", \"y = x\\u0302 \\u00b7 gamma + beta, what it passes on\", e.y, e.rows, C) + \"</div></div>\";\n"
+    "}\n"
+    "function drawResiduals(input, bar, again) {\n"
+    "  const list = input.residuals;\n"
+    "  state.res = Math.min(state.res, list.length - 1);\n"
+    "  bar.push(select(\"residual add\", \"res\", list.map(e => resName(input, e)), state.res, again(v => { state.res = v; })));\n"
+    "  const e = list[state.res], C = e.x[0].length, sub = subName(input, e.sublayer);\n"
+    "  const n = (input.norms || []).find(x => x.at === \"after\" && x.stack === e.stack && x.layer === e.layer && x.sublayer === e.sublayer);\n"
+    "  const size = r => Math.sqrt(r.reduce((a, v) => a + v * v, 0));\n"
+    "  let s = '<div id=\"selected\" data-res=\"' + state.res + '\" data-stack=\"' + esc(e.stack) + '\" data-layer=\"' + e.layer + '\" data-sublayer=\"' +\n"
+    "    esc(e.sublayer) + '\" data-norm=\"' + (n ? input.norms.indexOf(n) : \"\") + '\"><h2>' + esc(resName(input, e)) + '</h2><p class=\"formula\">' +\n"
+    "    (n ? \"y = LayerNorm(x + f(x))\" : \"x + f(x)\") + ', f the ' + esc(sub) + '</p><p class=\"note\">The residual stream x (each token\\'s row as ' +\n"
+    "    \"the sublayers before this one left it) goes round the \" + esc(sub) + \", whose output f(x) is added to it, token by token: the sum is what \" +\n"
+    "    (n ? \"the layer norm after the add reads (post-norm; the last grid is its output).\" : \"the next sublayer reads.\") +\n"
+    "    (e.how === \"linear_add\" ? \" The model adds x inside the sublayer's last projection (one op, linear_add), so f is shown as the sum minus x.\" : \"\") +\n"
+    "    \" The last column of the sum: |f| / |x| per token, how much the sublayer changed the row. One colour scale for x, f and the sum.</p></div>\";\n"
+    "  const one = makeScale(\"diverging\", [e.x, e.f, e.sum], \"value (one scale)\");\n"
+    "  s += '<div class=\"panels\">' + streamPanel(\"res-x\", \"x, the residual stream\", e.x, e.rows, C, null, one) +\n"
+    "    streamPanel(\"res-f\", \"+ f(x), the \" + sub, e.f, e.rows, C, null, one) +\n"
+    "    streamPanel(\"res-sum\", \"= x + f(x)\", e.sum, e.rows, C, { title: \"|f| / |x|\", labels: e.f.map((r, t) => fmt(size(r) / size(e.x[t]), 3)) }, one);\n"
+    "  if (n) s += streamPanel(\"res-norm\", \"LayerNorm(x + f(x))\", n.y, e.rows, C);\n"
+    "  return s + \"</div>\";\n"
     "}\n"
     "\n"
     "// ---- the output: the next token's distribution, top 5 per position --------------------\n"

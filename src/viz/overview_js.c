@@ -10,7 +10,9 @@
  *               residual adds, feed-forward layer, the output and its
  *               probabilities, the encoder's output to every
  *               cross-attention.  A box with numbers on the page opens its
- *               view (data-open); the selected token's path is red
+ *               view (data-open: a layer norm and a residual add their
+ *               entry of the input's "norms" and "residuals"); the
+ *               selected token's path is red
  *   model view  every layer x head of every attention kind as a
  *               thumbnail of its weights (bertviz's model view); a click
  *               opens that head; a head switched off (data.heads_off) is
@@ -78,19 +80,26 @@ const char ag__overview_js[] =
     "// What the boxes of one block are, top to bottom: for each attention, its\n"
     "// layer norm (pre-norm), Q/K/V, the heads, the residual add (and norm,\n"
     "// post-norm); then the feed-forward layer the same way.\n"
+    "// A layer norm's or a residual add's view: the entry of input.norms or\n"
+    "// input.residuals of that stack, block and sublayer (null: none on the page).\n"
+    "function streamOpen(input, list, st, l, sub, at) {\n"
+    "  const i = (input[list] || []).findIndex(e => e.stack === st.id && e.layer === l && e.sublayer === sub && (!at || e.at === at));\n"
+    "  return i < 0 ? null : list === \"norms\" ? { view: \"norms\", norm: i } : { view: \"residuals\", res: i };\n"
+    "}\n"
     "function blockBoxes(st, l, cfg, input) {\n"
     "  const b = [], pre = !!cfg.pre_norm, res = cfg.residual === undefined || !!cfg.residual, norm = cfg.norm === undefined || !!cfg.norm;\n"
-    "  const add = () => { if (res) b.push({ ov: \"add\", label: norm && !pre ? \"add & layer norm\" : \"+ x (residual)\" }); };\n"
+    "  const add = sub => { if (res) b.push({ ov: \"add\", label: norm && !pre ? \"add & layer norm\" : \"+ x (residual)\", open: streamOpen(input, \"residuals\", st, l, sub) }); };\n"
+    "  const ln = sub => { if (pre) b.push({ ov: \"ln\", label: \"layer norm\", open: streamOpen(input, \"norms\", st, l, sub, \"before\") }); };\n"
     "  st.attn.forEach(a => {\n"
-    "    if (pre) b.push({ ov: \"ln\", label: \"layer norm\" });\n"
+    "    ln(a[0]);\n"
     "    b.push({ ov: \"qkv\", label: (a[0] === \"cross\" ? \"Q; K, V from the encoder\" : \"Q, K, V (\" + cfg.heads + \" heads)\") + (cfg.qk_norm ? \", QK-norm\" : \"\"), open: { view: \"attention\", attn: a[0], layer: l, head: 0, at: \"neuron\" } });\n"
     "    b.push({ ov: \"heads\", label: a[1], attn: a[0], layer: l });\n"
-    "    add();\n"
+    "    add(a[0]);\n"
     "  });\n"
     "  if (!cfg.ffn) return b; // no feed-forward layer: the ladder's rungs 3 and 4\n"
-    "  if (pre) b.push({ ov: \"ln\", label: \"layer norm\" });\n"
+    "  ln(\"ffn\");\n"
     "  b.push({ ov: \"ffn\", label: \"feed-forward (F \" + cfg.ffn + \")\", open: input.ffn ? { view: \"ffn\", ffn: st.ffn + l } : null });\n"
-    "  add();\n"
+    "  add(\"ffn\");\n"
     "  return b;\n"
     "}\n"
     "function inputBoxes(st, input, cfg) {\n"
@@ -101,7 +110,7 @@ const char ag__overview_js[] =
     "    { ov: \"pos\", label: \"+ \" + (cfg.positions || \"\") + \" position\", open: open }];\n"
     "}\n"
     "function outputBoxes(st, cfg, input) {\n"
-    "  const b = cfg.pre_norm ? [{ ov: \"ln\", label: \"final layer norm\" }] : [];\n"
+    "  const b = cfg.pre_norm ? [{ ov: \"ln\", label: \"final layer norm\", open: streamOpen(input, \"norms\", st, -1, \"final\", \"final\") }] : [];\n"
     "  if (!st.output) return b.concat([{ ov: \"enc-out\", label: \"to every cross-attention\" }]);\n"
     "  const open = input.output ? { view: \"output\" } : null;\n"
     "  return b.concat([{ ov: \"out\", label: \"linear: logits (V \" + cfg.vocab + \")\", open: open },\n"
@@ -114,6 +123,8 @@ const char ag__overview_js[] =
     "  if (view === \"attention\") { const m = currentMap().m; return m.kind === o.attn && state.layer === o.layer; }\n"
     "  if (view === \"ffn\") return state.ffn === o.ffn;\n"
     "  if (view === \"embeddings\") return state.emb === o.emb;\n"
+    "  if (view === \"norms\") return state.norm === o.norm;\n"
+    "  if (view === \"residuals\") return state.res === o.res;\n"
     "  return true;\n"
     "}\n"
     "// The side of the selected token: the query side of the attention kind shown.\n"
@@ -287,6 +298,8 @@ const char ag__overview_js[] =
     "  }\n"
     "  if (o.ffn !== undefined) state.ffn = o.ffn;\n"
     "  if (o.emb !== undefined) state.emb = o.emb;\n"
+    "  if (o.norm !== undefined) state.norm = o.norm;\n"
+    "  if (o.res !== undefined) state.res = o.res;\n"
     "  draw();\n"
     "  document.getElementById(\"view\").classList.add(\"ov-opened\"); // it slides in\n"
     "  const to = document.getElementById(o.at || \"selected\") || document.getElementById(\"view\");\n"

@@ -19,6 +19,11 @@
 //     line's weight and opacity the JSON's weight; hovering a token keeps
 //     its lines only (the others nearly transparent);
 //   - the selected token's path: its chip marked, the red path in its stack;
+//   - every layer-norm and residual box opens its view: the grids are the
+//     JSON's; a layer norm's mean and std per row, recomputed from its x,
+//     are the page's, its normalised rows have mean 0 and variance
+//     var/(var + eps), and y = x-hat * gamma + beta; a residual's sum is
+//     x + f, post-norm the layer norm of the sum shown after it;
 //   - OFF (a head's name, kind:layer:head, switched off when the page was
 //     made): that head's thumbnail and square, and only those, marked off.
 "use strict";
@@ -200,6 +205,69 @@ const puppeteer = require("puppeteer-core");
   check(s.sel.token === "1" && JSON.stringify(path.chip) === '["0:1"]' && path.red[0] > 0 && path.red.slice(1).every(n => n === 0) &&
     (!two || s.sel.attn === "encoder"), "token path: token 1 of the first stack chosen by its chip: the view follows it (" + s.sel.attn +
     "), its path red in its stack only (" + path.red.join(", ") + ")");
+
+  // ---- the layer norms and residual adds: each box opens its view, its numbers recomputed ----
+  const near = (a, b, tol) => Math.abs(a - b) <= tol * (1 + Math.abs(b));
+  const grid = id => tab.evaluate(id => [...document.querySelectorAll("#" + id + " tr")].filter(r => r.querySelector("td[data-value]"))
+    .map(r => [...r.querySelectorAll("td[data-value]")].map(td => Number(td.dataset.value))), id);
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  const streamBoxes = await tab.evaluate(() => [...document.querySelectorAll('#overview [data-ov="ln"], #overview [data-ov="add"]')].map((g, i) =>
+    ({ ov: g.dataset.ov, i: i, open: g.dataset.open ? JSON.parse(g.dataset.open) : null, label: g.textContent })));
+  const norms = input.norms || [], residuals = input.residuals || [];
+  check(streamBoxes.every(b => b.open), "overview: every layer norm and residual box opens a view (" + streamBoxes.filter(b => b.open).length + " of " + streamBoxes.length + ")");
+  check(norms.length === count("ln") + (cfg.pre_norm || cfg.norm === 0 || !residual ? 0 : count("add")) && residuals.length === (residual ? count("add") : 0),
+    "the JSON: a layer norm per layer-norm box (and per add & norm, post-norm): " + norms.length + ", a residual per add box: " + residuals.length);
+  wrong = [];
+  let normsSeen = 0, addsSeen = 0, worst = { y: 0, sum: 0 };
+  // a layer norm's numbers against its x: each row's mean and std (stats, as shown), the
+  // normalised rows xh (as shown; null: not shown), y = xh * gamma + beta
+  const normCheck = (e, stats, xh, y, what) => {
+    const C = e.x[0].length;
+    e.x.forEach((row, t) => {
+      const mu = row.reduce((a, v) => a + v, 0) / C, v = row.reduce((a, u) => a + (u - mu) * (u - mu), 0) / C;
+      // mean and std as the JSON writes them: 9 significant digits in float (json_number)
+      if (!near(stats[t][0], mu, 1e-8) || !near(stats[t][1], Math.sqrt(v), 1e-8)) wrong.push(what + ": row " + t + " mean/std " + stats[t] + " against " + mu + ", " + Math.sqrt(v));
+      const hm = xh ? xh[t].reduce((a, u) => a + u, 0) / C : 0, hv = xh ? xh[t].reduce((a, u) => a + (u - hm) * (u - hm), 0) / C : 0;
+      if (xh && (Math.abs(hm) > 1e-6 || !near(hv, v / (v + e.eps), 1e-6))) wrong.push(what + ": normalised row " + t + " has mean " + hm + ", var " + hv + " (want 0, " + v / (v + e.eps) + ")");
+      row.forEach((u, c) => {
+        const want = (u - mu) / Math.sqrt(v + e.eps) * e.gamma[c] + e.beta[c];
+        worst.y = Math.max(worst.y, Math.abs(y[t][c] - want) / (1 + Math.abs(want)));
+      });
+    });
+  };
+  for (const b of streamBoxes.filter(b => b.open)) {
+    await tap("#overview [data-ov=\"" + b.ov + "\"][data-open='" + JSON.stringify(b.open) + "']");
+    const sel = (await shown()).sel, title = await tab.evaluate(() => document.querySelector("#selected h2").textContent + " | " + document.querySelector("#selected .formula").textContent);
+    if (b.ov === "ln") {
+      const e = norms[b.open.norm];
+      const stats = await tab.evaluate(() => [...document.querySelectorAll("#norm-stats tr[data-row]")].map(r => [Number(r.dataset.mean), Number(r.dataset.std)]));
+      const x = await grid("norm-x"), xh = await grid("norm-xhat"), y = await grid("norm-y");
+      const what = (e.at === "final" ? "final" : e.block + " " + e.layer + " " + e.at + " " + e.sublayer);
+      if ((await shown()).view !== "norms" || Number(sel.norm) !== b.open.norm) { wrong.push(what + ": opens " + JSON.stringify(sel)); continue; }
+      if (!same(x, e.x) || !same(y, e.y)) wrong.push(what + ": the grids are not the JSON's x and y");
+      const words = e.at === "final" ? ["final layer norm"] : [e.block + " " + e.layer, e.at === "before" ? "before the" : "after the residual add", e.sublayer === "ffn" ? "feed-forward" : "attention"];
+      if (!words.every(w => title.includes(w)) || !title.includes("gamma + beta") || !title.includes("eps = " + e.eps)) wrong.push(what + ": caption " + title);
+      normCheck(e, stats, xh, y, what);
+      normsSeen++;
+    } else {
+      const e = residuals[b.open.res], what = e.block + " " + e.layer + " " + e.sublayer;
+      if ((await shown()).view !== "residuals" || Number(sel.res) !== b.open.res) { wrong.push(what + ": opens " + JSON.stringify(sel)); continue; }
+      const x = await grid("res-x"), f = await grid("res-f"), sum = await grid("res-sum"), n = await grid("res-norm");
+      if (!same(x, e.x) || !same(f, e.f) || !same(sum, e.sum)) wrong.push(what + ": the grids are not the JSON's x, f, sum");
+      x.forEach((row, t) => row.forEach((u, c) => { worst.sum = Math.max(worst.sum, Math.abs(u + f[t][c] - sum[t][c]) / (1 + Math.abs(sum[t][c]))); }));
+      const post = norms.find(m => m.at === "after" && m.stack === e.stack && m.layer === e.layer && m.sublayer === e.sublayer);
+      if (!cfg.pre_norm && cfg.norm !== 0 && !(post && same(post.x, e.sum) && same(n, post.y))) wrong.push(what + ": post-norm, the layer norm after the add (of the sum) is not shown");
+      if (post) normCheck(post, post.mean.map((m, t) => [m, post.std[t]]), null, n, what + " (its layer norm)"), normsSeen++;
+      if ((cfg.pre_norm || cfg.norm === 0) && n.length) wrong.push(what + ": a layer norm after the add drawn, and the model has none there");
+      const pre = norms.find(m => m.at === "before" && m.stack === e.stack && m.layer === e.layer && m.sublayer === e.sublayer);
+      if (cfg.pre_norm && !(pre && same(pre.x, e.x))) wrong.push(what + ": the layer norm before the sublayer does not read the residual stream x");
+      if (!title.includes(e.block + " " + e.layer) || !title.includes("x + f(x)")) wrong.push(what + ": caption " + title);
+      addsSeen++;
+    }
+  }
+  check(!wrong.length, "layer norm and residual boxes: each of " + normsSeen + " layer norms and " + addsSeen + " residual adds opens its view with the JSON's numbers and a caption naming it: " + wrong.slice(0, 3).join("; "));
+  if (normsSeen) check(worst.y <= 1e-5, "layer norm: every shown y = (x - mean) / sqrt(var + eps) * gamma + beta recomputed from x (largest error " + worst.y.toExponential(2) + ", <= 1e-5), each row's mean and std the JSON's, the normalised rows shown of mean 0 and var var/(var + eps)");
+  if (addsSeen) check(worst.sum <= 1e-6, "residual add: every shown sum = x + f (largest error " + worst.sum.toExponential(2) + ", <= 1e-6)");
 
   // ---- heads switched off --------------------------------------------------------------------
   const marked = await tab.evaluate(() => ({

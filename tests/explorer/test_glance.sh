@@ -12,8 +12,10 @@
 #   - the translator's live page (make wasm): "i lost ." typed and head
 #     cross:1:0 switched off in the page: the overview, the model view and
 #     the mark of the head off drawn again from what the program printed;
-#   - a page whose config says a head more than its maps hold: the check
-#     fails (so it can).
+#   - every layer-norm and residual box: its view's numbers recomputed
+#     from the JSON (glance.js);
+#   - a page whose config says a head more than its maps hold, and one
+#     whose layer norms say a wrong eps: a check fails (so it can).
 # Each page also: no console error; the size of the page under 5 MB.
 # Small models trained here as tests/explorer/test_explorer.sh trains them.
 # Prints 'N passed, N failed'; exits 1 on a failure.
@@ -43,7 +45,8 @@ glance() {
 import json, sys
 r = json.load(open(sys.argv[1])); name, expect = sys.argv[2], sys.argv[3]
 bad = [c for c in r["checks"] if not c["ok"]]
-if expect == "fail":
+if expect.startswith("fail"): # fail:WORDS: a check whose message holds WORDS
+    bad = [c for c in bad if expect[5:] in c["what"]]
     print(("ok " if bad else "FAIL ") + "%s: a check fails, as it must: %s" % (name, bad[0]["what"] if bad else "none"))
     sys.exit(0)
 for c in r["checks"]: print(("ok   " if c["ok"] else "FAIL ") + name + ": " + c["what"])
@@ -108,4 +111,8 @@ else no "no $B/wasm/translate.wasm (make wasm): the live page is not checked"; f
 sed 's/"config": {"layers": 2, "heads": 2,/"config": {"layers": 2, "heads": 3,/' "$out/glance-gpt.html" > "$tmp/wrong.html"
 if grep -q '"heads": 3,' "$tmp/wrong.html"; then glance wrong "$tmp/wrong.html" "" "" fail
 else no "the wrong page was not made"; fi
+# and a page whose layer norms say eps 0.5: y no longer (x - mean) / sqrt(var + eps) * gamma + beta
+sed 's/"eps": 1e-05,/"eps": 0.5,/g' "$out/glance-gpt.html" > "$tmp/wrong-eps.html"
+if grep -q '"eps": 0.5,' "$tmp/wrong-eps.html"; then glance wrong-eps "$tmp/wrong-eps.html" "" "" "fail:layer norm: every shown y"
+else no "the page with a wrong eps was not made"; fi
 finish glance

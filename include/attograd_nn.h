@@ -144,9 +144,9 @@ typedef struct ag_sdpa_config {
                           the queries that see its key.  With mask, both
                           apply (a hidden key's score is fill).  One that
                           requires a gradient gets it (summed over the
-                          axes it is broadcast along) and takes the plain
-                          code, which keeps P; a shape that does not
-                          broadcast is AG_ERR_SHAPE */
+                          axes it is broadcast along) on the path the
+                          call takes anyway (flash, P kept); a shape
+                          that does not broadcast is AG_ERR_SHAPE */
 } ag_sdpa_config;
 ag_tensor *ag_scaled_dot_product_attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v,
                                            const ag_sdpa_config *cfg);
@@ -177,10 +177,9 @@ ag_status ag_kv_cache_append(ag_graph *g, ag_kv_cache *c, int layer, ag_tensor *
 /* Which path the attention that made y took (y as an attention call
  * returned it): "flash" (no [T, S] matrix: each row's max and sum),
  * "P kept" (the fused node's kernel, 256 keys or fewer), "plain" (the
- * fused node's plain code: AG_KERNELS_REFERENCE, a NaN or inf input
- * with fill -inf, or a bias that needs a gradient), "three nodes" (the
- * weights asked for, or an ag_mha_layer's dropout over 256 keys or
- * fewer), "textbook"; NULL when y is no attention's result.  With dropout
+ * fused node's plain code: AG_KERNELS_REFERENCE, or a NaN or inf input
+ * with fill -inf), "three nodes" (the weights asked for, or an
+ * ag_mha_layer's dropout over 256 keys or fewer), "textbook"; NULL when y is no attention's result.  With dropout
  * (ag_attention's p_drop, the sdpa's dropout_p, an ag_mha_layer's over
  * more than 256 keys) the fused node takes "flash", its mask drawn
  * inside.  *kept_bytes (may be NULL) gets what it keeps for the backward.

@@ -24,8 +24,9 @@
  *           dM += keep ? P (dP - rowsum(dP P)) : 0          (= dA / scale)
  *
  * M (no bias: 0) is src[3] when it needs a gradient, which sums over the
- * axes it is broadcast along; then the node takes the plain code (the
- * kernels leave dM out).  A score M makes -inf has weight exactly 0; a
+ * axes it is broadcast along, on every path (the kernels' heads that
+ * share M add their shares in a fixed order; an M that is also q, k or v
+ * takes the plain code).  A score M makes -inf has weight exactly 0; a
  * row whose every score is -inf gets 0, as a row that sees no key does.  A NaN or +inf in M makes NaN
  * only the rows of the queries that see its key.
  *
@@ -185,7 +186,7 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
                   .mask = r->mask, .bias = r->bias, .scale = r->scale, .fill = r->fill, .dropout = r->dropout, .seed = r->seed};
     a.diag = r->causal == AG__CAUSAL_BOTTOM_RIGHT ? a.S - a.T : r->diag;
     int shape[4] = {a.B, r->bhtd ? a.H : a.T, r->bhtd ? a.T : a.H, a.Dv};
-    /* a bias that needs a gradient is src[3], and the plain code gives it */
+    /* a bias that needs a gradient is src[3]; every path gives dM */
     ag_tensor *bias = (ag_tensor *)(uintptr_t)r->bias;
     bool dm = bias && bias->requires_grad && ag_graph_grad(g);
     ag_tensor *y = ag__node(g, AG_OP_ATTENTION, 4, shape, dm ? 4 : 3, (ag_tensor *[]){q, k, v, bias});
@@ -194,7 +195,7 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
     /* a NaN or inf where the kernels' tiles would multiply it by a hidden
      * key's exact 0 (docs/attention_long.md, "one NaN rule"): the plain code */
     a.plain = (a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v) && below_inf(a.bias))) ||
-              (a.dropout > 0 && a.D == 0) || dm;
+              (a.dropout > 0 && a.D == 0) || (dm && (bias == q || bias == k || bias == v));
     a.flash = ag__fast() && !a.plain && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
     size_t head = (sizeof(saved) + 63) / 64 * 64;
@@ -225,10 +226,11 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     const ag__attn *a = &sv->a;
     bool empty = y->size == 0 || a->T == 0 || a->S == 0; /* the reference's loops give 0 */
     bool kernel = a->flash || (!empty && ag__fast() && !a->plain && a->dropout <= 0); /* P kept: no dropout */ /* no P (a.flash): the kernel recomputes it */
-    if (kernel && ag__k_attention_backward(g, a, x[0], x[1], x[2], sv->p, y->data, y->grad)) return;
+    ag_tensor *m = y->nsrc > 3 && y->src[3]->requires_grad ? y->src[3] : NULL; /* the bias, for dM */
+    if (kernel && ag__k_attention_backward(g, a, x[0], x[1], x[2], m, sv->p, y->data, y->grad)) return;
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
     for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;
-    ag_real *dm = y->nsrc > 3 && y->src[3]->requires_grad ? ag__grad(g, y->src[3]) : NULL;
+    ag_real *dm = m ? ag__grad(g, m) : NULL;
     if (ag_graph_status(g) != AG_OK) return;
     maps mm;
     maps_init(&mm, a);

@@ -18,7 +18,7 @@ static const int to_heads[4] = {0, 2, 1, 3}; /* [B, H, T, D] <-> [B, T, H, D] */
 /* Case c of fixture f through the call, in PyTorch's layout or the heads
  * layout, its c.mask and c.bias when stored: out and the gradients of
  * L = sum(out * w) compared with PyTorch's, the bias's too when
- * bias_grad (a bias that needs a gradient takes the plain code). */
+ * bias_grad (on the kernels' paths in the fast mode). */
 static void check_case(const ag_safetensors *f, const char *c, int heads_layout, int bias_grad)
 {
     char n[96];
@@ -90,7 +90,8 @@ static ag_tensor *noise(ag_graph *g, int nd, const int *shape, uint32_t seed)
  * mask whose row 1 is fully masked, and a bias [1, 6, T, S], ALiBi-like:
  * bias 1 a constant with -inf entries and row T - 1 of head 0 all -inf;
  * bias 2 a parameter whose gradient is checked with the others' (finite:
- * -3 where 1 has -inf, since finite differences of -inf are no check). */
+ * -3 where 1 has -inf, since finite differences of -inf are no check);
+ * bias 3 the same as a parameter [T, S], which the 6 heads share. */
 typedef struct fd { ag_tensor *q, *k, *v, *mask, *bias, *w; ag_causal causal; double dropout; } fd;
 
 static ag_tensor *build_fd(ag_graph *g, void *p)
@@ -117,14 +118,14 @@ static void gradcheck_sdpa(int T, int S, ag_causal causal, double dropout, int b
         if ((i * 11) % 9 == 0 || (h == 0 && t == T - 1)) m[i] = bias == 1 ? -INFINITY : -3;
     }
     if (bias == 1) c.bias = ag_store_constant(s, "bias", AG_SHAPE(1, 6, T, S), m);
-    if (bias == 2) {
-        c.bias = ag_param(s, "bias", AG_SHAPE(1, 6, T, S));
+    if (bias >= 2) {
+        c.bias = bias == 2 ? ag_param(s, "bias", AG_SHAPE(1, 6, T, S)) : ag_param(s, "bias", AG_SHAPE(T, S));
         memcpy(c.bias->data, m, c.bias->size * sizeof *m);
     }
     free(m);
     ag_gradcheck_result r[4];
     ag_graph *g = ag_graph_new();
-    int n = bias == 2 ? 4 : 3;
+    int n = bias >= 2 ? 4 : 3;
     ag_status st = ag_gradcheck(g, build_fd, &c, (ag_tensor *[]){c.q, c.k, c.v, c.bias}, n, NULL, r);
     for (int i = 0; i < n; i++)
         cr_expect_eq(r[i].failed, 0, "T %d S %d: %s: %zu fail (abs %.3g)", T, S, r[i].input->name, r[i].failed,

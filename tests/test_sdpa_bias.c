@@ -10,9 +10,12 @@
  * the seam at 256 keys (P kept, the flash kernel; the toy heads' kernel
  * declines a bias), and the gradients of L = sum(out * w), the bias's
  * too.  Each case runs in both kernel modes and both layouts, with the
- * bias a constant and needing its gradient (the plain code).  Then finite
- * differences in double, the NaN rule, the path, and the error paths. */
+ * bias a constant and needing its gradient.  Then dM from the kernels
+ * against the reference's (every shape of M, causal both ways, padding,
+ * across the seam) and across threads, finite differences in double, the
+ * NaN rule, the path, and the error paths. */
 #include "sdpa_check.h"
+#include "core/internal.h"
 
 #include <math.h>
 
@@ -126,10 +129,10 @@ Test(sdpa_bias, bad_bias_is_a_clear_error)
     ag_graph_free(g);
 }
 
-/* A bias that needs a gradient is the node's fourth input and takes the
- * plain code; one that does not, or on a graph recording no gradients,
- * leaves the path as it was. */
-Test(sdpa_bias, a_bias_needing_a_gradient_takes_the_plain_code)
+/* A bias that needs a gradient is the node's fourth input and keeps the
+ * kernels' path; a bias that does not, or a graph recording no gradients,
+ * leaves it three inputs. */
+Test(sdpa_bias, a_bias_needing_a_gradient_keeps_the_kernels_path)
 {
     ag_set_kernels(AG_KERNELS_FAST);
     ag_graph *g = ag_graph_new();
@@ -141,14 +144,124 @@ Test(sdpa_bias, a_bias_needing_a_gradient_takes_the_plain_code)
     cr_assert_eq(y->nsrc, 3);
     ag_set_requires_grad(bias, 1);
     y = ag_scaled_dot_product_attention(g, q, k, k, &c);
-    cr_assert_str_eq(ag_attention_path(y, NULL), "plain");
+    cr_assert_str_eq(ag_attention_path(y, NULL), "flash");
     cr_assert_eq(y->nsrc, 4);
     cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y, y))), AG_OK, "%s", ag_graph_error(g));
     cr_assert_not_null(bias->grad);
     ag_graph_set_grad(g, 0);
     y = ag_scaled_dot_product_attention(g, q, k, k, &c);
     cr_assert_str_eq(ag_attention_path(y, NULL), "flash");
+    cr_assert_eq(y->nsrc, 3);
     ag_graph_free(g);
+}
+
+/* dM from the kernels.  One call: 4 query heads over 2, D 8, B 2, T
+ * queries, S keys; M (every 13th entry -inf) of shape sh:
+ * 0 [T, S], 1 [1, 1, T, S], 2 [B, 1, T, S], 3 [B, H, T, S], 4 [1, H, 1, S];
+ * rule 0 none, 1 causal top-left, 2 causal bottom-right, 3 a padding mask
+ * [B, 1, 1, S] hiding sentence 1's last third.  Out: y, then the
+ * gradients of q, k, v and M for L = sum(y y), in doubles; the path. */
+enum { BG_OUTS = 5 };
+
+/* M's size for shape sh: B H T S over the axes it keeps */
+static size_t bias_size(int T, int S, int sh)
+{
+    const int heads[5] = {1, 1, 2, 8, 4}; /* B H */
+    return (size_t)heads[sh] * (size_t)(sh == 4 ? 1 : T) * (size_t)S;
+}
+
+static const char *bias_grad_run(int T, int S, int sh, int rule, double **out)
+{
+    const int nd[5] = {2, 4, 4, 4, 4}, shapes[5][4] = {{T, S}, {1, 1, T, S}, {2, 1, T, S}, {2, 4, T, S}, {1, 4, 1, S}};
+    ag_graph *g = ag_graph_new();
+    ag_tensor *x[BG_OUTS] = {NULL, noise(g, AG_SHAPE(2, 4, T, 8), 1), noise(g, AG_SHAPE(2, 2, S, 8), 2),
+                             noise(g, AG_SHAPE(2, 2, S, 8), 3), noise(g, nd[sh], shapes[sh], 4)};
+    for (size_t e = 0; e < x[4]->size; e += 13) x[4]->data[e] = -INFINITY;
+    for (int i = 1; i < BG_OUTS; i++) ag_set_requires_grad(x[i], 1);
+    ag_sdpa_config c = {.bias = x[4], .causal = rule == 1 ? AG_CAUSAL_TOP_LEFT : rule == 2 ? AG_CAUSAL_BOTTOM_RIGHT : 0};
+    if (rule == 3) {
+        c.mask = ag_tensor_new(g, AG_SHAPE(2, 1, 1, S));
+        for (int s = 0; s < 2 * S; s++) c.mask->data[s] = s < S || s - S < 2 * S / 3;
+    }
+    ag_tensor *y = x[0] = ag_scaled_dot_product_attention(g, x[1], x[2], x[3], &c);
+    cr_assert_not_null(y, "%s", ag_graph_error(g));
+    cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y, y))), AG_OK, "%s", ag_graph_error(g));
+    const char *path = ag_attention_path(y, NULL);
+    for (int i = 0; i < BG_OUTS; i++) {
+        const ag_real *d = i ? x[i]->grad : y->data;
+        out[i] = malloc(x[i]->size * sizeof **out);
+        for (size_t e = 0; e < x[i]->size; e++) out[i][e] = d[e];
+    }
+    ag_graph_free(g);
+    return path;
+}
+
+/* The kernels (P kept at S <= 256, flash beyond) against the reference,
+ * every output, dM above all, for each shape of M and each rule; the
+ * kernels on 2 threads, whose heads share M in most shapes. */
+Test(sdpa_bias, the_kernels_bias_gradient_matches_the_reference)
+{
+    static const char *const names[BG_OUTS] = {"y", "dq", "dk", "dv", "dM"};
+    const int Ss[5] = {8, 255, 256, 257, 513};
+    size_t min_work = ag__thread_min_work;
+    ag__thread_min_work = 1;
+    ag_set_threads(2);
+    for (int i = 0; i < 5; i++)
+        for (int sh = 0; sh < 5; sh++)
+            for (int rule = 0; rule < 4; rule++) {
+                int S = Ss[i], T = S < 70 ? S : 70;
+                size_t n[BG_OUTS] = {(size_t)2 * 4 * T * 8, (size_t)2 * 4 * T * 8, (size_t)2 * 2 * S * 8,
+                                     (size_t)2 * 2 * S * 8, bias_size(T, S, sh)};
+                double *want[BG_OUTS], *got[BG_OUTS];
+                ag_set_kernels(AG_KERNELS_REFERENCE);
+                cr_assert_str_eq(bias_grad_run(T, S, sh, rule, want), "plain");
+                ag_set_kernels(AG_KERNELS_FAST);
+                const char *path = bias_grad_run(T, S, sh, rule, got);
+                cr_assert_str_eq(path, S <= 256 ? "P kept" : "flash", "S %d shape %d rule %d", S, sh, rule);
+                for (int o = 0; o < BG_OUTS; o++) {
+                    char what[64];
+                    snprintf(what, sizeof what, "S %d shape %d rule %d: %s", S, sh, rule, names[o]);
+                    for (size_t e = 0; e < n[o]; e++) {
+                        double d = fabs(got[o][e] - want[o][e]);
+                        cr_assert(d <= TOL(1e-12, 2e-5) + TOL(1e-10, 1e-4) * fabs(want[o][e]) ||
+                                      (isinf(want[o][e]) && got[o][e] == want[o][e]),
+                                  "%s[%zu] = %.10g, want %.10g", what, e, got[o][e], want[o][e]);
+                    }
+                    free(want[o]), free(got[o]);
+                }
+            }
+    ag_set_threads(1);
+    ag__thread_min_work = min_work;
+}
+
+/* A bias shared by the heads that two threads take: the same dM at 1 and
+ * 2 threads, and the same bits at 2 threads run after run. */
+Test(sdpa_bias, a_shared_bias_gradient_is_reproducible_across_threads)
+{
+    const int Ss[2] = {200, 300}; /* P kept, flash */
+    size_t min_work = ag__thread_min_work;
+    ag__thread_min_work = 1;
+    for (int i = 0; i < 2; i++)
+        for (int sh = 0; sh < 5; sh += 4) { /* [T, S] and [1, H, 1, S] */
+            double *r[3][BG_OUTS];
+            for (int run = 0; run < 3; run++) {
+                ag_set_threads(run ? 2 : 1);
+                bias_grad_run(128, Ss[i], sh, 2, r[run]);
+            }
+            size_t n = bias_size(128, Ss[i], sh);
+            for (size_t e = 0; e < n; e++) {
+                cr_assert(fabs(r[1][4][e] - r[0][4][e]) <= TOL(1e-12, 2e-5) + TOL(1e-10, 1e-4) * fabs(r[0][4][e]) ||
+                              r[1][4][e] == r[0][4][e],
+                          "S %d shape %d: dM[%zu] %.10g at 2 threads, %.10g at 1", Ss[i], sh, e, r[1][4][e],
+                          r[0][4][e]);
+                cr_assert(memcmp(&r[1][4][e], &r[2][4][e], sizeof(double)) == 0, "S %d shape %d: dM[%zu] %.17g then %.17g",
+                          Ss[i], sh, e, r[1][4][e], r[2][4][e]);
+            }
+            for (int run = 0; run < 3; run++)
+                for (int o = 0; o < BG_OUTS; o++) free(r[run][o]);
+        }
+    ag_set_threads(1);
+    ag__thread_min_work = min_work;
 }
 
 #ifdef AG_DOUBLE
@@ -163,6 +276,9 @@ Test(sdpa_bias, gradients_pass_finite_differences_across_the_seam)
             gradcheck_sdpa(5, 5, AG_CAUSAL_TOP_LEFT, 0, bias);
         }
     }
+    ag_set_kernels(AG_KERNELS_FAST); /* dM through the kernels: M [T, S] shared by the 6 heads */
+    gradcheck_sdpa(4, 6, AG_CAUSAL_BOTTOM_RIGHT, 0, 3);
+    gradcheck_sdpa(3, 260, AG_CAUSAL_TOP_LEFT, 0, 3);
     ag_set_kernels(AG_KERNELS_FAST);
 }
 #endif

@@ -120,6 +120,17 @@ void ag__att_add_bias(const ag__att_job *j, size_t bh, int t0, int n, int s0, in
     }
 }
 
+void ag__att_bias_grad(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *dz, size_t ld)
+{
+    for (int i = 0; i < n; i++) {
+        size_t r = bh * (size_t)j->T + (size_t)(t0 + i), ba = j->bm->along;
+        ag_real *d = j->dm ? j->dm + ag__mask_row(j->bm, r) : NULL, *zr = dz + (size_t)i * ld - s0;
+        int hid = ag__attn_hide(j->a->causal, j->a->diag, j->S, t0 + i), end = s0 + kb < hid ? s0 + kb : hid;
+        for (int s = s0; d && s < end; s++) d[(size_t)s * ba] += zr[s]; /* dz is 0 where the mask hides s */
+        for (int s = s0; s < s0 + kb; s++) zr[s] *= j->scale;
+    }
+}
+
 static void forward_head(const ag__att_job *j, size_t bh)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
@@ -157,17 +168,19 @@ static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
     ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D, false) : NULL;
     ag_real *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D, true) : NULL;
     ag_real *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv, true) : NULL;
-    for (int t0 = 0; (dq || dk) && t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
+    for (int t0 = 0; (dq || dk || j->dm) && t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
         int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
         const ag_real *pt = p + (size_t)t0 * S;
         ag_real *dat = da + (size_t)t0 * S;
         /* O = P V:  dP = dO V^T  [n, Dv] x [Dv, e] */
         ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * ldy, ldy, v, ldv, 0, dat, S);
-        /* P = softmax(mask ? scale A + M : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place */
+        /* P = softmax(mask ? scale A + M : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place;
+         * dM += mask ? P (dP - rowsum(dP P)) : 0, made first (scale 1), then scaled: the same dA */
         if (e > 0) {
             ag__masked_softmax_rows_backward(bh * (size_t)T + (size_t)t0, (size_t)n, (size_t)e, (size_t)S, pt, dat,
-                                             dat, j->mask, j->mm, j->scale, false);
+                                             dat, j->mask, j->mm, j->dm ? 1 : j->scale, false);
             hide_causal(j, da, t0, n, e, 0);
+            if (j->dm) ag__att_bias_grad(j, bh, t0, n, 0, e, dat, (size_t)S);
         }
         zero_past(da, S, t0, n, e);
         /* A = Q K^T:  dQ += dA K  [n, e] x [e, D] */
@@ -212,7 +225,8 @@ static void forward_block(void *ctx, size_t t)
 
 static void backward_block(void *ctx, size_t t)
 {
-    const ag__att_job *j = ctx;
+    ag__att_job jt = *(const ag__att_job *)ctx, *j = &jt;
+    if (t > 0 && j->dm_parts) j->dm = j->dm_parts + (t - 1) * j->dm_stride; /* bias_grad_of */
     ag_real *da = j->scratch + t * j->scratch_stride;
     for (size_t bh = first_head(j, t); bh < first_head(j, t + 1); bh++) {
         if (j->ml) {
@@ -311,8 +325,33 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
     return true;
 }
 
+/* Where the blocks add the bias m's gradient (m NULL: nowhere): block 0
+ * into dM itself; when two blocks' heads may share an element of M (M
+ * broadcast along B or H, and more than one block), blocks 1.. each into
+ * a part of their own, zeroed, which bias_grad_sum adds to dM in block
+ * order afterwards: the same sums, in the same order, at every run. */
+static bool bias_grad_of(ag_graph *g, ag__att_job *j, ag_tensor *m)
+{
+    if (!m) return true;
+    if (!(j->dm = ag__grad(g, m))) return false;
+    const ag__attn *a = j->a;
+    bool shared = (a->B > 1 && j->bm->st[0] == 0) || (a->H > 1 && j->bm->st[1] == 0);
+    if (!shared || j->nt < 2) return true;
+    j->dm_stride = (m->size + 15) / 16 * 16;
+    size_t n = (j->nt - 1) * j->dm_stride;
+    if (!(j->dm_parts = ag__alloc(g, n * sizeof(ag_real)))) return false;
+    memset(j->dm_parts, 0, n * sizeof(ag_real));
+    return true;
+}
+
+static void bias_grad_sum(const ag__att_job *j, size_t size)
+{
+    for (size_t t = 1; j->dm_parts && t < j->nt; t++)
+        for (size_t i = 0; i < size; i++) j->dm[i] += j->dm_parts[(t - 1) * j->dm_stride + i];
+}
+
 bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_tensor *k, ag_tensor *v,
-                              const ag_real *p, const ag_real *y, const ag_real *dy)
+                              ag_tensor *m, const ag_real *p, const ag_real *y, const ag_real *dy)
 {
     const plan *pl = a->plan ? a->plan : make_plan(g, a, false);
     if (!pl) return true;
@@ -326,10 +365,12 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
     j.dk = grad_of(g, k, kv_once && k != q && k != v, &j.beta_k);
     j.dv = grad_of(g, v, kv_once && v != q && v != k, &j.beta_v);
     if ((q->requires_grad && !j.dq) || (k->requires_grad && !j.dk) || (v->requires_grad && !j.dv)) return true;
+    if (!bias_grad_of(g, &j, m)) return true;
     if (a->flash) {
         j.ml = (ag_real *)(uintptr_t)p, j.y = (ag_real *)(uintptr_t)y;
         if (!scratch_of(g, &j, ag__flash_scratch(true))) return true;
         ag__parallel_for(j.nt, (int)j.nt, backward_block, &j);
+        bias_grad_sum(&j, m ? m->size : 0);
         return true;
     }
     j.p = (ag_real *)(uintptr_t)p;
@@ -337,5 +378,6 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
     scratch_of(g, &j, (size_t)a->T * (size_t)a->S);
     if (!j.scratch) return true;
     ag__parallel_for(j.nt, (int)j.nt, backward_block, &j);
+    bias_grad_sum(&j, m ? m->size : 0);
     return true;
 }

@@ -29,6 +29,9 @@ typedef struct ag__att_job {
     ag_real *y, *p, *dq, *dk, *dv, *scratch;
     ag_real *ml; /* the flash kernel's: each row's max m and sum l [B H T][2], in P's place */
     size_t scratch_stride;
+    ag_real *dm;       /* the bias's gradient (NULL: not wanted), added to by block 0, */
+    ag_real *dm_parts; /* and blocks 1.. each into its part, dm_stride apart, when heads share M */
+    size_t dm_stride;
     ag_real scale, fill, beta_q, beta_k, beta_v;
     bool head512;     /* the heads fit head512's registers (ag__head512_plan) */
     int ek[8], tf[4]; /* head512's: groups of 8 queries see keys [0, ek); keys s0 .. s0 + 7, queries [tf, T) */
@@ -47,6 +50,12 @@ static inline size_t ag__att_at(const ag__att_job *j, size_t bh, int rows, int c
  * keep the key: rows [0, n) of z (queries t0.., rows ld apart), keys
  * [s0, s0 + kb), of head bh.  Nothing without a bias. */
 void ag__att_add_bias(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *z, size_t ld);
+
+/* The bias's gradient from the same rows and keys of dz, which holds
+ * P (dP - rowsum(dP P)) where the key is kept and 0 elsewhere: dM += dz
+ * where kept (into j->dm, the block's share), then dz = scale dz, dA.
+ * Nothing but the scaling when j->dm is NULL. */
+void ag__att_bias_grad(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *dz, size_t ld);
 
 /* Queries per block on the general path when S > 32 (kernels/attention.c's
  * block_rows), whose kend the plan holds; the flash kernel's blocks too. */

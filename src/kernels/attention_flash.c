@@ -19,6 +19,7 @@
  *           dV  += (P Z)^T dO,   dP = (dO V^T) Z (Z drawn again)
  *           dA   = mask ? scale P (dP - Dl) : 0
  *           dQ  += dA K,     dK += dA^T Q
+ *           dM  += mask ? P (dP - Dl) : 0   (a bias that needs its gradient)
  *
  * Each tile's products are gemm's; its rows go through rows.c's max and
  * exps.  A row that sees no key (all -inf) gives y = 0 and l = 0, whose
@@ -251,11 +252,13 @@ static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_re
             (void)ag__exp_sum((size_t)kb, pr, ml[2 * i], pr);
             for (int s = 0; s < kb; s++) pr[s] *= inv;
         }
-        if (dq || dk) {
-            /* O = (P Z) V:  dP = (dO V^T) Z  [n, Dv] x [Dv, kb];  dA = mask ? scale P (dP - Dl) : 0 */
+        if (dq || dk || j->dm) {
+            /* O = (P Z) V:  dP = (dO V^T) Z  [n, Dv] x [Dv, kb];  dA = mask ? scale P (dP - Dl) : 0;
+             * dM += mask ? P (dP - Dl) : 0, made first (scale 1), then scaled: the same dA */
             ag__gemm(0, 1, n, kb, Dv, dy, ldy, v + (size_t)s0 * ldv, ldv, 0, dp, KB);
             drop_tile(j, bh, t0, n, s0, kb, dp, KB);
-            AG_ISA_CALL(dscores_tile, (n, kb, p, dp, KB, dl, mr, hid, j->mm->along, s0, j->scale));
+            AG_ISA_CALL(dscores_tile, (n, kb, p, dp, KB, dl, mr, hid, j->mm->along, s0, j->dm ? 1 : j->scale));
+            if (j->dm) ag__att_bias_grad(j, bh, t0, n, s0, kb, dp, KB);
         }
         /* O = (P Z) V:  dV += (P Z)^T dO  [kb, n] x [n, Dv] */
         drop_tile(j, bh, t0, n, s0, kb, p, KB);

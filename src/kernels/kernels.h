@@ -165,9 +165,10 @@ enum { AG__FLASH_KEYS = 256 };
 bool ag__k_attention_flash(const ag__attn *a);
 bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
                              ag_real *p, ag_real *y);
-/* y: the forward's output, which the flash kernel reads. */
+/* y: the forward's output, which the flash kernel reads; m: the bias
+ * when its gradient is wanted (dM added to), else NULL. */
 bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_tensor *k, ag_tensor *v,
-                              const ag_real *p, const ag_real *y, const ag_real *dy);
+                              ag_tensor *m, const ag_real *p, const ag_real *y, const ag_real *dy);
 
 /* ops/softmax.c: rows of n values; dx stored when fresh, else added
  * (kernels/softmax.c). */

@@ -225,7 +225,7 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     const saved *sv = ag__impl(y)->aux;
     const ag__attn *a = &sv->a;
     bool empty = y->size == 0 || a->T == 0 || a->S == 0; /* the reference's loops give 0 */
-    bool kernel = a->flash || (!empty && ag__fast() && !a->plain && a->dropout <= 0); /* P kept: no dropout */ /* no P (a.flash): the kernel recomputes it */
+    bool kernel = a->flash || (!empty && ag__fast() && !a->plain); /* no P (a.flash): the kernel recomputes it */
     ag_tensor *m = y->nsrc > 3 && y->src[3]->requires_grad ? y->src[3] : NULL; /* the bias, for dM */
     if (kernel && ag__k_attention_backward(g, a, x[0], x[1], x[2], m, sv->p, y->data, y->grad)) return;
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));

@@ -402,6 +402,61 @@ Test(kernels_vs_ref, long_rows_on_every_level)
     ag__isa_force(NULL);
 }
 
+/* Dropout 0.2 (seed 9) on the kernel that keeps P, S keys from 1 to the
+ * seam (FK): blocks of 16 queries (S <= 32) and of 64, one rest key, toy
+ * heads' sizes (which head512 leaves to the general path); the causal
+ * rule bottom-right, a padding mask (a sentence with no key), 4 query
+ * heads over 2 (grouped-query) with the causal rule top-left.  q
+ * [B, T, H, D], k [B, S, Hkv, D], v [B, S, Hkv, Dv]. */
+static ag_tensor *dropped(ag_graph *g, ag_tensor *const *in, ag_tensor *mask, int causal)
+{
+    return ag__attention(g, in[0], in[1], in[2],
+                         &(ag__attn_rule){.mask = mask, .scale = 1 / sqrt((double)in[0]->shape[3]),
+                                          .fill = -INFINITY, .causal = causal, .dropout = 0.2, .seed = 9});
+}
+static ag_tensor *drop_causal(ag_graph *g, ag_tensor *const *in) { return dropped(g, in, NULL, AG__CAUSAL_BOTTOM_RIGHT); }
+static ag_tensor *drop_padding(ag_graph *g, ag_tensor *const *in) { return dropped(g, in, mask_padding(g, in, 0), 0); }
+static ag_tensor *drop_gqa(ag_graph *g, ag_tensor *const *in) { return dropped(g, in, NULL, AG__CAUSAL_DIAG); }
+#define DROP(label, B, T, S, H, Hkv, fn)                                                                            \
+    {                                                                                                             \
+        label, 3, {4, 4, 4}, {{B, T, H, 8}, {B, S, Hkv, 8}, {B, S, Hkv, 5}}, -1, 1, 0, fn                         \
+    }
+#define DROPS(S, T)                                                                                               \
+    DROP("dropout, causal bottom-right, S = " #S, 1, T, S, 2, 2, drop_causal),                                   \
+        DROP("dropout, padding, S = " #S, 2, 9, S, 2, 2, drop_padding),                                          \
+        DROP("dropout, 4 query heads over 2, causal, S = " #S, 1, T, S, 4, 2, drop_gqa)
+static const ag_op_case drops[] = {DROPS(1, 1),    DROPS(8, 8),     DROPS(32, 32),
+                                   DROPS(64, 70),  DROPS(255, 40),  DROPS(FK, FK)};
+
+/* Case c's path in the fast mode (and that its heads fit). */
+static const char *path_of(const ag_op_case *c)
+{
+    ag_store *s = ag_store_new();
+    ag_graph *g = ag_graph_new();
+    ag_tensor *in[3];
+    for (int k = 0; k < 3; k++)
+        in[k] = ag_param(s, (const char *[]){"q", "k", "v"}[k], c->ndim[k], c->shape[k]), ag_init_normal(in[k], 0, 1, 1);
+    ag_tensor *y = c->build(g, in);
+    cr_assert_not_null(y, "%s: %s", c->label, ag_graph_error(g));
+    const char *p = ag_attention_path(y, NULL);
+    ag_graph_free(g);
+    ag_store_free(s);
+    return p;
+}
+
+/* Each takes the kernel that keeps P, and draws what the reference
+ * draws: in both modes, and forward in one, backward in the other. */
+Test(kernels_vs_ref, dropout_on_the_kernel_that_keeps_p)
+{
+    const tol *t = tol_of("attention");
+    for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
+        cr_assert_str_eq(path_of(&drops[i]), "P kept", "%s", drops[i].label);
+        compare("attention", &drops[i], t, 900 + i);
+        compare_modes("attention", &drops[i], t, 900 + i, AG_KERNELS_REFERENCE, AG_KERNELS_FAST);
+        compare_modes("attention", &drops[i], t, 900 + i, AG_KERNELS_FAST, AG_KERNELS_REFERENCE);
+    }
+}
+
 typedef struct wide {
     const char *op;
     ag_op_case c;

@@ -26,6 +26,9 @@
  * Rows of more than AG__FLASH_KEYS keys take the flash kernel instead
  * (kernels/attention_flash.c): no P, each row's log-sum-exp (as its max
  * and sum), the blocks' keys as here.
+ * Dropout (Z, ag__attn_kept's bits, drawn by ag__att_drop) leaves P as
+ * the softmax made it: the forward multiplies a block's copy of P by Z
+ * before P V, the backward dO V^T by Z and P by Z again before dV.
  * Besides P (the op's), the forward saves for the backward the keys each
  * block of queries sees (a plan, below). */
 #include "kernels/attention.h"
@@ -131,7 +134,17 @@ void ag__att_bias_grad(const ag__att_job *j, size_t bh, int t0, int n, int s0, i
     }
 }
 
-static void forward_head(const ag__att_job *j, size_t bh)
+/* Dropout on the rows of P [T, S] that the blocks of queries reach
+ * (keys [0, kend)), in place: P Z.  Past kend P is 0. */
+static void drop_seen(const ag__att_job *j, size_t bh, ag_real *p)
+{
+    for (int t0 = 0, RB = block_rows(j->S); t0 < j->T; t0 += RB)
+        ag__att_drop(j, bh, t0, j->T - t0 < RB ? j->T - t0 : RB, 0, j->kend[t0 / RB], p + (size_t)t0 * j->S, j->S);
+}
+
+/* Head bh forward: P (kept, before dropout) and y; with dropout, a block's
+ * P Z in the scratch of RB S values. */
+static void forward_head(const ag__att_job *j, size_t bh, ag_real *pz)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
     const ag_real *q = j->q + ag__att_at(j, bh, T, D, false), *k = j->k + ag__att_at(j, bh, S, D, true);
@@ -153,11 +166,19 @@ static void forward_head(const ag__att_job *j, size_t bh)
                 for (int i = 0; i < n; i++) ag__softmax_rows(1, (size_t)e, pt + (size_t)i * S, pt + (size_t)i * S);
         }
         zero_past(p, S, t0, n, e);
-        /* O = P V */
-        ag__gemm(0, 0, n, Dv, e, pt, S, v, j->ldv, 0, y + (size_t)t0 * j->ldy, j->ldy);
+        /* O = (P Z) V: P kept as it is, P Z in the scratch */
+        const ag_real *pd = pt;
+        if (j->a->dropout > 0 && e > 0) {
+            for (int i = 0; i < n; i++) memcpy(pz + (size_t)i * e, pt + (size_t)i * S, (size_t)e * sizeof *pz);
+            ag__att_drop(j, bh, t0, n, 0, e, pz, e);
+            pd = pz;
+        }
+        ag__gemm(0, 0, n, Dv, e, pd, pd == pt ? S : e, v, j->ldv, 0, y + (size_t)t0 * j->ldy, j->ldy);
     }
 }
 
+/* Head bh backward, dA [T, S] in the scratch da; with dropout, P Z
+ * [T, S] after it. */
 static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
@@ -172,8 +193,9 @@ static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
         int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
         const ag_real *pt = p + (size_t)t0 * S;
         ag_real *dat = da + (size_t)t0 * S;
-        /* O = P V:  dP = dO V^T  [n, Dv] x [Dv, e] */
+        /* O = (P Z) V:  dP = (dO V^T) Z  [n, Dv] x [Dv, e] */
         ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * ldy, ldy, v, ldv, 0, dat, S);
+        ag__att_drop(j, bh, t0, n, 0, e, dat, S);
         /* P = softmax(mask ? scale A + M : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place;
          * dM += mask ? P (dP - rowsum(dP P)) : 0, made first (scale 1), then scaled: the same dA */
         if (e > 0) {
@@ -186,9 +208,15 @@ static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
         /* A = Q K^T:  dQ += dA K  [n, e] x [e, D] */
         if (dq) ag__gemm(0, 0, n, D, e, dat, S, k, ldk, j->beta_q, dq + (size_t)t0 * ldq, ldq);
     }
+    if (dv && j->a->dropout > 0) { /* P Z, the weights that made O */
+        ag_real *pz = da + (size_t)T * S;
+        memcpy(pz, p, (size_t)T * S * sizeof *pz);
+        drop_seen(j, bh, pz);
+        p = pz;
+    }
     for (int s0 = 0; s0 < S; s0 += RB) { /* keys [s0, s0 + n), queries [t, T) */
         int n = S - s0 < RB ? S - s0 : RB, t = j->tfirst[s0 / RB];
-        /* O = P V:  dV += P^T dO  [n, T - t] x [T - t, Dv] */
+        /* O = (P Z) V:  dV += (P Z)^T dO  [n, T - t] x [T - t, Dv] */
         if (dv)
             ag__gemm(1, 0, n, Dv, T - t, p + (size_t)t * S + s0, S, dy + (size_t)t * ldy, ldy, j->beta_v,
                      dv + (size_t)s0 * ldv, ldv);
@@ -219,7 +247,7 @@ static void forward_block(void *ctx, size_t t)
             continue;
         }
 #endif
-        forward_head(j, bh);
+        forward_head(j, bh, j->scratch ? j->scratch + t * j->scratch_stride : NULL);
     }
 }
 
@@ -290,12 +318,12 @@ static ag__att_job job_of(const ag__attn *a, ag__mask_map *mm, const plan *pl, s
 }
 
 /* Long rows: P [T, S] per head would be the largest thing a step keeps;
- * shorter ones keep it, which saves the backward its recomputation (and
- * keeps the toy heads' bits).  Empty heads (D or Dv 0) take the general
- * path. */
+ * shorter ones keep it, with dropout or without, which saves the
+ * backward its recomputation (and keeps the toy heads' bits).  Empty
+ * heads (D or Dv 0) take the general path. */
 bool ag__k_attention_flash(const ag__attn *a)
 {
-    return (a->S > AG__FLASH_KEYS || a->dropout > 0) && a->D > 0 && a->Dv > 0; /* dropout: only flash draws it */
+    return a->S > AG__FLASH_KEYS && a->D > 0 && a->Dv > 0;
 }
 
 /* Each block of threads' scratch, n values a cache line apart. */
@@ -320,6 +348,8 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
     } else {
         j.p = p;
         j.head512 = ag__head512_plan(&j);
+        /* dropout: each block of threads' P Z for a block of queries */
+        if (a->dropout > 0 && !scratch_of(g, &j, (size_t)block_rows(a->S) * (size_t)a->S)) return true;
     }
     ag__parallel_for(j.nt, (int)j.nt, forward_block, &j);
     return true;
@@ -375,7 +405,7 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
     }
     j.p = (ag_real *)(uintptr_t)p;
     j.head512 = ag__head512_plan(&j);
-    scratch_of(g, &j, (size_t)a->T * (size_t)a->S);
+    scratch_of(g, &j, (size_t)a->T * (size_t)a->S * (a->dropout > 0 ? 2 : 1)); /* dA, and P Z with dropout */
     if (!j.scratch) return true;
     ag__parallel_for(j.nt, (int)j.nt, backward_block, &j);
     bias_grad_sum(&j, m ? m->size : 0);

@@ -57,6 +57,12 @@ void ag__att_add_bias(const ag__att_job *j, size_t bh, int t0, int n, int s0, in
  * Nothing but the scaling when j->dm is NULL. */
 void ag__att_bias_grad(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *dz, size_t ld);
 
+/* Dropout on rows [0, n) of x (queries t0.., rows ld apart), keys
+ * [s0, s0 + kb), of head bh: x = x Z, Z each weight's factor
+ * (ag__attn_kept's bits, drawn in vector lanes; kernels/attention_flash.c).
+ * Nothing without dropout. */
+void ag__att_drop(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *x, int ld);
+
 /* Queries per block on the general path when S > 32 (kernels/attention.c's
  * block_rows), whose kend the plan holds; the flash kernel's blocks too. */
 enum { AG__ATT_BLOCK = 64 };
@@ -69,7 +75,7 @@ void ag__flash_forward(const ag__att_job *j, size_t bh, ag_real *scratch);
 void ag__flash_backward(const ag__att_job *j, size_t bh, ag_real *scratch);
 size_t ag__flash_scratch(bool backward);
 
-/* Whether j's heads fit the kernel for toy heads (no bias; S <= 32 keys, a
+/* Whether j's heads fit the kernel for toy heads (no bias, no dropout; S <= 32 keys, a
  * multiple of 8; D, Dv <= 16; T <= 64; on AVX-512, in float); if they do,
  * fills j->ek and j->tf from j->last, and j->keep from the mask when one
  * mask serves every head.  Never true where the kernel is not

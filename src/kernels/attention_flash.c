@@ -158,6 +158,11 @@ static void drop_tile(const ag__att_job *j, size_t bh, int t0, int n, int s0, in
     AG_ISA_CALL(drop_rows, (n, kb, x, ld, head, t0, s0, cut, (ag_real)(1 / (1 - a->dropout))));
 }
 
+void ag__att_drop(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, ag_real *x, int ld)
+{
+    drop_tile(j, bh, t0, n, s0, kb, x, ld);
+}
+
 /* Row i of a tile's scores z (kb keys, after fill) into exp(z - m'), m and
  * l carried on (the online softmax above); c, what o must be multiplied
  * by, is returned.  A row that has seen nothing above -inf stays at

@@ -86,8 +86,9 @@ HEAD512 static void keep_bits(const ag__att_job *j, const float *m, size_t mst, 
 
 /* The heads fit when the CPU runs AVX-512, S <= 32 keys (a multiple of
  * 8), D, Dv <= 16, T <= 64, and a mask, if any, holds a row's S values
- * side by side (mm->along == 1, not one value stretched over the keys).
- * Then the plan: the keys each group of 8 queries sees, rounded up to 8,
+ * side by side (mm->along == 1, not one value stretched over the keys),
+ * and no dropout (heads with dropout take the general path, which draws
+ * it).  Then the plan: the keys each group of 8 queries sees, rounded up to 8,
  * and the first query that sees any of 8 keys (kernels/attention.c's
  * seen_keys' last; P is 0 elsewhere): the same for every head.  When the
  * mask is one for every head (it does not move along B and H: a causal
@@ -97,7 +98,8 @@ HEAD512 static void keep_bits(const ag__att_job *j, const float *m, size_t mst, 
 bool ag__head512_plan(ag__att_job *j)
 {
     if (!(ag__isa() == AG_ISA_AVX512 && j->S % 8 == 0 && j->S <= 32 && j->D <= 16 && j->Dv <= 16 && j->T <= 64 &&
-          (!j->mask || j->mm->along == 1) && !j->bias && !j->a->bhtd && j->a->H == j->a->Hkv))
+          (!j->mask || j->mm->along == 1) && !j->bias && !j->a->bhtd && j->a->H == j->a->Hkv &&
+          j->a->dropout <= 0))
         return false;
     j->one_mask = true;
     for (int k = 0; j->mask && k < j->mm->nd - 1; k++) /* the axes B and H */

@@ -2,11 +2,10 @@
  * its backward, read from the tape (docs/attention_long.md lists when
  * each path is taken):
  *
- *   flash        the fused node past 256 keys, or with the sdpa's dropout
- *                at any length: two numbers a row (its max and sum), no
- *                [T, S] matrix;
- *   P kept       the fused node's kernel at 256 keys or fewer: P
- *                [B, H, T, S];
+ *   flash        the fused node past 256 keys: two numbers a row (its
+ *                max and sum), no [T, S] matrix;
+ *   P kept       the fused node's kernel at 256 keys or fewer, dropout or
+ *                not: P [B, H, T, S];
  *   plain        the fused node by its plain code (ops/attention.c): the
  *                reference mode, or a NaN or inf input with fill -inf; P;
  *   three nodes  products and masked_softmax (and ag_dropout), when the

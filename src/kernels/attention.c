@@ -134,12 +134,29 @@ void ag__att_bias_grad(const ag__att_job *j, size_t bh, int t0, int n, int s0, i
     }
 }
 
-/* Dropout on the rows of P [T, S] that the blocks of queries reach
- * (keys [0, kend)), in place: P Z.  Past kend P is 0. */
-static void drop_seen(const ag__att_job *j, size_t bh, ag_real *p)
+/* Dropout's factors Z [T, S] of head bh, drawn once for the backward's
+ * two uses: over the keys each block of queries reaches (kend), 0 past
+ * them (where P is 0). */
+static void factors(const ag__att_job *j, size_t bh, ag_real *z)
 {
-    for (int t0 = 0, RB = block_rows(j->S); t0 < j->T; t0 += RB)
-        ag__att_drop(j, bh, t0, j->T - t0 < RB ? j->T - t0 : RB, 0, j->kend[t0 / RB], p + (size_t)t0 * j->S, j->S);
+    const int T = j->T, S = j->S, RB = block_rows(S);
+    for (int t0 = 0; t0 < T; t0 += RB) {
+        int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
+        for (int t = t0; t < t0 + n; t++)
+            for (int s = 0; s < S; s++) z[(size_t)t * S + s] = s < e;
+        ag__att_drop(j, bh, t0, n, 0, e, z + (size_t)t0 * S, S);
+    }
+}
+
+/* x = x y over rows [0, n) of e values, rows ld apart. */
+static void times(int n, int e, ag_real *x, const ag_real *y, int ld)
+{
+    for (int i = 0; i < n; i++) {
+        ag_real *xr = x + (size_t)i * ld;
+        const ag_real *yr = y + (size_t)i * ld;
+#pragma omp simd
+        for (int s = 0; s < e; s++) xr[s] *= yr[s];
+    }
 }
 
 /* Head bh forward: P (kept, before dropout) and y; with dropout, a block's
@@ -177,8 +194,8 @@ static void forward_head(const ag__att_job *j, size_t bh, ag_real *pz)
     }
 }
 
-/* Head bh backward, dA [T, S] in the scratch da; with dropout, P Z
- * [T, S] after it. */
+/* Head bh backward, dA [T, S] in the scratch da; with dropout, Z [T, S]
+ * after it, then P Z in its place. */
 static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
@@ -189,13 +206,15 @@ static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
     ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D, false) : NULL;
     ag_real *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D, true) : NULL;
     ag_real *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv, true) : NULL;
+    ag_real *z = j->a->dropout > 0 ? da + (size_t)T * S : NULL;
+    if (z) factors(j, bh, z);
     for (int t0 = 0; (dq || dk || j->dm) && t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
         int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
         const ag_real *pt = p + (size_t)t0 * S;
         ag_real *dat = da + (size_t)t0 * S;
         /* O = (P Z) V:  dP = (dO V^T) Z  [n, Dv] x [Dv, e] */
         ag__gemm(0, 1, n, e, Dv, dy + (size_t)t0 * ldy, ldy, v, ldv, 0, dat, S);
-        ag__att_drop(j, bh, t0, n, 0, e, dat, S);
+        if (z) times(n, e, dat, z + (size_t)t0 * S, S);
         /* P = softmax(mask ? scale A + M : fill):  dA = mask ? scale P (dP - rowsum(dP P)) : 0, in place;
          * dM += mask ? P (dP - rowsum(dP P)) : 0, made first (scale 1), then scaled: the same dA */
         if (e > 0) {
@@ -208,11 +227,9 @@ static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
         /* A = Q K^T:  dQ += dA K  [n, e] x [e, D] */
         if (dq) ag__gemm(0, 0, n, D, e, dat, S, k, ldk, j->beta_q, dq + (size_t)t0 * ldq, ldq);
     }
-    if (dv && j->a->dropout > 0) { /* P Z, the weights that made O */
-        ag_real *pz = da + (size_t)T * S;
-        memcpy(pz, p, (size_t)T * S * sizeof *pz);
-        drop_seen(j, bh, pz);
-        p = pz;
+    if (dv && z) { /* P Z, the weights that made O (0 past kend: Z is) */
+        times(T, S, z, p, S);
+        p = z;
     }
     for (int s0 = 0; s0 < S; s0 += RB) { /* keys [s0, s0 + n), queries [t, T) */
         int n = S - s0 < RB ? S - s0 : RB, t = j->tfirst[s0 / RB];

@@ -179,10 +179,11 @@ ag_status ag_kv_cache_append(ag_graph *g, ag_kv_cache *c, int layer, ag_tensor *
  * "P kept" (the fused node's kernel, 256 keys or fewer), "plain" (the
  * fused node's plain code: AG_KERNELS_REFERENCE, or a NaN or inf input
  * with fill -inf), "three nodes" (the weights asked for, or an
- * ag_mha_layer's dropout over 256 keys or fewer), "textbook"; NULL when y is no attention's result.  With dropout
- * (ag_attention's p_drop, the sdpa's dropout_p, an ag_mha_layer's over
- * more than 256 keys) the fused node takes "flash", its mask drawn
- * inside.  *kept_bytes (may be NULL) gets what it keeps for the backward.
+ * ag_mha_layer's dropout over 256 keys or fewer), "textbook"; NULL when
+ * y is no attention's result.  With dropout (ag_attention's p_drop, the
+ * sdpa's dropout_p, an ag_mha_layer's over more than 256 keys) the fused
+ * node draws its mask inside, on either of its kernels' paths.
+ * *kept_bytes (may be NULL) gets what it keeps for the backward.
  * docs/attention_long.md. */
 const char *ag_attention_path(const ag_tensor *y, size_t *kept_bytes);
 /* The same over every attention on g's tape. */

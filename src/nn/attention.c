@@ -359,7 +359,7 @@ static ag_tensor *mha_rows(ag_graph *g, const ag_mha_layer *m, ag_tensor *x_q, c
     if (!ag__ok(g, "mha", 3, q, k, v)) return NULL;
     /* P kept (the textbook path, the weights asked for, or dropout over
      * 256 keys or fewer, where the fused node would keep P anyway and
-     * three nodes run faster than recomputing it): causal is a [T, S]
+     * three nodes train a toy model faster): causal is a [T, S]
      * mask, with the caller's (both 0/1: their product allows what both
      * allow); otherwise a rule of the one node, dropout drawn inside */
     bool kept = m->textbook || weights || (p > 0 && k->shape[1] <= KEPT_KEYS);

@@ -343,6 +343,14 @@ bool ag__k_attention_flash(const ag__attn *a)
     return a->S > AG__FLASH_KEYS && a->D > 0 && a->Dv > 0;
 }
 
+bool ag__k_all_finite(size_t n, const ag_real *x)
+{
+    int ok = 1; /* x - x is 0 for a finite x, NaN (not equal to 0) for NaN and inf */
+#pragma omp simd reduction(& : ok)
+    for (size_t i = 0; i < n; i++) ok &= x[i] - x[i] == 0;
+    return ok;
+}
+
 /* Each block of threads' scratch, n values a cache line apart. */
 static ag_real *scratch_of(ag_graph *g, ag__att_job *j, size_t n)
 {

@@ -163,6 +163,9 @@ static inline int ag__attn_ld(const ag__attn *a, int cols, bool kv)
  * reference to read). */
 enum { AG__FLASH_KEYS = 256 };
 bool ag__k_attention_flash(const ag__attn *a);
+/* Whether x [n] holds no NaN and no inf: the op's test for its one NaN
+ * rule, in vectors. */
+bool ag__k_all_finite(size_t n, const ag_real *x);
 bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
                              ag_real *p, ag_real *y);
 /* y: the forward's output, which the flash kernel reads; m: the bias

@@ -96,8 +96,8 @@ def svg(path, panels):
     """panels: [(title, {prec: [(x, y)]})], side by side."""
     W, H, pad = 300, 220, 40
     colour = {"fp32": "#1f77b4", "bf16": "#d62728"}
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-           'font-size="11">' % (W * len(panels), H + 30)]
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+           'font-family="sans-serif" font-size="11">' % (W * len(panels), H + 30, W * len(panels), H + 30)]
     for i, (title, curves) in enumerate(panels):
         x0 = i * W
         pts = [p for c in curves.values() for p in c]
@@ -105,7 +105,7 @@ def svg(path, panels):
         ymin, ymax = min(p[1] for p in pts), max(p[1] for p in pts)
         sx = lambda x: x0 + pad + (x - xmin) / max(xmax - xmin, 1e-9) * (W - 1.5 * pad)
         sy = lambda y: 20 + (ymax - y) / max(ymax - ymin, 1e-9) * (H - pad - 20)
-        out.append('<text x="%d" y="14">%s</text>' % (x0 + pad, title))
+        out.append('<text x="%d" y="15">%s</text>' % (x0 + pad, title))
         out.append('<rect x="%d" y="20" width="%d" height="%d" fill="none" stroke="#999"/>' %
                    (x0 + pad, W - 1.5 * pad, H - pad - 20))
         out.append('<text x="%d" y="%d">%.2f</text><text x="%d" y="%d">%.2f</text>' %
@@ -119,6 +119,7 @@ def svg(path, panels):
     for j, prec in enumerate(PRECISIONS):
         out.append('<text x="%d" y="%d" fill="%s">%s products</text>' % (40 + 120 * j, H + 20, colour[prec], prec))
     out.append("</svg>")
+    out = [line.replace("<text ", '<text font-size="11" ') for line in out]
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
 

@@ -832,6 +832,7 @@ static void bench_ops(const char *python, int have_torch, double budget)
 #include "gpt.h"
 #include "classifier.h"
 #include "scale.h"
+#include "scale_bf16.h"
 #include "long.h"
 #include "loops.h"
 #include "peak.h"
@@ -964,7 +965,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr,
-                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|long|loops|peak|bf16]\n"
+                    "usage: bench [--threads 1,2] [--out FILE] [--only gemm|attention|translator|ops|gpt|classifier|scale|scale-bf16|long|loops|peak|bf16]\n"
                     "             [--seconds S] [--python /usr/bin/python3] [--data examples/data/eng-fra.tsv]\n"
                     "             [--isa avx512bf16|avx512|avx2|baseline] [--smoke: the long section on a toy model]\n"
                     "             [--precision fp32|bf16] [--loop plain|fused: the scale and long sections' step]\n");
@@ -976,19 +977,25 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench: %s: %s\n", out, strerror(errno));
         return 1;
     }
-    char cmd[512];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", python);
     int have_torch = system(cmd) == 0;
     emit("## Benchmark\n\n");
     machine();
     if (have_torch) {
+        /* and the BLAS its fp32 products call: Debian's torch takes whichever
+         * libblas.so.3 the system's alternatives name, and the reference
+         * BLAS there (no OpenBLAS installed) makes them 20x slower */
         snprintf(cmd, sizeof cmd,
-                 "%s -c 'import torch; c = [l.split(\": \")[-1] for l in torch.__config__.show().splitlines() "
-                 "if \"capability\" in l]; print(torch.__version__ + \", CPU capability \" + (c[0] if c else \"?\"))' "
-                 "2>/dev/null",
+                 "%s -c 'import torch, os; c = [l.split(\": \")[-1] for l in torch.__config__.show().splitlines() "
+                 "if \"capability\" in l]; b = sorted({os.path.realpath(l.split()[-1]) for l in open(\"/proc/self/maps\") "
+                 "if \"libblas\" in l.split()[-1]}); r = [x for x in b if \"/blas/\" in x]; "
+                 "print(torch.__version__ + \", CPU capability \" + (c[0] if c else \"?\") + \", BLAS \" + "
+                 "(\" \".join(b) or \"?\") + (\" (the reference BLAS: sudo apt-get install libopenblas0)\" if r else "
+                 "\"\"))' 2>/dev/null",
                  python);
         FILE *f = popen(cmd, "r");
-        char version[128] = "?";
+        char version[512] = "?";
         if (f && fgets(version, sizeof version, f)) version[strcspn(version, "\n")] = 0;
         if (f) pclose(f);
         emit("PyTorch %s (%s).\n", version, python);
@@ -1019,6 +1026,9 @@ int main(int argc, char **argv)
     }
     if (only && !strcmp(only, "scale")) { /* long: only when asked for */
         SECTION(failed, bench_scale(threads, nthreads, python, have_torch, budget));
+    }
+    if (only && !strcmp(only, "scale-bf16")) { /* long: only when asked for */
+        SECTION(failed, bench_scale_bf16(threads, nthreads, python, have_torch, budget));
     }
     if (only && !strcmp(only, "long")) { /* longer still */
         SECTION(failed, bench_long(python, have_torch, budget, smoke));

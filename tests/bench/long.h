@@ -59,7 +59,7 @@ static void bench_long(const char *python, int have_torch, double budget, int sm
          "attograd peak RSS MB | PyTorch peak RSS MB | RSS ratio |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < n; i++) {
         z.T = T[i];
-        scale_result torch = have_ref ? scale_torch(python, &z, 1, budget) : (scale_result){0};
+        scale_result torch = have_ref ? scale_torch(python, &z, 1, budget, "") : (scale_result){0};
         long_row(&z, scale_attograd(&z, 1, budget), torch, have_ref);
     }
 #endif

@@ -34,7 +34,7 @@ static void bench_loops(const char *python, int have_torch, double budget, int s
          smoke ? "A toy GPT" : "GPT-2 small's body", z.C, z.L, z.H, z.F, z.T,
          have_ref ? "the PyTorch twin (tests/reference/gpt.py bench) in the same run" : "nothing (no PyTorch)");
     emit("| loop | peak RSS MB | of PyTorch's |\n|---|---:|---:|\n");
-    scale_result torch = have_ref ? scale_torch(python, &z, 1, budget) : (scale_result){0};
+    scale_result torch = have_ref ? scale_torch(python, &z, 1, budget, "") : (scale_result){0};
     int was = scale_plain;
     scale_plain = 1;
     loops_row("plain: ag_store_zero_grad, ag_backward, ag_clip_grad_norm, ag_optim_step",

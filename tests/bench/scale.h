@@ -168,8 +168,9 @@ static scale_result scale_attograd(const scale_size *z, int threads, double budg
 /* The PyTorch twin's step of size z.  Its address space is capped at three
  * quarters of the machine's memory (ulimit -v), so that a size it cannot
  * hold fails with an allocation error, reported as out of memory
- * (res.oom), instead of swapping. */
-static scale_result scale_torch(const char *python, const scale_size *z, int threads, double budget)
+ * (res.oom), instead of swapping.  flags: more of gpt.py bench's ("" or
+ * "--autocast"). */
+static scale_result scale_torch(const char *python, const scale_size *z, int threads, double budget, const char *flags)
 {
     scale_result res = {0};
     char cmd[1200], line[1024] = "", out[1024] = "";
@@ -177,9 +178,9 @@ static scale_result scale_torch(const char *python, const scale_size *z, int thr
     snprintf(cmd, sizeof cmd,
              "ulimit -v %lld 2>/dev/null; OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d MKL_NUM_THREADS=%d %s "
              "tests/reference/gpt.py bench --threads %d --seconds %g --new '' --vocab %d --batch %d --context %d "
-             "--hidden %d --heads %d --ffn %d --layers %d 2>&1",
+             "--hidden %d --heads %d --ffn %d --layers %d %s 2>&1",
              kb > 0 ? kb : 0, threads, threads, threads, python, threads, budget, z->V, z->B, z->T, z->C, z->H,
-             z->F, z->L);
+             z->F, z->L, flags);
     FILE *f = popen(cmd, "r");
     if (!f) return res;
     while (fgets(line, sizeof line, f)) { /* the JSON line, or a traceback */
@@ -248,7 +249,7 @@ static void bench_scale(const int *threads, int nthreads, const char *python, in
         const scale_size *z = &scale_sizes[i];
         double secs = budget * (z->C >= 512 ? 4 : 1);
         for (int t = 0; t < nthreads && t < 8; t++) {
-            scale_result torch = have_ref ? scale_torch(python, z, threads[t], secs) : (scale_result){0};
+            scale_result torch = have_ref ? scale_torch(python, z, threads[t], secs, "") : (scale_result){0};
             scale_result ag = scale_attograd(z, threads[t], secs);
             if (threads[t] == 1) one[i][0] = ag, one[i][1] = torch;
             char r[32];

@@ -26,7 +26,8 @@ text pipeline, and one training step written out as a parity fixture.
     # on random ids, and the tokens per second of a generate loop as nanoGPT's
     # (crop to the context, the whole window forward, argmax, append: no cache)
     # and of the same loop with a key/value cache (the same tokens, checked)
-    /usr/bin/python3 tests/reference/gpt.py bench [--threads 1] [--seconds 2] [--new 31,200]
+    # (--autocast: the step's forward under torch.autocast("cpu", dtype=torch.bfloat16))
+    /usr/bin/python3 tests/reference/gpt.py bench [--threads 1] [--seconds 2] [--new 31,200] [--autocast]
 
 The model: x = tokens[ids] + positions[t]; per block x = x + attention(norm1(x)),
 x = x + ffn(norm2(x)) (causal attention, heads of width C / H, GELU MLP);
@@ -452,8 +453,9 @@ def cmd_bench(torch, a):
     x = torch.randint(0, a.vocab, (a.batch, a.context))
     y = torch.randint(0, a.vocab, (a.batch, a.context))
 
-    def step():
-        loss = model.loss(x, y)
+    def step():  # --autocast: the forward under autocast, the rest in float32 (PyTorch's recipe)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast):
+            loss = model.loss(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
@@ -461,7 +463,8 @@ def cmd_bench(torch, a):
 
     out = {"threads": torch.get_num_threads(), "step_ms": best_ms(step, a.seconds), "generate_tok_s": {}}
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    out["saved_bytes"] = saved_bytes(torch, model, x, y)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast):
+        out["saved_bytes"] = saved_bytes(torch, model, x, y)
     if not a.new:  # training step only (make bench's scale section)
         print(json.dumps(out))
         return 0
@@ -515,6 +518,7 @@ def main(argv):
     b = sub.add_parser("bench", help="time a training step and a generate loop (for make bench)")
     b.add_argument("--threads", type=int, default=1)
     b.add_argument("--seconds", type=float, default=2.0)
+    b.add_argument("--autocast", action="store_true", help="the forward under torch.autocast(\"cpu\", dtype=torch.bfloat16)")
     b.add_argument("--new", default="31,200", help="tokens to generate from a one-token prompt, comma-separated; empty: no generation")
     for name, default in (("vocab", 64), ("batch", 32), ("context", 32), ("hidden", 64), ("heads", 4), ("ffn", 256),
                           ("layers", 2)):

@@ -10,9 +10,19 @@
  * within a tolerance derived from bf16's unit roundoff. */
 #include "common.h"
 #include "core/internal.h"
+#include "kernels/amx.h" /* ag__isa_bf16_kernel */
 
 #include <float.h>
 #include <stdint.h>
+
+/* The level whose bf16 kernel is tested, and its fp32 kernel's */
+#if AG_NEON_KERNELS
+#define BF16_LEVEL "neonbf16"
+#define FP32_LEVEL "neon"
+#else
+#define BF16_LEVEL "avx512bf16"
+#define FP32_LEVEL "avx512"
+#endif
 
 static uint32_t bits_of(float x)
 {
@@ -207,7 +217,7 @@ Test(bf16, kernel_and_reference_agree_to_the_bit_within_one_depth_block)
     ag_graph_set_precision(g, AG_PRECISION_BF16);
     ag_kernels was = ag_get_kernels();
     ag_set_kernels(AG_KERNELS_FAST);
-    ag__isa_force("avx512bf16"); /* where the CPU has it; else its best, the tiles off */
+    ag__isa_force(BF16_LEVEL); /* where the CPU has it; else its best, the tiles off */
     matmul_y(g, a, b, M, N, K, y1);
     ag__isa_force(NULL);
     ag_set_kernels(AG_KERNELS_REFERENCE);
@@ -222,18 +232,25 @@ Test(bf16, kernel_and_reference_agree_to_the_bit_within_one_depth_block)
     ag_graph_free(g);
 }
 
-#if AG_BF16_KERNEL && !defined(AG_DOUBLE)
-/* vdpbf16ps, rounding the operands as it packs them, against the fp32
- * AVX-512 kernel on rounded copies: the same sums in the same order (k
- * ascending in each KC block, blocks added in order), so the same bits,
- * at every transpose, edge tile, odd depth, a depth of several blocks, and
- * for the small products it hands to ag__gemm. */
-Test(bf16, vdpbf16ps_kernel_gives_the_fp32_kernels_bits)
+#if AG_BF16_PRODUCTS && !defined(AG_DOUBLE)
+/* Forces the bf16 kernel's level; skips the test where the CPU lacks it. */
+#define SKIP_WITHOUT_BF16_KERNEL()                                                                             \
+    do {                                                                                                       \
+        if (strcmp(ag__isa_force(BF16_LEVEL), BF16_LEVEL) != 0) {                                              \
+            ag__isa_force(NULL);                                                                               \
+            cr_skip_test("this CPU has no " BF16_LEVEL);                                                       \
+        }                                                                                                      \
+    } while (0)
+
+/* The bf16 kernel (vdpbf16ps, or arm64's BFMLALB/T), rounding the operands
+ * as it packs them, against the fp32 kernel of its level (AVX-512, NEON)
+ * on rounded copies: the same sums in the same order (k ascending in each
+ * KC block, blocks added in order), so the same bits, at every transpose,
+ * edge tile, odd depth, a depth of several blocks, and for the small
+ * products it hands to ag__gemm. */
+Test(bf16, bf16_kernel_gives_the_fp32_kernels_bits)
 {
-    if (strcmp(ag__isa_force("avx512bf16"), "avx512bf16") != 0) {
-        ag__isa_force(NULL);
-        cr_skip_test("this CPU has no AVX512_BF16");
-    }
+    SKIP_WITHOUT_BF16_KERNEL();
     const int sizes[][3] = {{100, 200, 1001}, {6, 64, 384}, {13, 70, 385}, {71, 130, 7}, {7, 3, 99}, {1, 300, 50},
                             {150, 33, 64}, {10, 16, 10}, {3, 5, 7}};
     ag_rng r;
@@ -249,9 +266,9 @@ Test(bf16, vdpbf16ps_kernel_gives_the_fp32_kernels_bits)
                     ag__bf16_round_all((size_t)M * K, A, Ar), ag__bf16_round_all((size_t)K * N, B, Br);
                     memcpy(C2, C1, (size_t)M * N * 4);
                     int lda = ta ? M : K, ldb = tb ? K : N;
-                    ag__isa_force("avx512bf16");
+                    ag__isa_force(BF16_LEVEL);
                     ag__gemm_bf16(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C1, N); /* rounds A and B itself */
-                    ag__isa_force("avx512");
+                    ag__isa_force(FP32_LEVEL);
                     ag__gemm(ta, tb, M, N, K, Ar, lda, Br, ldb, (float)beta, C2, N);
                     for (size_t i = 0; i < (size_t)M * N; i++)
                         cr_assert_eq(bits_of(C1[i]), bits_of(C2[i]), "%dx%dx%d ta %d tb %d beta %d [%zu]: %.9g, %.9g", M,
@@ -261,14 +278,66 @@ Test(bf16, vdpbf16ps_kernel_gives_the_fp32_kernels_bits)
     ag__isa_force(NULL);
 }
 
+#if AG_NEON_BF16_KERNEL && !defined(AG_DOUBLE)
+/* BFMLALB/T are IEEE fused multiply-adds under FPCR (not flushed: Linux
+ * starts a process with FPCR.FZ clear), unlike vdpbf16ps: subnormal
+ * operands (A near 2^-130) and sums keep the fp32 kernel's bits, and are
+ * not read as 0. */
+Test(bf16, bfmlal_keeps_subnormals_as_the_fp32_kernel_does)
+{
+    SKIP_WITHOUT_BF16_KERNEL();
+    enum { M = 20, N = 40, K = 77 };
+    ag_rng r;
+    ag_rng_seed(&r, 50);
+    float A[M * K], B[K * N], Ar[M * K], Br[K * N], C1[M * N], C2[M * N];
+    fill(&r, A, M * K, 1), fill(&r, B, K * N, 1);
+    for (int i = 0; i < M * K; i++) A[i] = ldexpf(A[i], -130); /* subnormal floats, and bf16 */
+    ag__bf16_round_all(M * K, A, Ar), ag__bf16_round_all(K * N, B, Br);
+    ag__gemm_bf16(0, 0, M, N, K, A, K, B, N, 0, C1, N);
+    ag__isa_force(FP32_LEVEL);
+    ag__gemm(0, 0, M, N, K, Ar, K, Br, N, 0, C2, N);
+    ag__isa_force(NULL);
+    int nonzero = 0;
+    for (int i = 0; i < M * N; i++) {
+        cr_assert_eq(bits_of(C1[i]), bits_of(C2[i]), "[%d]: %g, %g", i, C1[i], C2[i]);
+        nonzero += C1[i] != 0;
+    }
+    cr_assert_gt(nonzero, M * N / 2, "subnormals read as 0: %d of %d sums nonzero", nonzero, M * N);
+}
+#endif
+
+/* A graph's bf16 matmul, forward, with the bf16 kernel and with the fp32
+ * kernel on rounded copies (the level forced below the bf16 kernel's): the
+ * same bits, over depths of several blocks; and the forced level does not
+ * run the bf16 kernel. */
+Test(bf16, forcing_the_fp32_level_keeps_a_graphs_bits)
+{
+    SKIP_WITHOUT_BF16_KERNEL();
+    enum { M = 50, N = 70, K = 1001 };
+    ag_rng r;
+    ag_rng_seed(&r, 49);
+    ag_real *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b), *y1 = malloc(M * N * sizeof *y1),
+            *y2 = malloc(M * N * sizeof *y2);
+    fill(&r, a, M * K, 1), fill(&r, b, K * N, 1);
+    ag_graph *g = ag_graph_new();
+    ag_graph_set_precision(g, AG_PRECISION_BF16);
+    cr_assert_str_eq(ag__isa_bf16_kernel(NULL), BF16_LEVEL);
+    matmul_y(g, a, b, M, N, K, y1);
+    ag__isa_force(FP32_LEVEL);
+    cr_assert(!ag__isa_bf16(), FP32_LEVEL " forced: the bf16 kernel still on");
+    cr_assert_str_eq(ag__isa_bf16_kernel(NULL), "fp32 kernel");
+    matmul_y(g, a, b, M, N, K, y2);
+    ag__isa_force(NULL);
+    cr_assert_eq(memcmp(y1, y2, M * N * sizeof *y1), 0, "the bf16 kernel and the forced fp32 level differ");
+    free(a), free(b), free(y1), free(y2);
+    ag_graph_free(g);
+}
+
 /* The bias and the residual of linear_add, added in the fp32 kernel's
  * order, and two threads: the same bits. */
-Test(bf16, vdpbf16ps_bias_residual_and_threads_keep_the_bits)
+Test(bf16, bf16_kernel_bias_residual_and_threads_keep_the_bits)
 {
-    if (strcmp(ag__isa_force("avx512bf16"), "avx512bf16") != 0) {
-        ag__isa_force(NULL);
-        cr_skip_test("this CPU has no AVX512_BF16");
-    }
+    SKIP_WITHOUT_BF16_KERNEL();
     enum { M = 200, N = 300, K = 500 };
     ag_rng r;
     ag_rng_seed(&r, 48);
@@ -276,10 +345,10 @@ Test(bf16, vdpbf16ps_bias_residual_and_threads_keep_the_bits)
           *C1 = malloc(M * N * 4), *C2 = malloc(M * N * 4);
     fill(&r, A, M * K, 1), fill(&r, B, N * K, 1), fill(&r, bias, N, 1), fill(&r, R, M * N, 1);
     ag_set_threads(2);
-    ag__isa_force("avx512bf16");
+    ag__isa_force(BF16_LEVEL);
     ag__gemm_bias_res_bf16(0, 1, M, N, K, A, K, B, K, 0, C1, N, bias, R);
     ag_set_threads(1);
-    ag__isa_force("avx512");
+    ag__isa_force(FP32_LEVEL);
     ag__bf16_round_all(M * K, A, A), ag__bf16_round_all(N * K, B, B);
     ag__gemm_bias_res(0, 1, M, N, K, A, K, B, K, 0, C2, N, bias, R);
     ag__isa_force(NULL);
@@ -287,6 +356,18 @@ Test(bf16, vdpbf16ps_bias_residual_and_threads_keep_the_bits)
     free(A), free(B), free(bias), free(R), free(C1), free(C2);
 }
 #endif
+
+/* The bf16 products' kernel in use, printed (as bench's machine line
+ * names it); where AG_EXPECT_BF16_KERNEL names one (make arm64-test: qemu's
+ * CPU has FEAT_BF16), it must be that one, so that a CPU bit not seen
+ * fails rather than testing the fp32 kernel twice. */
+Test(bf16, the_kernel_in_use_is_the_one_expected)
+{
+    ag__isa_force(NULL);
+    const char *kernel = ag__isa_bf16_kernel(NULL), *want = getenv("AG_EXPECT_BF16_KERNEL");
+    printf("test_bf16: bf16 products: %s\n", kernel);
+    if (want) cr_assert_str_eq(kernel, want, "bf16 products: %s, expected %s", kernel, want);
+}
 
 Test(bf16, a_graph_follows_the_process_default_until_it_sets_its_own)
 {

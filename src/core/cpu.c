@@ -12,7 +12,8 @@
  * The bf16 products have two more kernels beside the AVX-512 level:
  * vdpbf16ps (AVX512_BF16, "avx512bf16") and AMX's tiles ("amx", where
  * Linux grants them: kernels/gemm_amx.c), the best the CPU has unless a
- * lower level is forced.
+ * lower level is forced.  On arm64 the NEON level has one: BFMLALB and
+ * BFMLALT (FEAT_BF16, "neonbf16").
  *
  * Invariant: the level is read from the CPU once (the first call, from any
  * thread) and changes only through ag__isa_force, which tests and the
@@ -24,6 +25,12 @@
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
 #include <cpuid.h>
 #endif
+#if AG_NEON_BF16_KERNEL && !defined(AG_DOUBLE)
+#include <sys/auxv.h>
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1UL << 14) /* Linux's arm64 hwcap bit, for older headers */
+#endif
+#endif
 
 static const char *const names[AG_ISA_COUNT] = {
     [AG_ISA_BASE] = "baseline",
@@ -34,20 +41,32 @@ static const char *const names[AG_ISA_COUNT] = {
 
 /* -1 until read; then the level in use (read inline by ag__isa) */
 _Atomic int ag__isa_level = -1;
-/* whether the bf16 products may use vdpbf16ps (set with the level) */
+/* whether the bf16 products may use their kernel, vdpbf16ps or BFMLAL
+ * (set with the level) */
 static _Atomic bool bf16_on;
 /* whether they may use AMX's tiles (with bf16_on, where Linux grants
  * them: asked at the first bf16 product, so that a process that never
  * runs one never asks; kernels/gemm_amx.c) */
 static _Atomic bool amx_on;
 
-/* AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5 (and a kernel built:
- * the float build's) */
+/* The level that has the bf16 kernel, and the kernel's name */
+#if AG_NEON_KERNELS
+#define BF16_LEVEL AG_ISA_NEON
+#define BF16_NAME "neonbf16"
+#else
+#define BF16_LEVEL AG_ISA_AVX512
+#define BF16_NAME "avx512bf16"
+#endif
+
+/* AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5; FEAT_BF16: Linux's
+ * HWCAP2_BF16 (and a kernel built: the float build's) */
 static bool cpu_bf16(void)
 {
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
     unsigned a, b, c, d;
     return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 5 & 1);
+#elif AG_NEON_BF16_KERNEL && !defined(AG_DOUBLE)
+    return (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0;
 #else
     return false;
 #endif
@@ -76,7 +95,7 @@ static bool has(int l, int best)
 int ag__isa_read(void)
 {
     int l = best(); /* threads that race here all store the same value */
-    bool bf16 = l == AG_ISA_AVX512 && cpu_bf16();
+    bool bf16 = l == BF16_LEVEL && cpu_bf16();
     atomic_store_explicit(&amx_on, bf16, memory_order_relaxed);
     atomic_store_explicit(&bf16_on, bf16, memory_order_relaxed);
     atomic_store_explicit(&ag__isa_level, l, memory_order_relaxed);
@@ -86,15 +105,15 @@ int ag__isa_read(void)
 const char *ag__isa_force(const char *name)
 {
     int top = best(), want = top;
-    bool bf16 = top == AG_ISA_AVX512 && cpu_bf16();
-    if (name && (!strcmp(name, "amx") || !strcmp(name, "avx512bf16"))) { /* the tiles on or off */
+    bool bf16 = top == BF16_LEVEL && cpu_bf16();
+    if (name && (!strcmp(name, "amx") || !strcmp(name, BF16_NAME))) { /* the tiles on or off */
         bool tiles = !strcmp(name, "amx") && bf16 && ag__amx_permitted(NULL);
         atomic_store_explicit(&amx_on, tiles, memory_order_relaxed);
         atomic_store_explicit(&bf16_on, bf16, memory_order_relaxed);
         atomic_store_explicit(&ag__isa_level, top, memory_order_relaxed);
-        return tiles ? "amx" : bf16 ? "avx512bf16" : names[top];
+        return tiles ? "amx" : bf16 ? BF16_NAME : names[top];
     }
-    bool named = false; /* a level by name: vdpbf16ps and the tiles off */
+    bool named = false; /* a level by name: the bf16 kernel and the tiles off */
     for (int l = 0; name && l < AG_ISA_COUNT; l++)
         if (!strcmp(name, names[l]) && has(l, top)) want = l, named = true;
     atomic_store_explicit(&amx_on, bf16 && !named, memory_order_relaxed);
@@ -103,7 +122,7 @@ const char *ag__isa_force(const char *name)
     return names[want];
 }
 
-bool ag__isa_bf16(void) { return ag__isa() == AG_ISA_AVX512 && atomic_load_explicit(&bf16_on, memory_order_relaxed); }
+bool ag__isa_bf16(void) { return ag__isa() == BF16_LEVEL && atomic_load_explicit(&bf16_on, memory_order_relaxed); }
 
 bool ag__isa_amx(void)
 {
@@ -116,5 +135,5 @@ const char *ag__isa_bf16_kernel(const char **why_not_amx)
     if (ag__amx_permitted(&why) && !ag__isa_amx())
         why = ag__isa_bf16() ? "forced off (--isa avx512bf16 or lower)" : "the level in use has no AVX512_BF16";
     if (why_not_amx) *why_not_amx = why;
-    return ag__isa_amx() ? "amx" : ag__isa_bf16() ? "avx512bf16" : "fp32 kernel";
+    return ag__isa_amx() ? "amx" : ag__isa_bf16() ? BF16_NAME : "fp32 kernel";
 }

@@ -532,6 +532,22 @@ enum { AG_ISA_BASE, AG_ISA_AVX2, AG_ISA_AVX512, AG_ISA_NEON, AG_ISA_COUNT };
 #else
 #define AG_BF16_KERNEL 0
 #endif
+/* arm64's BFMLALB/BFMLALT (FEAT_BF16), beside the NEON level, the same
+ * kernel file: built with gcc 12, whose arm_neon.h declares the bf16
+ * intrinsics for a function's own target, or with clang when the whole
+ * build targets bf16 (-march=armv8.2-a+bf16: clang 14's arm_neon.h has
+ * them only then); -DAG_NO_BF16 builds without it.  Used when the CPU has
+ * it (Linux: HWCAP2_BF16) and the level is NEON, unless forced off.
+ * Forcing "neonbf16" asks for it. */
+#if AG_NEON_KERNELS && !defined(AG_NO_BF16) && defined(__linux__) &&                                          \
+    ((defined(__clang__) && defined(__ARM_FEATURE_BF16)) || (!defined(__clang__) && __GNUC__ >= 12))
+#define AG_NEON_BF16_KERNEL 1
+#else
+#define AG_NEON_BF16_KERNEL 0
+#endif
+/* Whether the bf16 products have a kernel of their own (kernels/gemm_bf16.c)
+ * and ag__isa_bf16() says when it runs. */
+#define AG_BF16_PRODUCTS (AG_BF16_KERNEL || AG_NEON_BF16_KERNEL)
 bool ag__isa_bf16(void);
 /* The level in use: the CPU's best, read once, unless forced lower.  Every
  * dispatch asks, so the common path is one load, inlined (-1: not read
@@ -543,7 +559,7 @@ static inline int ag__isa(void)
     int l = atomic_load_explicit(&ag__isa_level, memory_order_relaxed);
     return l >= 0 ? l : ag__isa_read();
 }
-/* Force "baseline", "avx2", "avx512", "avx512bf16", "amx" or "neon" (only a
+/* Force "baseline", "avx2", "avx512", "avx512bf16", "amx", "neon" or "neonbf16" (only a
  * level the CPU has; NULL or an unknown name: the CPU's best, AVX512_BF16
  * and AMX on where it has them; kernels/amx.h); returns the name now in use ("avx512" for NULL on an
  * AVX512_BF16 CPU too).  For tests and benchmarks, while no kernel runs. */

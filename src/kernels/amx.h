@@ -24,8 +24,9 @@ bool ag__amx_permitted(const char **why);
 /* Whether the bf16 products run on the tiles now: ag__isa_bf16(), the
  * tiles permitted, and no level below "amx" forced (core/cpu.c). */
 bool ag__isa_amx(void);
-/* The bf16 products' kernel in use, for reports: "amx", "avx512bf16", or
- * "fp32 kernel" (rounded copies); and why not "amx" (NULL when it is). */
+/* The bf16 products' kernel in use, for reports: "amx", "avx512bf16",
+ * "neonbf16" (arm64's BFMLAL), or "fp32 kernel" (rounded copies); and why
+ * not "amx" (NULL when it is). */
 const char *ag__isa_bf16_kernel(const char **why_not_amx);
 
 /* C = beta C + bf16(op(A)) bf16(op(B)), beta 0 or 1, by the tiles: the

@@ -1,8 +1,9 @@
 /* gemm_bf16.c: C = beta C + bf16(op(A)) bf16(op(B)) (+ bias, + R): the
  * product of the operands rounded to bf16 (ops/bf16.c's rule), summed in
  * float, with the multiplications done on bf16 halves by AVX512_BF16's
- * vdpbf16ps.  Only where the CPU has it (ag__isa_bf16()): elsewhere the
- * callers round the operands (ag__bf16_operand) and call ag__gemm.
+ * vdpbf16ps, or on arm64 by FEAT_BF16's BFMLALB/BFMLALT.  Only where the
+ * CPU has one (ag__isa_bf16()): elsewhere the callers round the operands
+ * (ag__bf16_operand) and call ag__gemm.
  *
  * vdpbf16ps takes, in each 32-bit lane, a pair of bf16 values of each
  * operand and adds both products to a float accumulator, one rounding
@@ -28,7 +29,24 @@
  *
  * The products that ag__gemm does not block (too small, or a toy head's)
  * go to ag__gemm on rounded copies (a thread's scratch: they are small),
- * with the same sums. */
+ * with the same sums.
+ *
+ * arm64: BFMLALB (BFMLALT) widens the even (odd) bf16 halves of each
+ * 32-bit lane of two vectors to float and adds their product to a float
+ * accumulator by an IEEE fused multiply-add (the Arm ARM's FPMulAdd, under
+ * FPCR as any float instruction: subnormals kept unless FPCR.FZ):
+ *   acc = acc + a[0] b[0]   (B),   acc = acc + a[1] b[1]   (T)
+ * So packing puts depth k in the low half and k + 1 in the high one, and
+ * B then T per pair adds k, then k + 1: the NEON fp32 kernel's fused
+ * multiply-adds on the same values, its bits, subnormals included.
+ * (BFDOT and BFMMLA, which do 2 and 8 products an instruction, add a
+ * pair's products with a rounding of their own, to odd in the first
+ * implementations, and flush subnormals: neither the fp32 kernel's bits
+ * nor a bound as simple.)  The tile is MR = 6 rows of 4 vectors of 4
+ * floats, the NEON fp32 kernel's: 24 accumulators, 4 vectors of B (a pair
+ * of depths for 4 columns each) and 2 of A (a pair for 4 rows each, the
+ * lane chosen by the instruction), 30 of the 32 registers.  A's pairs are
+ * packed 8 to a depth pair (MR and 2 zero rows), two whole vectors. */
 #include "core/internal.h"
 #include "kernels/amx.h"
 #include "kernels/bf16.h"
@@ -53,35 +71,49 @@ void ag__gemm_bf16_plain(int ta, int tb, int m0, int m1, int n0, int n1, int K, 
         }
 }
 
-#if AG_BF16_KERNEL && !defined(AG_DOUBLE)
-#include <immintrin.h>
+#if AG_BF16_PRODUCTS && !defined(AG_DOUBLE)
 
-/* ag__gemm's blocks (kernels/gemm.c), which give the order of the sums */
+/* ag__gemm's blocks (kernels/gemm.c), which give the order of the sums;
+ * NR, the tile's columns, and AP, A's pairs a depth pair (MR rows, zero
+ * padded), per instruction set */
 #define MR 6
-#define NR 64
 #define KC 384
 #define MC 72
 #define NC 3072
+#if AG_BF16_KERNEL
+#include <immintrin.h>
+#define NR 64
+#define AP MR
+#define VEC_TARGET __attribute__((target("avx512f")))
+/* rounded bits k0 and k1 (bf16 in the high half) as a pair: k0 high, k1
+ * low (scalars or vectors) */
+#define JOIN(k0, k1) ((k0) | (k1) >> 16)
+#else
+#include <arm_neon.h>
+#define NR 16
+#define AP 8
+#define VEC_TARGET
+#define JOIN(k0, k1) ((k0) >> 16 | (k1)) /* k0 low, k1 high */
+#endif
 
-/* x's bits; the pair of depths k (high half) and k + 1 (low) from their
- * bits, each rounded to bf16 */
+/* x's bits; the pair of depths k and k + 1 from their bits, each rounded
+ * to bf16 */
 static inline uint32_t bits(const float *x)
 {
     uint32_t u;
     memcpy(&u, x, sizeof u);
     return u;
 }
-static inline uint32_t pair(uint32_t k0, uint32_t k1) { return ag__bf16_bits(k0) | ag__bf16_bits(k1) >> 16; }
+static inline uint32_t pair(uint32_t k0, uint32_t k1) { return JOIN(ag__bf16_bits(k0), ag__bf16_bits(k1)); }
 
-/* Rows [i0, i0+mr) of op(A), mr <= MR, zero rows up to MR, depth [p0,
- * p0+kc): dst[kc/2 rounded up][MR] pairs; an odd depth's last pair is
+/* Rows [i0, i0+mr) of op(A), mr <= MR, zero rows up to AP, depth [p0,
+ * p0+kc): dst[kc/2 rounded up][AP] pairs; an odd depth's last pair is
  * (k, 0). */
-__attribute__((target("avx512f"))) static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int mr,
-                                                     int p0, int kc)
+VEC_TARGET static void pack_a(uint32_t *dst, const float *A, int ta, int lda, int i0, int mr, int p0, int kc)
 {
     int ke = kc / 2, kp = (kc + 1) / 2;
     for (int p = 0; p < kp; p++)
-        for (int i = mr; i < MR; i++) dst[(size_t)p * MR + i] = 0;
+        for (int i = mr; i < AP; i++) dst[(size_t)p * AP + i] = 0;
     if (!ta) { /* A stored [M, K]: a pair is adjacent in a row; the row rounded first, 16 values a step */
         uint32_t r[KC];
         for (int i = 0; i < mr; i++) {
@@ -94,22 +126,21 @@ __attribute__((target("avx512f"))) static void pack_a(uint32_t *dst, const float
                 memcpy(r + k, &v, sizeof v);
             }
             for (; k < kc; k++) r[k] = ag__bf16_bits(bits(a + k));
-            for (int p = 0; p < ke; p++) dst[(size_t)p * MR + i] = r[2 * p] | r[2 * p + 1] >> 16;
-            if (kc & 1) dst[(size_t)ke * MR + i] = r[kc - 1];
+            for (int p = 0; p < ke; p++) dst[(size_t)p * AP + i] = JOIN(r[2 * p], r[2 * p + 1]);
+            if (kc & 1) dst[(size_t)ke * AP + i] = JOIN(r[kc - 1], 0u);
         }
     } else { /* A stored [K, M]: rows k and k + 1 hold the pairs' halves */
         for (int p = 0; p < kp; p++) {
             const float *a0 = A + (size_t)(p0 + 2 * p) * lda + i0, *a1 = a0 + lda;
             bool last = p == ke; /* (k, 0) */
-            for (int i = 0; i < mr; i++) dst[(size_t)p * MR + i] = pair(bits(a0 + i), last ? 0 : bits(a1 + i));
+            for (int i = 0; i < mr; i++) dst[(size_t)p * AP + i] = pair(bits(a0 + i), last ? 0 : bits(a1 + i));
         }
     }
 }
 
 /* Columns [j0, j0+nr) of op(B), nr <= NR, zero columns up to NR, depth
  * [p0, p0+kc): dst[kc/2 rounded up][NR] pairs. */
-__attribute__((target("avx512f"))) static void pack_b(uint32_t *dst, const float *B, int tb, int ldb, int j0, int nr,
-                                                     int p0, int kc)
+VEC_TARGET static void pack_b(uint32_t *dst, const float *B, int tb, int ldb, int j0, int nr, int p0, int kc)
 {
     int ke = kc / 2, kp = (kc + 1) / 2;
     if (!tb) { /* B stored [K, N]: rows k and k + 1 side by side, whole vectors of them */
@@ -121,7 +152,7 @@ __attribute__((target("avx512f"))) static void pack_b(uint32_t *dst, const float
                     ag__u32x16 x0, x1;
                     memcpy(&x0, b0 + 16 * v, sizeof x0), memcpy(&x1, b1 + 16 * v, sizeof x1);
                     ag__bf16_bits16(&x0), ag__bf16_bits16(&x1);
-                    x0 |= x1 >> 16;
+                    x0 = JOIN(x0, x1);
                     memcpy(d + 16 * v, &x0, sizeof x0);
                 }
             else {
@@ -141,8 +172,19 @@ __attribute__((target("avx512f"))) static void pack_b(uint32_t *dst, const float
         for (int j = nr; j < NR; j++) dst[(size_t)p * NR + j] = 0;
 }
 
-/* The MR x NR tile at c: kp pairs of k from a [kp][MR] and b [kp][NR];
+/* The mr x nr of an edge tile that exist, stored (overwrite) or added to C */
+static void store_edge(const float tile[MR][NR], float *c, int ldc, int mr, int nr, bool overwrite)
+{
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            float *cij = c + (size_t)i * ldc + j;
+            *cij = overwrite ? tile[i][j] : *cij + tile[i][j];
+        }
+}
+
+/* The MR x NR tile at c: kp pairs of k from a [kp][AP] and b [kp][NR];
  * stored (overwrite) or added to C, the mr x nr of it that exist. */
+#if AG_BF16_KERNEL
 __attribute__((target("avx512f,avx512bf16"))) static void kernel(int kp, const uint32_t *a, const uint32_t *b, float *c,
                                                                  int ldc, int mr, int nr, bool overwrite)
 {
@@ -176,12 +218,52 @@ __attribute__((target("avx512f,avx512bf16"))) static void kernel(int kp, const u
     float tile[MR][NR];
     for (int i = 0; i < MR; i++)
         for (int v = 0; v < 4; v++) _mm512_storeu_ps(&tile[i][16 * v], acc[i][v]);
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) {
-            float *cij = c + (size_t)i * ldc + j;
-            *cij = overwrite ? tile[i][j] : *cij + tile[i][j];
-        }
+    store_edge(tile, c, ldc, mr, nr, overwrite);
 }
+#else
+/* Row i of the tile, its pair (k, k + 1) in lanes l, l + 1 of av: k's
+ * products (B), then k + 1's (T), into each of the row's 4 vectors. */
+#define ROW(i, av, l)                                                                                          \
+    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) {                                                      \
+        acc[i][v] = vbfmlalbq_laneq_f32(acc[i][v], bv[v], av, l);                                              \
+        acc[i][v] = vbfmlaltq_laneq_f32(acc[i][v], bv[v], av, (l) + 1);                                        \
+    }
+#ifdef __clang__
+#define BF16_TARGET __attribute__((target("bf16")))
+#else
+#define BF16_TARGET __attribute__((target("arch=armv8.2-a+bf16")))
+#endif
+BF16_TARGET static void kernel(int kp, const uint32_t *a, const uint32_t *b, float *c, int ldc, int mr, int nr,
+                               bool overwrite)
+{
+    float32x4_t acc[MR][4];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) acc[i][v] = vdupq_n_f32(0);
+    for (int p = 0; p < kp; p++, a += AP, b += NR) {
+        bfloat16x8_t bv[4], a0 = vreinterpretq_bf16_u32(vld1q_u32(a)), a1 = vreinterpretq_bf16_u32(vld1q_u32(a + 4));
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) bv[v] = vreinterpretq_bf16_u32(vld1q_u32(b + 4 * v));
+        ROW(0, a0, 0) ROW(1, a0, 2) ROW(2, a0, 4) ROW(3, a0, 6) ROW(4, a1, 0) ROW(5, a1, 2)
+    }
+    if (mr == MR && nr == NR) {
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                float *ci = c + (size_t)i * ldc + 4 * v;
+                vst1q_f32(ci, overwrite ? acc[i][v] : vaddq_f32(acc[i][v], vld1q_f32(ci)));
+            }
+        return;
+    }
+    float tile[MR][NR];
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < 4; v++) vst1q_f32(&tile[i][4 * v], acc[i][v]);
+    store_edge(tile, c, ldc, mr, nr, overwrite);
+}
+#undef ROW
+#endif
 
 typedef ag__bf16_job job;
 
@@ -192,7 +274,7 @@ static bool part(const job *jb, int m0, int m1, int n0, int n1)
 {
     int K = jb->K, kcmax = K < KC ? K : KC, kpmax = (kcmax + 1) / 2, ncmax = n1 - n0 < NC ? n1 - n0 : NC;
     float *abuf, *bbuf;
-    if (!ag__gemm_buffers((size_t)MC * kpmax, (size_t)((ncmax + NR - 1) / NR) * NR * kpmax, &abuf, &bbuf)) return false;
+    if (!ag__gemm_buffers((size_t)MC / MR * AP * kpmax, (size_t)((ncmax + NR - 1) / NR) * NR * kpmax, &abuf, &bbuf)) return false;
     uint32_t *apack = (uint32_t *)abuf, *bpack = (uint32_t *)bbuf;
     for (int jc = n0; jc < n1; jc += NC) {
         int nc = n1 - jc < NC ? n1 - jc : NC;
@@ -204,10 +286,10 @@ static bool part(const job *jb, int m0, int m1, int n0, int n1)
             for (int ic = m0; ic < m1; ic += MC) {
                 int mc = m1 - ic < MC ? m1 - ic : MC;
                 for (int i = 0; i < mc; i += MR)
-                    pack_a(apack + (size_t)i * kp, jb->A, jb->ta, jb->lda, ic + i, mc - i < MR ? mc - i : MR, pc, kc);
+                    pack_a(apack + (size_t)i / MR * AP * kp, jb->A, jb->ta, jb->lda, ic + i, mc - i < MR ? mc - i : MR, pc, kc);
                 for (int j = 0; j < nc; j += NR)
                     for (int i = 0; i < mc; i += MR)
-                        kernel(kp, apack + (size_t)i * kp, bpack + (size_t)j * kp,
+                        kernel(kp, apack + (size_t)i / MR * AP * kp, bpack + (size_t)j * kp,
                                jb->C + (size_t)(ic + i) * jb->ldc + jc + j, jb->ldc, mc - i < MR ? mc - i : MR,
                                nc - j < NR ? nc - j : NR, overwrite);
             }
@@ -277,8 +359,7 @@ static void blocked(int ta, int tb, int M, int N, int K, const float *A, int lda
 /* C = (C + bias) + R, row by row, 16 columns a step: the fp32 kernel's
  * sums, in its store's order (bias or R NULL: left out). */
 typedef float f32x16 __attribute__((vector_size(64)));
-__attribute__((target("avx512f"))) static void add_bias_res(int M, int N, const float *bias, const float *res, float *C,
-                                                           int ldc)
+VEC_TARGET static void add_bias_res(int M, int N, const float *bias, const float *res, float *C, int ldc)
 {
     for (int i = 0; i < M; i++) {
         float *c = C + (size_t)i * ldc;
@@ -300,8 +381,8 @@ __attribute__((target("avx512f"))) static void add_bias_res(int M, int N, const 
 
 #endif
 
-/* Both need ag__isa_bf16(): without it, no vdpbf16ps (and, built without
- * the kernel, no code). */
+/* Both need ag__isa_bf16(): without it, no vdpbf16ps or BFMLAL (and, built
+ * without the kernel, no code). */
 void ag__gemm_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B, int ldb,
                    ag_real beta, ag_real *C, int ldc)
 {
@@ -311,7 +392,7 @@ void ag__gemm_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int ld
 void ag__gemm_bias_res_bf16(int ta, int tb, int M, int N, int K, const ag_real *A, int lda, const ag_real *B,
                             int ldb, ag_real beta, ag_real *C, int ldc, const ag_real *bias, const ag_real *res)
 {
-#if AG_BF16_KERNEL && !defined(AG_DOUBLE)
+#if AG_BF16_PRODUCTS && !defined(AG_DOUBLE)
     assert(ag__isa_bf16());
     if (M <= 0 || N <= 0 || K <= 0) { /* no operand read: ag__gemm's C = beta C, + bias, + R */
         ag__gemm_bias_res(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, res);

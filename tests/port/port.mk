@@ -62,9 +62,13 @@ omp-parity:
 # the two architectures, which multiarch forbids).  So under emulation a
 # subset of the Criterion files runs through a small runner with the same
 # assertions (tests/port/runner.c): the portable kernels against their
-# reference loops, the cross-architecture losses and gemm; plus gradcheck
-# over every op.  `make subset-test` runs the same programs natively.
-PORT_SUITES := tests/test_kernels.c tests/test_losses.c tests/test_gemm.c tests/test_kernels_vs_ref.c
+# reference loops, the cross-architecture losses and gemm, the bf16
+# products; plus gradcheck over every op.  The float subset runs twice: on
+# qemu's default CPU ("max", which has FEAT_BF16: the BFMLAL kernel) and on
+# a Cortex-A72 (without it: the fp32 kernel on rounded copies), each
+# asserting which bf16 kernel it ran.  `make subset-test` runs the same
+# programs natively.
+PORT_SUITES := tests/test_kernels.c tests/test_losses.c tests/test_gemm.c tests/test_kernels_vs_ref.c tests/test_bf16.c
 PORT_DEPS   := $(PORT_SUITES) tests/port/runner.c tests/port/criterion/criterion.h tests/common.h
 PORT_FLAGS   = $(filter-out -MMD -MP,$(AG_FLAGS)) -Itests/port
 
@@ -98,7 +102,8 @@ arm64-test: arm64-deps
 	  $(ARM_BUILD)/gradcheck $(ARM_BUILD)/port_f64 $(ARM_BUILD)/port_f32
 	$(QEMU) $(ARM_BUILD)/gradcheck | tail -n 1
 	$(QEMU) $(ARM_BUILD)/port_f64
-	$(QEMU) $(ARM_BUILD)/port_f32
+	AG_EXPECT_BF16_KERNEL=neonbf16 $(QEMU) $(ARM_BUILD)/port_f32
+	AG_EXPECT_BF16_KERNEL="fp32 kernel" $(QEMU) -cpu cortex-a72 $(ARM_BUILD)/port_f32
 
 clean: port-clean
 port-clean:

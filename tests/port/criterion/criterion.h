@@ -45,6 +45,12 @@ _Noreturn void mc_fail(const char *file, int line, const char *expr, const char 
 #define cr_assert_null(p, ...) cr_assert((p) == NULL, "" __VA_ARGS__)
 #define cr_assert_not_null(p, ...) cr_assert((p) != NULL, "" __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...) cr_assert(strcmp((a), (b)) == 0, "" __VA_ARGS__)
+/* cr_skip_test("format", args...): the test says why and returns */
+#define cr_skip_test(...)                                                                            \
+    do {                                                                                             \
+        printf("[SKIP] " __VA_ARGS__), printf("\n");                                                 \
+        return;                                                                                      \
+    } while (0)
 /* cr_log_info("format", args...): a line of the test's output */
 #define cr_log_info(...) (printf("[----] " __VA_ARGS__), printf("\n"))
 

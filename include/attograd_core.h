@@ -525,10 +525,10 @@ ag_kernels ag_get_kernels(void);
 
 /* The precision of the matrix products (docs/precision.md).  FP32 (the
  * default): operands and sums in ag_real.  BF16: matmul, linear and its
- * fused forms round their operands to bfloat16 (ag_bf16_round) and sum the
- * exact products in ag_real, forward and backward, as PyTorch's autocast
- * does; everything else (parameters, gradients, the optimizer, layer norm,
- * softmax, losses, attention's own products) stays ag_real, and
+ * fused forms, and attention's Q K^T and P V, round their operands to
+ * bfloat16 (ag_bf16_round) and sum the exact products in ag_real, forward
+ * and backward, as PyTorch's autocast does; everything else (parameters,
+ * gradients, the optimizer, layer norm, softmax, losses) stays ag_real, and
  * checkpoints are the same.  A graph follows the process default
  * (ag_set_precision) until ag_graph_set_precision sets its own. */
 typedef enum ag_precision { AG_PRECISION_FP32 = 0, AG_PRECISION_BF16 = 1 } ag_precision;

@@ -49,6 +49,17 @@
  * log-sum-exp, and recomputes P in its backward
  * (kernels/attention_flash.c, docs/attention_long.md).
  *
+ * Under AG_PRECISION_BF16 the four products round their operands to bf16
+ * (ops/bf16.c), as autocast's Q K^T and P V and their backward do, and
+ * sum in ag_real: Q, K, V and dO rounded (copies), P Z where it meets V
+ * or dO, and dA where it meets K or Q (the gradient of the product Q K^T,
+ * which autocast holds in bf16, the product's type).  The scale stays
+ * outside the product, in ag_real, on every path: A = bf16(Q) bf16(K)^T,
+ * then scale A; dA = scale P (dP - rowsum(dP P)), then rounded.  The
+ * softmax, scale, mask and bias stay fp32.  The P-kept kernel rounds the
+ * same operands; the flash kernel does not, so under bf16 long rows keep
+ * P too (docs/precision.md).
+ *
  * src = {q, k, v}, and the bias M when it needs a gradient; aux = the
  * heads' description (ag__attn) and P (or the rows' maxima and sums);
  * farg[0] = scale, farg[1] = fill; iarg[0] = 1 when masked; iarg[1] the
@@ -102,7 +113,11 @@ static bool reaches(const ag__attn *a, const maps *mm, size_t r, int s)
     return a->fill != -INFINITY || kept(a, mm, r, s);
 }
 
-/* The reference forward, a query row of a head at a time. */
+/* x as a product's operand: rounded to bf16 under a->bf16, else itself. */
+static ag_real operand(const ag__attn *a, ag_real x) { return a->bf16 ? (ag_real)ag_bf16_round((float)x) : x; }
+
+/* The reference forward, a query row of a head at a time (q, k, v
+ * already rounded under bf16). */
 static void forward_ref(const ag__attn *a, const maps *mm, const ag_real *q, const ag_real *k,
                         const ag_real *v, ag_real *p, ag_real *y)
 {
@@ -120,7 +135,8 @@ static void forward_ref(const ag__attn *a, const maps *mm, const ag_real *q, con
             ag_real o = 0;
             for (int s = 0; s < S; s++) { /* dropout: P's weight times its factor Z */
                 if (!reaches(a, mm, r, s)) continue;
-                o += pr[s] * (ag_real)ag__attn_kept(a, r / (size_t)T, t, s) * v[at(a, b, h, s, S, Dv, e, true)];
+                ag_real pz = operand(a, pr[s] * (ag_real)ag__attn_kept(a, r / (size_t)T, t, s));
+                o += pz * v[at(a, b, h, s, S, Dv, e, true)];
             }
             y[at(a, b, h, t, T, Dv, e, false)] = o;
         }
@@ -128,12 +144,13 @@ static void forward_ref(const ag__attn *a, const maps *mm, const ag_real *q, con
 }
 
 /* The reference backward, adding into dq, dk, dv (NULL: not wanted); dp
- * holds S values. */
-static void backward_ref(const ag__attn *a, const maps *mm, ag_tensor *const *x, const ag_real *p,
+ * holds S values; xv: q's, k's and v's values (rounded under bf16, and
+ * dy too). */
+static void backward_ref(const ag__attn *a, const maps *mm, const ag_real *const *xv, const ag_real *p,
                          const ag_real *dy, ag_real *const *dx, ag_real *dm, ag_real *dp)
 {
     const int T = a->T, S = a->S, D = a->D, Dv = a->Dv;
-    const ag_real *q = x[0]->data, *k = x[1]->data, *v = x[2]->data;
+    const ag_real *q = xv[0], *k = xv[1], *v = xv[2];
     ag_real *dq = dx[0], *dk = dx[1], *dv = dx[2];
     for (size_t r = 0; r < (size_t)a->B * (size_t)a->H * (size_t)T; r++) { /* row t of head h of sentence b */
         int t = (int)(r % (size_t)T), h = (int)(r / (size_t)T % (size_t)a->H), b = (int)(r / (size_t)T / (size_t)a->H);
@@ -143,16 +160,17 @@ static void backward_ref(const ag__attn *a, const maps *mm, ag_tensor *const *x,
             dp[s] = 0;
             if (!reaches(a, mm, r, s)) continue;
             ag_real z = (ag_real)ag__attn_kept(a, r / (size_t)T, t, s); /* dropout's factor, drawn again */
+            ag_real pz = operand(a, pr[s] * z);
             for (int e = 0; e < Dv; e++) {
                 dp[s] += dy[at(a, b, h, t, T, Dv, e, false)] * v[at(a, b, h, s, S, Dv, e, true)];
-                if (dv) dv[at(a, b, h, s, S, Dv, e, true)] += pr[s] * z * dy[at(a, b, h, t, T, Dv, e, false)];
+                if (dv) dv[at(a, b, h, s, S, Dv, e, true)] += pz * dy[at(a, b, h, t, T, Dv, e, false)];
             }
             dp[s] *= z;
             dot += dp[s] * pr[s];
         }
         for (int s = 0; s < S; s++) {
             if (!kept(a, mm, r, s)) continue; /* dA = 0 */
-            ag_real da = (ag_real)a->scale * pr[s] * (dp[s] - dot);
+            ag_real da = operand(a, (ag_real)a->scale * pr[s] * (dp[s] - dot));
             if (dm) dm[ag__mask_row(&mm->b, r) + (size_t)s * mm->b.along] += pr[s] * (dp[s] - dot);
             for (int d = 0; d < D; d++) {
                 if (dq) dq[at(a, b, h, t, T, D, d, false)] += da * k[at(a, b, h, s, S, D, d, true)];
@@ -174,6 +192,15 @@ static bool below_inf(const ag_tensor *x)
     return ok;
 }
 
+/* xv: x's values as the products read them, rounded copies under bf16
+ * (false: no memory, the failure on g). */
+static bool values(ag_graph *g, const ag__attn *a, ag_tensor *const *x, const ag_real **xv)
+{
+    for (int i = 0; i < 3; i++)
+        if (!(xv[i] = a->bf16 ? ag__bf16_operand(g, x[i]->data, x[i]->size) : x[i]->data)) return false;
+    return true;
+}
+
 ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, const ag__attn_rule *r)
 {
     if (!ag__ok(g, "attention", 3, q, k, v) || !ag__attention_fits(g, q, k, v, r)) return NULL; /* core/fits.c */
@@ -193,20 +220,24 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
      * key's exact 0 (docs/attention_long.md, "one NaN rule"): the plain code */
     a.plain = (a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v) && below_inf(a.bias))) ||
               (a.dropout > 0 && a.D == 0) || (dm && (bias == q || bias == k || bias == v));
-    a.flash = ag__fast() && !a.plain && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
+    a.bf16 = ag__bf16(g); /* rounded products: not flash's (it does not round), P kept */
+    bool kernel = ag__fast() && !a.plain;
+    a.flash = kernel && !a.bf16 && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
     size_t head = (sizeof(saved) + 63) / 64 * 64;
     saved *sv = ag__save(g, head + np * sizeof(ag_real)); /* P at the arena's 64-byte alignment */
     if (!sv) return NULL;
     *sv = (saved){a, (ag_real *)((char *)sv + head)};
     /* the path, for ag_attention_path: 1 flash, 2 the kernel keeping P, 3 the plain code */
-    ag__impl(y)->iarg[1] = a.flash ? 1 : ag__fast() && !a.plain ? 2 : 3, ag__impl(y)->iarg[2] = a.bhtd;
+    ag__impl(y)->iarg[1] = a.flash ? 1 : kernel ? 2 : 3, ag__impl(y)->iarg[2] = a.bhtd;
     ag__impl(y)->aux = sv; /* with no key, P V is an empty sum: the reference's zeros */
-    if (np && ag__fast() && !a.plain && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
+    if (np && kernel && ag__k_attention_forward(g, &sv->a, q->data, k->data, v->data, sv->p, y->data))
         return ag_graph_status(g) == AG_OK ? y : NULL;
+    const ag_real *xv[3];
+    if (!values(g, &a, (ag_tensor *[]){q, k, v}, xv)) return NULL;
     maps mm;
     maps_init(&mm, &a);
-    forward_ref(&sv->a, &mm, q->data, k->data, v->data, sv->p, y->data);
+    forward_ref(&sv->a, &mm, xv[0], xv[1], xv[2], sv->p, y->data);
     return y;
 }
 
@@ -228,10 +259,12 @@ static void attention_backward(ag_graph *g, ag_tensor *y)
     ag_real *dx[3], *dp = ag__alloc(g, ((size_t)a->S + 1) * sizeof(ag_real));
     for (int i = 0; i < 3; i++) dx[i] = x[i]->requires_grad ? ag__grad(g, x[i]) : NULL;
     ag_real *dm = m ? ag__grad(g, m) : NULL;
-    if (ag_graph_status(g) != AG_OK) return;
+    const ag_real *xv[3], *dy = y->grad; /* bf16: dO rounded, as autocast's bf16 output's gradient is bf16 */
+    if (ag_graph_status(g) != AG_OK || !values(g, a, x, xv) || (a->bf16 && !(dy = ag__bf16_operand(g, dy, y->size))))
+        return;
     maps mm;
     maps_init(&mm, a);
-    backward_ref(a, &mm, x, sv->p, y->grad, dx, dm, dp);
+    backward_ref(a, &mm, xv, sv->p, dy, dx, dm, dp);
 }
 
 /* Fixed masks, made inside the builds: they are data, not checked inputs.

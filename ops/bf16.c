@@ -17,7 +17,8 @@
  * 0x7fc0 for every NaN (the rule above could carry a NaN into infinity).
  *
  * Under AG_PRECISION_BF16 (ag_graph_set_precision, ag_set_precision)
- * matmul, linear and its fused forms round their operands to bf16
+ * matmul, linear and its fused forms, and attention's products
+ * (ops/attention.c), round their operands to bf16
  * (ag__bf16_operand below), forward and backward, and then run the same
  * product as in fp32: each product of two 8-bit significands has at most
  * 16 bits and is exact in a float, and the sums are fp32's (ag_real's:

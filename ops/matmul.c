@@ -70,10 +70,10 @@ static void backward_ref(const ag__products *p, const ag_real *a, const ag_real 
 
 /* Under AG_PRECISION_BF16 (ops/bf16.c) the products' operands are rounded
  * to bf16, and the same loops (or kernels) multiply the rounded values:
- * the bf16 products are exact in ag_real and summed in it.  Not for
- * attention's heads (ops/matmul_heads.c): attention's products stay fp32
- * for now, in its nodes and in its own op alike. */
-static bool bf16_products(const ag_graph *g, int heads) { return !heads && ag__bf16(g); }
+ * the bf16 products are exact in ag_real and summed in it.  Attention's
+ * heads (ops/matmul_heads.c) too: Q K^T of the unscaled scores, P V of
+ * the weights after dropout, as ops/attention.c rounds them. */
+static bool bf16_products(const ag_graph *g) { return ag__bf16(g); }
 
 /* *av, *bv: rounded copies of a's and b's values (false: no memory, the
  * failure on g). */
@@ -114,7 +114,7 @@ ag_tensor *ag__matmul_node(ag_graph *g, const char *who, ag_tensor *a, ag_tensor
     ag__impl(y)->iarg[0] = tb, ag__impl(y)->iarg[1] = heads;
     ag__products p; /* where the matrices are (core/products.c) */
     ag__products_plan(&p, a, b, y, tb, heads);
-    p.bf16 = bf16_products(g, heads);
+    p.bf16 = bf16_products(g);
     if (ag__fast() && ag__k_matmul_forward(g, &p, a, b, y->data)) return ag_graph_status(g) == AG_OK ? y : NULL;
     const ag_real *av = a->data, *bv = b->data;
     if (p.bf16 && !bf16_operands(g, a, b, &av, &bv)) return NULL;
@@ -144,7 +144,7 @@ static void matmul_backward(ag_graph *g, ag_tensor *y)
     ag_tensor *a = y->src[0], *b = y->src[1];
     ag__products p;
     ag__products_plan(&p, a, b, y, ag__impl(y)->iarg[0], ag__impl(y)->iarg[1]);
-    p.bf16 = bf16_products(g, ag__impl(y)->iarg[1]);
+    p.bf16 = bf16_products(g);
     if (ag__fast() && ag__k_matmul_backward(g, &p, a, b, y->grad)) return;
     /* bf16: dy rounded too, as autocast's bf16 output's gradient is bf16 */
     const ag_real *av = a->data, *bv = b->data, *dy = y->grad;

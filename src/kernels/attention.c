@@ -160,7 +160,8 @@ static void times(int n, int e, ag_real *x, const ag_real *y, int ld)
 }
 
 /* Head bh forward: P (kept, before dropout) and y; with dropout, a block's
- * P Z in the scratch of RB S values. */
+ * P Z in the scratch of RB S values; under bf16 (q, k, v already rounded)
+ * P Z rounded there too, the operand of P V. */
 static void forward_head(const ag__att_job *j, size_t bh, ag_real *pz)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
@@ -185,9 +186,10 @@ static void forward_head(const ag__att_job *j, size_t bh, ag_real *pz)
         zero_past(p, S, t0, n, e);
         /* O = (P Z) V: P kept as it is, P Z in the scratch */
         const ag_real *pd = pt;
-        if (j->a->dropout > 0 && e > 0) {
+        if ((j->a->dropout > 0 || j->a->bf16) && e > 0) {
             for (int i = 0; i < n; i++) memcpy(pz + (size_t)i * e, pt + (size_t)i * S, (size_t)e * sizeof *pz);
             ag__att_drop(j, bh, t0, n, 0, e, pz, e);
+            if (j->a->bf16) ag__bf16_round_all((size_t)n * (size_t)e, pz, pz);
             pd = pz;
         }
         ag__gemm(0, 0, n, Dv, e, pd, pd == pt ? S : e, v, j->ldv, 0, y + (size_t)t0 * j->ldy, j->ldy);
@@ -195,7 +197,9 @@ static void forward_head(const ag__att_job *j, size_t bh, ag_real *pz)
 }
 
 /* Head bh backward, dA [T, S] in the scratch da; with dropout, Z [T, S]
- * after it, then P Z in its place. */
+ * after it, then P Z in its place.  Under bf16 (q, k, v, dy already
+ * rounded) dA is rounded before it meets K and Q, and P Z (after dA) before
+ * it meets dO. */
 static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, RB = block_rows(S);
@@ -206,7 +210,8 @@ static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
     ag_real *dq = j->dq ? j->dq + ag__att_at(j, bh, T, D, false) : NULL;
     ag_real *dk = j->dk ? j->dk + ag__att_at(j, bh, S, D, true) : NULL;
     ag_real *dv = j->dv ? j->dv + ag__att_at(j, bh, S, Dv, true) : NULL;
-    ag_real *z = j->a->dropout > 0 ? da + (size_t)T * S : NULL;
+    const bool bf16 = j->a->bf16;
+    ag_real *pz = j->a->dropout > 0 || bf16 ? da + (size_t)T * S : NULL, *z = j->a->dropout > 0 ? pz : NULL;
     if (z) factors(j, bh, z);
     for (int t0 = 0; (dq || dk || j->dm) && t0 < T; t0 += RB) { /* queries [t0, t0 + n), keys [0, e) */
         int n = T - t0 < RB ? T - t0 : RB, e = j->kend[t0 / RB];
@@ -224,12 +229,15 @@ static void backward_head(const ag__att_job *j, size_t bh, ag_real *da)
             if (j->dm) ag__att_bias_grad(j, bh, t0, n, 0, e, dat, (size_t)S);
         }
         zero_past(da, S, t0, n, e);
+        if (bf16) ag__bf16_round_all((size_t)n * (size_t)S, dat, dat); /* dA as the products' operand */
         /* A = Q K^T:  dQ += dA K  [n, e] x [e, D] */
         if (dq) ag__gemm(0, 0, n, D, e, dat, S, k, ldk, j->beta_q, dq + (size_t)t0 * ldq, ldq);
     }
-    if (dv && z) { /* P Z, the weights that made O (0 past kend: Z is) */
-        times(T, S, z, p, S);
-        p = z;
+    if (dv && pz) { /* P Z, the weights that made O (0 past kend: Z is), rounded under bf16 */
+        if (z) times(T, S, z, p, S);
+        else memcpy(pz, p, (size_t)T * S * sizeof *pz);
+        if (bf16) ag__bf16_round_all((size_t)T * S, pz, pz);
+        p = pz;
     }
     for (int s0 = 0; s0 < S; s0 += RB) { /* keys [s0, s0 + n), queries [t, T) */
         int n = S - s0 < RB ? S - s0 : RB, t = j->tfirst[s0 / RB];
@@ -358,9 +366,26 @@ static ag_real *scratch_of(ag_graph *g, ag__att_job *j, size_t n)
     return j->scratch = ag__alloc(g, j->nt * j->scratch_stride * sizeof(ag_real));
 }
 
+/* Under bf16 (a->bf16): *x replaced by a rounded copy of its n values
+ * (false: no memory, the failure on g). */
+static bool rounded(ag_graph *g, const ag__attn *a, const ag_real **x, size_t n)
+{
+    return !a->bf16 || (*x = ag__bf16_operand(g, *x, n)) != NULL;
+}
+
+/* q's (kv false) or k's (kv true) size, with `cols` values a row */
+static size_t size_of(const ag__attn *a, int cols, bool kv)
+{
+    return (size_t)a->B * (size_t)(kv ? a->S : a->T) * (size_t)(kv ? a->Hkv : a->H) * (size_t)cols;
+}
+
 bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
                              ag_real *p, ag_real *y)
 {
+    /* bf16: rounded copies of the heads; no flash (ops/attention.c), no head512 */
+    if (!rounded(g, a, &q, size_of(a, a->D, false)) || !rounded(g, a, &k, size_of(a, a->D, true)) ||
+        !rounded(g, a, &v, size_of(a, a->Dv, true)))
+        return true;
     plan *pl = make_plan(g, a, true);
     if (!pl) return true; /* the graph holds the failure */
     a->plan = pl;
@@ -372,9 +397,9 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
         if (!scratch_of(g, &j, ag__flash_scratch(false))) return true;
     } else {
         j.p = p;
-        j.head512 = ag__head512_plan(&j);
-        /* dropout: each block of threads' P Z for a block of queries */
-        if (a->dropout > 0 && !scratch_of(g, &j, (size_t)block_rows(a->S) * (size_t)a->S)) return true;
+        j.head512 = !a->bf16 && ag__head512_plan(&j);
+        /* dropout, bf16: each block of threads' P Z for a block of queries */
+        if ((a->dropout > 0 || a->bf16) && !scratch_of(g, &j, (size_t)block_rows(a->S) * (size_t)a->S)) return true;
     }
     ag__parallel_for(j.nt, (int)j.nt, forward_block, &j);
     return true;
@@ -413,6 +438,9 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
     ag__mask_map mm[2];
     ag__att_job j = job_of(a, mm, pl, 8, true);
     j.q = q->data, j.k = k->data, j.v = v->data, j.dy = dy;
+    if (!rounded(g, a, &j.q, q->size) || !rounded(g, a, &j.k, k->size) || !rounded(g, a, &j.v, v->size) ||
+        !rounded(g, a, &j.dy, size_of(a, a->Dv, false)))
+        return true;
     /* the flash kernel adds each tile's share, and so do the query heads
      * of a group to their key/value head's: into zeros when fresh */
     bool once = !a->flash, kv_once = once && a->H == a->Hkv;
@@ -429,8 +457,8 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
         return true;
     }
     j.p = (ag_real *)(uintptr_t)p;
-    j.head512 = ag__head512_plan(&j);
-    scratch_of(g, &j, (size_t)a->T * (size_t)a->S * (a->dropout > 0 ? 2 : 1)); /* dA, and P Z with dropout */
+    j.head512 = !a->bf16 && ag__head512_plan(&j);
+    scratch_of(g, &j, (size_t)a->T * (size_t)a->S * (a->dropout > 0 || a->bf16 ? 2 : 1)); /* dA, and P Z */
     if (!j.scratch) return true;
     ag__parallel_for(j.nt, (int)j.nt, backward_block, &j);
     bias_grad_sum(&j, m ? m->size : 0);

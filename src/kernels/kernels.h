@@ -115,6 +115,8 @@ typedef struct ag__attn {
                    leaves out exactly; a bias that needs its gradient */
     double dropout; /* on P: a weight kept with probability 1 - dropout, / (1 - dropout) */
     uint64_t seed;  /* which weights: ag__attn_kept, drawn again by the backward */
+    bool bf16;      /* the products' operands rounded to bf16 (ops/attention.c):
+                       the plain code or the P-kept kernel, never flash */
 } ag__attn;
 /* Dropout's draw for weight (t, s) of head bh = b H + h: a counter-based
  * generator (as FlashAttention's Philox), a function of the seed and the

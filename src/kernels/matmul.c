@@ -105,7 +105,7 @@ bool ag__k_matmul_backward(ag_graph *g, const ag__products *p, ag_tensor *a, ag_
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return true;
     int nt = own_a && own_b && p->count > 1 ? ag__threads_for(p->count * my * (size_t)p->K / 8) : 1;
     const ag_real *av = a->data, *bv = b->data;
-    bool vdp = false; /* bf16: y is not in heads layout, count M N values */
+    bool vdp = false; /* bf16: dy holds count M N values, in heads layout or not */
     if (p->bf16 && !bf16_operands(g, &av, a->size, &bv, b->size, &dy, p->count * my, &vdp)) return true;
     mm_job j = {p, av, bv, dy, NULL, da, db, beta_a, beta_b, vdp};
     ag__parallel_for(p->count, nt, matmul_entry_backward, &j);

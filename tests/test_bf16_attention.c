@@ -1,8 +1,8 @@
 /* tests/test_bf16_attention.c: attention's own products under bf16
  * (ops/attention.c, ops/matmul.c on heads).
  *
- * Each path (the fused node; Q K^T and P V as matmul nodes on the heads)
- * in both kernel modes, forward and backward, against a double
+ * Each path (the fused node; Q K^T and P V as matmul nodes on the heads;
+ * the textbook's public ops) in both kernel modes, forward and backward, against a double
  * computation of the same rounded operands: S = scale bf16(Q) bf16(K)^T,
  * O = bf16(P Z) bf16(V); dV = bf16(P Z)^T bf16(dO), dP = Z bf16(dO)
  * bf16(V)^T, dA = scale P (dP - rowsum(dP P)), dQ = bf16(dA) bf16(K),
@@ -68,8 +68,10 @@ static ag_tensor *mask_of(ag_graph *g, const fixture *f)
 }
 
 /* path 0: the fused node; path 1: Q K^T and P V as matmul nodes on the
- * heads, the scale and mask in masked_softmax (no dropout there).  *p:
- * the weights on path 1, else NULL. */
+ * heads, the scale and mask in masked_softmax; path 2: the textbook's
+ * public ops (matmul, scale, masked_fill, softmax, matmul) on the heads
+ * permuted to [B, H, T, D].  No dropout on paths 1 and 2.  *p: the
+ * weights on path 1, else NULL. */
 static ag_tensor *attend(ag_graph *g, const fixture *f, const inputs *in, int path, ag_tensor **p)
 {
     double scale = 1 / sqrt((double)D);
@@ -79,6 +81,12 @@ static ag_tensor *attend(ag_graph *g, const fixture *f, const inputs *in, int pa
                             .causal = f->causal ? AG_CAUSAL_BOTTOM_RIGHT : AG_CAUSAL_NONE,
                             .dropout_p = f->dropout, .seed = 11, .heads_layout = 1};
         return ag_scaled_dot_product_attention(g, in->q, in->k, in->v, &c);
+    }
+    if (path == 2) {
+        const int *bhtd = (int[]){0, 2, 1, 3};
+        ag_tensor *y = ag_attention_textbook(g, ag_permute(g, in->q, bhtd), ag_permute(g, in->k, bhtd),
+                                             ag_permute(g, in->v, bhtd), mask_of(g, f), -INFINITY, 0, NULL);
+        return ag_permute(g, y, bhtd);
     }
     ag_tensor *s = ag__matmul_heads(g, in->q, in->k, 1, AG__MM_A | AG__MM_B);
     *p = ag__masked_softmax(g, s, scale, mask_of(g, f), -INFINITY);
@@ -192,7 +200,7 @@ static void check_case(const fixture *f, int path, const char *mode)
 {
     char what[128];
     snprintf(what, sizeof what, "S %d H %d/%d%s%s dropout %g, %s, %s", f->S, f->H, f->Hkv, f->causal ? " causal" : "",
-             f->padding ? " padding" : "", f->dropout, path ? "matmul nodes" : "fused", mode);
+             f->padding ? " padding" : "", f->dropout, (const char *[]){"fused", "matmul nodes", "textbook"}[path], mode);
     ag_graph *g = ag_graph_new();
     ag_graph_set_precision(g, AG_PRECISION_BF16);
     ag_graph_set_training(g, 1);
@@ -230,18 +238,18 @@ static void check_case(const fixture *f, int path, const char *mode)
 /* the keys around the flash kernel's seam (AG__FLASH_KEYS = 256) */
 static const int key_counts[] = {8, 255, 256, 257, 300};
 
-Test(bf16_attention, both_paths_both_modes_against_double_on_rounded_operands)
+Test(bf16_attention, every_path_both_modes_against_double_on_rounded_operands)
 {
     for (int mode = 0; mode < 2; mode++) { /* CI runs under AG_KERNELS=reference too: each mode set here */
         ag_set_kernels(mode ? AG_KERNELS_REFERENCE : AG_KERNELS_FAST);
         for (size_t i = 0; i < sizeof key_counts / sizeof *key_counts; i++) {
             int S = key_counts[i];
             const fixture fs[] = {
-                {S, 2, 2, false, false, 0}, {S, 2, 2, true, true, 0}, /* both paths */
+                {S, 2, 2, false, false, 0}, {S, 2, 2, true, true, 0}, /* every path */
                 {S, 4, 2, true, false, 0}, {S, 2, 1, false, true, 0.25}, /* GQA, dropout: the fused node */
             };
             for (size_t c = 0; c < 4; c++)
-                for (int path = 0; path < (c < 2 ? 2 : 1); path++)
+                for (int path = 0; path < (c < 2 ? 3 : 1); path++)
                     check_case(&fs[c], path, mode ? "reference" : "fast");
         }
     }

@@ -57,8 +57,9 @@
  * outside the product, in ag_real, on every path: A = bf16(Q) bf16(K)^T,
  * then scale A; dA = scale P (dP - rowsum(dP P)), then rounded.  The
  * softmax, scale, mask and bias stay fp32.  The P-kept kernel rounds the
- * same operands; the flash kernel does not, so under bf16 long rows keep
- * P too (docs/precision.md).
+ * same operands; the flash kernel (more than 256 keys) does not round
+ * yet: its products stay fp32 under bf16, so that long rows still keep
+ * no [T, S] matrix (docs/precision.md).
  *
  * src = {q, k, v}, and the bias M when it needs a gradient; aux = the
  * heads' description (ag__attn) and P (or the rows' maxima and sums);
@@ -220,9 +221,9 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
      * key's exact 0 (docs/attention_long.md, "one NaN rule"): the plain code */
     a.plain = (a.fill == -INFINITY && !(finite(q) && finite(k) && finite(v) && below_inf(a.bias))) ||
               (a.dropout > 0 && a.D == 0) || (dm && (bias == q || bias == k || bias == v));
-    a.bf16 = ag__bf16(g); /* rounded products: not flash's (it does not round), P kept */
     bool kernel = ag__fast() && !a.plain;
-    a.flash = kernel && !a.bf16 && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
+    a.flash = kernel && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
+    a.bf16 = ag__bf16(g) && !a.flash; /* rounded products; the flash kernel's stay fp32 (docs/precision.md) */
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
     size_t head = (sizeof(saved) + 63) / 64 * 64;
     saved *sv = ag__save(g, head + np * sizeof(ag_real)); /* P at the arena's 64-byte alignment */

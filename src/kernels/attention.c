@@ -366,11 +366,21 @@ static ag_real *scratch_of(ag_graph *g, ag__att_job *j, size_t n)
     return j->scratch = ag__alloc(g, j->nt * j->scratch_stride * sizeof(ag_real));
 }
 
-/* Under bf16 (a->bf16): *x replaced by a rounded copy of its n values
- * (false: no memory, the failure on g). */
-static bool rounded(ag_graph *g, const ag__attn *a, const ag_real **x, size_t n)
+/* Under bf16 (a->bf16): each *x[i] replaced by a rounded copy of its n[i]
+ * values, in the graph's scratch for this call (ag__temp: the next op
+ * reuses it, so a step keeps none of the copies).  false: no memory, the
+ * failure on g. */
+static bool rounded(ag_graph *g, const ag__attn *a, const ag_real **x[], const size_t *n, int count)
 {
-    return !a->bf16 || (*x = ag__bf16_operand(g, *x, n)) != NULL;
+    if (!a->bf16) return true;
+    size_t total = 0;
+    for (int i = 0; i < count; i++) total += (n[i] + 15) / 16 * 16; /* each copy a cache line apart */
+    ag_real *t = ag__temp(g, (total ? total : 1) * sizeof(ag_real));
+    for (int i = 0; t && i < count; t += (n[i] + 15) / 16 * 16, i++) {
+        ag__bf16_round_all(n[i], *x[i], t);
+        *x[i] = t;
+    }
+    return t != NULL;
 }
 
 /* q's (kv false) or k's (kv true) size, with `cols` values a row */
@@ -383,8 +393,8 @@ bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const a
                              ag_real *p, ag_real *y)
 {
     /* bf16: rounded copies of the heads; no flash (ops/attention.c), no head512 */
-    if (!rounded(g, a, &q, size_of(a, a->D, false)) || !rounded(g, a, &k, size_of(a, a->D, true)) ||
-        !rounded(g, a, &v, size_of(a, a->Dv, true)))
+    if (!rounded(g, a, (const ag_real **[]){&q, &k, &v},
+                 (size_t[]){size_of(a, a->D, false), size_of(a, a->D, true), size_of(a, a->Dv, true)}, 3))
         return true;
     plan *pl = make_plan(g, a, true);
     if (!pl) return true; /* the graph holds the failure */
@@ -438,8 +448,8 @@ bool ag__k_attention_backward(ag_graph *g, const ag__attn *a, ag_tensor *q, ag_t
     ag__mask_map mm[2];
     ag__att_job j = job_of(a, mm, pl, 8, true);
     j.q = q->data, j.k = k->data, j.v = v->data, j.dy = dy;
-    if (!rounded(g, a, &j.q, q->size) || !rounded(g, a, &j.k, k->size) || !rounded(g, a, &j.v, v->size) ||
-        !rounded(g, a, &j.dy, size_of(a, a->Dv, false)))
+    if (!rounded(g, a, (const ag_real **[]){&j.q, &j.k, &j.v, &j.dy},
+                 (size_t[]){q->size, k->size, v->size, size_of(a, a->Dv, false)}, 4))
         return true;
     /* the flash kernel adds each tile's share, and so do the query heads
      * of a group to their key/value head's: into zeros when fresh */

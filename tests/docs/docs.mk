@@ -5,10 +5,11 @@
 # prints it (tests/docs/quotes.pl; the sources in tests/docs/quotes.txt).
 # `make docs` writes the quotes again from the programs.
 #
-# docs/benchmarks.md is left out of the quotes: its figures are dated
-# measurements of `make bench`, which runs for minutes on a quiet machine.
+# docs/benchmarks.md and docs/bf16-benchmarks.md are left out of the
+# quotes: their figures are dated measurements of `make bench` and its
+# sections, which run for minutes on a quiet machine.
 .PHONY: docs-test docs
-QUOTED_DOCS = README.md examples/README.md $(filter-out docs/benchmarks.md,$(wildcard docs/*.md))
+QUOTED_DOCS = README.md examples/README.md $(filter-out docs/benchmarks.md docs/bf16-benchmarks.md,$(wildcard docs/*.md))
 # The reference build (gcc, the default CFLAGS): the one whose training
 # runs and finite-difference errors the docs quote (as the pictures').
 DOCS_REFERENCE = $(if $(shell $(CC) --version 2>/dev/null | grep -i clang)$(filter-out -O2 -g,$(CFLAGS)),,--reference)

@@ -61,6 +61,48 @@ Test(bf16, rounding_matches_pytorch_bit_for_bit)
     cr_assert_geq(sub, 8);
 }
 
+/* The kernel room's rounding over arrays (kernels/bf16.c, the vectors of
+ * each instruction set this CPU has, and the tail past the last 16) gives
+ * the fixture's bits too: every level forced in turn. */
+Test(bf16, array_rounding_matches_pytorch_at_every_level)
+{
+#ifdef AG_DOUBLE
+    cr_skip_test("the double build rounds by ops/bf16.c's loop");
+#else
+    FILE *f = fopen("tests/reference/bf16_round.txt", "r");
+    cr_assert_not_null(f, "tests/reference/bf16_round.txt (run from the repository root)");
+    enum { MAX = 4096 };
+    static float in[MAX], out[MAX];
+    static uint32_t want[MAX];
+    char line[256];
+    int n = 0;
+    while (n < MAX && fgets(line, sizeof line, f)) {
+        unsigned x, w;
+        if (line[0] == '#') continue;
+        cr_assert_eq(sscanf(line, "%x %x", &x, &w), 2, "bad line: %s", line);
+        in[n] = float_of(x), want[n] = w, n++;
+    }
+    fclose(f);
+    cr_assert_geq(n, 800);
+    ag_kernels was = ag_get_kernels();
+    ag_set_kernels(AG_KERNELS_FAST);
+    const char *levels[] = {"baseline", "avx2", "avx512", "neon"};
+    for (int l = 0; l < 4; l++) {
+        const char *got_level = ag__isa_force(levels[l]);
+        if (strcmp(got_level, levels[l]) != 0) continue; /* not on this CPU */
+        for (int start = 0; start < 3; start++) { /* the vectors at other offsets, and the tail */
+            memset(out, 0, sizeof out);
+            ag__bf16_round_all((size_t)(n - start), in + start, out);
+            for (int i = start; i < n; i++)
+                cr_assert_eq(bits_of(out[i - start]), want[i] << 16, "%s, offset %d: %08x gives %08x, PyTorch %04x",
+                             levels[l], start, bits_of(in[i]), bits_of(out[i - start]), want[i]);
+        }
+    }
+    ag__isa_force(NULL);
+    ag_set_kernels(was);
+#endif
+}
+
 /* u: ag_real's unit roundoff; gamma(n) = n u / (1 - n u) bounds a sum of n
  * terms' rounding, relative to the sum of their magnitudes (Higham 3.1). */
 static const double u_real = sizeof(ag_real) == 4 ? FLT_EPSILON / 2 : DBL_EPSILON / 2;

@@ -14,12 +14,17 @@ static inline uint32_t ag__bf16_bits(uint32_t u)
 }
 
 /* the same on 16 floats' bits, in place (through a pointer: a vector of
- * 64 bytes passed by value would change the ABI between instruction sets) */
+ * 64 bytes passed by value would change the ABI between instruction sets).
+ * u is a NaN when |u| > 0x7f800000, that is when 0x7f800000 - |u| (which
+ * an int32 holds) is negative: its sign bit, spread by an arithmetic
+ * shift, is the mask.  (A vector compare would do, but gcc makes one of
+ * 64 bytes 16 scalar compares where the registers are narrower: AVX2.) */
 typedef uint32_t ag__u32x16 __attribute__((vector_size(64)));
+typedef int32_t ag__i32x16 __attribute__((vector_size(64)));
 static inline __attribute__((always_inline)) void ag__bf16_bits16(ag__u32x16 *v)
 {
     ag__u32x16 u = *v, r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    ag__u32x16 nan = (ag__u32x16)((u & 0x7fffffffu) > 0x7f800000u); /* all ones where u is a NaN */
+    ag__u32x16 nan = (ag__u32x16)((ag__i32x16)(0x7f800000u - (u & 0x7fffffffu)) >> 31); /* all ones: a NaN */
     *v = (nan & 0x7fc00000u) | (~nan & r);
 }
 

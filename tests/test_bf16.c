@@ -399,6 +399,41 @@ Test(bf16, bf16_kernel_bias_residual_and_threads_keep_the_bits)
 }
 #endif
 
+/* Without a bf16 instruction (the level forced below the bf16 kernel's)
+ * the fp32 gemm multiplies rounded copies of the operands: they last one
+ * product's call, so that a bf16 graph's arena holds what the fp32 one's
+ * does, byte for byte: a linear layer, a matmul, forward and backward. */
+static size_t arena_after_step(ag_precision p, int N, int I, int O)
+{
+    ag_graph *g = ag_graph_new();
+    ag_graph_set_precision(g, p);
+    ag_rng r;
+    ag_rng_seed(&r, 51);
+    ag_tensor *x = ag_tensor_new(g, 2, (int[]){N, I}), *w = ag_tensor_new(g, 2, (int[]){O, I}),
+              *b = ag_tensor_new(g, 1, (int[]){O}), *v = ag_tensor_new(g, 2, (int[]){O, I});
+    fill(&r, x->data, x->size, 1), fill(&r, w->data, w->size, 0.05), fill(&r, b->data, b->size, 1),
+        fill(&r, v->data, v->size, 0.05);
+    ag_set_requires_grad(x, 1), ag_set_requires_grad(w, 1), ag_set_requires_grad(v, 1);
+    ag_tensor *y = ag_matmul(g, ag__linear(g, x, w, b), v); /* [N, O] [O, I] */
+    cr_assert_eq(ag_backward(g, ag_sum_all(g, ag_mul(g, y, y))), AG_OK, "%s", ag_graph_error(g));
+    size_t used = ag_graph_arena_used(g);
+    ag_graph_free(g);
+    return used;
+}
+
+Test(bf16, rounded_copies_last_one_call)
+{
+    ag_kernels was = ag_get_kernels();
+    ag_set_kernels(AG_KERNELS_FAST);
+    ag__isa_force(FP32_LEVEL);
+    cr_assert(!ag__isa_bf16(), FP32_LEVEL " forced: the bf16 kernel still on");
+    size_t fp32 = arena_after_step(AG_PRECISION_FP32, 64, 300, 200);
+    size_t bf16 = arena_after_step(AG_PRECISION_BF16, 64, 300, 200);
+    ag__isa_force(NULL);
+    ag_set_kernels(was);
+    cr_assert_eq(bf16, fp32, "a bf16 graph's arena holds %zu bytes, the fp32 one's %zu", bf16, fp32);
+}
+
 /* The bf16 products' kernel in use, printed (as bench's machine line
  * names it); where AG_EXPECT_BF16_KERNEL names one (make arm64-test: qemu's
  * CPU has FEAT_BF16), it must be that one, so that a CPU bit not seen

@@ -37,6 +37,7 @@ void ag_graph_free(ag_graph *g)
     ag__arena_free(g->heads);
     ag__arena_free(g->scratch);
     ag__free(g->temp);
+    ag__free(g->copies);
     ag__free(g->nodes);
     ag__free(g->spare);
     ag__free(g);
@@ -61,20 +62,27 @@ void ag_graph_reset(ag_graph *g)
 ag_tensor **ag__graph_causal(ag_graph *g) { return &g->causal; }
 
 /* Kept across calls and resets, and grown only: a new buffer each call
- * would map fresh pages and fault each of them in, every step. */
-void *ag__temp(ag_graph *g, size_t bytes)
+ * would map fresh pages and fault each of them in, every step.  Handed out
+ * at a cache line's start, as the arena's blocks are (malloc's 16 bytes
+ * would split the vectors of a kernel that reads it across two lines). */
+enum { LINE = 64 };
+static void *grown(ag_graph *g, void **buf, size_t *cap, size_t bytes)
 {
-    if (bytes > g->temp_cap) {
-        ag__free(g->temp);
-        g->temp_cap = 0;
-        if (!(g->temp = ag__malloc(bytes))) {
+    if (bytes > *cap) {
+        ag__free(*buf);
+        *cap = 0;
+        if (bytes > SIZE_MAX - LINE || !(*buf = ag__malloc(bytes + LINE))) {
+            *buf = NULL;
             ag_graph_fail(g, AG_ERR_NOMEM, "no memory for a scratch buffer of %zu bytes", bytes);
             return NULL;
         }
-        g->temp_cap = bytes;
+        *cap = bytes;
     }
-    return g->temp;
+    return (void *)(((uintptr_t)*buf + LINE - 1) / LINE * LINE);
 }
+
+void *ag__temp(ag_graph *g, size_t bytes) { return grown(g, &g->temp, &g->temp_cap, bytes); }
+void *ag__temp_copies(ag_graph *g, size_t bytes) { return grown(g, &g->copies, &g->copies_cap, bytes); }
 
 ag_status ag_graph_status(const ag_graph *g) { return g ? g->status : AG_ERR_ARG; }
 const char *ag_graph_error(const ag_graph *g) { return g ? g->err : "graph is NULL"; }

@@ -43,6 +43,8 @@ struct ag_graph {
     ag_tensor *causal; /* the causal mask the layers share until the reset (ag__causal_shared) */
     void *temp;        /* ag__temp's buffer, kept across resets */
     size_t temp_cap;
+    void *copies;      /* ag__temp_copies' buffer, kept across resets */
+    size_t copies_cap;
     struct ag__replay *replay; /* the node walk's replay (gradcheck_nodes.c), or NULL */
 };
 

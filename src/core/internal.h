@@ -151,6 +151,10 @@ void *ag__save(ag_graph *g, size_t bytes);
  * (its forward or its backward), g's own: the next call may reuse it.
  * NULL, with AG_ERR_NOMEM on g, when out of memory. */
 void *ag__temp(ag_graph *g, size_t bytes);
+/* A second such buffer, for the operand copies of one product's call
+ * (kernels/bf16.c's ag__k_bf16_copies): an op may hold ag__temp while it
+ * calls the products (ops/gelu_linear_add.c). */
+void *ag__temp_copies(ag_graph *g, size_t bytes);
 
 /* The slot of the causal mask that g's layers share until the reset
  * (nn/attention.c): NULL after ag_graph_reset. */

@@ -32,3 +32,22 @@ bool ag__k_bf16_round(size_t n, const ag_real *x, ag_real *y)
     return true;
 #endif
 }
+
+/* One buffer for all of the call's copies, each at a multiple of 64 bytes;
+ * a graph's arena would keep every product's copies until the reset,
+ * half as much again as the step's own memory. */
+bool ag__k_bf16_copies(ag_graph *g, int count, const ag_real **x[], const size_t n[])
+{
+    enum { LINE = 64 / sizeof(ag_real) };
+    size_t total = 0;
+    for (int i = 0; i < count; i++) total += (n[i] + LINE - 1) / LINE * LINE;
+    ag_real *buf = ag__temp_copies(g, (total ? total : 1) * sizeof(ag_real));
+    if (!buf) return false;
+    for (int i = 0; i < count; i++) {
+        if (!n[i]) continue; /* not read: left as it is */
+        ag__bf16_round_all(n[i], *x[i], buf);
+        *x[i] = buf;
+        buf += (n[i] + LINE - 1) / LINE * LINE;
+    }
+    return true;
+}

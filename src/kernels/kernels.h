@@ -41,6 +41,11 @@ void ag__k_slope_mul(size_t n, const ag_real *dy, const ag_real *s, ag_real *dx,
 /* ops/bf16.c: y = x rounded to bf16 over n values (y may be x)
  * (kernels/bf16.c). */
 bool ag__k_bf16_round(size_t n, const ag_real *x, ag_real *y);
+/* Rounded copies of count operands for one product's call, where the
+ * gemm cannot round them itself (no bf16 instruction): *x[i] (n[i]
+ * values) replaced by its copy, all in g's ag__temp_copies, which the
+ * next call reuses (kernels/bf16.c).  false: no memory (the failure on g). */
+bool ag__k_bf16_copies(ag_graph *g, int count, const ag_real **x[], const size_t n[]);
 
 /* ops/embedding.c: n ids into a table [V, C]; increasing: the ids are
  * distinct and in order; dweight stored when fresh, else added

@@ -60,18 +60,18 @@ AG_ISA_CLONES(void, bias_grad, (int N, int O, const ag_real *dy, ag_real *db), b
 typedef void gemm_fn(int, int, int, int, int, const ag_real *, int, const ag_real *, int, ag_real, ag_real *, int);
 
 /* bf16 products: ag__gemm_bf16 rounds the operands as it packs them where
- * the CPU has AVX512_BF16 (*vdp); elsewhere ag__gemm multiplies rounded
- * copies (*x of n values replaced by its copy; false: no memory). */
-static bool bf16_operand(ag_graph *g, bool vdp, const ag_real **x, size_t n)
+ * the CPU has AVX512_BF16 (vdp); elsewhere ag__gemm multiplies rounded
+ * copies (ag__k_bf16_copies), which replace the operands named in x. */
+static bool bf16_operands(ag_graph *g, bool vdp, int count, const ag_real **x[], const size_t n[])
 {
-    return vdp || (*x = ag__bf16_operand(g, *x, n)) != NULL;
+    return vdp || ag__k_bf16_copies(g, count, x, n);
 }
 
 bool ag__k_linear_forward(ag_graph *g, int N, int I, int O, const ag_real *x, const ag_real *w, const ag_real *b,
                           const ag_real *r, ag_real *y, bool bf16)
 {
     bool vdp = bf16 && ag__isa_bf16();
-    if (bf16 && (!bf16_operand(g, vdp, &x, (size_t)N * I) || !bf16_operand(g, vdp, &w, (size_t)O * I)))
+    if (bf16 && !bf16_operands(g, vdp, 2, (const ag_real **[]){&x, &w}, (size_t[]){(size_t)N * I, (size_t)O * I}))
         return true; /* the graph holds the failure */
     /* For a handful of rows, y^T = W x^T: each y[n, o] is the same sum in
      * the same order as x W^T's, b and r added on the way back. */
@@ -97,8 +97,8 @@ bool ag__k_linear_backward(ag_graph *g, int N, int I, int O, const ag_real *dy, 
     bool vdp = bf16 && ag__isa_bf16();
     gemm_fn *gemm = vdp ? ag__gemm_bf16 : ag__gemm;
     const ag_real *dyp = dy; /* the products' dy (db is summed from dy itself) */
-    if (bf16 && (!bf16_operand(g, vdp, &dyp, (size_t)N * O) || (dx && !bf16_operand(g, vdp, &w, (size_t)O * I)) ||
-                 (dw && !bf16_operand(g, vdp, &x, (size_t)N * I))))
+    if (bf16 && !bf16_operands(g, vdp, 3, (const ag_real **[]){&dyp, &w, &x},
+                               (size_t[]){(size_t)N * O, dx ? (size_t)O * I : 0, dw ? (size_t)N * I : 0}))
         return true; /* the graph holds the failure */
     /* y = x W^T:  dx += dy W  [N, O] x [O, I] */
     if (dx) gemm(0, 0, N, I, O, dyp, O, w, I, fresh ? 0 : 1, dx, I);

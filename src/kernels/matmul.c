@@ -17,15 +17,13 @@ typedef struct mm_job {
 
 /* bf16 products (p->bf16): ag__gemm_bf16 rounds the operands as it packs
  * them where the CPU has AVX512_BF16 (true); elsewhere ag__gemm multiplies
- * rounded copies, which replace *a, *b and *dy (n values each; dy may be
- * NULL).  false: no memory (the failure on g). */
+ * rounded copies (ag__k_bf16_copies), which replace *a, *b and *dy (n
+ * values each; dy may be NULL).  false: no memory (the failure on g). */
 static bool bf16_operands(ag_graph *g, const ag_real **a, size_t na, const ag_real **b, size_t nb, const ag_real **dy,
                           size_t ny, bool *vdp)
 {
     if ((*vdp = ag__isa_bf16())) return true;
-    *a = ag__bf16_operand(g, *a, na), *b = ag__bf16_operand(g, *b, nb);
-    if (dy) *dy = ag__bf16_operand(g, *dy, ny);
-    return *a && *b && (!dy || *dy);
+    return ag__k_bf16_copies(g, dy ? 3 : 2, (const ag_real **[]){a, b, dy}, (size_t[]){na, nb, ny});
 }
 
 /* Batch entry r of the forward: y[r] = a[r] b[r] (b[r]^T when tb). */

@@ -56,10 +56,9 @@
  * which autocast holds in bf16, the product's type).  The scale stays
  * outside the product, in ag_real, on every path: A = bf16(Q) bf16(K)^T,
  * then scale A; dA = scale P (dP - rowsum(dP P)), then rounded.  The
- * softmax, scale, mask and bias stay fp32.  The P-kept kernel rounds the
- * same operands; the flash kernel (more than 256 keys) does not round
- * yet: its products stay fp32 under bf16, so that long rows still keep
- * no [T, S] matrix (docs/precision.md).
+ * softmax, scale, mask and bias stay fp32.  The P-kept and the flash
+ * kernels round the same operands (docs/precision.md: how the flash one
+ * does, with P's sum known only at a row's end).
  *
  * src = {q, k, v}, and the bias M when it needs a gradient; aux = the
  * heads' description (ag__attn) and P (or the rows' maxima and sums);
@@ -223,7 +222,7 @@ ag_tensor *ag__attention(ag_graph *g, ag_tensor *q, ag_tensor *k, ag_tensor *v, 
               (a.dropout > 0 && a.D == 0) || (dm && (bias == q || bias == k || bias == v));
     bool kernel = ag__fast() && !a.plain;
     a.flash = kernel && ag__k_attention_flash(&a); /* long rows: a value per row, not P */
-    a.bf16 = ag__bf16(g) && !a.flash; /* rounded products; the flash kernel's stay fp32 (docs/precision.md) */
+    a.bf16 = ag__bf16(g); /* rounded products, on every path */
     size_t np = (size_t)a.B * (size_t)a.H * (size_t)a.T * (size_t)(a.flash ? 2 : a.S);
     size_t head = (sizeof(saved) + 63) / 64 * 64;
     saved *sv = ag__save(g, head + np * sizeof(ag_real)); /* P at the arena's 64-byte alignment */

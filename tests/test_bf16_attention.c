@@ -3,8 +3,8 @@
  *
  * Each path (the fused node; Q K^T and P V as matmul nodes on the heads;
  * the textbook's public ops) in both kernel modes, forward and backward,
- * against a double computation of the same rounded operands (but the
- * flash kernel's, which stay fp32): S = scale bf16(Q) bf16(K)^T,
+ * against a double computation of the same rounded operands (the flash
+ * kernel's past 256 keys too): S = scale bf16(Q) bf16(K)^T,
  * O = bf16(P Z) bf16(V); dV = bf16(P Z)^T bf16(dO), dP = Z bf16(dO)
  * bf16(V)^T, dA = scale P (dP - rowsum(dP P)), dQ = bf16(dA) bf16(K),
  * dK = bf16(dA)^T bf16(Q).  P and dA are computed in ag_real from rounded
@@ -24,10 +24,8 @@
 
 static const double u_real = sizeof(ag_real) == 4 ? FLT_EPSILON / 2 : DBL_EPSILON / 2;
 static double gamma_n(int n, double u) { return n * u / (1 - n * u); }
-/* the products' operands rounded to bf16; not on the flash kernel, whose
- * products stay fp32 under bf16 (check_case turns it off there) */
-static bool rounding = true;
-static double rb(double x) { return rounding ? (double)ag_bf16_round((float)x) : x; }
+/* a product's operand: rounded to bf16 */
+static double rb(double x) { return (double)ag_bf16_round((float)x); }
 
 enum { B = 2, T = 4, D = 8, DV = 4 };
 
@@ -205,9 +203,8 @@ static void check_case(const fixture *f, int path, const char *mode)
     char what[128];
     snprintf(what, sizeof what, "S %d H %d/%d%s%s dropout %g, %s, %s", f->S, f->H, f->Hkv, f->causal ? " causal" : "",
              f->padding ? " padding" : "", f->dropout, (const char *[]){"fused", "matmul nodes", "textbook"}[path], mode);
-    /* the fused node past AG__FLASH_KEYS in the fast mode: the flash kernel, fp32 products */
+    /* the fused node past AG__FLASH_KEYS in the fast mode: the flash kernel */
     const bool flash = path == 0 && ag_get_kernels() == AG_KERNELS_FAST && f->S > 256;
-    rounding = !flash;
     ag_graph *g = ag_graph_new();
     ag_graph_set_precision(g, AG_PRECISION_BF16);
     ag_graph_set_training(g, 1);
@@ -236,10 +233,9 @@ static void check_case(const fixture *f, int path, const char *mode)
             }
             free(ak), free(av);
         }
-    if (path == 0) /* the P-kept kernel rounds; the flash kernel does not, and keeps no P */
+    if (path == 0) /* the path the case was meant to test */
         cr_assert_str_eq(ag_attention_path(y, NULL),
                          ag_get_kernels() != AG_KERNELS_FAST ? "plain" : flash ? "flash" : "P kept", "%s", what);
-    rounding = true;
     ag_graph_free(g);
 }
 

@@ -392,7 +392,7 @@ static size_t size_of(const ag__attn *a, int cols, bool kv)
 bool ag__k_attention_forward(ag_graph *g, ag__attn *a, const ag_real *q, const ag_real *k, const ag_real *v,
                              ag_real *p, ag_real *y)
 {
-    /* bf16: rounded copies of the heads; no flash (ops/attention.c), no head512 */
+    /* bf16: rounded copies of the heads (for the flash kernel too); no head512 */
     if (!rounded(g, a, (const ag_real **[]){&q, &k, &v},
                  (size_t[]){size_of(a, a->D, false), size_of(a, a->D, true), size_of(a, a->Dv, true)}, 3))
         return true;

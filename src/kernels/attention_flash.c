@@ -28,7 +28,13 @@
  * Invariant: with fill -inf, a tile of keys that no query of its block may
  * see (past the block's kend, kernels/attention.c's seen_keys: the tiles
  * above a causal mask's diagonal) is never computed, forward or backward;
- * the others are computed whole, their masked weights exactly 0. */
+ * the others are computed whole, their masked weights exactly 0.
+ *
+ * Under bf16 (ops/attention.c: the products' operands rounded) the tiles
+ * meet copies of q, k, v and dO already rounded, and P Z and dA are
+ * rounded before their products; P Z must be the normalised weights', so
+ * the forward takes two passes (forward_block_bf16), and Dl is made as
+ * rowsum(dP P) by a pass of its own (row_dots). */
 #include "kernels/attention.h"
 #include "kernels/kernels.h"
 
@@ -163,6 +169,38 @@ void ag__att_drop(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb
     drop_tile(j, bh, t0, n, s0, kb, x, ld);
 }
 
+/* z = mask ? scale Q K^T + M : fill: the scores of rows [t0, t0 + n) of
+ * head bh (q at row t0) for the tile's keys [s0, s0 + kb), rows KB apart. */
+static void scores(const ag__att_job *j, size_t bh, int t0, int n, int s0, int kb, const ag_real *q,
+                   const ag_real *k, const ag_real *const *mr, const int *hid, ag_real *z)
+{
+    ag__gemm(0, 1, n, kb, j->D, q, j->ldq, k + (size_t)s0 * j->ldk, j->ldk, 0, z, KB);
+    AG_ISA_CALL(fill_tile, (n, kb, z, KB, mr, hid, j->mm->along, s0, j->scale, j->fill));
+    ag__att_add_bias(j, bh, t0, n, s0, kb, z, KB); /* + M where kept */
+}
+
+/* P = exp(z - m) / l in z's place over rows [0, n) of a tile, each row's
+ * final m and l from ml (pairs); a row that saw no key (l = 0): 0. */
+static void weights(int n, int kb, ag_real *z, const ag_real *ml)
+{
+    for (int i = 0; i < n; i++) {
+        ag_real *pr = z + (size_t)i * KB, inv = 1 / ml[2 * i + 1];
+        if (ml[2 * i + 1] == 0) { /* no key seen: no weight */
+            memset(pr, 0, (size_t)kb * sizeof *pr);
+            continue;
+        }
+        (void)ag__exp_sum((size_t)kb, pr, ml[2 * i], pr);
+        for (int s = 0; s < kb; s++) pr[s] *= inv;
+    }
+}
+
+/* Rows [0, n) of a tile (kb values each, KB apart) rounded to bf16 in
+ * place, as a product's operand (the values between rows too: unread). */
+static void round_tile(int n, int kb, ag_real *x)
+{
+    if (n > 0) ag__bf16_round_all((size_t)(n - 1) * KB + (size_t)kb, x, x);
+}
+
 /* Row i of a tile's scores z (kb keys, after fill) into exp(z - m'), m and
  * l carried on (the online softmax above); c, what o must be multiplied
  * by, is returned.  A row that has seen nothing above -inf stays at
@@ -180,25 +218,37 @@ static ag_real online_row(int kb, ag_real *z, ag_real *m, ag_real *l)
     return c;
 }
 
+/* Rows [t0, t0 + n) of head bh in the forward: where they read and write,
+ * the keys [0, e) they see, their mask rows and where the causal rule
+ * starts hiding keys. */
+typedef struct rows_at {
+    const ag_real *q, *k, *v, *mr[QB];
+    ag_real *y, *ml;
+    int e, hid[QB];
+} rows_at;
+
+static void forward_rows(const ag__att_job *j, size_t bh, int t0, int n, rows_at *r)
+{
+    const int T = j->T;
+    r->e = keys_seen(j, t0, n);
+    r->q = j->q + ag__att_at(j, bh, T, j->D, false) + (size_t)t0 * j->ldq;
+    r->k = j->k + ag__att_at(j, bh, j->S, j->D, true), r->v = j->v + ag__att_at(j, bh, j->S, j->Dv, true);
+    r->y = j->y + ag__att_at(j, bh, T, j->Dv, false) + (size_t)t0 * j->ldy;
+    r->ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
+    block_rules(j, bh, t0, n, r->mr, r->hid);
+}
+
 /* Rows [t0, t0 + n) of head bh: y, and each row's m and l. */
 static void forward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_real *z, ag_real *m, ag_real *l)
 {
-    const int T = j->T, D = j->D, Dv = j->Dv, ldq = j->ldq, ldk = j->ldk, ldv = j->ldv, ldy = j->ldy;
-    const int e = keys_seen(j, t0, n);
-    const ag_real *q = j->q + ag__att_at(j, bh, T, D, false) + (size_t)t0 * ldq;
-    const ag_real *k = j->k + ag__att_at(j, bh, j->S, D, true), *v = j->v + ag__att_at(j, bh, j->S, Dv, true);
-    ag_real *y = j->y + ag__att_at(j, bh, T, Dv, false) + (size_t)t0 * ldy;
-    ag_real *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
-    const ag_real *mr[QB];
-    int hid[QB];
-    block_rules(j, bh, t0, n, mr, hid);
+    const int Dv = j->Dv, ldv = j->ldv, ldy = j->ldy;
+    rows_at r;
+    forward_rows(j, bh, t0, n, &r);
+    ag_real *y = r.y;
     for (int i = 0; i < n; i++) m[i] = -INFINITY, l[i] = 0;
-    for (int s0 = 0; s0 < e; s0 += KB) { /* keys [s0, s0 + kb): the tiles below kend only */
-        int kb = e - s0 < KB ? e - s0 : KB;
-        /* z = mask ? scale Q K^T : fill */
-        ag__gemm(0, 1, n, kb, D, q, ldq, k + (size_t)s0 * ldk, ldk, 0, z, KB);
-        AG_ISA_CALL(fill_tile, (n, kb, z, KB, mr, hid, j->mm->along, s0, j->scale, j->fill));
-        ag__att_add_bias(j, bh, t0, n, s0, kb, z, KB); /* + M where kept */
+    for (int s0 = 0; s0 < r.e; s0 += KB) { /* keys [s0, s0 + kb): the tiles below kend only */
+        int kb = r.e - s0 < KB ? r.e - s0 : KB;
+        scores(j, bh, t0, n, s0, kb, r.q, r.k, r.mr, r.hid, z); /* z = mask ? scale Q K^T + M : fill */
         for (int i = 0; i < n; i++) { /* z = exp(z - m'); o = c o */
             ag_real c = online_row(kb, z + (size_t)i * KB, &m[i], &l[i]);
             if (s0 > 0 && c != 1)
@@ -206,19 +256,73 @@ static void forward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_rea
         }
         /* o += (exp(z - m') Z) V: dropout after the row's sum, which is P's */
         drop_tile(j, bh, t0, n, s0, kb, z, KB);
-        ag__gemm(0, 0, n, Dv, kb, z, KB, v + (size_t)s0 * ldv, ldv, s0 > 0 ? 1 : 0, y, ldy);
+        ag__gemm(0, 0, n, Dv, kb, z, KB, r.v + (size_t)s0 * ldv, ldv, s0 > 0 ? 1 : 0, y, ldy);
     }
     for (int i = 0; i < n; i++) { /* y = o / l; no key seen: 0 */
         ag_real *yr = y + (size_t)i * ldy, inv = 1 / l[i];
         for (int d = 0; d < Dv; d++) yr[d] = l[i] == 0 ? 0 : yr[d] * inv;
-        ml[2 * i] = m[i], ml[2 * i + 1] = l[i];
+        r.ml[2 * i] = m[i], r.ml[2 * i + 1] = l[i];
+    }
+}
+
+/* Under bf16 (q, k, v rounded copies, kernels/attention.c) P V's operand
+ * is bf16(P Z), P normalised, as the reference's and autocast's: the
+ * online softmax has P's scale only after a row's last tile, so a first
+ * pass over the tiles finds each row's m and l, and a second makes the
+ * scores again, P = exp(z - m) / l, P Z rounded, y += bf16(P Z) V.  The
+ * scores cost twice; nothing more is kept. */
+static void forward_block_bf16(const ag__att_job *j, size_t bh, int t0, int n, ag_real *z, ag_real *m, ag_real *l)
+{
+    const int Dv = j->Dv, ldv = j->ldv, ldy = j->ldy;
+    rows_at r;
+    forward_rows(j, bh, t0, n, &r);
+    for (int i = 0; i < n; i++) m[i] = -INFINITY, l[i] = 0;
+    for (int s0 = 0; s0 < r.e; s0 += KB) { /* pass 1: each row's m and l */
+        int kb = r.e - s0 < KB ? r.e - s0 : KB;
+        scores(j, bh, t0, n, s0, kb, r.q, r.k, r.mr, r.hid, z);
+        for (int i = 0; i < n; i++) (void)online_row(kb, z + (size_t)i * KB, &m[i], &l[i]);
+    }
+    for (int i = 0; i < n; i++) r.ml[2 * i] = m[i], r.ml[2 * i + 1] = l[i];
+    for (int i = 0; r.e == 0 && i < n; i++) memset(r.y + (size_t)i * ldy, 0, (size_t)Dv * sizeof *r.y); /* no key */
+    for (int s0 = 0; s0 < r.e; s0 += KB) { /* pass 2: y = sum over tiles of bf16(P Z) V */
+        int kb = r.e - s0 < KB ? r.e - s0 : KB;
+        scores(j, bh, t0, n, s0, kb, r.q, r.k, r.mr, r.hid, z);
+        weights(n, kb, z, r.ml);
+        drop_tile(j, bh, t0, n, s0, kb, z, KB);
+        round_tile(n, kb, z);
+        ag__gemm(0, 0, n, Dv, kb, z, KB, r.v + (size_t)s0 * ldv, ldv, s0 > 0 ? 1 : 0, r.y, ldy);
     }
 }
 
 void ag__flash_forward(const ag__att_job *j, size_t bh, ag_real *scratch)
 {
     ag_real *z = scratch, *m = z + QB * KB, *l = m + QB;
-    for (int t0 = 0; t0 < j->T; t0 += QB) forward_block(j, bh, t0, j->T - t0 < QB ? j->T - t0 : QB, z, m, l);
+    for (int t0 = 0; t0 < j->T; t0 += QB)
+        (j->a->bf16 ? forward_block_bf16 : forward_block)(j, bh, t0, j->T - t0 < QB ? j->T - t0 : QB, z, m, l);
+}
+
+/* Under bf16, Dl = rowsum(dP P) as the reference makes it, dP = Z
+ * bf16(dO) bf16(V)^T: dO . y is that sum only when y = (P Z) V exactly,
+ * and y's P Z was rounded.  A pass over the row's tiles before the
+ * others (P and dP each made one more time). */
+static void row_dots(const ag__att_job *j, size_t bh, int t0, int n, int e, const ag_real *q, const ag_real *k,
+                     const ag_real *v, const ag_real *dy, const ag_real *ml, const ag_real *const *mr,
+                     const int *hid, ag_real *p, ag_real *dp, ag_real *dl)
+{
+    for (int i = 0; i < n; i++) dl[i] = 0;
+    for (int s0 = 0; s0 < e; s0 += KB) {
+        int kb = e - s0 < KB ? e - s0 : KB;
+        scores(j, bh, t0, n, s0, kb, q, k, mr, hid, p);
+        weights(n, kb, p, ml);
+        ag__gemm(0, 1, n, kb, j->Dv, dy, j->ldy, v + (size_t)s0 * j->ldv, j->ldv, 0, dp, KB);
+        drop_tile(j, bh, t0, n, s0, kb, dp, KB);
+        for (int i = 0; i < n; i++) {
+            const ag_real *pr = p + (size_t)i * KB, *dr = dp + (size_t)i * KB;
+            ag_real s = dl[i];
+            for (int c = 0; c < kb; c++) s += pr[c] * dr[c];
+            dl[i] = s;
+        }
+    }
 }
 
 /* Rows [t0, t0 + n) of head bh: their share of dQ, dK and dV. */
@@ -226,6 +330,7 @@ static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_re
 {
     const int T = j->T, S = j->S, D = j->D, Dv = j->Dv, ldq = j->ldq, ldk = j->ldk, ldv = j->ldv, ldy = j->ldy;
     const int e = keys_seen(j, t0, n);
+    const bool bf16 = j->a->bf16; /* q, k, v and dy rounded copies (kernels/attention.c) */
     const ag_real *q = j->q + ag__att_at(j, bh, T, D, false) + (size_t)t0 * ldq;
     const ag_real *k = j->k + ag__att_at(j, bh, S, D, true), *v = j->v + ag__att_at(j, bh, S, Dv, true);
     const ag_real *ml = j->ml + 2 * (bh * (size_t)T + (size_t)t0);
@@ -237,26 +342,18 @@ static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_re
     const ag_real *mr[QB];
     int hid[QB];
     block_rules(j, bh, t0, n, mr, hid);
-    for (int i = 0; i < n; i++) { /* Dl = dO . y, for the whole row */
-        ag_real s = 0;
-        for (int d = 0; d < Dv; d++) s += dy[(size_t)i * ldy + d] * y[(size_t)i * ldy + d];
-        dl[i] = s;
-    }
+    if (bf16) row_dots(j, bh, t0, n, e, q, k, v, dy, ml, mr, hid, p, dp, dl);
+    else
+        for (int i = 0; i < n; i++) { /* Dl = dO . y, for the whole row */
+            ag_real s = 0;
+            for (int d = 0; d < Dv; d++) s += dy[(size_t)i * ldy + d] * y[(size_t)i * ldy + d];
+            dl[i] = s;
+        }
     for (int s0 = 0; s0 < e; s0 += KB) { /* keys [s0, s0 + kb): the forward's tiles */
         int kb = e - s0 < KB ? e - s0 : KB;
         /* P = exp((mask ? scale Q K^T + M : fill) - m) / l, the forward's weights */
-        ag__gemm(0, 1, n, kb, D, q, ldq, k + (size_t)s0 * ldk, ldk, 0, p, KB);
-        AG_ISA_CALL(fill_tile, (n, kb, p, KB, mr, hid, j->mm->along, s0, j->scale, j->fill));
-        ag__att_add_bias(j, bh, t0, n, s0, kb, p, KB);
-        for (int i = 0; i < n; i++) {
-            ag_real *pr = p + (size_t)i * KB, inv = 1 / ml[2 * i + 1];
-            if (ml[2 * i + 1] == 0) { /* no key seen: no weight */
-                memset(pr, 0, (size_t)kb * sizeof *pr);
-                continue;
-            }
-            (void)ag__exp_sum((size_t)kb, pr, ml[2 * i], pr);
-            for (int s = 0; s < kb; s++) pr[s] *= inv;
-        }
+        scores(j, bh, t0, n, s0, kb, q, k, mr, hid, p);
+        weights(n, kb, p, ml);
         if (dq || dk || j->dm) {
             /* O = (P Z) V:  dP = (dO V^T) Z  [n, Dv] x [Dv, kb];  dA = mask ? scale P (dP - Dl) : 0;
              * dM += mask ? P (dP - Dl) : 0, made first (scale 1), then scaled: the same dA */
@@ -264,9 +361,11 @@ static void backward_block(const ag__att_job *j, size_t bh, int t0, int n, ag_re
             drop_tile(j, bh, t0, n, s0, kb, dp, KB);
             AG_ISA_CALL(dscores_tile, (n, kb, p, dp, KB, dl, mr, hid, j->mm->along, s0, j->dm ? 1 : j->scale));
             if (j->dm) ag__att_bias_grad(j, bh, t0, n, s0, kb, dp, KB);
+            if (bf16) round_tile(n, kb, dp); /* dA as the products' operand */
         }
         /* O = (P Z) V:  dV += (P Z)^T dO  [kb, n] x [n, Dv] */
         drop_tile(j, bh, t0, n, s0, kb, p, KB);
+        if (bf16) round_tile(n, kb, p);
         if (dv) ag__gemm(1, 0, kb, Dv, n, p, KB, dy, ldy, 1, dv + (size_t)s0 * ldv, ldv);
         if (!dq && !dk) continue;
         /* A = Q K^T:  dQ += dA K  [n, kb] x [kb, D],  dK += dA^T Q  [kb, n] x [n, D] */

@@ -15,8 +15,61 @@
  *                   shapes when it is there;
  *   GPT step:       gpt.h's training step (examples/gpt's default model)
  *                   with the process default at fp32, then at bf16 with
- *                   vdpbf16ps, then with AMX.
+ *                   vdpbf16ps, then with AMX;
+ *   attention:      the flash kernel's forward and backward at T 2048, fp32
+ *                   and bf16 (bf16_flash_line), on every build.
  * Shares of peak are against the instruction loops measured here. */
+
+/* Attention past the flash kernel's seam: GPT-2 small's heads (B 1, H 12,
+ * D 64) at T 2048, causal, forward and backward, one thread, fp32 then
+ * bf16 products.  Under bf16 the flash kernel makes its scores twice in
+ * the forward and P and dP once more in the backward (docs/precision.md):
+ * this is what that costs. */
+typedef struct flash_ctx {
+    ag_graph *g;
+    ag_real *x; /* q, k, v values, 3 T H D */
+} flash_ctx;
+enum { FLASH_T = 2048, FLASH_H = 12, FLASH_D = 64 };
+
+static void flash_step(void *p)
+{
+    flash_ctx *c = p;
+    size_t n = (size_t)FLASH_T * FLASH_H * FLASH_D;
+    ag_graph_reset(c->g);
+    ag_tensor *x[3];
+    for (int i = 0; i < 3; i++) {
+        x[i] = ag_tensor_from(c->g, 4, (int[]){1, FLASH_T, FLASH_H, FLASH_D}, c->x + i * n);
+        ag_set_requires_grad(x[i], 1);
+    }
+    ag_tensor *y = ag_scaled_dot_product_attention(c->g, x[0], x[1], x[2],
+                                                   &(ag_sdpa_config){.causal = AG_CAUSAL_TOP_LEFT, .heads_layout = 1});
+    if (!y || ag_backward(c->g, ag_sum_all(c->g, y)) != AG_OK) fprintf(stderr, "bench: %s\n", ag_graph_error(c->g));
+}
+
+static void bf16_flash_line(double budget)
+{
+    size_t n = 3 * (size_t)FLASH_T * FLASH_H * FLASH_D;
+    flash_ctx c = {ag_graph_new(), malloc(n * sizeof(ag_real))};
+    if (!c.g || !c.x) {
+        ag_graph_free(c.g), free(c.x);
+        return;
+    }
+    ag_rng r;
+    ag_rng_seed(&r, 2048);
+    for (size_t i = 0; i < n; i++) c.x[i] = (ag_real)ag_rng_normal(&r);
+    ag_set_threads(1);
+    double ms[2] = {INFINITY, INFINITY};
+    for (int round = 0; round < 3; round++)
+        for (int p = 0; p < 2; p++) {
+            ag_graph_set_precision(c.g, p ? AG_PRECISION_BF16 : AG_PRECISION_FP32);
+            double t = 1e3 * best_time(flash_step, &c, budget);
+            if (t < ms[p]) ms[p] = t;
+        }
+    emit("\nAttention, flash kernel (B 1, H 12, D 64, T %d, causal), forward and backward, one thread: fp32 %.1f ms, "
+         "bf16 products %.1f ms (%.2fx fp32's speed).\n",
+         FLASH_T, ms[0], ms[1], ms[0] / ms[1]);
+    ag_graph_free(c.g), free(c.x);
+}
 
 #if AG_BF16_KERNEL && !defined(AG_DOUBLE)
 __attribute__((target("avx512f,avx512bf16"), noinline)) static float dpbf16_chains(void)
@@ -98,6 +151,7 @@ static void bench_bf16(const char *python, int have_torch, double budget)
     if (!ag__isa_bf16()) {
         emit("\n### bf16 products: this CPU (or the level forced) has no AVX512_BF16: the bf16 products run "
              "on the fp32 kernel, at its speed\n");
+        bf16_flash_line(budget);
         return;
     }
     ag_set_threads(1);
@@ -154,11 +208,13 @@ static void bench_bf16(const char *python, int have_torch, double budget)
          ms[0], ms[1], ms[0] / ms[1]);
     if (amx) emit(", bf16 by AMX %.2f ms (%.2fx fp32's speed)", ms[2], ms[0] / ms[2]);
     emit(".\n");
+    bf16_flash_line(budget);
 }
 #else
 static void bench_bf16(const char *python, int have_torch, double budget)
 {
     (void)python, (void)have_torch, (void)budget;
     emit("\n### bf16 products: a build without the AVX512_BF16 kernel (x86-64 float, gcc 12 or clang 14)\n");
+    bf16_flash_line(budget);
 }
 #endif

@@ -29,12 +29,18 @@ clicker() { # one suite at a time (make -j runs them side by side): the others w
     mkdir -p "$B/node" || return 1
     (
         flock 9
-        if ! [ -d "$B/node/node_modules/puppeteer-core" ] && need npm npm; then
-            echo "$NAME: installing puppeteer-core with npm into $B/node"
-            (cd "$B/node" && npm install --no-audit --no-fund --silent puppeteer-core@22 > /dev/null 2>&1)
-        fi
+        # npm can hang on a registry connection that stops answering (seen:
+        # twenty minutes, no CPU, the files already written): each try is cut
+        # off after 5 minutes, and a second one follows a failed first
+        for try in 1 2; do
+            [ -f "$B/node/node_modules/puppeteer-core/package.json" ] && break
+            need npm npm || break
+            echo "$NAME: installing puppeteer-core with npm into $B/node (try $try)"
+            (cd "$B/node" && timeout 300 npm install --no-audit --no-fund --silent --fetch-timeout=60000 \
+                puppeteer-core@22 > /dev/null 2>&1) || echo "$NAME: npm install failed or timed out"
+        done
     ) 9> "$B/node/.install-lock"
-    [ -d "$B/node/node_modules/puppeteer-core" ]
+    [ -f "$B/node/node_modules/puppeteer-core/package.json" ]
 }
 PY=/usr/bin/python3
 if ! need chromium chromium || { [ ! -x $PY ] && ! need python3 python3; }; then
